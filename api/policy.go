@@ -1,0 +1,217 @@
+package api
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Group and versions of the policy types.
+const (
+	GroupKyverno = "kyverno.io"
+
+	KindClusterPolicy   = "ClusterPolicy"
+	KindPolicy          = "Policy"
+	KindPolicyException = "PolicyException"
+	KindUpdateRequest   = "UpdateRequest"
+)
+
+// PolicyObject is implemented by ClusterPolicy and Policy.
+type PolicyObject interface {
+	GetName() string
+	GetNamespace() string
+	GetAnnotations() map[string]string
+	GetKind() string
+	// GetSpec returns the policy's spec; callers must not modify it.
+	GetSpec() *Spec
+	// IsNamespaced reports whether the policy is a (namespaced) Policy.
+	IsNamespaced() bool
+}
+
+// ClusterPolicy is a cluster-wide policy (kind ClusterPolicy).
+type ClusterPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              Spec          `json:"spec"`
+	Status            *PolicyStatus `json:"status,omitempty"`
+}
+
+// Policy is a namespaced policy (kind Policy): it applies only to resources
+// in its own namespace.
+type Policy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              Spec          `json:"spec"`
+	Status            *PolicyStatus `json:"status,omitempty"`
+}
+
+// PolicyStatus is accepted on input for compatibility and otherwise ignored.
+type PolicyStatus struct {
+	Ready      *bool              `json:"ready,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Autogen    any                `json:"autogen,omitempty"`
+	RuleCount  any                `json:"rulecount,omitempty"`
+	Validating any                `json:"validatingadmissionpolicy,omitempty"`
+}
+
+// GetKind implements PolicyObject.
+func (p *ClusterPolicy) GetKind() string { return KindClusterPolicy }
+
+// GetSpec implements PolicyObject.
+func (p *ClusterPolicy) GetSpec() *Spec { return &p.Spec }
+
+// IsNamespaced implements PolicyObject.
+func (p *ClusterPolicy) IsNamespaced() bool { return false }
+
+// GetKind implements PolicyObject.
+func (p *Policy) GetKind() string { return KindPolicy }
+
+// GetSpec implements PolicyObject.
+func (p *Policy) GetSpec() *Spec { return &p.Spec }
+
+// IsNamespaced implements PolicyObject.
+func (p *Policy) IsNamespaced() bool { return true }
+
+// ValidationFailureAction is Audit or Enforce (upstream also accepts the
+// lower-case spellings).
+type ValidationFailureAction string
+
+// Failure actions.
+const (
+	Audit   ValidationFailureAction = "Audit"
+	Enforce ValidationFailureAction = "Enforce"
+)
+
+// IsEnforce reports whether the action blocks (Enforce, case-insensitive).
+func (a ValidationFailureAction) IsEnforce() bool {
+	return strings.EqualFold(string(a), string(Enforce))
+}
+
+// IsValid reports whether a is one of the spellings upstream accepts.
+func (a ValidationFailureAction) IsValid() bool {
+	switch a {
+	case "Audit", "audit", "Enforce", "enforce":
+		return true
+	}
+	return false
+}
+
+// ValidationFailureActionOverride overrides the failure action by namespace.
+type ValidationFailureActionOverride struct {
+	Action            ValidationFailureAction `json:"action,omitempty"`
+	Namespaces        []string                `json:"namespaces,omitempty"`
+	NamespaceSelector *metav1.LabelSelector   `json:"namespaceSelector,omitempty"`
+}
+
+// ApplyRulesType is All or One.
+type ApplyRulesType string
+
+// ApplyRules values.
+const (
+	ApplyAll ApplyRulesType = "All"
+	ApplyOne ApplyRulesType = "One"
+)
+
+// FailurePolicyType is Fail or Ignore.
+type FailurePolicyType string
+
+// WebhookConfiguration holds admission-webhook settings; gavel accepts and
+// exposes them but a host decides what to do with them.
+type WebhookConfiguration struct {
+	FailurePolicy   *FailurePolicyType `json:"failurePolicy,omitempty"`
+	TimeoutSeconds  *int32             `json:"timeoutSeconds,omitempty"`
+	MatchConditions []MatchCondition   `json:"matchConditions,omitempty"`
+}
+
+// MatchCondition is a CEL match condition of a webhook configuration.
+type MatchCondition struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
+}
+
+// Spec is the body of a ClusterPolicy or Policy.
+type Spec struct {
+	Rules                            []Rule                            `json:"rules,omitempty"`
+	ApplyRules                       *ApplyRulesType                   `json:"applyRules,omitempty"`
+	FailurePolicy                    *FailurePolicyType                `json:"failurePolicy,omitempty"`
+	ValidationFailureAction          ValidationFailureAction           `json:"validationFailureAction,omitempty"`
+	ValidationFailureActionOverrides []ValidationFailureActionOverride `json:"validationFailureActionOverrides,omitempty"`
+	EmitWarning                      *bool                             `json:"emitWarning,omitempty"`
+	AuditWarning                     *bool                             `json:"auditWarning,omitempty"`
+	Admission                        *bool                             `json:"admission,omitempty"`
+	Background                       *bool                             `json:"background,omitempty"`
+	SchemaValidation                 *bool                             `json:"schemaValidation,omitempty"`
+	WebhookTimeoutSeconds            *int32                            `json:"webhookTimeoutSeconds,omitempty"`
+	MutateExistingOnPolicyUpdate     bool                              `json:"mutateExistingOnPolicyUpdate,omitempty"`
+	GenerateExistingOnPolicyUpdate   *bool                             `json:"generateExistingOnPolicyUpdate,omitempty"`
+	GenerateExisting                 bool                              `json:"generateExisting,omitempty"`
+	UseServerSideApply               bool                              `json:"useServerSideApply,omitempty"`
+	WebhookConfiguration             *WebhookConfiguration             `json:"webhookConfiguration,omitempty"`
+}
+
+// BackgroundEnabled reports whether background processing is on (default true).
+func (s *Spec) BackgroundEnabled() bool { return s.Background == nil || *s.Background }
+
+// AdmissionEnabled reports whether admission processing is on (default true).
+func (s *Spec) AdmissionEnabled() bool { return s.Admission == nil || *s.Admission }
+
+// GetApplyRules returns All unless One is set.
+func (s *Spec) GetApplyRules() ApplyRulesType {
+	if s.ApplyRules == nil {
+		return ApplyAll
+	}
+	return *s.ApplyRules
+}
+
+// IsGenerateExisting reports whether generate rules also apply to existing
+// triggers, combining the rule field and the deprecated spec fields as
+// upstream does.
+func (s *Spec) IsGenerateExisting() bool {
+	for i := range s.Rules {
+		if g := s.Rules[i].Generation; g != nil && g.GenerateExisting != nil {
+			return *g.GenerateExisting
+		}
+	}
+	if s.GenerateExistingOnPolicyUpdate != nil && *s.GenerateExistingOnPolicyUpdate {
+		return true
+	}
+	return s.GenerateExisting
+}
+
+// Rule is one validate, mutate, generate or verifyImages rule.
+type Rule struct {
+	Name                   string                            `json:"name,omitempty"`
+	Context                []ContextEntry                    `json:"context,omitempty"`
+	MatchResources         MatchResources                    `json:"match,omitempty"`
+	ExcludeResources       *MatchResources                   `json:"exclude,omitempty"`
+	ImageExtractors        map[string][]ImageExtractorConfig `json:"imageExtractors,omitempty"`
+	Preconditions          any                               `json:"preconditions,omitempty"`
+	CELPreconditions       []MatchCondition                  `json:"celPreconditions,omitempty"`
+	Mutation               *Mutation                         `json:"mutate,omitempty"`
+	Validation             *Validation                       `json:"validate,omitempty"`
+	Generation             *Generation                       `json:"generate,omitempty"`
+	VerifyImages           []ImageVerification               `json:"verifyImages,omitempty"`
+	SkipBackgroundRequests *bool                             `json:"skipBackgroundRequests,omitempty"`
+	ReportProperties       map[string]string                 `json:"reportProperties,omitempty"`
+}
+
+// HasValidate reports whether the rule is a validate rule.
+func (r *Rule) HasValidate() bool { return r.Validation != nil }
+
+// HasMutate reports whether the rule is a mutate rule.
+func (r *Rule) HasMutate() bool { return r.Mutation != nil }
+
+// HasGenerate reports whether the rule is a generate rule.
+func (r *Rule) HasGenerate() bool { return r.Generation != nil }
+
+// HasVerifyImages reports whether the rule is a verifyImages rule.
+func (r *Rule) HasVerifyImages() bool { return len(r.VerifyImages) > 0 }
+
+// ImageExtractorConfig tells where images are found in a custom resource.
+type ImageExtractorConfig struct {
+	Path     string `json:"path"`
+	Value    string `json:"value,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Key      string `json:"key,omitempty"`
+	JMESPath string `json:"jmesPath,omitempty"`
+}

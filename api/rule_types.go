@@ -1,0 +1,243 @@
+package api
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// AnyAllConditions groups conditions: every All condition and at least one
+// Any condition (when Any is not empty) must hold.
+type AnyAllConditions struct {
+	AnyConditions []Condition `json:"any,omitempty"`
+	AllConditions []Condition `json:"all,omitempty"`
+}
+
+// Condition compares a key with a value using an operator. Key and Value are
+// free-form JSON that may hold variables.
+type Condition struct {
+	Key      any    `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    any    `json:"value,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// ContextEntry adds a variable or a data source to a rule's context.
+type ContextEntry struct {
+	Name            string           `json:"name,omitempty"`
+	ConfigMap       *ConfigMapRef    `json:"configMap,omitempty"`
+	APICall         *APICall         `json:"apiCall,omitempty"`
+	ImageRegistry   *ImageRegistry   `json:"imageRegistry,omitempty"`
+	Variable        *Variable        `json:"variable,omitempty"`
+	GlobalReference *GlobalReference `json:"globalReference,omitempty"`
+}
+
+// Variable is an inline context variable.
+type Variable struct {
+	Value    any    `json:"value,omitempty"`
+	JMESPath string `json:"jmesPath,omitempty"`
+	Default  any    `json:"default,omitempty"`
+}
+
+// ConfigMapRef names a ConfigMap.
+type ConfigMapRef struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// GlobalReference reads a global context entry.
+type GlobalReference struct {
+	Name     string `json:"name"`
+	JMESPath string `json:"jmesPath,omitempty"`
+}
+
+// ImageRegistry reads image data from an OCI registry.
+type ImageRegistry struct {
+	Reference                string                    `json:"reference"`
+	JMESPath                 string                    `json:"jmesPath,omitempty"`
+	ImageRegistryCredentials *ImageRegistryCredentials `json:"imageRegistryCredentials,omitempty"`
+}
+
+// ImageRegistryCredentials configures registry authentication.
+type ImageRegistryCredentials struct {
+	AllowInsecureRegistry bool     `json:"allowInsecureRegistry,omitempty"`
+	Providers             []string `json:"providers,omitempty"`
+	Secrets               []string `json:"secrets,omitempty"`
+}
+
+// APICall is a Kubernetes API call or an external service call.
+type APICall struct {
+	URLPath  string        `json:"urlPath,omitempty"`
+	Method   string        `json:"method,omitempty"`
+	Data     []RequestData `json:"data,omitempty"`
+	Service  *ServiceCall  `json:"service,omitempty"`
+	JMESPath string        `json:"jmesPath,omitempty"`
+	Default  any           `json:"default,omitempty"`
+}
+
+// RequestData is one key of a POST body.
+type RequestData struct {
+	Key   string `json:"key"`
+	Value any    `json:"value"`
+}
+
+// ServiceCall is an HTTP call to a service.
+type ServiceCall struct {
+	URL      string       `json:"url"`
+	CABundle string       `json:"caBundle,omitempty"`
+	Headers  []HTTPHeader `json:"headers,omitempty"`
+}
+
+// HTTPHeader is one HTTP header of a service call.
+type HTTPHeader struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Validation is the body of a validate rule.
+type Validation struct {
+	FailureAction                    *ValidationFailureAction          `json:"failureAction,omitempty"`
+	ValidationFailureAction          *ValidationFailureAction          `json:"validationFailureAction,omitempty"`
+	FailureActionOverrides           []ValidationFailureActionOverride `json:"failureActionOverrides,omitempty"`
+	ValidationFailureActionOverrides []ValidationFailureActionOverride `json:"validationFailureActionOverrides,omitempty"`
+	AllowExistingViolations          *bool                             `json:"allowExistingViolations,omitempty"`
+	Message                          string                            `json:"message,omitempty"`
+	Manifests                        *Manifests                        `json:"manifests,omitempty"`
+	ForEachValidation                []ForEachValidation               `json:"foreach,omitempty"`
+	Pattern                          any                               `json:"pattern,omitempty"`
+	AnyPattern                       any                               `json:"anyPattern,omitempty"`
+	Deny                             *Deny                             `json:"deny,omitempty"`
+	PodSecurity                      *PodSecurity                      `json:"podSecurity,omitempty"`
+	CEL                              any                               `json:"cel,omitempty"`
+	Assert                           any                               `json:"assert,omitempty"`
+}
+
+// Deny fails the rule when its conditions hold.
+type Deny struct {
+	Conditions any `json:"conditions,omitempty"`
+}
+
+// Manifests configures manifest signature verification (decoded, not evaluated).
+type Manifests struct {
+	Attestors        any    `json:"attestors,omitempty"`
+	AnnotationDomain string `json:"annotationDomain,omitempty"`
+	IgnoreFields     any    `json:"ignoreFields,omitempty"`
+	DryRunOption     any    `json:"dryRun,omitempty"`
+	Repository       string `json:"repository,omitempty"`
+}
+
+// ForEachValidation applies validation to each element of a list.
+type ForEachValidation struct {
+	List              string         `json:"list,omitempty"`
+	ElementScope      *bool          `json:"elementScope,omitempty"`
+	Context           []ContextEntry `json:"context,omitempty"`
+	Preconditions     any            `json:"preconditions,omitempty"`
+	Pattern           any            `json:"pattern,omitempty"`
+	AnyPattern        any            `json:"anyPattern,omitempty"`
+	Deny              *Deny          `json:"deny,omitempty"`
+	ForEachValidation any            `json:"foreach,omitempty"`
+}
+
+// Mutation is the body of a mutate rule.
+type Mutation struct {
+	MutateExistingOnPolicyUpdate *bool             `json:"mutateExistingOnPolicyUpdate,omitempty"`
+	Targets                      []TargetResource  `json:"targets,omitempty"`
+	PatchStrategicMerge          any               `json:"patchStrategicMerge,omitempty"`
+	PatchesJSON6902              string            `json:"patchesJson6902,omitempty"`
+	ForEachMutation              []ForEachMutation `json:"foreach,omitempty"`
+}
+
+// ForEachMutation applies a patch to each element of a list.
+type ForEachMutation struct {
+	List                string         `json:"list,omitempty"`
+	Order               *ForeachOrder  `json:"order,omitempty"`
+	Context             []ContextEntry `json:"context,omitempty"`
+	Preconditions       any            `json:"preconditions,omitempty"`
+	PatchStrategicMerge any            `json:"patchStrategicMerge,omitempty"`
+	PatchesJSON6902     string         `json:"patchesJson6902,omitempty"`
+	ForEachMutation     any            `json:"foreach,omitempty"`
+}
+
+// ForeachOrder is Ascending or Descending.
+type ForeachOrder string
+
+// Foreach orders.
+const (
+	Ascending  ForeachOrder = "Ascending"
+	Descending ForeachOrder = "Descending"
+)
+
+// ResourceSpec identifies one resource.
+type ResourceSpec struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	UID        string `json:"uid,omitempty"`
+}
+
+// TargetResource selects existing resources for a mutate rule.
+type TargetResource struct {
+	ResourceSpec  `json:",inline"`
+	Selector      *metav1.LabelSelector `json:"selector,omitempty"`
+	Context       []ContextEntry        `json:"context,omitempty"`
+	Preconditions any                   `json:"preconditions,omitempty"`
+}
+
+// Generation is the body of a generate rule.
+type Generation struct {
+	GenerateExisting               *bool `json:"generateExisting,omitempty"`
+	ResourceSpec                   `json:",inline"`
+	Synchronize                    bool                `json:"synchronize,omitempty"`
+	OrphanDownstreamOnPolicyDelete bool                `json:"orphanDownstreamOnPolicyDelete,omitempty"`
+	RawData                        any                 `json:"data,omitempty"`
+	Clone                          *CloneFrom          `json:"clone,omitempty"`
+	CloneList                      *CloneList          `json:"cloneList,omitempty"`
+	ForEachGeneration              []ForEachGeneration `json:"foreach,omitempty"`
+}
+
+// CloneFrom names the source of a clone.
+type CloneFrom struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// CloneList clones every selected resource of the given kinds.
+type CloneList struct {
+	Namespace string                `json:"namespace,omitempty"`
+	Kinds     []string              `json:"kinds,omitempty"`
+	Selector  *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// ForEachGeneration generates for each element of a list.
+type ForEachGeneration struct {
+	List          string         `json:"list,omitempty"`
+	Context       []ContextEntry `json:"context,omitempty"`
+	Preconditions any            `json:"preconditions,omitempty"`
+	ResourceSpec  `json:",inline"`
+	RawData       any        `json:"data,omitempty"`
+	Clone         *CloneFrom `json:"clone,omitempty"`
+	CloneList     *CloneList `json:"cloneList,omitempty"`
+}
+
+// ImageVerification is a verifyImages entry. gavel decodes it; attestor and
+// attestation bodies are kept free-form.
+type ImageVerification struct {
+	Type                     string                    `json:"type,omitempty"`
+	Image                    string                    `json:"image,omitempty"`
+	ImageReferences          []string                  `json:"imageReferences,omitempty"`
+	SkipImageReferences      []string                  `json:"skipImageReferences,omitempty"`
+	Key                      string                    `json:"key,omitempty"`
+	Roots                    string                    `json:"roots,omitempty"`
+	Subject                  string                    `json:"subject,omitempty"`
+	Issuer                   string                    `json:"issuer,omitempty"`
+	AdditionalExtensions     map[string]string         `json:"additionalExtensions,omitempty"`
+	Attestors                any                       `json:"attestors,omitempty"`
+	Attestations             any                       `json:"attestations,omitempty"`
+	Annotations              map[string]string         `json:"annotations,omitempty"`
+	Repository               string                    `json:"repository,omitempty"`
+	MutateDigest             *bool                     `json:"mutateDigest,omitempty"`
+	VerifyDigest             *bool                     `json:"verifyDigest,omitempty"`
+	Validation               any                       `json:"validate,omitempty"`
+	Required                 *bool                     `json:"required,omitempty"`
+	ImageRegistryCredentials *ImageRegistryCredentials `json:"imageRegistryCredentials,omitempty"`
+	UseCache                 *bool                     `json:"useCache,omitempty"`
+	FailureAction            *ValidationFailureAction  `json:"failureAction,omitempty"`
+	Cosign                   any                       `json:"cosign,omitempty"`
+}
