@@ -1,0 +1,75 @@
+package autogen_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/autogen"
+)
+
+const policyYAML = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: disallow-latest-tag
+  annotations:
+    pod-policies.kyverno.io/autogen-controllers: Deployment,CronJob
+spec:
+  rules:
+  - name: require-image-tag
+    match:
+      any:
+      - resources:
+          kinds:
+          - Pod
+    validate:
+      message: "An image tag is required on {{ request.object.metadata.name }}."
+      pattern:
+        spec:
+          containers:
+          - image: "*:*"
+`
+
+func Example() {
+	docs, err := api.ReadDocuments(strings.NewReader(policyYAML), "policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	policy, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		panic(err)
+	}
+
+	fmt.Println("controllers:", autogen.Controllers(policy.GetAnnotations(), policy.GetSpec()))
+	for _, rule := range autogen.Rules(policy) {
+		original, generated := autogen.Original(rule.Name)
+		fmt.Printf("%s (generated: %v, from %s) kinds %v\n", rule.Name, generated, original, rule.MatchResources.Any[0].Kinds)
+		fmt.Println("  message:", rule.Validation.Message)
+		pattern, _ := json.Marshal(rule.Validation.Pattern)
+		fmt.Println("  pattern:", string(pattern))
+	}
+	// Output:
+	// controllers: [CronJob Deployment]
+	// require-image-tag (generated: false, from require-image-tag) kinds [Pod]
+	//   message: An image tag is required on {{ request.object.metadata.name }}.
+	//   pattern: {"spec":{"containers":[{"image":"*:*"}]}}
+	// autogen-require-image-tag (generated: true, from require-image-tag) kinds [apps/v1/Deployment]
+	//   message: An image tag is required on {{ request.object.spec.template.metadata.name }}.
+	//   pattern: {"spec":{"template":{"spec":{"containers":[{"image":"*:*"}]}}}}
+	// autogen-cronjob-require-image-tag (generated: true, from require-image-tag) kinds [batch/v1/CronJob]
+	//   message: An image tag is required on {{ request.object.spec.jobTemplate.spec.template.metadata.name }}.
+	//   pattern: {"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"image":"*:*"}]}}}}}}
+}
+
+func ExampleOriginal() {
+	for _, name := range []string{"check-image", "autogen-check-image", "autogen-cronjob-check-image"} {
+		original, generated := autogen.Original(name)
+		fmt.Println(name, "->", original, generated)
+	}
+	// Output:
+	// check-image -> check-image false
+	// autogen-check-image -> check-image true
+	// autogen-cronjob-check-image -> check-image true
+}
