@@ -1,0 +1,79 @@
+package jmespath
+
+import "testing"
+
+func BenchmarkCompile(b *testing.B) {
+	intr := mustNew(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := intr.Compile("request.object.spec.containers[].image"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchSearch(b *testing.B, expr string) {
+	intr := mustNew(b)
+	pod := readJSON(b, "admission-pod.json")
+	q, err := intr.Compile(expr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := q.Search(pod); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSearchImages(b *testing.B) {
+	benchSearch(b, "request.object.spec.containers[].image")
+}
+
+func BenchmarkSearchRegexFilter(b *testing.B) {
+	benchSearch(b, "request.object.spec.containers[?regex_match('^app-[0-9]+$', name)].name")
+}
+
+func BenchmarkSearchSumQuantities(b *testing.B) {
+	benchSearch(b, "sum(request.object.spec.containers[].resources.requests.memory)")
+}
+
+func BenchmarkInterpreterSearchCached(b *testing.B) {
+	intr := mustNew(b)
+	pod := readJSON(b, "admission-pod.json")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := intr.Search("request.object.spec.containers[].image", pod); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSearchIntInput(b *testing.B) {
+	intr := mustNew(b)
+	data := map[string]any{"spec": map[string]any{"replicas": int64(3), "template": readJSON(b, "admission-pod.json")}}
+	q, _ := intr.Compile("spec.replicas")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := q.Search(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSearchNormalizedImages(b *testing.B) {
+	intr := mustNew(b)
+	pod, err := Normalize(readJSON(b, "admission-pod.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q, _ := intr.Compile("request.object.spec.containers[].image")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := q.SearchNormalized(pod); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

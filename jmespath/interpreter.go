@@ -1,0 +1,330 @@
+package jmespath
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
+	"github.com/jmespath-community/go-jmespath/pkg/parsing"
+)
+
+const (
+	defaultCacheSize       = 512
+	defaultRegexCacheSize  = 256
+	defaultRegistry        = "docker.io"
+	defaultMaxRandomLength = 64 << 10
+)
+
+type config struct {
+	now              func() time.Time
+	random           io.Reader
+	cacheSize        int
+	regexCacheSize   int
+	registry         string
+	registryMutation bool
+	maxRandomLength  int
+}
+
+// Option configures an Interpreter. Options are applied in order by New; an
+// option that receives a bad value makes New fail.
+type Option func(*config) error
+
+// WithClock sets the clock read by time_now, time_now_utc and time_since (when
+// its end argument is empty). The default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return fmt.Errorf("%w: WithClock: nil clock", ErrInvalidOption)
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithRandom sets the source of randomness read by random(). The default is
+// crypto/rand.Reader. Reads are serialised by the Interpreter, so r need not
+// be safe for concurrent use. A reader that returns an error makes random()
+// fail with that error.
+func WithRandom(r io.Reader) Option {
+	return func(c *config) error {
+		if r == nil {
+			return fmt.Errorf("%w: WithRandom: nil reader", ErrInvalidOption)
+		}
+		c.random = r
+		return nil
+	}
+}
+
+// WithCacheSize bounds the number of compiled expressions Interpreter.Search
+// keeps. Zero disables the cache. The default is 512.
+func WithCacheSize(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: WithCacheSize: negative size %d", ErrInvalidOption, n)
+		}
+		c.cacheSize = n
+		return nil
+	}
+}
+
+// WithRegexCacheSize bounds the number of compiled regular expressions kept
+// for regex_match, regex_replace_all and regex_replace_all_literal. Zero
+// disables the cache. The default is 256.
+func WithRegexCacheSize(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: WithRegexCacheSize: negative size %d", ErrInvalidOption, n)
+		}
+		c.regexCacheSize = n
+		return nil
+	}
+}
+
+// WithDefaultRegistry sets the registry image_normalize adds to references
+// that name none. The default is "docker.io".
+func WithDefaultRegistry(registry string) Option {
+	return func(c *config) error {
+		if registry == "" {
+			return fmt.Errorf("%w: WithDefaultRegistry: empty registry", ErrInvalidOption)
+		}
+		c.registry = registry
+		return nil
+	}
+}
+
+// WithDefaultRegistryMutation controls whether image_normalize writes the
+// default registry into references that name none (upstream's
+// enableDefaultRegistryMutation, default true). When false the registry part
+// is left out of the output.
+func WithDefaultRegistryMutation(enabled bool) Option {
+	return func(c *config) error {
+		c.registryMutation = enabled
+		return nil
+	}
+}
+
+// WithMaxRandomLength bounds the length, in runes, of a string random() may
+// generate; longer patterns fail. The default is 65536.
+func WithMaxRandomLength(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: WithMaxRandomLength: non-positive length %d", ErrInvalidOption, n)
+		}
+		c.maxRandomLength = n
+		return nil
+	}
+}
+
+// Interpreter evaluates JMESPath expressions with the standard JMESPath
+// functions plus every Kyverno custom function. It is immutable after New
+// (its caches are internally synchronised) and safe for concurrent use.
+type Interpreter struct {
+	cfg     config
+	caller  interpreter.FunctionCaller
+	infos   []FunctionInfo
+	queries *boundedCache[*Query]
+	regexes *boundedCache[regexResult]
+	randMu  sync.Mutex
+}
+
+type regexResult struct {
+	re  *regexp.Regexp
+	err error
+}
+
+// New returns an Interpreter configured by opts.
+func New(opts ...Option) (*Interpreter, error) {
+	cfg := config{
+		now:              time.Now,
+		random:           rand.Reader,
+		cacheSize:        defaultCacheSize,
+		regexCacheSize:   defaultRegexCacheSize,
+		registry:         defaultRegistry,
+		registryMutation: true,
+		maxRandomLength:  defaultMaxRandomLength,
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	i := &Interpreter{
+		cfg:     cfg,
+		queries: newBoundedCache[*Query](cfg.cacheSize),
+		regexes: newBoundedCache[regexResult](cfg.regexCacheSize),
+	}
+	entries, infos := i.functionTable()
+	i.caller = interpreter.NewFunctionCaller(entries...)
+	i.infos = infos
+	return i, nil
+}
+
+// Query is a compiled expression. It is immutable and safe for concurrent
+// use; evaluate it as many times as needed with Search.
+type Query struct {
+	expr string
+	node parsing.ASTNode
+	intr *Interpreter
+}
+
+// Compile parses expr once. The error, a *CompileError, names the expression.
+func (i *Interpreter) Compile(expr string) (q *Query, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			q, err = nil, &CompileError{Expression: expr, Offset: -1, Err: fmt.Errorf("parser fault: %v", r)}
+		}
+	}()
+	node, perr := parsing.NewParser().Parse(expr)
+	if perr != nil {
+		offset := -1
+		var se parsing.SyntaxError
+		if errors.As(perr, &se) {
+			offset = se.Offset
+		}
+		return nil, &CompileError{Expression: expr, Offset: offset, Err: perr}
+	}
+	return &Query{expr: expr, node: node, intr: i}, nil
+}
+
+// String returns the expression text.
+func (q *Query) String() string { return q.expr }
+
+// Search evaluates the query against data, a JSON-like tree. Integer and
+// json.Number values in data are read as float64; data itself is never
+// modified. Errors raised by custom functions are *FunctionError; other
+// evaluation failures are *EvalError.
+func (q *Query) Search(data any) (any, error) {
+	data, _, err := normalize(data, "")
+	if err != nil {
+		return nil, err
+	}
+	return q.SearchNormalized(data)
+}
+
+// SearchNormalized evaluates the query against data that is already in
+// canonical form (float64 numbers, map[string]any and []any containers), for
+// example a tree returned by Normalize, skipping the read-only conversion walk
+// Search performs on every call. Non-canonical values are not converted: a
+// Go int then behaves as a value of unknown type, never as a number.
+func (q *Query) SearchNormalized(data any) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, &EvalError{Expression: q.expr, Err: fmt.Errorf("evaluation fault: %v", r)}
+		}
+	}()
+	intr := interpreter.NewInterpreter(data, q.intr.caller, nil)
+	result, err = intr.Execute(q.node, data)
+	if err != nil {
+		var fe *FunctionError
+		if errors.As(err, &fe) {
+			return nil, fe
+		}
+		return nil, &EvalError{Expression: q.expr, Err: err}
+	}
+	return result, nil
+}
+
+// Normalize returns data in the canonical form expressions are evaluated on:
+// every Go integer, float32 and json.Number becomes a float64 and typed slices
+// and maps become []any and map[string]any. data is not modified; containers
+// are copied only along the paths that needed a conversion, so a tree that is
+// already canonical is returned as is. Convert a large context once with
+// Normalize, then evaluate many queries on it with SearchNormalized.
+func Normalize(data any) (any, error) {
+	out, _, err := normalize(data, "")
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Search compiles expr (reusing a bounded cache of compiled queries) and
+// evaluates it against data.
+func (i *Interpreter) Search(expr string, data any) (any, error) {
+	q, err := i.cached(expr)
+	if err != nil {
+		return nil, err
+	}
+	return q.Search(data)
+}
+
+// SearchNormalized is Search for data already in normalized form (see
+// Normalize): numbers only as float64, no typed slices or maps. It skips
+// the conversion walk, which dominates the cost of small queries on large
+// documents.
+func (i *Interpreter) SearchNormalized(expr string, data any) (any, error) {
+	q, err := i.cached(expr)
+	if err != nil {
+		return nil, err
+	}
+	return q.SearchNormalized(data)
+}
+
+// cached returns the compiled query for expr, from the cache when possible.
+func (i *Interpreter) cached(expr string) (*Query, error) {
+	if q, ok := i.queries.get(expr); ok {
+		return q, nil
+	}
+	q, err := i.Compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	i.queries.put(expr, q)
+	return q, nil
+}
+
+// regexp returns the compiled pattern, from the cache when possible.
+func (i *Interpreter) regexp(pattern string) (*regexp.Regexp, error) {
+	if r, ok := i.regexes.get(pattern); ok {
+		return r.re, r.err
+	}
+	re, err := regexp.Compile(pattern)
+	i.regexes.put(pattern, regexResult{re: re, err: err})
+	return re, err
+}
+
+// boundedCache is a small concurrency-safe map that holds at most max
+// entries; when full, an arbitrary entry is evicted.
+type boundedCache[V any] struct {
+	mu  sync.RWMutex
+	max int
+	m   map[string]V
+}
+
+func newBoundedCache[V any](max int) *boundedCache[V] {
+	return &boundedCache[V]{max: max, m: make(map[string]V)}
+}
+
+func (c *boundedCache[V]) get(k string) (V, bool) {
+	if c.max == 0 {
+		var zero V
+		return zero, false
+	}
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	return v, ok
+}
+
+func (c *boundedCache[V]) put(k string, v V) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; !ok && len(c.m) >= c.max {
+		for old := range c.m {
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[k] = v
+}
