@@ -1,0 +1,132 @@
+package podsecurity
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// jsonDecodePod decodes the pod the way upstream does, with encoding/json.
+func jsonDecodePod(t *testing.T, obj map[string]any) *corev1.Pod {
+	t.Helper()
+	w := workloads[obj["kind"].(string)]
+	pod := &corev1.Pod{}
+	for i, path := range [][]string{w.meta, w.spec} {
+		v, found, _ := nested(obj, path)
+		if !found {
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var target any = &pod.ObjectMeta
+		if i == 1 {
+			target = &pod.Spec
+		}
+		if err := json.Unmarshal(raw, target); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pod
+}
+
+// TestDecoderMatchesJSON: every revision of every check gives the same
+// verdict and field errors on the pod read by the tree decoder as on the
+// pod encoding/json decodes.
+func TestDecoderMatchesJSON(t *testing.T) {
+	files, _ := filepath.Glob("testdata/conformance/*/*/*.yaml")
+	var objs []map[string]any
+	for _, f := range files {
+		for _, obj := range mustReadObjects(t, f) {
+			if _, ok := workloads[obj["kind"].(string)]; ok {
+				objs = append(objs, obj)
+			}
+		}
+	}
+	for _, c := range fieldErrorCases {
+		objs = append(objs, mustObject(t, c.pod))
+	}
+	objs = append(objs, mustObject(t, typicalPod), mustObject(t, sub(docIstioPod, "%CAPS%", "          - NET_ADMIN")))
+	for _, obj := range objs {
+		fast, _, err := decodePod(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow := jsonDecodePod(t, obj)
+		for _, c := range testEvaluator.checks {
+			for _, v := range c.versions {
+				a := v.CheckPod(&fast.ObjectMeta, &fast.Spec)
+				b := v.CheckPod(&slow.ObjectMeta, &slow.Spec)
+				if a != b {
+					t.Errorf("%s %s %v: %+v vs json %+v", fast.Name, c.id, v.MinimumVersion.String(), a, b)
+				}
+				if ea, eb := c.errs(&fast.ObjectMeta, &fast.Spec, v.MinimumVersion), c.errs(&slow.ObjectMeta, &slow.Spec, v.MinimumVersion); !reflect.DeepEqual(ea, eb) {
+					t.Errorf("%s %s: field errors %v vs json %v", fast.Name, c.id, ea, eb)
+				}
+			}
+		}
+		if fast.Name != slow.Name || fast.Namespace != slow.Namespace || !reflect.DeepEqual(fast.Annotations, slow.Annotations) {
+			t.Errorf("metadata %v vs %v", fast.ObjectMeta, slow.ObjectMeta)
+		}
+		for i := range slow.Spec.Containers {
+			if fast.Spec.Containers[i].Image != slow.Spec.Containers[i].Image {
+				t.Errorf("image %q vs %q", fast.Spec.Containers[i].Image, slow.Spec.Containers[i].Image)
+			}
+		}
+	}
+}
+
+func TestResourcePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"spec.hostIPC":                       "spec.template.spec.hostIPC",
+		"spec":                               "spec.template.spec",
+		"metadata.annotations[a.spec.io/x]":  "spec.template.metadata.annotations[a.spec.io/x]",
+		"specimen":                           "specimen",
+		"spec.containers[0].securityContext": "spec.template.spec.containers[0].securityContext",
+	} {
+		if got := templateWorkload.resourcePath(in); got != want {
+			t.Errorf("resourcePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := podWorkload.resourcePath("spec.hostIPC"); got != "spec.hostIPC" {
+		t.Errorf("pod path %q", got)
+	}
+	if got := cronJobWorkload.resourcePath("metadata.annotations[x]"); !strings.HasPrefix(got, "spec.jobTemplate.spec.template.metadata") {
+		t.Errorf("cronjob path %q", got)
+	}
+}
+
+func TestDecodeIntegers(t *testing.T) {
+	ok := []any{float64(7), float32(7), int(7), int8(7), int16(7), int32(7), int64(7), uint(7), uint8(7), uint16(7), uint32(7), uint64(7), json.Number("7")}
+	for _, v := range ok {
+		d := &decoder{}
+		if n, set := d.integer(map[string]any{"k": v}, "k", "p", 0, 100); !set || n != 7 || d.err != nil {
+			t.Errorf("%T: %d %v %v", v, n, set, d.err)
+		}
+	}
+	bad := map[string]any{
+		"fraction":   1.5,
+		"float32":    float32(0.5),
+		"huge float": 1e300,
+		"uint":       uint(1) << 63,
+		"uint64":     uint64(1) << 63,
+		"number":     json.Number("x"),
+		"string":     "7",
+		"range":      int64(101),
+	}
+	for name, v := range bad {
+		d := &decoder{}
+		if _, set := d.integer(map[string]any{"k": v}, "k", "p", 0, 100); set || d.err == nil || !strings.HasPrefix(d.err.Error(), "p.k: ") {
+			t.Errorf("%s: set=%v err=%v", name, set, d.err)
+		}
+	}
+	d := &decoder{}
+	if _, set := d.integer(map[string]any{"k": nil}, "k", "p", 0, 1); set || d.err != nil {
+		t.Errorf("null: %v %v", set, d.err)
+	}
+}

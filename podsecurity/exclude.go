@@ -1,0 +1,311 @@
+package podsecurity
+
+import (
+	"github.com/gavelpolicy/gavel/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// exclusion is a compiled podSecurity exemption.
+type exclusion struct {
+	ids             []string
+	images          []glob // none: pod-level exemption
+	restrictedField string
+	values          []glob
+}
+
+func (x *exclusion) covers(id string) bool {
+	for _, v := range x.ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+// compileExclusions validates exemptions as upstream (control name known,
+// images required for container-level controls and forbidden for pod-level
+// ones, restrictedField and values given together) and compiles them.
+func compileExclusions(in []api.PodSecurityStandard, path *field.Path) ([]exclusion, field.ErrorList) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	var errs field.ErrorList
+	out := make([]exclusion, 0, len(in))
+	for i, ex := range in {
+		p := path.Index(i)
+		ctl, ok := controlsByName[ex.ControlName]
+		switch {
+		case ex.ControlName == "":
+			errs = append(errs, field.Required(p.Child("controlName"), ""))
+		case !ok:
+			errs = append(errs, field.NotSupported(p.Child("controlName"), ex.ControlName, ControlNames()))
+		case ctl.scope == scopeContainer && len(ex.Images) == 0:
+			errs = append(errs, field.Invalid(p.Child("controlName"), ex.ControlName, "exclude.images must be specified for the container level control"))
+		case ctl.scope == scopePod && len(ex.Images) != 0:
+			errs = append(errs, field.Invalid(p.Child("controlName"), ex.ControlName, "exclude.images must not be specified for the pod level control"))
+		}
+		if ex.RestrictedField != "" && len(ex.Values) == 0 {
+			errs = append(errs, field.Forbidden(p.Child("values"), "values is required"))
+		}
+		if ex.RestrictedField == "" && len(ex.Values) != 0 {
+			errs = append(errs, field.Forbidden(p.Child("restrictedField"), "restrictedField is required"))
+		}
+		out = append(out, exclusion{
+			ids:             ctl.ids,
+			images:          compileGlobs(ex.Images),
+			restrictedField: ex.RestrictedField,
+			values:          compileGlobs(ex.Values),
+		})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+// failure is a failed check revision with its field errors, paths relative
+// to the pod.
+type failure struct {
+	id   string
+	res  checkOutcome
+	errs []FieldError
+}
+
+// checkOutcome is the library's verdict text for a failed check.
+type checkOutcome struct {
+	reason, detail string
+}
+
+// run evaluates the compiled steps on a pod.
+func (c *Check) run(pod *corev1.Pod) []failure {
+	return runSteps(c.steps, nil, pod)
+}
+
+// runSteps evaluates steps on a pod; with an exclusion, only the steps of
+// the checks it covers (the others cannot change its outcome).
+func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
+	var out []failure
+	for _, s := range steps {
+		if only != nil && !only.covers(s.id) {
+			continue
+		}
+		r := s.run(&pod.ObjectMeta, &pod.Spec)
+		if r.Allowed {
+			continue
+		}
+		out = append(out, failure{
+			id:   s.id,
+			res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
+			errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min),
+		})
+	}
+	return out
+}
+
+// applyExclusions applies exemptions one after the other, as upstream.
+func (c *Check) applyExclusions(excls []exclusion, fails []failure, pod *corev1.Pod) []failure {
+	for i := range excls {
+		fails = c.exempt(&excls[i], fails, pod)
+	}
+	return fails
+}
+
+// exempt applies one exemption. Upstream keys the failures by check ID
+// (a check failing in several revisions keeps its last result), evaluates
+// the reduced pod, and lets each field error of an excluded check there
+// remove one field error of the full pod on the same field (and, for
+// container fields of an image exemption, the same container).
+func (c *Check) exempt(x *exclusion, fails []failure, pod *corev1.Pod) []failure {
+	byID := make(map[string]int, len(fails))
+	kept := make([]failure, 0, len(fails))
+	for _, f := range fails {
+		if i, ok := byID[f.id]; ok {
+			kept[i] = f
+			continue
+		}
+		byID[f.id] = len(kept)
+		kept = append(kept, f)
+	}
+	removed := make([]bool, len(kept))
+
+	containerLevel := len(x.images) > 0
+	var probe *corev1.Pod
+	if containerLevel {
+		probe = matchingContainersPod(pod, x.images)
+	} else {
+		probe = podLevelPod(pod)
+	}
+
+	for _, pf := range runSteps(c.steps, x, probe) {
+		for _, perr := range pf.errs {
+			exField, exRef := locateField(perr.Field, containerLevel, probe)
+			if x.restrictedField != "" && exField != x.restrictedField {
+				continue
+			}
+			if !valuesAllowed(x.values, perr.BadValue) {
+				continue
+			}
+			i, ok := byID[pf.id]
+			if !ok || removed[i] {
+				continue
+			}
+			d := &kept[i]
+			for j, derr := range d.errs {
+				dField, dRef := locateField(derr.Field, containerLevel, pod)
+				if exField != dField {
+					continue
+				}
+				if dRef.isContainer && exRef.name != dRef.name {
+					continue
+				}
+				// Upstream removes by swapping in the last element.
+				last := len(d.errs) - 1
+				d.errs[j] = d.errs[last]
+				d.errs = d.errs[:last]
+				break
+			}
+			if len(d.errs) == 0 {
+				removed[i] = true
+			}
+		}
+	}
+
+	out := kept[:0]
+	for i, f := range kept {
+		if !removed[i] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// valuesAllowed reports whether every value of a field error matches one of
+// the exemption's values (always true without values).
+func valuesAllowed(values []glob, bad any) bool {
+	if len(values) == 0 {
+		return true
+	}
+	for _, v := range badValues(bad) {
+		if !matchAny(values, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// podLevelPod is the pod upstream evaluates for an exemption without
+// images: the same pod with a single bare container named "fake" and no
+// init or ephemeral containers.
+func podLevelPod(pod *corev1.Pod) *corev1.Pod {
+	p := *pod
+	p.Spec.Containers = []corev1.Container{{Name: "fake"}}
+	p.Spec.InitContainers = nil
+	p.Spec.EphemeralContainers = nil
+	return &p
+}
+
+// matchingContainersPod is the pod upstream evaluates for an exemption with
+// images: only the name and namespace of the pod and the containers whose
+// image matches, without any pod-level field.
+func matchingContainersPod(pod *corev1.Pod, images []glob) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	for _, ctr := range pod.Spec.Containers {
+		if matchAny(images, ctr.Image) {
+			p.Spec.Containers = append(p.Spec.Containers, ctr)
+		}
+	}
+	for _, ctr := range pod.Spec.InitContainers {
+		if matchAny(images, ctr.Image) {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, ctr)
+		}
+	}
+	for _, ctr := range pod.Spec.EphemeralContainers {
+		if matchAny(images, ctr.Image) {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, ctr)
+		}
+	}
+	return p
+}
+
+// containerRef identifies the container a field path points into.
+type containerRef struct {
+	isContainer bool
+	name        string
+}
+
+// locateField turns a field path into the comparable form upstream uses:
+// every run of digits replaced by '*'. For container-level exemptions it
+// also resolves the container the path points into (the second word of the
+// path is containers, initContainers or ephemeralContainers, the first
+// number its index).
+func locateField(f string, containerLevel bool, pod *corev1.Pod) (string, containerRef) {
+	pattern, firstIndex, hasIndex, secondWord := scanField(f)
+	if !containerLevel {
+		return pattern, containerRef{}
+	}
+	var name string
+	switch secondWord {
+	case "containers":
+		if hasIndex && firstIndex < len(pod.Spec.Containers) {
+			name = pod.Spec.Containers[firstIndex].Name
+		}
+	case "initContainers":
+		if hasIndex && firstIndex < len(pod.Spec.InitContainers) {
+			name = pod.Spec.InitContainers[firstIndex].Name
+		}
+	case "ephemeralContainers":
+		if hasIndex && firstIndex < len(pod.Spec.EphemeralContainers) {
+			name = pod.Spec.EphemeralContainers[firstIndex].Name
+		}
+	default:
+		return pattern, containerRef{}
+	}
+	return pattern, containerRef{isContainer: true, name: name}
+}
+
+// scanField returns the path with digit runs replaced by '*', the first
+// number in it, and its second run of ASCII letters.
+func scanField(f string) (pattern string, firstIndex int, hasIndex bool, secondWord string) {
+	buf := make([]byte, 0, len(f))
+	words := 0
+	for i := 0; i < len(f); {
+		ch := f[i]
+		switch {
+		case ch >= '0' && ch <= '9':
+			j := i
+			n := 0
+			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+				if n < 1<<30 {
+					n = n*10 + int(f[j]-'0')
+				}
+				j++
+			}
+			if !hasIndex {
+				firstIndex, hasIndex = n, true
+			}
+			buf = append(buf, '*')
+			i = j
+		case isLetter(ch):
+			j := i
+			for j < len(f) && isLetter(f[j]) {
+				j++
+			}
+			words++
+			if words == 2 {
+				secondWord = f[i:j]
+			}
+			buf = append(buf, f[i:j]...)
+			i = j
+		default:
+			buf = append(buf, ch)
+			i++
+		}
+	}
+	return string(buf), firstIndex, hasIndex, secondWord
+}
+
+func isLetter(ch byte) bool {
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+}

@@ -1,0 +1,224 @@
+package podsecurity
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestExemptionMechanics pins the upstream exemption algorithm: each field
+// error of the reduced pod removes one field error of the full pod.
+func TestExemptionMechanics(t *testing.T) {
+	const twoRootContainers = `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  securityContext: {seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - {name: a, image: nginx, securityContext: {runAsNonRoot: false, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}
+  - {name: b, image: redis, securityContext: {runAsNonRoot: false, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}
+`
+	const privileged = `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostNetwork: true
+  hostPID: true
+  containers:
+  - name: a
+    image: quay.io/cephcsi/cephcsi:v3.14.0
+    securityContext: {privileged: true, capabilities: {add: [SYS_ADMIN]}}
+    ports: [{containerPort: 8080, hostPort: 8080}, {containerPort: 9090, hostPort: 9090}]
+  - name: b
+    image: busybox
+    securityContext: {privileged: true}
+  volumes:
+  - {name: v0, hostPath: {path: /dev}}
+  - {name: v1, emptyDir: {}}
+  - {name: v2, hostPath: {path: /sys}}
+`
+	tests := []struct {
+		name    string
+		ps      string
+		pod     string
+		want    []string // failing checks
+		wantErr map[string][]string
+	}{
+		{
+			name: "controlName-only exemption removes one error per reduced-pod error",
+			ps:   "level: restricted\nexclude:\n- controlName: Running as Non-root",
+			pod:  twoRootContainers,
+			want: []string{"runAsNonRoot"},
+			// The reduced pod's single container removes the first error; the
+			// last one is swapped into its place and stays.
+			wantErr: map[string][]string{"runAsNonRoot": {"spec.containers[1].securityContext.runAsNonRoot is forbidden, forbidden values found: false"}},
+		},
+		{
+			name: "image exemption covers matching containers",
+			ps:   "level: restricted\nexclude:\n- controlName: Running as Non-root\n  images: [nginx]",
+			pod:  twoRootContainers,
+			want: []string{"runAsNonRoot"},
+			// The matching pod holds only nginx (index 0 there and in the pod):
+			// its error removes nginx's error, redis keeps failing.
+			wantErr: map[string][]string{"runAsNonRoot": {"spec.containers[1].securityContext.runAsNonRoot is forbidden, forbidden values found: false"}},
+		},
+		{
+			name: "wildcard images cover all containers",
+			ps:   "level: restricted\nexclude:\n- controlName: Running as Non-root\n  images: ['*']",
+			pod:  twoRootContainers,
+		},
+		{
+			name: "values as strings: bools and ints",
+			ps: `level: baseline
+exclude:
+- controlName: Privileged Containers
+  images: ['*/cephcsi/*', busybox]
+  restrictedField: spec.containers[*].securityContext.privileged
+  values: ["true"]
+- controlName: Host Ports
+  images: ['*/cephcsi/*']
+  restrictedField: spec.containers[*].ports[*].hostPort
+  values: ["8080", "9090"]
+- controlName: Host Namespaces
+  restrictedField: spec.hostNetwork
+  values: ["true"]
+- controlName: HostPath Volumes
+  restrictedField: spec.volumes[*].hostPath
+  values: [/dev, /sys]`,
+			pod:     privileged,
+			want:    []string{"capabilities_baseline", "hostNamespaces"},
+			wantErr: map[string][]string{"hostNamespaces": {"spec.hostPID is forbidden, forbidden values found: true"}},
+		},
+		{
+			name: "a value outside the list keeps the error",
+			ps: `level: baseline
+exclude:
+- controlName: Host Ports
+  images: ['*/cephcsi/*']
+  restrictedField: spec.containers[*].ports[*].hostPort
+  values: ["8080"]`,
+			pod:  privileged,
+			want: []string{"capabilities_baseline", "hostNamespaces", "hostPathVolumes", "hostPorts", "privileged"},
+			wantErr: map[string][]string{
+				"hostPorts": {"spec.containers[0].ports[1].hostPort is forbidden, forbidden values found: 9090"},
+			},
+		},
+		{
+			name: "a restrictedField of another container list does not apply",
+			ps: `level: baseline
+exclude:
+- controlName: Capabilities
+  images: ['*']
+  restrictedField: spec.initContainers[*].securityContext.capabilities.add
+  values: [SYS_ADMIN]`,
+			pod:  privileged,
+			want: []string{"capabilities_baseline", "hostNamespaces", "hostPathVolumes", "hostPorts", "privileged"},
+		},
+		{
+			name: "value wildcards",
+			ps: `level: baseline
+exclude:
+- controlName: Capabilities
+  images: ['*']
+  restrictedField: spec.containers[*].securityContext.capabilities.add
+  values: ['SYS_*']`,
+			pod:  privileged,
+			want: []string{"hostNamespaces", "hostPathVolumes", "hostPorts", "privileged"},
+		},
+		{
+			name: "HostPath Volumes does not exempt restricted volume types (upstream #8789)",
+			ps:   "level: restricted\nexclude:\n- controlName: HostPath Volumes",
+			pod:  privileged,
+			want: []string{"allowPrivilegeEscalation", "capabilities_baseline", "capabilities_restricted", "hostNamespaces", "hostPorts", "privileged", "restrictedVolumes", "runAsNonRoot", "seccompProfile_restricted"},
+		},
+		{
+			name: "Volume Types exempts restricted volume types",
+			ps:   "level: restricted\nexclude:\n- controlName: Volume Types\n- controlName: HostPath Volumes",
+			pod:  privileged,
+			want: []string{"allowPrivilegeEscalation", "capabilities_baseline", "capabilities_restricted", "hostNamespaces", "hostPorts", "privileged", "runAsNonRoot", "seccompProfile_restricted"},
+		},
+		{
+			name: "exemptions collapse the revisions of a pinned version",
+			ps:   "level: restricted\nversion: v1.25\nexclude:\n- controlName: Host Namespaces",
+			pod:  docBadPod01,
+			want: []string{"allowPrivilegeEscalation", "capabilities_restricted", "runAsNonRoot", "seccompProfile_restricted"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chk := mustCompile(t, mustPodSecurity(t, tt.ps), "r")
+			res := mustEvaluate(t, chk, mustObject(t, tt.pod), nil)
+			if got := checkIDs(res); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("checks %v, want %v\n%s", got, tt.want, res.Message)
+			}
+			for id, want := range tt.wantErr {
+				var got []string
+				for _, c := range res.Checks {
+					if c.ID == id {
+						for _, e := range c.FieldErrors {
+							got = append(got, e.String())
+						}
+					}
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s errors %q, want %q", id, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestScanField(t *testing.T) {
+	tests := []struct {
+		in, pattern, word string
+		index             int
+		has               bool
+	}{
+		{"spec.containers[12].ports[3].hostPort", "spec.containers[*].ports[*].hostPort", "containers", 12, true},
+		{"spec.initContainers[0].securityContext.capabilities.add", "spec.initContainers[*].securityContext.capabilities.add", "initContainers", 0, true},
+		{"spec.hostIPC", "spec.hostIPC", "hostIPC", 0, false},
+		{"metadata.annotations[container.apparmor.security.beta.kubernetes.io/c1]", "metadata.annotations[container.apparmor.security.beta.kubernetes.io/c*]", "annotations", 1, true},
+		{"spec.securityContext.sysctls[2].name", "spec.securityContext.sysctls[*].name", "securityContext", 2, true},
+	}
+	for _, tt := range tests {
+		p, idx, has, w := scanField(tt.in)
+		if p != tt.pattern || idx != tt.index || has != tt.has || w != tt.word {
+			t.Errorf("scanField(%q) = %q %d %v %q", tt.in, p, idx, has, w)
+		}
+	}
+}
+
+func TestGlob(t *testing.T) {
+	tests := []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"*", "anything", true},
+		{"*", "", true},
+		{"", "", true},
+		{"", "x", false},
+		{"nginx*", "nginx:1.25", true},
+		{"nginx*", "docker.io/nginx", false},
+		{"*/istio/proxyv2*", "docker.io/istio/proxyv2:1.20.2", true},
+		{"*/istio/proxyv2*", "istio/proxyv2:1.20.2", false},
+		{"redis?7", "redis:7", true},
+		{"redis?7", "redis7", false},
+		{"a?c", "abc", true},
+		{"a?c", "a/c", true},
+		{"a*b*c", "aXXbYYc", true},
+		{"a*b*c", "aXXbYY", false},
+		{"*?", "", false},
+		{"*?", "x", true},
+		{"?", "é", true},
+		{"SYS_*", "SYS_ADMIN", true},
+		{"nginx", "nginx", true},
+		{"nginx", "nginx:latest", false},
+		{"**a", "bba", true},
+	}
+	for _, tt := range tests {
+		if got := compileGlob(tt.pattern).match(tt.s); got != tt.want {
+			t.Errorf("match(%q, %q) = %v, want %v", tt.pattern, tt.s, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package podsecurity
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// CheckResult is a failed Pod Security Standards check.
+type CheckResult struct {
+	// ID is the library's check ID, for example "capabilities_restricted".
+	ID string
+	// ControlName is the control the check belongs to, for example
+	// "Capabilities" ("" for a check this package does not know).
+	ControlName string
+	// ForbiddenReason and ForbiddenDetail are the library's explanation.
+	ForbiddenReason string
+	ForbiddenDetail string
+	// FieldErrors are the offending fields, with paths in the evaluated
+	// resource (for a Deployment: spec.template.spec...).
+	FieldErrors []FieldError
+	// Images are the images of the containers named in ForbiddenDetail (the
+	// container name when the container is not found), as upstream lists
+	// them in policy reports.
+	Images []string
+}
+
+// Result is the outcome of a podSecurity rule on one resource.
+type Result struct {
+	// Allowed is true when no check fails (after all exemptions).
+	Allowed bool
+	// Exempted is true when the rule's checks fail but the exemptions of
+	// PolicyExceptions (extraExcludes) clear every failure; upstream reports
+	// the rule as skipped due to the exception. Allowed is true too.
+	Exempted bool
+	// Level and Version are the rule's level and version as written.
+	Level, Version string
+	// Checks are the failed checks, in the library's order. Empty when
+	// Allowed.
+	Checks []CheckResult
+	// Message is upstream's rule message: "Validation rule '<rule>' passed."
+	// or "Validation rule '<rule>' failed. It violates PodSecurity
+	// \"<level>:<version>\": <checks>"; empty when Exempted (upstream then
+	// names the exception, which only the caller knows).
+	Message string
+}
+
+// Evaluate checks a Pod, or the pod template of a pod controller, given as
+// a JSON-like tree (which is only read). extraExcludes are the podSecurity
+// exemptions of the PolicyExceptions that match the resource; they apply on
+// top of the rule's own exemptions, only when the rule fails.
+func (c *Check) Evaluate(resource map[string]any, extraExcludes []api.PodSecurityStandard) (Result, error) {
+	if c == nil {
+		return Result{}, fmt.Errorf("podsecurity: nil Check")
+	}
+	var extra []exclusion
+	if len(extraExcludes) > 0 {
+		var errs field.ErrorList
+		extra, errs = compileExclusions(extraExcludes, field.NewPath("podSecurity"))
+		if len(errs) > 0 {
+			return Result{}, &CompileError{Errs: errs}
+		}
+	}
+	pod, w, err := decodePod(resource)
+	if err != nil {
+		return Result{}, err
+	}
+
+	fails := c.run(pod)
+	if len(fails) > 0 && len(c.excludes) > 0 {
+		fails = c.applyExclusions(c.excludes, fails, pod)
+	}
+	res := Result{Level: c.level, Version: c.version}
+	if len(fails) == 0 {
+		res.Allowed = true
+		res.Message = fmt.Sprintf("Validation rule '%s' passed.", c.ruleName)
+		return res, nil
+	}
+	if len(extra) > 0 {
+		fails = c.applyExclusions(extra, fails, pod)
+		if len(fails) == 0 {
+			res.Allowed = true
+			res.Exempted = true
+			return res, nil
+		}
+	}
+	res.Checks = make([]CheckResult, len(fails))
+	for i, f := range fails {
+		res.Checks[i] = checkResult(f, pod, w)
+	}
+	res.Message = fmt.Sprintf(`Validation rule '%s' failed. It violates PodSecurity "%s:%s": %s`,
+		c.ruleName, c.level, c.version, FormatChecks(res.Checks))
+	return res, nil
+}
+
+func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
+	errs := make([]FieldError, len(f.errs))
+	for i, e := range f.errs {
+		e.Field = w.resourcePath(e.Field)
+		errs[i] = e
+	}
+	return CheckResult{
+		ID:              f.id,
+		ControlName:     ControlName(f.id),
+		ForbiddenReason: f.res.reason,
+		ForbiddenDetail: f.res.detail,
+		FieldErrors:     errs,
+		Images:          detailImages(f.res.detail, pod),
+	}
+}
+
+// FormatChecks renders failed checks as upstream does in rule messages:
+// "(Forbidden reason: <reason>, field error list: [<error>, ...])" for each
+// check, concatenated.
+func FormatChecks(checks []CheckResult) string {
+	var b strings.Builder
+	for _, ch := range checks {
+		b.WriteString("(Forbidden reason: ")
+		b.WriteString(ch.ForbiddenReason)
+		b.WriteString(", field error list: [")
+		for i, e := range ch.FieldErrors {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(e.String())
+		}
+		b.WriteString("])")
+	}
+	return b.String()
+}
+
+// containerNamesInDetail finds the container names upstream reads from a
+// forbidden detail such as `containers "a", "b" must set ...`.
+var containerNamesInDetail = regexp.MustCompile(`container(?:s)?\s*(.*?)\s*must`)
+
+func detailImages(detail string, pod *corev1.Pod) []string {
+	m := containerNamesInDetail.FindStringSubmatch(detail)
+	if m == nil {
+		return nil
+	}
+	list := strings.ReplaceAll(strings.ReplaceAll(m[1], `"`, ""), " ", "")
+	names := strings.Split(list, ",")
+	images := make([]string, 0, len(names))
+	for _, n := range names {
+		images = append(images, imageOf(n, pod))
+	}
+	return images
+}
+
+// imageOf returns the image of the named container, looking at containers,
+// then init containers, then ephemeral containers, or the name itself.
+func imageOf(name string, pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	return name
+}
