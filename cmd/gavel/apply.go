@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/policytest"
+	"github.com/gavelpolicy/gavel/report"
+)
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, strings.Split(v, ",")...); return nil }
+
+type applyFlags struct {
+	resources  stringList
+	exceptions stringList
+	valuesFile string
+	userInfo   string
+	auditWarn  bool
+	report     bool
+	reportFmt  string
+	output     string
+	parallel   int
+	detailed   bool
+}
+
+// resourceResult holds the evaluation of one resource.
+type resourceResult struct {
+	resource map[string]any
+	policies []engine.PolicyResult
+	err      error
+}
+
+func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f applyFlags
+	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&f.resources, "resource", "resource file or folder (repeatable, comma-separated)")
+	fs.Var(&f.exceptions, "exceptions", "PolicyException file or folder (repeatable)")
+	fs.StringVar(&f.valuesFile, "values-file", "", "values file (kind Values)")
+	fs.StringVar(&f.userInfo, "userinfo", "", "user info file (kind UserInfo)")
+	fs.BoolVar(&f.auditWarn, "audit-warn", false, "report failures of Audit policies as warnings")
+	fs.BoolVar(&f.report, "policy-report", false, "print policy reports")
+	fs.StringVar(&f.output, "o", "", "output format for reports: yaml (default) or json")
+	fs.StringVar(&f.reportFmt, "report-format", "openreports", "API of the policy reports: openreports (openreports.io/v1alpha1, as the upstream CLI) or wgpolicy (wgpolicyk8s.io/v1alpha2)")
+	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "resources evaluated in parallel")
+	fs.BoolVar(&f.detailed, "detailed-results", false, "print every rule result")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gavel apply POLICY_PATH... --resource RESOURCE_PATH... [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(reorder(args, fs)); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() == 0 || len(f.resources) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if f.output != "" && f.output != "yaml" && f.output != "json" {
+		fmt.Fprintf(stderr, "gavel apply: unsupported output format %q (yaml or json)\n", f.output)
+		return exitUsage
+	}
+	if f.reportFmt != "openreports" && f.reportFmt != "wgpolicy" {
+		fmt.Fprintf(stderr, "gavel apply: unsupported report format %q (openreports or wgpolicy)\n", f.reportFmt)
+		return exitUsage
+	}
+	pset, err := loader.Load(fs.Args()...)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load policies:", err)
+		return exitUsage
+	}
+	rset, err := loader.Load(f.resources...)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
+		return exitUsage
+	}
+	xset, err := loader.Load(f.exceptions...)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load exceptions:", err)
+		return exitUsage
+	}
+	excs, err := exceptions.Compile(append(xset.Exceptions, rset.Exceptions...))
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	var objs []map[string]any
+	for _, d := range rset.Resources {
+		objs = append(objs, d.Object)
+	}
+	cluster := inmem.New(objs...)
+	eng, err := engine.New(
+		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithClient(cluster),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	set, err := eng.Compile(pset.Policies...)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	results := evaluateAll(set, objs, f.parallel)
+	if f.report {
+		return printReports(stdout, stderr, results, f)
+	}
+	return printApply(stdout, stderr, set, results, f)
+}
+
+// evaluateAll evaluates resources in parallel, keeping their order.
+func evaluateAll(set *engine.PolicySet, objs []map[string]any, parallel int) []resourceResult {
+	if parallel < 1 {
+		parallel = 1
+	}
+	out := make([]resourceResult, len(objs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = evaluateOne(set, objs[i])
+			}
+		}()
+	}
+	for i := range objs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+func evaluateOne(set *engine.PolicySet, obj map[string]any) resourceResult {
+	ctx := context.Background()
+	rr := resourceResult{resource: obj}
+	req := &engine.Request{Operation: api.Create, Object: obj}
+	m, err := set.Mutate(ctx, req)
+	if err != nil {
+		rr.err = err
+		return rr
+	}
+	rr.policies = append(rr.policies, m.Policies...)
+	req = &engine.Request{Operation: api.Create, Object: m.Resource}
+	v, err := set.Validate(ctx, req)
+	if err != nil {
+		rr.err = err
+		return rr
+	}
+	rr.policies = append(rr.policies, v.Policies...)
+	rr.resource = m.Resource
+	return rr
+}
+
+func printApply(stdout, stderr io.Writer, set *engine.PolicySet, results []resourceResult, f applyFlags) int {
+	counts := map[string]int{}
+	blocked := false
+	for _, rr := range results {
+		if rr.err != nil {
+			fmt.Fprintln(stderr, "gavel apply:", rr.err)
+			counts["error"]++
+			continue
+		}
+		for _, pr := range rr.policies {
+			for _, r := range pr.Rules {
+				res := policytest.ReportResult(pr.Policy, r)
+				if res == "fail" && f.auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
+					res = "warn"
+				}
+				counts[res]++
+				if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
+					blocked = true
+				}
+				if res == "fail" || f.detailed {
+					fmt.Fprintf(stdout, "policy %s -> resource %s: rule %s: %s: %s\n", pr.Policy.Key(), resourceName(rr.resource), r.Name, res, r.Message)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", counts["pass"], counts["fail"], counts["warn"], counts["error"], counts["skip"])
+	if blocked {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func resourceName(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	ns, _ := md["namespace"].(string)
+	if ns != "" {
+		return ns + "/" + kind + "/" + name
+	}
+	return kind + "/" + name
+}
+
+// printReports prints the policy reports of the run as the upstream CLI's
+// --policy-report does: the merged cluster report of every ClusterPolicy,
+// then one report per namespaced Policy, as YAML documents separated by
+// "---" (or JSON documents with -o json). The total summary goes to stderr
+// so that stdout stays a clean stream of documents.
+func printReports(stdout, stderr io.Writer, results []resourceResult, f applyFlags) int {
+	var all []engine.PolicyResult
+	errs := 0
+	blocked := false
+	for _, rr := range results {
+		if rr.err != nil {
+			fmt.Fprintln(stderr, "gavel apply:", rr.err)
+			errs++
+			continue
+		}
+		all = append(all, rr.policies...)
+		for _, pr := range rr.policies {
+			for _, r := range pr.Rules {
+				if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
+					blocked = true
+				}
+			}
+		}
+	}
+	opts := report.Options{Clock: time.Now, AuditWarn: f.auditWarn}
+	if f.reportFmt == "wgpolicy" {
+		opts.Format = report.WGPolicy
+	} else {
+		opts.Format = report.OpenReports
+	}
+	reports, err := report.Build(all, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(stdout, "---")
+		}
+		var out []byte
+		if f.output == "json" {
+			out, err = json.Marshal(r)
+			out = append(out, '\n')
+		} else {
+			out, err = yaml.Marshal(r)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "gavel apply:", err)
+			return exitUsage
+		}
+		if _, err := stdout.Write(out); err != nil {
+			fmt.Fprintln(stderr, "gavel apply:", err)
+			return exitUsage
+		}
+	}
+	sum := report.Summary(reports)
+	fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+errs, sum.Skip)
+	if blocked {
+		return exitFailed
+	}
+	return exitOK
+}

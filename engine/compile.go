@@ -1,0 +1,280 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/autogen"
+	"github.com/gavelpolicy/gavel/match"
+)
+
+// Policy is a compiled policy: immutable and safe for concurrent use.
+type Policy struct {
+	src           api.PolicyObject
+	key           string
+	annotations   map[string]string
+	background    bool
+	admission     bool
+	applyOne      bool
+	failureAction api.ValidationFailureAction
+	overrides     []override
+	emitWarning   bool
+	rules         []*rule
+	kinds         []match.KindSelector // union of rule kinds, for the index
+}
+
+// Source returns the policy as it was given to Compile.
+func (p *Policy) Source() api.PolicyObject { return p.src }
+
+// Name returns the policy name.
+func (p *Policy) Name() string { return p.src.GetName() }
+
+// Namespace returns the namespace of a Policy ("" for a ClusterPolicy).
+func (p *Policy) Namespace() string {
+	if p.src.IsNamespaced() {
+		return p.src.GetNamespace()
+	}
+	return ""
+}
+
+// Key returns "name" for a ClusterPolicy and "namespace/name" for a Policy.
+func (p *Policy) Key() string { return p.key }
+
+// Annotations returns the policy's annotations.
+func (p *Policy) Annotations() map[string]string { return p.annotations }
+
+// Background reports whether the policy applies in background scans.
+func (p *Policy) Background() bool { return p.background }
+
+// RuleNames returns the names of the compiled rules, autogen rules included.
+func (p *Policy) RuleNames() []string {
+	out := make([]string, len(p.rules))
+	for i, r := range p.rules {
+		out[i] = r.name
+	}
+	return out
+}
+
+// Rules returns the compiled policy's rules (autogen rules included) as
+// api.Rule values; callers must not modify them.
+func (p *Policy) Rules() []*api.Rule {
+	out := make([]*api.Rule, len(p.rules))
+	for i, r := range p.rules {
+		out[i] = r.src
+	}
+	return out
+}
+
+// HasRuleType reports whether the policy has a rule of the given type.
+func (p *Policy) HasRuleType(t RuleType) bool {
+	for _, r := range p.rules {
+		if r.typ == t {
+			return true
+		}
+	}
+	return false
+}
+
+type override struct {
+	action     api.ValidationFailureAction
+	namespaces []string
+	selector   *labelSelector
+}
+
+// CompileError lists the problems of one policy.
+type CompileError struct {
+	Policy string
+	Errs   field.ErrorList
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("policy %s: %s", e.Policy, e.Errs.ToAggregate().Error())
+}
+
+// CompilePolicy validates and compiles one policy.
+func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
+	spec := p.GetSpec()
+	cp := &Policy{
+		src:           p,
+		key:           api.PolicyKey(p),
+		annotations:   p.GetAnnotations(),
+		background:    spec.BackgroundEnabled(),
+		admission:     spec.AdmissionEnabled(),
+		applyOne:      spec.GetApplyRules() == api.ApplyOne,
+		failureAction: spec.ValidationFailureAction,
+		emitWarning:   spec.EmitWarning != nil && *spec.EmitWarning,
+	}
+	specPath := field.NewPath("spec")
+	var errs field.ErrorList
+	if a := spec.ValidationFailureAction; a != "" && !a.IsValid() {
+		errs = append(errs, field.NotSupported(specPath.Child("validationFailureAction"), a, []string{"Audit", "Enforce"}))
+	}
+	if spec.ApplyRules != nil && *spec.ApplyRules != api.ApplyAll && *spec.ApplyRules != api.ApplyOne {
+		errs = append(errs, field.NotSupported(specPath.Child("applyRules"), *spec.ApplyRules, []string{"All", "One"}))
+	}
+	if p.IsNamespaced() && len(spec.ValidationFailureActionOverrides) > 0 {
+		errs = append(errs, field.Forbidden(specPath.Child("validationFailureActionOverrides"), "Use of validationFailureActionOverrides is supported only with ClusterPolicy"))
+	}
+	ovs, oerrs := compileOverrides(spec.ValidationFailureActionOverrides, specPath.Child("validationFailureActionOverrides"))
+	cp.overrides = ovs
+	errs = append(errs, oerrs...)
+	if len(spec.Rules) == 0 {
+		errs = append(errs, field.Required(specPath.Child("rules"), "a policy needs at least one rule"))
+	}
+	names := map[string]bool{}
+	for i := range spec.Rules {
+		r := &spec.Rules[i]
+		path := specPath.Child("rules").Index(i)
+		if names[r.Name] {
+			errs = append(errs, field.Invalid(path.Child("name"), r.Name, fmt.Sprintf("Duplicate rule name: '%s'", r.Name)))
+		}
+		names[r.Name] = true
+		errs = append(errs, validateRuleShape(r, path)...)
+	}
+	if len(errs) > 0 {
+		return nil, &CompileError{Policy: cp.key, Errs: errs}
+	}
+	rules := autogen.Rules(p)
+	for i := range rules {
+		r := &rules[i]
+		path := specPath.Child("rules").Index(originalIndex(spec, r.Name, i))
+		cr, rerrs := e.compileRule(cp, r, path)
+		errs = append(errs, rerrs...)
+		if cr != nil {
+			cp.rules = append(cp.rules, cr)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &CompileError{Policy: cp.key, Errs: errs}
+	}
+	for _, r := range cp.rules {
+		cp.kinds = append(cp.kinds, r.match.Kinds()...)
+	}
+	return cp, nil
+}
+
+// originalIndex finds the position of a rule (or of the rule an autogen
+// rule came from) in the policy, for error paths.
+func originalIndex(spec *api.Spec, name string, fallback int) int {
+	if orig, ok := autogen.Original(name); ok {
+		name = orig
+	}
+	for i := range spec.Rules {
+		if spec.Rules[i].Name == name {
+			return i
+		}
+	}
+	return fallback
+}
+
+// validateRuleShape checks what upstream checks on the structure of a rule
+// before anything is compiled.
+func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), "rule name is required"))
+	} else if len(r.Name) > 63 {
+		errs = append(errs, field.TooLong(path.Child("name"), r.Name, 63))
+	}
+	count := 0
+	for _, has := range []bool{r.HasValidate(), r.HasMutate(), r.HasGenerate(), r.HasVerifyImages()} {
+		if has {
+			count++
+		}
+	}
+	switch {
+	case count == 0:
+		errs = append(errs, field.Invalid(path, r.Name, fmt.Sprintf("No operation defined in the rule '%s'.(supported operations: mutate,validate,generate,verifyImages)", r.Name)))
+	case count > 1:
+		errs = append(errs, field.Invalid(path, r.Name, fmt.Sprintf("Multiple operations defined in the rule '%s', only one operation (mutate,validate,generate,verifyImages) is allowed per rule", r.Name)))
+	}
+	if v := r.Validation; v != nil {
+		vp := path.Child("validate")
+		n := 0
+		for _, has := range []bool{v.Pattern != nil, v.AnyPattern != nil, v.Deny != nil, len(v.ForEachValidation) > 0, v.PodSecurity != nil, v.CEL != nil, v.Manifests != nil, v.Assert != nil} {
+			if has {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, field.Invalid(vp, "", "exactly one of pattern, anyPattern, deny, foreach, podSecurity, cel, manifests or assert must be set"))
+		}
+		for _, a := range []*api.ValidationFailureAction{v.FailureAction, v.ValidationFailureAction} {
+			if a != nil && !a.IsValid() {
+				errs = append(errs, field.NotSupported(vp.Child("failureAction"), *a, []string{"Audit", "Enforce"}))
+			}
+		}
+	}
+	if m := r.Mutation; m != nil {
+		mp := path.Child("mutate")
+		n := 0
+		for _, has := range []bool{m.PatchStrategicMerge != nil, m.PatchesJSON6902 != "", len(m.ForEachMutation) > 0} {
+			if has {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, field.Invalid(mp, "", "exactly one of patchStrategicMerge, patchesJson6902 or foreach must be set"))
+		}
+	}
+	if g := r.Generation; g != nil {
+		gp := path.Child("generate")
+		n := 0
+		for _, has := range []bool{g.RawData != nil, g.Clone != nil && (g.Clone.Name != "" || g.Clone.Namespace != ""), g.CloneList != nil && len(g.CloneList.Kinds) > 0, len(g.ForEachGeneration) > 0} {
+			if has {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, field.Invalid(gp, "", "exactly one of data, clone, cloneList or foreach must be set"))
+		}
+	}
+	for _, part := range []struct {
+		name string
+		m    *api.MatchResources
+	}{{"match", &r.MatchResources}, {"exclude", r.ExcludeResources}} {
+		if part.m == nil {
+			continue
+		}
+		if raw, err := json.Marshal(part.m); err == nil && strings.Contains(string(raw), "{{") {
+			errs = append(errs, field.Forbidden(path.Child(part.name), "variables are not allowed in match and exclude"))
+		}
+	}
+	return errs
+}
+
+// PolicySet is a compiled, immutable set of policies, indexed by kind.
+type PolicySet struct {
+	eng      *Engine
+	policies []*Policy
+}
+
+// Compile validates and compiles policies into a PolicySet. A policy that
+// fails validation makes Compile return a *CompileError (use
+// CompilePolicy and NewPolicySet to keep the valid ones).
+func (e *Engine) Compile(policies ...api.PolicyObject) (*PolicySet, error) {
+	set := &PolicySet{eng: e}
+	for _, p := range policies {
+		cp, err := e.CompilePolicy(p)
+		if err != nil {
+			return nil, err
+		}
+		set.policies = append(set.policies, cp)
+	}
+	return set, nil
+}
+
+// NewPolicySet groups already compiled policies.
+func (e *Engine) NewPolicySet(policies ...*Policy) *PolicySet {
+	return &PolicySet{eng: e, policies: append([]*Policy(nil), policies...)}
+}
+
+// Policies returns the compiled policies in order.
+func (s *PolicySet) Policies() []*Policy { return s.policies }
+
+// Engine returns the engine the set was compiled with.
+func (s *PolicySet) Engine() *Engine { return s.eng }

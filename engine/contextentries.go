@@ -1,0 +1,353 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+// contextEntry is a compiled context entry.
+type contextEntry struct {
+	name string
+	src  *api.ContextEntry
+
+	// variable
+	value    *tree
+	jmesPath *template
+	def      *tree
+
+	// configMap
+	cmName, cmNamespace *template
+
+	// apiCall
+	urlPath  *template
+	method   string
+	data     []apiData
+	service  *serviceSpec
+	apiDef   any
+	apiJMESP *template
+
+	// imageRegistry
+	reference *template
+	regJMESP  *template
+}
+
+type apiData struct {
+	key   string
+	value *tree
+}
+
+type serviceSpec struct {
+	url      *template
+	caBundle string
+	headers  []api.HTTPHeader
+}
+
+func (e *Engine) compileContext(entries []api.ContextEntry, path *field.Path, errs field.ErrorList) ([]*contextEntry, field.ErrorList) {
+	var out []*contextEntry
+	for i := range entries {
+		en := &entries[i]
+		p := path.Index(i)
+		ce := &contextEntry{name: en.Name, src: en}
+		if en.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "context entry name is required"))
+		}
+		n := 0
+		tmpl := func(s string, fp *field.Path) *template {
+			if s == "" {
+				return nil
+			}
+			t, err := compileTemplate(s)
+			if err != nil {
+				errs = append(errs, field.Invalid(fp, s, err.Error()))
+			}
+			return t
+		}
+		doc := func(v any, fp *field.Path, base string) *tree {
+			if v == nil {
+				return nil
+			}
+			t, err := compileTree(v, base)
+			if err != nil {
+				errs = append(errs, field.Invalid(fp, v, err.Error()))
+			}
+			return t
+		}
+		if v := en.Variable; v != nil {
+			n++
+			ce.value = doc(v.Value, p.Child("variable", "value"), "")
+			ce.jmesPath = tmpl(v.JMESPath, p.Child("variable", "jmesPath"))
+			ce.def = doc(v.Default, p.Child("variable", "default"), "")
+			if v.Value == nil && v.JMESPath == "" {
+				errs = append(errs, field.Required(p.Child("variable"), "a variable needs a value or a jmesPath"))
+			}
+		}
+		if cm := en.ConfigMap; cm != nil {
+			n++
+			ce.cmName = tmpl(cm.Name, p.Child("configMap", "name"))
+			ce.cmNamespace = tmpl(cm.Namespace, p.Child("configMap", "namespace"))
+		}
+		if ac := en.APICall; ac != nil {
+			n++
+			ce.method = strings.ToUpper(ac.Method)
+			if ce.method == "" {
+				ce.method = "GET"
+			}
+			if ce.method != "GET" && ce.method != "POST" {
+				errs = append(errs, field.NotSupported(p.Child("apiCall", "method"), ac.Method, []string{"GET", "POST"}))
+			}
+			ce.urlPath = tmpl(ac.URLPath, p.Child("apiCall", "urlPath"))
+			for j, d := range ac.Data {
+				ce.data = append(ce.data, apiData{key: d.Key, value: doc(d.Value, p.Child("apiCall", "data").Index(j).Child("value"), "")})
+			}
+			if ac.Service != nil {
+				ce.service = &serviceSpec{url: tmpl(ac.Service.URL, p.Child("apiCall", "service", "url")), caBundle: ac.Service.CABundle, headers: ac.Service.Headers}
+			}
+			if ac.URLPath == "" && ac.Service == nil {
+				errs = append(errs, field.Required(p.Child("apiCall"), "urlPath or service is required"))
+			}
+			ce.apiJMESP = tmpl(ac.JMESPath, p.Child("apiCall", "jmesPath"))
+			ce.apiDef = ac.Default
+		}
+		if ir := en.ImageRegistry; ir != nil {
+			n++
+			ce.reference = tmpl(ir.Reference, p.Child("imageRegistry", "reference"))
+			ce.regJMESP = tmpl(ir.JMESPath, p.Child("imageRegistry", "jmesPath"))
+		}
+		if en.GlobalReference != nil {
+			n++
+		}
+		if n != 1 {
+			errs = append(errs, field.Invalid(p, en.Name, "exactly one of variable, configMap, apiCall, imageRegistry or globalReference is required"))
+		}
+		out = append(out, ce)
+	}
+	return out, errs
+}
+
+// errSkipped marks an entry whose host dependency is absent: as upstream,
+// the entry is not loaded and rules that read it see an unresolved variable.
+var errSkipped = errors.New("skipped")
+
+// loadContext loads entries in order into the scope.
+func (s *scope) loadContext(entries []*contextEntry) error {
+	for _, ce := range entries {
+		v, err := s.loadEntry(ce)
+		if errors.Is(err, errSkipped) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if raw, err := json.Marshal(v); err == nil && len(raw) > s.rs.e.cfg.limits.MaxContextBytes {
+			return fmt.Errorf("context entry %s: value of %d bytes exceeds the limit of %d", ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)
+		}
+		s.set(ce.name, v)
+	}
+	return nil
+}
+
+func (s *scope) loadEntry(ce *contextEntry) (any, error) {
+	src := ce.src
+	switch {
+	case src.Variable != nil:
+		return s.loadVariable(ce)
+	case src.ConfigMap != nil:
+		cms := s.rs.e.cfg.configMaps
+		if cms == nil {
+			return nil, errSkipped
+		}
+		name, err := s.renderString(ce.cmName)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, err)
+		}
+		ns, err := s.renderString(ce.cmNamespace)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, err)
+		}
+		if ns == "" {
+			ns = "default"
+		}
+		cm, err := cms.GetConfigMap(s.rs.ctx, ns, name)
+		if err != nil {
+			return nil, fmt.Errorf("failed to retrieve config map for context entry %s: %w", ce.name, err)
+		}
+		return map[string]any{"data": cm["data"], "metadata": cm["metadata"]}, nil
+	case src.APICall != nil:
+		return s.loadAPICall(ce)
+	case src.ImageRegistry != nil:
+		rc := s.rs.e.cfg.registry
+		if rc == nil {
+			return nil, errSkipped
+		}
+		ref, err := s.renderString(ce.reference)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, err)
+		}
+		data, err := rc.ImageData(s.rs.ctx, ref, src.ImageRegistry.ImageRegistryCredentials)
+		if err != nil {
+			return nil, fmt.Errorf("failed to fetch image descriptor for context entry %s: %w", ce.name, err)
+		}
+		var out any = data
+		if ce.regJMESP != nil {
+			path, err := s.renderString(ce.regJMESP)
+			if err != nil {
+				return nil, err
+			}
+			if out, err = s.rs.e.jp.Search(path, data); err != nil {
+				return nil, fmt.Errorf("failed to apply JMESPath (%s) results to context entry %s, error: %w", path, ce.name, err)
+			}
+		}
+		return out, nil
+	case src.GlobalReference != nil:
+		g := s.rs.e.cfg.globalContext
+		if g == nil {
+			return nil, errSkipped
+		}
+		v, err := g.GlobalContextEntry(s.rs.ctx, src.GlobalReference.Name)
+		if err != nil {
+			return nil, fmt.Errorf("failed to load global context entry %s: %w", src.GlobalReference.Name, err)
+		}
+		if src.GlobalReference.JMESPath != "" {
+			return s.rs.e.jp.Search(src.GlobalReference.JMESPath, v)
+		}
+		return v, nil
+	}
+	return nil, errSkipped
+}
+
+// loadVariable follows upstream's variable loader: value (substituted),
+// optionally transformed by jmesPath; or jmesPath over the context; default
+// when the result is nil.
+func (s *scope) loadVariable(ce *contextEntry) (any, error) {
+	path := ""
+	if ce.jmesPath != nil {
+		p, err := s.renderString(ce.jmesPath)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s %s: %w", ce.name, ce.src.Variable.JMESPath, err)
+		}
+		path = p
+	}
+	var def any
+	if ce.def != nil {
+		d, err := s.substitute(ce.def)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s %v: %w", ce.name, ce.src.Variable.Default, err)
+		}
+		def = d
+	}
+	output := def
+	if ce.value != nil {
+		v, err := s.substitute(ce.value)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s %v: %w", ce.name, ce.src.Variable.Value, err)
+		}
+		if path != "" {
+			r, err := s.rs.e.jp.Search(path, v)
+			if err == nil {
+				output = r
+			} else if def == nil {
+				return nil, fmt.Errorf("failed to apply jmespath %s to variable %v: %w", path, v, err)
+			}
+		} else {
+			output = v
+		}
+	} else if path != "" {
+		v, err := s.query(path)
+		if err == nil {
+			if v != nil {
+				output = v
+			}
+		} else if def == nil {
+			return nil, fmt.Errorf("failed to apply jmespath %s to variable %v: %w", path, v, err)
+		}
+	}
+	if output == nil {
+		return nil, fmt.Errorf("unable to add context entry for variable %s since it evaluated to nil", ce.name)
+	}
+	return output, nil
+}
+
+func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
+	var body []byte
+	if len(ce.data) > 0 {
+		m := map[string]any{}
+		for _, d := range ce.data {
+			v, err := s.substitute(d.value)
+			if err != nil {
+				return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, err)
+			}
+			m[d.key] = v
+		}
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		body = raw
+	}
+	var raw []byte
+	var err error
+	if ce.service == nil {
+		client := s.rs.e.cfg.apiClient
+		if client == nil {
+			return nil, errSkipped
+		}
+		path, perr := s.renderString(ce.urlPath)
+		if perr != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, perr)
+		}
+		raw, err = client.RawAbsPath(s.rs.ctx, path, ce.method, body)
+		if err != nil {
+			err = fmt.Errorf("failed to execute APICall for context entry %s: %w", ce.name, err)
+		}
+	} else {
+		caller := s.rs.e.cfg.services
+		if caller == nil {
+			return nil, errSkipped
+		}
+		url, uerr := s.renderString(ce.service.url)
+		if uerr != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, uerr)
+		}
+		headers := map[string]string{}
+		for _, h := range ce.service.headers {
+			headers[h.Key] = h.Value
+		}
+		raw, err = caller.Call(s.rs.ctx, ServiceRequest{URL: url, Method: ce.method, CABundle: ce.service.caBundle, Headers: headers, Body: body})
+		if err != nil {
+			err = fmt.Errorf("failed to execute HTTP request for context entry %s: %w", ce.name, err)
+		}
+	}
+	if err == nil && len(raw) > s.rs.e.cfg.limits.MaxContextBytes {
+		err = fmt.Errorf("context entry %s: response of %d bytes exceeds the limit of %d", ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)
+	}
+	var data any
+	if err == nil {
+		if jerr := json.Unmarshal(raw, &data); jerr != nil {
+			err = fmt.Errorf("failed to decode the response of context entry %s: %w", ce.name, jerr)
+		}
+	}
+	if err == nil && ce.apiJMESP != nil {
+		path, perr := s.renderString(ce.apiJMESP)
+		if perr != nil {
+			return nil, perr
+		}
+		data, err = s.rs.e.jp.Search(path, data)
+		if err != nil {
+			err = fmt.Errorf("failed to apply JMESPath (%s) results to context entry %s, error: %w", path, ce.name, err)
+		}
+	}
+	if err != nil {
+		if ce.apiDef != nil {
+			return ce.apiDef, nil
+		}
+		return nil, err
+	}
+	return data, nil
+}
+

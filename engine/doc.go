@@ -1,0 +1,18 @@
+// Package engine evaluates Kyverno-language policies against Kubernetes
+// resources.
+//
+// An Engine holds configuration and host dependencies (ConfigMap lookups,
+// Kubernetes API calls, image registries, namespace labels, exceptions). It
+// compiles policies once into an immutable PolicySet that is safe for
+// concurrent use; each Validate, Mutate or Generate call then evaluates one
+// request:
+//
+//	eng, err := engine.New(engine.WithConfigMapResolver(cms))
+//	set, err := eng.Compile(policies...)
+//	resp, err := set.Validate(ctx, &engine.Request{Operation: api.Create, Object: pod})
+//
+// Evaluation follows the upstream order for every rule: match/exclude,
+// policy exceptions, context entries, preconditions, then the rule body.
+// Results are plain data (RuleResult) that the report package turns into
+// PolicyReports.
+package engine

@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gavelpolicy/gavel/jmespath"
+	"github.com/gavelpolicy/gavel/podsecurity"
+)
+
+// Engine evaluates compiled policies. It is immutable after New and safe
+// for concurrent use.
+type Engine struct {
+	cfg config
+	jp  *jmespath.Interpreter
+	psa *podsecurity.Evaluator
+	// excConds caches compiled PolicyException conditions by exception.
+	excConds sync.Map
+}
+
+// New builds an Engine.
+func New(opts ...Option) (*Engine, error) {
+	c := config{
+		now:              time.Now,
+		defaultRegistry:  "docker.io",
+		registryMutation: true,
+		limits:           DefaultLimits,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	jp, err := jmespath.New(c.jpOpts...)
+	if err != nil {
+		return nil, err
+	}
+	psa, err := podsecurity.NewEvaluator()
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: c, jp: jp, psa: psa}, nil
+}
+
+// JMESPath returns the engine's JMESPath interpreter.
+func (e *Engine) JMESPath() *jmespath.Interpreter { return e.jp }
+
+// Now returns the engine clock's current time.
+func (e *Engine) Now() time.Time { return e.cfg.now() }

@@ -1,0 +1,226 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/match"
+)
+
+// ErrNoObject is returned for a request without an object.
+var ErrNoObject = errors.New("request has no object")
+
+// ruleHandler evaluates a rule's body after match, exceptions, context and
+// preconditions. It may return no result (the rule did not apply).
+type ruleHandler func(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult
+
+// Validate evaluates the validate rules of every policy in the set.
+func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, error) {
+	if req == nil || (req.Object == nil && req.OldObject == nil) {
+		return nil, ErrNoObject
+	}
+	rs := s.eng.newReqState(ctx, req)
+	resp := &Response{Resource: rs.obj}
+	for _, p := range s.policies {
+		if !p.HasRuleType(Validation) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return resp, err
+		}
+		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule))
+	}
+	return resp, nil
+}
+
+// runPolicy evaluates the rules of one type of a policy on the request.
+func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler) PolicyResult {
+	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
+	if rs.req.Background && !p.background {
+		return pr
+	}
+	if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
+		return pr
+	}
+	for _, r := range p.rules {
+		if r.typ != typ {
+			continue
+		}
+		if rs.ctx.Err() != nil {
+			break
+		}
+		results := e.runRule(rs, p, r, handler)
+		pr.Rules = append(pr.Rules, results...)
+		pr.PatchedResource = rs.obj
+		if p.applyOne && applied(results) {
+			break
+		}
+	}
+	return pr
+}
+
+func applied(results []RuleResult) bool {
+	for _, r := range results {
+		if r.Status == StatusPass || r.Status == StatusFail {
+			return true
+		}
+	}
+	return false
+}
+
+// runRule applies the upstream order: match/exclude, exceptions, context,
+// preconditions, body. A panic in a rule becomes an error result.
+func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler) (results []RuleResult) {
+	ok, _, err := r.match.Matches(rs.matchRes, rs.matchReq)
+	if err != nil {
+		return []RuleResult{r.errorResult("failed to match the resource", err)}
+	}
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			results = []RuleResult{r.errorResult("rule evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())))}
+		}
+	}()
+	if r.unsupported != "" {
+		return []RuleResult{r.result(StatusError, r.unsupported)}
+	}
+	excs, err := e.matchingExceptions(rs, p, r)
+	if err != nil {
+		return []RuleResult{r.errorResult("failed to evaluate policy exceptions", err)}
+	}
+	if len(excs) > 0 && !(r.validate != nil && r.validate.podSecurity != nil && hasPodSecurityExemptions(excs)) {
+		keys := make([]string, len(excs))
+		for i, x := range excs {
+			keys[i] = x.Key()
+		}
+		res := r.result(StatusSkip, exceptions.SkipMessage(keys...))
+		res.Exceptions = keys
+		return []RuleResult{res}
+	}
+	sc := rs.newScope()
+	if cv := e.cfg.contextValues; cv != nil {
+		for k, v := range cv.RuleValues(p.Name(), r.name) {
+			sc.set(k, v)
+		}
+	}
+	if err := sc.loadContext(r.context); err != nil {
+		return []RuleResult{r.errorResult("failed to load context", err)}
+	}
+	passed, msg, err := sc.checkConditions(r.preconditions)
+	if err != nil {
+		return []RuleResult{r.errorResult("failed to evaluate preconditions", err)}
+	}
+	if !passed {
+		text := "preconditions not met"
+		if msg != "" {
+			text += "; " + msg
+		}
+		return []RuleResult{r.result(StatusSkip, text)}
+	}
+	return handler(rs, p, r, sc, excs)
+}
+
+func firstFrames(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	if len(lines) > 12 {
+		lines = lines[:12]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func hasPodSecurityExemptions(excs []*exceptions.Exception) bool {
+	for _, x := range excs {
+		if len(x.PodSecurity()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// matchingExceptions returns the exceptions that apply to the rule and the
+// resource, including their conditions.
+func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*exceptions.Exception, error) {
+	if e.cfg.exceptionsOff || e.cfg.exceptions == nil {
+		return nil, nil
+	}
+	set, err := e.cfg.exceptions.Exceptions(rs.ctx)
+	if err != nil || set == nil {
+		return nil, err
+	}
+	var out []*exceptions.Exception
+	for _, x := range set.Candidates(p.key, r.name) {
+		if rs.req.Background && !x.Background() {
+			continue
+		}
+		ok, err := x.Matches(rs.matchRes, rs.matchReq)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if c := x.Conditions; c != nil {
+			cs, err := e.exceptionConditions(x, c)
+			if err != nil {
+				return nil, err
+			}
+			sc := rs.newScope()
+			ok, _, err := sc.checkConditions(cs)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// exceptionConditions compiles an exception's conditions once and caches
+// them on the engine.
+func (e *Engine) exceptionConditions(x *exceptions.Exception, c *api.AnyAllConditions) (*condSet, error) {
+	if v, ok := e.excConds.Load(x); ok {
+		return v.(*condSet), nil
+	}
+	cs := &condSet{anyPresent: c.AnyConditions != nil}
+	var errs field.ErrorList
+	path := field.NewPath("spec", "conditions")
+	for i, cd := range c.AnyConditions {
+		cc, cerrs := compileCondition(cd, "any", i, path.Child("any").Index(i))
+		errs = append(errs, cerrs...)
+		cs.any = append(cs.any, cc)
+	}
+	for i, cd := range c.AllConditions {
+		cc, cerrs := compileCondition(cd, "all", i, path.Child("all").Index(i))
+		errs = append(errs, cerrs...)
+		cs.all = append(cs.all, cc)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("policy exception %s: %w", x.Key(), errs.ToAggregate())
+	}
+	e.excConds.Store(x, cs)
+	return cs, nil
+}
+
+func (r *rule) result(status Status, msg string) RuleResult {
+	return RuleResult{Name: r.name, Type: r.typ, Status: status, Message: msg, Properties: r.properties}
+}
+
+// errorResult formats like upstream's RuleError: "<msg>: <err>".
+func (r *rule) errorResult(msg string, err error) RuleResult {
+	if err != nil {
+		msg = msg + ": " + err.Error()
+	}
+	return r.result(StatusError, msg)
+}

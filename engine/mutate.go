@@ -1,0 +1,337 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/mutate"
+	"github.com/gavelpolicy/gavel/variables"
+)
+
+// patchSpec is a strategic merge patch or a JSON patch, compiled once when
+// it has no variables.
+type patchSpec struct {
+	smTree   *tree
+	sm       *mutate.StrategicMerge
+	jsonTmpl *template
+	jsonRaw  string
+	jp       *mutate.JSONPatch
+}
+
+type mutateSpec struct {
+	patch   *patchSpec
+	foreach []*foreachMutate
+	targets []api.TargetResource
+}
+
+type foreachMutate struct {
+	list          *listExpr
+	order         *api.ForeachOrder
+	context       []*contextEntry
+	preconditions *condSet
+	patch         *patchSpec
+	nested        []*foreachMutate
+	isSM          bool
+}
+
+func compilePatch(sm any, js string, base string) (*patchSpec, error) {
+	ps := &patchSpec{}
+	if sm != nil {
+		t, err := compileTree(sm, base+"/patchStrategicMerge")
+		if err != nil {
+			return nil, err
+		}
+		ps.smTree = t
+		if !t.HasVariables() {
+			if ps.sm, err = mutate.CompileStrategicMerge(sm); err != nil {
+				return nil, err
+			}
+		}
+		return ps, nil
+	}
+	if js != "" {
+		t, err := compileTemplate(js)
+		if err != nil {
+			return nil, err
+		}
+		ps.jsonRaw = js
+		if t.HasVariables() {
+			ps.jsonTmpl = t
+		} else if ps.jp, err = mutate.CompileJSONPatch(js); err != nil {
+			return nil, err
+		}
+		return ps, nil
+	}
+	return nil, nil
+}
+
+// apply substitutes variables when needed and applies the patch.
+func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, error) {
+	if ps.smTree != nil {
+		sm := ps.sm
+		if sm == nil {
+			v, err := sc.substitute(ps.smTree)
+			if err != nil {
+				return nil, &substError{err}
+			}
+			if sm, err = mutate.CompileStrategicMerge(v); err != nil {
+				return nil, err
+			}
+		}
+		return sm.Apply(resource)
+	}
+	jp := ps.jp
+	if jp == nil {
+		s, err := sc.renderString(ps.jsonTmpl)
+		if err != nil {
+			return nil, &substError{err}
+		}
+		if jp, err = mutate.CompileJSONPatch(s); err != nil {
+			return nil, err
+		}
+	}
+	return jp.Apply(resource)
+}
+
+type substError struct{ err error }
+
+func (e *substError) Error() string { return e.err.Error() }
+
+// compileMutate compiles a mutate rule. $(./../) references in patches
+// resolve against the whole rule, as upstream substitutes the rule as one
+// document.
+func (e *Engine) compileMutate(r *api.Rule, path *field.Path, errs field.ErrorList) (*mutateSpec, field.ErrorList) {
+	var resolved *api.Mutation
+	var doc map[string]any
+	if err := remarshal(r, &doc); err == nil {
+		if rd, err := variables.ResolveReferences(doc); err == nil {
+			var rr api.Rule
+			if err := remarshal(rd, &rr); err == nil {
+				resolved = rr.Mutation
+			}
+		} else {
+			errs = append(errs, field.Invalid(path, "", err.Error()))
+		}
+	}
+	if resolved == nil {
+		resolved = r.Mutation
+	}
+	m := resolved
+	ms := &mutateSpec{targets: r.Mutation.Targets}
+	p, err := compilePatch(m.PatchStrategicMerge, m.PatchesJSON6902, "/mutate")
+	if err != nil {
+		errs = append(errs, field.Invalid(path, "", err.Error()))
+	}
+	ms.patch = p
+	ms.foreach, errs = e.compileForeachMutate(m.ForEachMutation, path.Child("foreach"), 0, errs)
+	return ms, errs
+}
+
+func (e *Engine) compileForeachMutate(list []api.ForEachMutation, path *field.Path, depth int, errs field.ErrorList) ([]*foreachMutate, field.ErrorList) {
+	if depth > e.cfg.limits.MaxForeachDepth && len(list) > 0 {
+		return nil, append(errs, field.Invalid(path, "", fmt.Sprintf("foreach nesting exceeds %d", e.cfg.limits.MaxForeachDepth)))
+	}
+	var out []*foreachMutate
+	for i := range list {
+		f := &list[i]
+		fp := path.Index(i)
+		fm := &foreachMutate{order: f.Order, isSM: f.PatchStrategicMerge != nil}
+		l, err := compileList(f.List)
+		if err != nil {
+			errs = append(errs, field.Invalid(fp.Child("list"), f.List, err.Error()))
+		}
+		fm.list = l
+		fm.context, errs = e.compileContext(f.Context, fp.Child("context"), errs)
+		fm.preconditions, errs = compileConditions(f.Preconditions, fp.Child("preconditions"), errs)
+		if fm.patch, err = compilePatch(f.PatchStrategicMerge, f.PatchesJSON6902, fmt.Sprintf("/mutate/foreach/%d", i)); err != nil {
+			errs = append(errs, field.Invalid(fp, "", err.Error()))
+		}
+		if f.ForEachMutation != nil {
+			var nested []api.ForEachMutation
+			if err := remarshal(f.ForEachMutation, &nested); err != nil {
+				errs = append(errs, field.Invalid(fp.Child("foreach"), "", err.Error()))
+			}
+			fm.nested, errs = e.compileForeachMutate(nested, fp.Child("foreach"), depth+1, errs)
+		}
+		out = append(out, fm)
+	}
+	return out, errs
+}
+
+// Mutate applies the mutate rules of every policy in order; each rule sees
+// the result of the ones before. The response holds the final object and
+// one RFC 6902 patch from the request object to it.
+func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error) {
+	if req == nil || (req.Object == nil && req.OldObject == nil) {
+		return nil, ErrNoObject
+	}
+	rs := s.eng.newReqState(ctx, req)
+	original := rs.obj
+	resp := &Response{}
+	for _, p := range s.policies {
+		if !p.HasRuleType(Mutation) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return resp, err
+		}
+		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Mutation, s.eng.mutateRule))
+	}
+	resp.Resource = rs.obj
+	if !reflect.DeepEqual(original, rs.obj) {
+		ops, err := mutate.Diff(original, rs.obj)
+		if err != nil {
+			return resp, err
+		}
+		raw, err := json.Marshal(ops)
+		if err != nil {
+			return resp, err
+		}
+		resp.Patch = raw
+	}
+	return resp, nil
+}
+
+// mutateRule is the handler of mutate rules.
+func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*exceptions.Exception) []RuleResult {
+	m := r.mutate
+	if len(m.targets) > 0 && e.cfg.client != nil {
+		return e.mutateTargets(rs, p, r, sc)
+	}
+	resource := rs.obj
+	sc.set("target", resource)
+	var patched map[string]any
+	var status Status
+	var msg string
+	if m.foreach != nil {
+		patched, status, msg = e.mutateForeach(rs, r, sc, m.foreach, resource, 0)
+	} else {
+		patched, status, msg = applyMutation(sc, m.patch, resource)
+	}
+	res := r.result(status, msg)
+	if status == StatusPass {
+		res.Message = mutatedMessage(patched)
+		rs.setObject(patched)
+	}
+	return []RuleResult{res}
+}
+
+// applyMutation applies one patch: pass when the resource changed, skip
+// when nothing changed, error when the patch failed.
+func applyMutation(sc *scope, ps *patchSpec, resource map[string]any) (map[string]any, Status, string) {
+	if ps == nil {
+		return resource, StatusError, "empty mutate rule"
+	}
+	patched, err := ps.apply(sc, resource)
+	if err != nil {
+		if se, ok := err.(*substError); ok {
+			return resource, StatusError, "variable substitution failed: " + se.Error()
+		}
+		return resource, StatusError, "failed to patch resource: " + err.Error()
+	}
+	if reflect.DeepEqual(patched, resource) {
+		return resource, StatusSkip, "no patches applied"
+	}
+	return patched, StatusPass, ""
+}
+
+func mutatedMessage(obj map[string]any) string {
+	if len(obj) == 0 {
+		return "mutated resource"
+	}
+	name, ns, _, _ := objectMeta(obj)
+	kind, _ := obj["kind"].(string)
+	if ns == "" {
+		return fmt.Sprintf("mutated %s/%s", kind, name)
+	}
+	return fmt.Sprintf("mutated %s/%s in namespace %s", kind, name, ns)
+}
+
+// mutateForeach follows upstream's forEachMutator.
+func (e *Engine) mutateForeach(rs *reqState, r *rule, sc *scope, list []*foreachMutate, resource map[string]any, nesting int) (map[string]any, Status, string) {
+	applyCount := 0
+	for _, fm := range list {
+		elements, err := fm.list.evaluate(sc)
+		if err != nil {
+			return resource, StatusError, fmt.Sprintf("failed to evaluate list %s: %v", fm.list.expr, err)
+		}
+		if len(elements) > e.cfg.limits.MaxForeachElements {
+			return resource, StatusError, fmt.Sprintf("list %s has %d elements, more than the limit of %d", fm.list.expr, len(elements), e.cfg.limits.MaxForeachElements)
+		}
+		patched, status, msg := e.mutateElements(rs, r, sc, fm, elements, resource, nesting)
+		if status == StatusError || status == StatusFail {
+			return resource, StatusError, "failed to mutate elements: " + msg
+		}
+		if status != StatusSkip {
+			applyCount++
+			resource = patched
+			// as upstream, later foreach entries see the patched object
+			sc.set("request.object", resource)
+		}
+	}
+	msg := fmt.Sprintf("%d elements processed", applyCount)
+	if applyCount == 0 {
+		return resource, StatusSkip, msg
+	}
+	return resource, StatusPass, msg
+}
+
+func (e *Engine) mutateElements(rs *reqState, r *rule, sc *scope, fm *foreachMutate, elements []any, resource map[string]any, nesting int) (map[string]any, Status, string) {
+	reverse := fm.isSM
+	if fm.order != nil {
+		reverse = *fm.order == api.Descending
+	}
+	n := len(elements)
+	changed := false
+	for i := 0; i < n; i++ {
+		index := i
+		if reverse {
+			index = n - 1 - i
+		}
+		el := elements[index]
+		if el == nil {
+			continue
+		}
+		if err := rs.ctx.Err(); err != nil {
+			return resource, StatusError, err.Error()
+		}
+		child := sc.child()
+		child.addElement(el, index, nesting)
+		child.element = nil
+		if err := child.loadContext(fm.context); err != nil {
+			return resource, StatusError, fmt.Sprintf("failed to load to mutate.foreach[%d].context: %v", index, err)
+		}
+		ok, _, err := child.checkConditions(fm.preconditions)
+		if err != nil {
+			return resource, StatusError, fmt.Sprintf("failed to evaluate mutate.foreach[%d].preconditions: %v", index, err)
+		}
+		if !ok {
+			continue
+		}
+		var patched map[string]any
+		var status Status
+		var msg string
+		if fm.nested != nil {
+			patched, status, msg = e.mutateForeach(rs, r, child, fm.nested, resource, nesting+1)
+		} else {
+			patched, status, msg = applyMutation(child, fm.patch, resource)
+		}
+		if status == StatusFail || status == StatusError {
+			return resource, status, msg
+		}
+		if status == StatusPass {
+			resource = patched
+			changed = true
+		}
+	}
+	if !changed {
+		return resource, StatusSkip, "no patches applied"
+	}
+	return resource, StatusPass, ""
+}

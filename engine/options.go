@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gavelpolicy/gavel/jmespath"
+)
+
+// Option configures an Engine.
+type Option func(*config) error
+
+type config struct {
+	now              func() time.Time
+	jpOpts           []jmespath.Option
+	configMaps       ConfigMapResolver
+	apiClient        APIClient
+	services         ServiceCaller
+	registry         RegistryClient
+	namespaces       NamespaceLabeler
+	globalContext    GlobalContext
+	contextValues    ContextValues
+	exceptions       ExceptionSource
+	exceptionsOff    bool
+	defaultRegistry  string
+	registryMutation bool
+	limits           Limits
+	client           Client
+	queue            UpdateRequestQueue
+}
+
+// Limits bound evaluation. Zero fields take the defaults of DefaultLimits.
+type Limits struct {
+	// MaxForeachElements bounds the length of a foreach list.
+	MaxForeachElements int
+	// MaxForeachDepth bounds foreach nesting.
+	MaxForeachDepth int
+	// MaxContextBytes bounds the size of one context entry's value
+	// (API responses, ConfigMaps) in bytes of JSON.
+	MaxContextBytes int
+	// MaxSubstitutionDepth bounds nested {{ }} expressions.
+	MaxSubstitutionDepth int
+}
+
+// DefaultLimits are the limits used when none are set.
+var DefaultLimits = Limits{
+	MaxForeachElements:   10000,
+	MaxForeachDepth:      8,
+	MaxContextBytes:      2 << 20,
+	MaxSubstitutionDepth: 16,
+}
+
+// WithClock sets the clock used by time functions and reports.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return fmt.Errorf("WithClock: nil clock")
+		}
+		c.now = now
+		c.jpOpts = append(c.jpOpts, jmespath.WithClock(now))
+		return nil
+	}
+}
+
+// WithJMESPathOptions passes options to the JMESPath interpreter (for
+// instance jmespath.WithRandom for deterministic tests).
+func WithJMESPathOptions(opts ...jmespath.Option) Option {
+	return func(c *config) error { c.jpOpts = append(c.jpOpts, opts...); return nil }
+}
+
+// WithConfigMapResolver sets the source of configMap context entries.
+func WithConfigMapResolver(r ConfigMapResolver) Option {
+	return func(c *config) error { c.configMaps = r; return nil }
+}
+
+// WithAPIClient sets the Kubernetes API client of apiCall context entries.
+func WithAPIClient(a APIClient) Option {
+	return func(c *config) error { c.apiClient = a; return nil }
+}
+
+// WithServiceCaller sets the client of apiCall.service context entries.
+func WithServiceCaller(s ServiceCaller) Option {
+	return func(c *config) error { c.services = s; return nil }
+}
+
+// WithRegistryClient sets the client of imageRegistry context entries.
+func WithRegistryClient(r RegistryClient) Option {
+	return func(c *config) error { c.registry = r; return nil }
+}
+
+// WithNamespaceLabeler sets the source of namespace labels used by
+// namespaceSelector when a Request carries none.
+func WithNamespaceLabeler(n NamespaceLabeler) Option {
+	return func(c *config) error { c.namespaces = n; return nil }
+}
+
+// WithGlobalContext sets the source of globalReference context entries.
+func WithGlobalContext(g GlobalContext) Option {
+	return func(c *config) error { c.globalContext = g; return nil }
+}
+
+// WithContextValues sets per-rule values that are added to the context of
+// each rule before its entries load (the upstream CLI's values files).
+func WithContextValues(v ContextValues) Option {
+	return func(c *config) error { c.contextValues = v; return nil }
+}
+
+// WithExceptions enables PolicyExceptions from the given source.
+func WithExceptions(src ExceptionSource) Option {
+	return func(c *config) error { c.exceptions = src; return nil }
+}
+
+// WithExceptionsDisabled ignores PolicyExceptions entirely.
+func WithExceptionsDisabled() Option {
+	return func(c *config) error { c.exceptionsOff = true; return nil }
+}
+
+// WithDefaultRegistry sets the registry assumed for images without one
+// (default "docker.io") and whether references are rewritten with it
+// (default true), as upstream's defaultRegistry and
+// enableDefaultRegistryMutation settings.
+func WithDefaultRegistry(registry string, mutate bool) Option {
+	return func(c *config) error {
+		if registry == "" {
+			return fmt.Errorf("WithDefaultRegistry: empty registry")
+		}
+		c.defaultRegistry, c.registryMutation = registry, mutate
+		c.jpOpts = append(c.jpOpts, jmespath.WithDefaultRegistry(registry), jmespath.WithDefaultRegistryMutation(mutate))
+		return nil
+	}
+}
+
+// WithLimits sets evaluation bounds; zero fields keep their defaults.
+func WithLimits(l Limits) Option {
+	return func(c *config) error {
+		if l.MaxForeachElements < 0 || l.MaxForeachDepth < 0 || l.MaxContextBytes < 0 || l.MaxSubstitutionDepth < 0 {
+			return fmt.Errorf("WithLimits: negative limit")
+		}
+		if l.MaxForeachElements > 0 {
+			c.limits.MaxForeachElements = l.MaxForeachElements
+		}
+		if l.MaxForeachDepth > 0 {
+			c.limits.MaxForeachDepth = l.MaxForeachDepth
+		}
+		if l.MaxContextBytes > 0 {
+			c.limits.MaxContextBytes = l.MaxContextBytes
+		}
+		if l.MaxSubstitutionDepth > 0 {
+			c.limits.MaxSubstitutionDepth = l.MaxSubstitutionDepth
+		}
+		return nil
+	}
+}
+
+// WithClient sets the cluster client used by generate rules and by
+// mutate-existing targets.
+func WithClient(c Client) Option {
+	return func(cfg *config) error { cfg.client = c; return nil }
+}
+
+// WithUpdateRequestQueue sets where generate and mutate-existing requests
+// are queued at admission.
+func WithUpdateRequestQueue(q UpdateRequestQueue) Option {
+	return func(cfg *config) error { cfg.queue = q; return nil }
+}

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/patterns"
+)
+
+// labelSelector is a compiled metav1.LabelSelector.
+type labelSelector struct {
+	sel labels.Selector
+}
+
+func compileSelector(s *metav1.LabelSelector, path *field.Path) (*labelSelector, field.ErrorList) {
+	if s == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(path, s, err.Error())}
+	}
+	return &labelSelector{sel: sel}, nil
+}
+
+func (l *labelSelector) matches(set map[string]string) bool {
+	return l.sel.Matches(labels.Set(set))
+}
+
+func compileOverrides(in []api.ValidationFailureActionOverride, path *field.Path) ([]override, field.ErrorList) {
+	var out []override
+	var errs field.ErrorList
+	for i, o := range in {
+		p := path.Index(i)
+		if !o.Action.IsValid() {
+			errs = append(errs, field.NotSupported(p.Child("action"), o.Action, []string{"Audit", "Enforce"}))
+			continue
+		}
+		sel, serrs := compileSelector(o.NamespaceSelector, p.Child("namespaceSelector"))
+		errs = append(errs, serrs...)
+		out = append(out, override{action: o.Action, namespaces: o.Namespaces, selector: sel})
+	}
+	return out, errs
+}
+
+// failureAction returns the policy's effective failure action for the
+// request's resource: the first validate rule's action (or the policy's),
+// with the first matching override by namespace and namespace selector.
+func (p *Policy) failureActionFor(rs *reqState) api.ValidationFailureAction {
+	action := p.failureAction
+	overrides := p.overrides
+	for _, r := range p.rules {
+		if r.typ != Validation {
+			continue
+		}
+		if r.failureAction != nil {
+			action = *r.failureAction
+		}
+		if len(r.overrides) > 0 {
+			overrides = r.overrides
+		}
+		break
+	}
+	if action == "" {
+		action = api.Audit
+	}
+	ns := rs.matchRes.Namespace
+	for _, o := range overrides {
+		if o.namespaces == nil {
+			if o.selector != nil {
+				if l, err := rs.namespaceLabels(); err == nil && o.selector.matches(l) {
+					return normalizeAction(o.action)
+				}
+			}
+			continue
+		}
+		for _, pat := range o.namespaces {
+			if !patterns.WildcardMatch(pat, ns) {
+				continue
+			}
+			if o.selector == nil {
+				return normalizeAction(o.action)
+			}
+			if l, err := rs.namespaceLabels(); err == nil && o.selector.matches(l) {
+				return normalizeAction(o.action)
+			}
+		}
+	}
+	return normalizeAction(action)
+}
+
+func normalizeAction(a api.ValidationFailureAction) api.ValidationFailureAction {
+	if a.IsEnforce() {
+		return api.Enforce
+	}
+	return api.Audit
+}

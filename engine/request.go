@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+// GroupVersionKind names a kind.
+type GroupVersionKind struct{ Group, Version, Kind string }
+
+// GroupVersionResource names a resource.
+type GroupVersionResource struct{ Group, Version, Resource string }
+
+// Request is what an AdmissionReview carries, or a resource in background
+// mode.
+type Request struct {
+	// Operation is CREATE, UPDATE, DELETE or CONNECT; empty means CREATE.
+	Operation api.AdmissionOperation
+	// Object is the new object (nil for DELETE).
+	Object map[string]any
+	// OldObject is the existing object for UPDATE and DELETE.
+	OldObject map[string]any
+	// UserInfo is the requesting user; Roles and ClusterRoles are the RBAC
+	// roles bound to that user ("namespace:name" for Roles).
+	UserInfo     api.UserInfoData
+	Roles        []string
+	ClusterRoles []string
+	// Kind of the request; defaults to the object's apiVersion and kind.
+	Kind GroupVersionKind
+	// Resource of the request (informational, exposed as request.resource).
+	Resource GroupVersionResource
+	// SubResource such as "status", "exec", "ephemeralcontainers".
+	SubResource string
+	// Name and Namespace of the request; default to the object's.
+	Name      string
+	Namespace string
+	DryRun    bool
+	// UID of the admission request.
+	UID string
+	// Background marks a background scan: no admission data is available,
+	// and rules of policies with background: false are not evaluated.
+	Background bool
+	// NamespaceLabels are the labels of the object's namespace. When nil,
+	// the engine asks its NamespaceLabeler if a rule needs them.
+	NamespaceLabels map[string]string
+	// Variables are extra context variables (keys may be dotted paths).
+	Variables map[string]any
+}
+
+func (r *Request) operation() api.AdmissionOperation {
+	if r.Operation == "" {
+		return api.Create
+	}
+	return r.Operation
+}
+
+// resourceObject returns the object rules look at: the new object, or the
+// old one for DELETE.
+func (r *Request) resourceObject() map[string]any {
+	if r.operation() == api.Delete || r.Object == nil {
+		if r.OldObject != nil {
+			return r.OldObject
+		}
+	}
+	return r.Object
+}
+
+func (r *Request) gvk(obj map[string]any) GroupVersionKind {
+	if r.Kind.Kind != "" {
+		return r.Kind
+	}
+	av, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	g, v := splitAPIVersion(av)
+	return GroupVersionKind{Group: g, Version: v, Kind: kind}
+}
+
+func splitAPIVersion(av string) (group, version string) {
+	if i := strings.IndexByte(av, '/'); i >= 0 {
+		return av[:i], av[i+1:]
+	}
+	return "", av
+}
+
+func objectMeta(obj map[string]any) (name, namespace string, labels, annotations map[string]string) {
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ = md["name"].(string)
+	namespace, _ = md["namespace"].(string)
+	return name, namespace, stringMap(md["labels"]), stringMap(md["annotations"])
+}
+
+func stringMap(v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		if s, ok := x.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}

@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/podsecurity"
+)
+
+// rule is a compiled rule.
+type rule struct {
+	name           string
+	src            *api.Rule
+	typ            RuleType
+	match          *match.Rule
+	context        []*contextEntry
+	preconditions  *condSet
+	validate       *validateSpec
+	mutate         *mutateSpec
+	generate       *generateSpec
+	failureAction  *api.ValidationFailureAction
+	overrides      []override
+	allowExisting  bool
+	emitWarning    bool
+	properties     map[string]string
+	skipBackground bool
+	// needsImages is set when an expression of the rule reads "images".
+	needsImages bool
+	// needsNamespaceLabels is set when a namespaceSelector must be read.
+	unsupported string
+}
+
+func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, field.ErrorList) {
+	cr := &rule{name: r.Name, src: r, properties: r.ReportProperties}
+	var errs field.ErrorList
+	m, merrs := match.Compile(r.MatchResources, r.ExcludeResources, path,
+		match.Background(p.background), match.Namespaced(p.src.IsNamespaced()))
+	errs = append(errs, merrs...)
+	cr.match = m
+	cr.skipBackground = r.SkipBackgroundRequests == nil || *r.SkipBackgroundRequests
+	cr.context, errs = e.compileContext(r.Context, path.Child("context"), errs)
+	cr.preconditions, errs = compileConditions(r.Preconditions, path.Child("preconditions"), errs)
+	switch {
+	case r.Validation != nil:
+		cr.typ = Validation
+		v := r.Validation
+		cr.failureAction = v.FailureAction
+		if cr.failureAction == nil {
+			cr.failureAction = v.ValidationFailureAction
+		}
+		ovs := v.FailureActionOverrides
+		if len(ovs) == 0 {
+			ovs = v.ValidationFailureActionOverrides
+		}
+		var oerrs field.ErrorList
+		cr.overrides, oerrs = compileOverrides(ovs, path.Child("validate", "failureActionOverrides"))
+		errs = append(errs, oerrs...)
+		cr.allowExisting = v.AllowExistingViolations == nil || *v.AllowExistingViolations
+		cr.validate, errs = e.compileValidate(v, path.Child("validate"), errs)
+	case r.Mutation != nil:
+		cr.typ = Mutation
+		cr.mutate, errs = e.compileMutate(r, path.Child("mutate"), errs)
+	case r.Generation != nil:
+		cr.typ = Generation
+		cr.generate, errs = e.compileGenerate(r.Generation, path.Child("generate"), errs)
+	case len(r.VerifyImages) > 0:
+		cr.typ = ImageVerify
+		cr.unsupported = "verifyImages rules are not supported by gavel"
+	}
+	if raw, err := json.Marshal(r); err == nil {
+		s := string(raw)
+		cr.needsImages = strings.Contains(s, "images")
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return cr, nil
+}
+
+// validateSpec is a compiled validate body. The same shape serves a rule
+// and each level of foreach.
+type validateSpec struct {
+	message     *template
+	rawMessage  string
+	body        *validateBody
+	podSecurity *podsecurity.Check
+	unsupported string
+}
+
+type validateBody struct {
+	context       []*contextEntry
+	preconditions *condSet
+	pattern       *patternSpec
+	anyPattern    []*patternSpec
+	deny          *condSet
+	foreach       []*foreachValidate
+}
+
+type foreachValidate struct {
+	list         *listExpr
+	elementScope *bool
+	body         *validateBody
+}
+
+func (e *Engine) compileValidate(v *api.Validation, path *field.Path, errs field.ErrorList) (*validateSpec, field.ErrorList) {
+	vs := &validateSpec{rawMessage: v.Message}
+	if v.Message != "" {
+		t, err := compileTemplate(v.Message)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("message"), v.Message, err.Error()))
+		}
+		vs.message = t
+	}
+	switch {
+	case v.PodSecurity != nil:
+		c, err := e.psa.Compile(*v.PodSecurity)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("podSecurity"), v.PodSecurity.Level, err.Error()))
+		}
+		vs.podSecurity = c
+		return vs, errs
+	case v.CEL != nil:
+		vs.unsupported = "validate.cel rules are not supported by gavel"
+		return vs, errs
+	case v.Manifests != nil:
+		vs.unsupported = "validate.manifests rules are not supported by gavel"
+		return vs, errs
+	case v.Assert != nil:
+		vs.unsupported = "validate.assert rules are not supported by gavel"
+		return vs, errs
+	}
+	vs.body, errs = e.compileValidateBody(nil, nil, v.Pattern, v.AnyPattern, v.Deny, v.ForEachValidation, path, "/validate", 0, errs)
+	return vs, errs
+}
+
+// compileValidateBody compiles one level of a validate rule; base is the
+// upstream JSON path of the level ("/validate", "/validate/foreach/0"),
+// from which {{ @ }} is resolved.
+func (e *Engine) compileValidateBody(ctxEntries []api.ContextEntry, pre any, pattern, anyPattern any, deny *api.Deny, foreach []api.ForEachValidation, path *field.Path, base string, depth int, errs field.ErrorList) (*validateBody, field.ErrorList) {
+	b := &validateBody{}
+	b.context, errs = e.compileContext(ctxEntries, path.Child("context"), errs)
+	b.preconditions, errs = compileConditions(pre, path.Child("preconditions"), errs)
+	if pattern != nil {
+		ps, err := compilePattern(pattern, "")
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("pattern"), "", err.Error()))
+		}
+		b.pattern = ps
+	}
+	if anyPattern != nil {
+		list, ok := anyPattern.([]any)
+		if !ok {
+			errs = append(errs, field.Invalid(path.Child("anyPattern"), "", "anyPattern must be a list"))
+		}
+		for i, p := range list {
+			ps, err := compilePattern(p, "")
+			if err != nil {
+				errs = append(errs, field.Invalid(path.Child("anyPattern").Index(i), "", err.Error()))
+			}
+			b.anyPattern = append(b.anyPattern, ps)
+		}
+	}
+	if deny != nil {
+		b.deny, errs = compileConditions(deny.Conditions, path.Child("deny", "conditions"), errs)
+		if b.deny == nil {
+			b.deny = &condSet{}
+		}
+	}
+	if depth > e.cfg.limits.MaxForeachDepth {
+		return b, append(errs, field.Invalid(path.Child("foreach"), "", fmt.Sprintf("foreach nesting exceeds %d", e.cfg.limits.MaxForeachDepth)))
+	}
+	for i := range foreach {
+		f := &foreach[i]
+		fp := path.Child("foreach").Index(i)
+		fv := &foreachValidate{elementScope: f.ElementScope}
+		l, err := compileList(f.List)
+		if err != nil {
+			errs = append(errs, field.Invalid(fp.Child("list"), f.List, err.Error()))
+		}
+		fv.list = l
+		var nested []api.ForEachValidation
+		if f.ForEachValidation != nil {
+			if err := remarshal(f.ForEachValidation, &nested); err != nil {
+				errs = append(errs, field.Invalid(fp.Child("foreach"), "", err.Error()))
+			}
+		}
+		fv.body, errs = e.compileValidateBody(f.Context, f.Preconditions, f.Pattern, f.AnyPattern, f.Deny, nested, fp, fmt.Sprintf("%s/foreach/%d", base, i), depth+1, errs)
+		b.foreach = append(b.foreach, fv)
+	}
+	return b, errs
+}
+
+// remarshal converts a free-form JSON value into a typed one.
+func remarshal(in any, out any) error {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/variables"
+)
+
+// template is a compiled string that may hold {{ }} expressions.
+type template = variables.Template
+
+// tree is a compiled document that may hold {{ }} expressions.
+type tree = variables.Tree
+
+func compileTemplate(s string) (*template, error) { return variables.Parse(s) }
+
+func compileTree(doc any, basePath string) (*tree, error) {
+	return variables.Compile(doc, variables.WithBasePath(basePath))
+}
+
+// render evaluates a template to a string (non-string results are an
+// error, as upstream's "didn't resolve to a string").
+func (s *scope) renderString(t *template) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	v, err := t.Render(s, s.evalOpts()...)
+	if err != nil {
+		return "", err
+	}
+	str, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("expected a string, got %T", v)
+	}
+	return str, nil
+}
+
+func (s *scope) substitute(t *tree) (any, error) {
+	return t.Substitute(s, s.evalOpts()...)
+}
+
+func (s *scope) evalOpts() []variables.Option {
+	if s.deleteRequest {
+		return []variables.Option{variables.WithDeleteRequest(true)}
+	}
+	return nil
+}
+
+// patternSpec is a validate pattern, compiled once when it has no
+// variables, otherwise compiled after substitution.
+type patternSpec struct {
+	tree     *tree
+	compiled *patterns.Pattern
+}
+
+func compilePattern(p any, basePath string) (*patternSpec, error) {
+	resolved, err := variables.ResolveReferences(p)
+	if err != nil {
+		return nil, err
+	}
+	t, err := compileTree(resolved, basePath)
+	if err != nil {
+		return nil, err
+	}
+	ps := &patternSpec{tree: t}
+	if !t.HasVariables() {
+		if ps.compiled, err = patterns.Compile(resolved); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// get returns the compiled pattern for this evaluation.
+func (ps *patternSpec) get(s *scope) (*patterns.Pattern, error) {
+	if ps.compiled != nil {
+		return ps.compiled, nil
+	}
+	v, err := s.substitute(ps.tree)
+	if err != nil {
+		return nil, err
+	}
+	return patterns.Compile(v)
+}
+
+// listExpr is a foreach list expression.
+type listExpr struct {
+	expr string
+	tmpl *template
+}
+
+func compileList(expr string) (*listExpr, error) {
+	if expr == "" {
+		return nil, fmt.Errorf("foreach list is required")
+	}
+	t, err := compileTemplate(expr)
+	if err != nil {
+		return nil, err
+	}
+	l := &listExpr{expr: expr}
+	if t.HasVariables() {
+		l.tmpl = t
+	}
+	return l, nil
+}
+
+// evaluate returns the list's elements as upstream's EvaluateList: a
+// non-list result is a one-element list.
+func (l *listExpr) evaluate(s *scope) ([]any, error) {
+	expr := l.expr
+	if l.tmpl != nil {
+		str, err := s.renderString(l.tmpl)
+		if err != nil {
+			return nil, err
+		}
+		expr = str
+	}
+	v, err := s.query(expr)
+	if err != nil {
+		return nil, err
+	}
+	if list, ok := v.([]any); ok {
+		return list, nil
+	}
+	return []any{v}, nil
+}

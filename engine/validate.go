@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/patterns"
+)
+
+// validateRule is the handler of validate rules.
+func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult {
+	v := r.validate
+	if v.unsupported != "" {
+		return []RuleResult{r.result(StatusError, v.unsupported)}
+	}
+	if v.podSecurity != nil {
+		return e.validatePodSecurity(rs, r, excs)
+	}
+	res := e.validateBody(rs, r, sc, v.body, 0)
+	if res == nil {
+		return nil
+	}
+	res.EmitWarning = p.emitWarning
+	return []RuleResult{*res}
+}
+
+// validateBody follows upstream's validator: context, preconditions, then
+// deny, pattern/anyPattern or foreach.
+func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody, nesting int) *RuleResult {
+	if err := sc.loadContext(b.context); err != nil {
+		res := r.errorResult("failed to load context", err)
+		return &res
+	}
+	ok, _, err := sc.checkConditions(b.preconditions)
+	if err != nil {
+		res := r.errorResult("failed to evaluate preconditions", err)
+		return &res
+	}
+	if !ok {
+		res := r.result(StatusSkip, "preconditions not met")
+		return &res
+	}
+	switch {
+	case b.deny != nil:
+		return e.validateDeny(r, sc, b.deny)
+	case b.pattern != nil || b.anyPattern != nil:
+		return e.validatePatterns(rs, r, sc, b)
+	case b.foreach != nil:
+		return e.validateForeach(rs, r, sc, b.foreach, nesting)
+	}
+	return nil
+}
+
+func (e *Engine) validateDeny(r *rule, sc *scope, deny *condSet) *RuleResult {
+	denied, _, err := sc.checkConditions(deny)
+	if err != nil {
+		res := r.errorResult("failed to check deny conditions", err)
+		return &res
+	}
+	if !denied {
+		res := r.result(StatusPass, fmt.Sprintf("validation rule '%s' passed.", r.name))
+		return &res
+	}
+	res := r.result(StatusFail, e.denyMessage(r, sc))
+	return &res
+}
+
+func (e *Engine) denyMessage(r *rule, sc *scope) string {
+	v := r.validate
+	if v.rawMessage == "" {
+		return fmt.Sprintf("validation error: rule %s failed", r.name)
+	}
+	out, err := v.message.Render(sc, sc.evalOpts()...)
+	if err != nil {
+		return v.rawMessage
+	}
+	s, ok := out.(string)
+	if !ok {
+		return "the produced message didn't resolve to a string, check your policy definition."
+	}
+	return s
+}
+
+func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateBody) *RuleResult {
+	var target any
+	switch {
+	case sc.element != nil:
+		target = sc.element
+	case sc.deleteRequest:
+		return nil
+	default:
+		target = rs.obj
+	}
+	if b.pattern != nil {
+		pat, err := b.pattern.get(sc)
+		if err != nil {
+			res := r.errorResult("variable substitution failed", err)
+			return &res
+		}
+		if err := pat.Match(target); err != nil {
+			var pe *patterns.Error
+			if errors.As(err, &pe) {
+				if pe.Skip {
+					res := r.result(StatusSkip, pe.Error())
+					return &res
+				}
+				if pe.Path == "" {
+					res := r.result(StatusError, e.patternMessage(r, sc, err, ""))
+					return &res
+				}
+				res := r.result(StatusFail, e.patternMessage(r, sc, err, pe.Path))
+				return &res
+			}
+			res := r.result(StatusError, e.patternMessage(r, sc, err, ""))
+			return &res
+		}
+		res := r.result(StatusPass, fmt.Sprintf("validation rule '%s' passed.", r.name))
+		return &res
+	}
+	var failed, skipped []string
+	for i, ps := range b.anyPattern {
+		pat, err := ps.get(sc)
+		if err != nil {
+			res := r.errorResult("variable substitution failed", err)
+			return &res
+		}
+		err = pat.Match(target)
+		if err == nil {
+			res := r.result(StatusPass, fmt.Sprintf("validation rule '%s' anyPattern[%d] passed.", r.name, i))
+			return &res
+		}
+		var pe *patterns.Error
+		if errors.As(err, &pe) {
+			switch {
+			case pe.Skip:
+				skipped = append(skipped, fmt.Sprintf("rule %s[%d] skipped: %s", r.name, i, err.Error()))
+			case pe.Path == "":
+				failed = append(failed, fmt.Sprintf("rule %s[%d] failed: %s", r.name, i, err.Error()))
+			default:
+				failed = append(failed, fmt.Sprintf("rule %s[%d] failed at path %s", r.name, i, pe.Path))
+			}
+		}
+	}
+	if len(skipped) > 0 && len(failed) == 0 {
+		res := r.result(StatusSkip, strings.Join(skipped, " "))
+		return &res
+	}
+	if len(failed) > 0 {
+		res := r.result(StatusFail, anyPatternMessage(r.validate.rawMessage, failed))
+		return &res
+	}
+	res := r.result(StatusPass, r.validate.rawMessage)
+	return &res
+}
+
+func anyPatternMessage(msg string, errs []string) string {
+	joined := strings.Join(errs, " ")
+	switch {
+	case msg == "":
+		return "validation error: " + joined
+	case strings.HasSuffix(msg, "."):
+		return "validation error: " + msg + " " + joined
+	}
+	return "validation error: " + msg + ". " + joined
+}
+
+// patternMessage is upstream's buildErrorMessage.
+func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) string {
+	v := r.validate
+	if v.rawMessage == "" {
+		if path != "" {
+			return fmt.Sprintf("validation error: rule %s failed at path %s", r.name, path)
+		}
+		return fmt.Sprintf("validation error: rule %s execution error: %s", r.name, err.Error())
+	}
+	out, serr := v.message.Render(sc, sc.evalOpts()...)
+	msg, ok := out.(string)
+	if serr != nil || !ok {
+		return fmt.Sprintf("validation error: variables substitution error in rule %s execution error: %s", r.name, err.Error())
+	}
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	if path != "" {
+		return fmt.Sprintf("validation error: %s rule %s failed at path %s", msg, r.name, path)
+	}
+	return fmt.Sprintf("validation error: %s rule %s execution error: %s", msg, r.name, err.Error())
+}
+
+func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*foreachValidate, nesting int) *RuleResult {
+	applyCount := 0
+	for _, fe := range list {
+		elements, err := fe.list.evaluate(sc)
+		if err != nil {
+			continue
+		}
+		if len(elements) > e.cfg.limits.MaxForeachElements {
+			res := r.errorResult("failed to process foreach", fmt.Errorf("list %q has %d elements, more than the limit of %d", fe.list.expr, len(elements), e.cfg.limits.MaxForeachElements))
+			return &res
+		}
+		res, count := e.validateElements(rs, r, sc, fe, elements, nesting)
+		if res.Status != StatusPass {
+			return res
+		}
+		applyCount += count
+	}
+	if applyCount == 0 {
+		res := r.result(StatusSkip, "rule skipped")
+		return &res
+	}
+	res := r.result(StatusPass, "rule passed")
+	return &res
+}
+
+func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int) (*RuleResult, int) {
+	applyCount := 0
+	for index, el := range elements {
+		if el == nil {
+			continue
+		}
+		if rs.ctx.Err() != nil {
+			res := r.errorResult("failed to process foreach", rs.ctx.Err())
+			return &res, applyCount
+		}
+		child := sc.child()
+		child.addElement(el, index, nesting)
+		m, isMap := el.(map[string]any)
+		scoped := isMap
+		if fe.elementScope != nil {
+			if *fe.elementScope && !isMap {
+				res := r.errorResult("failed to process foreach", fmt.Errorf("cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=%T", el))
+				return &res, applyCount
+			}
+			scoped = *fe.elementScope
+		}
+		if scoped {
+			child.element = m
+		}
+		res := e.validateBody(rs, r, child, fe.body, nesting+1)
+		if res == nil || res.Status == StatusSkip {
+			continue
+		}
+		if res.Status != StatusPass {
+			if res.Status == StatusError && index < len(elements)-1 {
+				continue
+			}
+			out := r.result(res.Status, "validation failure: "+res.Message)
+			return &out, applyCount
+		}
+		applyCount++
+	}
+	res := r.result(StatusPass, "")
+	return &res, applyCount
+}

@@ -1,0 +1,138 @@
+// Package loader reads policies, PolicyExceptions and resources from files,
+// folders and readers. It is a host-side helper (it touches the file
+// system); the engine itself never does.
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+// Set is what was read: policies, exceptions and every other document.
+type Set struct {
+	Policies   []api.PolicyObject
+	Exceptions []*api.PolicyException
+	// Resources are the documents that are neither policies nor exceptions.
+	Resources []api.Document
+}
+
+// Add decodes one document into the set.
+func (s *Set) Add(d api.Document) error {
+	switch {
+	case d.IsPolicy():
+		p, err := api.DecodePolicy(d)
+		if err != nil {
+			return err
+		}
+		s.Policies = append(s.Policies, p)
+	case d.IsPolicyException():
+		e, err := api.DecodePolicyException(d)
+		if err != nil {
+			return err
+		}
+		s.Exceptions = append(s.Exceptions, e)
+	default:
+		s.Resources = append(s.Resources, d)
+	}
+	return nil
+}
+
+// Read decodes every document of a stream into the set.
+func (s *Set) Read(r io.Reader, source string) error {
+	docs, err := api.ReadDocuments(r, source)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range docs {
+		if err := s.Add(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IsManifest reports whether a file name looks like YAML or JSON.
+func IsManifest(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// Files lists the manifest files under the paths: a file is taken as is, a
+// folder is walked recursively in lexical order. "-" means standard input.
+func Files(paths ...string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if p == "-" {
+			out = append(out, p)
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && IsManifest(d.Name()) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// Load reads every manifest under the paths.
+func Load(paths ...string) (*Set, error) {
+	files, err := Files(paths...)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{}
+	var errs []error
+	for _, f := range files {
+		if err := s.ReadFile(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// ReadFile reads one file ("-" for standard input) into the set.
+func (s *Set) ReadFile(name string) error {
+	if name == "-" {
+		return s.Read(os.Stdin, "<stdin>")
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := s.Read(f, name); err != nil {
+		return fmt.Errorf("%w", err)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package mutate
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Result is the outcome of applying a patch to a resource.
+type Result struct {
+	// Object is the patched resource: a fresh tree, never the caller's map.
+	// When Skipped is true it holds the same content as the input.
+	Object map[string]any
+	// Skipped is true when the patch left the resource unchanged, which
+	// upstream reports as a skipped rule with the message "no patches
+	// applied".
+	Skipped bool
+	// Message is upstream's message for the outcome: "resource patched" or
+	// "no patches applied".
+	Message string
+	// Condition is set when an anchor condition of a strategic merge patch did
+	// not hold, which made upstream apply an empty patch instead.
+	Condition *ConditionError
+}
+
+const (
+	msgPatched   = "resource patched"
+	msgNoPatches = "no patches applied"
+)
+
+// Patcher is implemented by the compiled patch kinds.
+type Patcher interface {
+	// Apply returns the patched resource.
+	Apply(resource map[string]any) (map[string]any, error)
+	// Mutate returns the patched resource and whether the patch was skipped.
+	Mutate(resource map[string]any) (Result, error)
+}
+
+var (
+	_ Patcher = (*StrategicMerge)(nil)
+	_ Patcher = (*JSONPatch)(nil)
+)
+
+// StrategicMerge is a compiled strategic merge patch (patchStrategicMerge).
+// It is immutable and safe for concurrent use.
+type StrategicMerge struct {
+	patch *node
+}
+
+// CompileStrategicMerge pre-processes a patch tree once. The patch must be a
+// map (the partial resource of patchStrategicMerge); anchors in its keys are
+// interpreted at Apply time, against each resource. The patch tree is copied:
+// later changes to it do not affect the compiled patch.
+func CompileStrategicMerge(patch any) (*StrategicMerge, error) {
+	n, err := fromValue(patch, rootPath())
+	if err != nil {
+		return nil, err
+	}
+	if n.kind != mapNode {
+		what := "a list"
+		if n.kind == scalarNode {
+			what = "a scalar"
+			if n.null {
+				what = "null"
+			}
+		}
+		return nil, &Error{Err: fmt.Errorf("%w: a strategic merge patch must be a map, got %s", ErrInvalidPatch, what)}
+	}
+	return &StrategicMerge{patch: n}, nil
+}
+
+// Apply merges the patch into resource following the anchors and returns the
+// new object; resource is not modified. Use Mutate to learn whether the patch
+// was skipped.
+func (s *StrategicMerge) Apply(resource map[string]any) (map[string]any, error) {
+	r, err := s.Mutate(resource)
+	if err != nil {
+		return nil, err
+	}
+	return r.Object, nil
+}
+
+// Mutate merges the patch into resource and reports the outcome the way
+// upstream does: when a conditional anchor on a map or a global anchor does
+// not hold, the patch becomes empty (Result.Condition tells which anchor), and
+// a patch that changes nothing is reported as Skipped.
+func (s *StrategicMerge) Mutate(resource map[string]any) (Result, error) {
+	if resource == nil {
+		return Result{}, &Error{Err: fmt.Errorf("%w: the resource is nil", ErrApply)}
+	}
+	res, err := fromValue(resource, rootPath())
+	if err != nil {
+		return Result{}, err
+	}
+	patch := copyTree(s.patch)
+	var cond *ConditionError
+	if err := preprocess(patch, res); err != nil {
+		if !errors.As(err, &cond) {
+			return Result{}, wrapApply(err)
+		}
+		patch = newMap()
+	}
+	merged, err := merge(res, patch)
+	if err != nil {
+		return Result{}, wrapApply(err)
+	}
+	out, err := toValue(merged, rootPath())
+	if err != nil {
+		return Result{}, err
+	}
+	obj, ok := out.(map[string]any)
+	if !ok {
+		return Result{}, &Error{Err: fmt.Errorf("%w: the patched resource is not a map", ErrApply)}
+	}
+	skipped := equalToValue(merged, resource)
+	r := Result{Object: obj, Skipped: skipped, Message: msgPatched, Condition: cond}
+	if skipped {
+		r.Message = msgNoPatches
+	}
+	return r, nil
+}
+
+func wrapApply(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Err: err}
+}
+
+// equalNodes compares two trees the way upstream compares the JSON of the
+// resource before and after the patch.
+func equalNodes(a, b *node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.kind != b.kind {
+		return false
+	}
+	switch a.kind {
+	case mapNode:
+		if len(a.keys) != len(b.keys) {
+			return false
+		}
+		for i, k := range a.keys {
+			bv := b.field(k)
+			if bv == nil || !equalNodes(a.vals[i], bv) {
+				return false
+			}
+		}
+		return true
+	case seqNode:
+		if len(a.items) != len(b.items) {
+			return false
+		}
+		for i := range a.items {
+			if !equalNodes(a.items[i], b.items[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	aNull := a.null || a.value == nil
+	bNull := b.null || b.value == nil
+	if aNull || bNull {
+		return aNull == bNull
+	}
+	return equalScalars(a.value, b.value)
+}
+
+// equalToValue compares a tree with a Go value, like equalNodes.
+func equalToValue(n *node, v any) bool {
+	if n == nil {
+		return false
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		if n.kind != mapNode || len(n.keys) != len(t) {
+			return false
+		}
+		for i, k := range n.keys {
+			ov, ok := t[k]
+			if !ok || !equalToValue(n.vals[i], ov) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if n.kind != seqNode || len(n.items) != len(t) {
+			return false
+		}
+		for i, e := range t {
+			if !equalToValue(n.items[i], e) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return n.kind == scalarNode && (n.null || n.value == nil)
+	case string, bool, float64, int64, int:
+		return n.kind == scalarNode && !n.null && n.value != nil && equalScalars(n.value, v)
+	}
+	c, err := fromValue(v, rootPath())
+	return err == nil && equalNodes(n, c)
+}

@@ -1,0 +1,647 @@
+package policytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/loader"
+)
+
+// Options configure Run.
+type Options struct {
+	// Strict counts a row whose rule did not apply to the resource as
+	// passed only when skip was expected (upstream counts it as passed
+	// whatever was expected).
+	Strict bool
+	// EngineOptions are added to the options Run builds the engine with.
+	EngineOptions []engine.Option
+}
+
+// response is one engine response: a policy's results on one resource.
+type response struct {
+	policy   *engine.Policy
+	resource map[string]any
+	patched  map[string]any
+	rules    []engine.RuleResult
+	action   api.ValidationFailureAction
+}
+
+// Run evaluates a test and returns its rows. A test that cannot be loaded
+// returns an error and no rows.
+func Run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
+	env, err := prepare(t, opts)
+	if err != nil {
+		return nil, err
+	}
+	var responses []response
+	for _, res := range env.resources {
+		rs, err := env.apply(ctx, res)
+		if err != nil {
+			return nil, err
+		}
+		responses = append(responses, rs...)
+	}
+	return env.rows(responses, opts), nil
+}
+
+// FailedRows returns rows for every entry of a test that could not run.
+func FailedRows(t *Test, err error) []Row {
+	var rows []Row
+	for _, r := range t.Results {
+		for _, name := range resultResources(r) {
+			rows = append(rows, Row{Test: t.Path, Policy: r.Policy, Rule: r.Rule, Kind: r.Kind, Namespace: r.Namespace,
+				Resource: name, Expected: expected(r), Reason: err.Error()})
+		}
+	}
+	return rows
+}
+
+func resultResources(r Result) []string {
+	if r.Resources != nil {
+		return r.Resources
+	}
+	if r.Resource != "" {
+		return []string{r.Resource}
+	}
+	return nil
+}
+
+func expected(r Result) string {
+	if r.Result != "" {
+		return r.Result
+	}
+	return r.Status
+}
+
+type env struct {
+	t         *Test
+	dir       string
+	eng       *engine.Engine
+	policies  []*engine.Policy
+	resources []map[string]any
+	values    *Values
+	userInfo  *UserInfoFile
+	cluster   *inmem.Cluster
+	nsLabels  map[string]map[string]string
+}
+
+func (e *env) path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(e.dir, p)
+}
+
+func prepare(t *Test, opts Options) (*env, error) {
+	e := &env{t: t, dir: filepath.Dir(t.Path)}
+	// values and user info
+	if t.Variables != "" {
+		var v Values
+		if err := readYAML(e.path(t.Variables), &v); err != nil {
+			return nil, fmt.Errorf("failed to load values: %w", err)
+		}
+		e.values = &v
+	} else if t.Values != nil {
+		e.values = t.Values
+	}
+	if t.UserInfo != "" {
+		var u UserInfoFile
+		if err := readYAML(e.path(t.UserInfo), &u); err != nil {
+			return nil, fmt.Errorf("failed to load user info: %w", err)
+		}
+		e.userInfo = &u
+	}
+	if e.values != nil {
+		e.nsLabels = map[string]map[string]string{}
+		for _, n := range e.values.NamespaceSelector {
+			e.nsLabels[n.Name] = n.Labels
+		}
+		for _, n := range e.values.Namespaces {
+			e.nsLabels[n.Metadata.Name] = n.Metadata.Labels
+		}
+	}
+	// policies
+	pset := &loader.Set{}
+	for _, p := range t.Policies {
+		files, err := loader.Files(e.path(p))
+		if err != nil {
+			return nil, fmt.Errorf("failed to load policies: %w", err)
+		}
+		for _, f := range files {
+			if err := pset.ReadFile(f); err != nil {
+				return nil, fmt.Errorf("failed to load policies: %w", err)
+			}
+		}
+	}
+	// resources: every document, policies and exceptions included (a
+	// policy may validate PolicyExceptions)
+	var docs []api.Document
+	for _, p := range t.Resources {
+		files, err := loader.Files(e.path(p))
+		if err != nil {
+			return nil, fmt.Errorf("failed to load resources: %w", err)
+		}
+		for _, f := range files {
+			d, err := readDocuments(f)
+			if err != nil {
+				return nil, fmt.Errorf("failed to load resources: %w", err)
+			}
+			docs = append(docs, d...)
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range docs {
+		defaultNamespace(d.Object)
+		k := d.Kind() + "/" + namespaceOf(d.Object) + "/" + d.Name()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		e.resources = append(e.resources, d.Object)
+	}
+	// exceptions
+	xset := &loader.Set{}
+	for _, p := range t.Exceptions {
+		files, err := loader.Files(e.path(p))
+		if err != nil {
+			return nil, fmt.Errorf("failed to load exceptions: %w", err)
+		}
+		for _, f := range files {
+			if err := xset.ReadFile(f); err != nil {
+				return nil, fmt.Errorf("failed to load exceptions: %w", err)
+			}
+		}
+	}
+	excs, err := exceptions.Compile(xset.Exceptions)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load exceptions: %w", err)
+	}
+	// cluster
+	var clusterObjs []map[string]any
+	clusterObjs = append(clusterObjs, e.resources...)
+	for _, p := range t.ClusterResources {
+		var cr struct {
+			Spec struct {
+				Resources []map[string]any `json:"resources"`
+			} `json:"spec"`
+		}
+		if err := readYAML(e.path(p), &cr); err != nil {
+			return nil, fmt.Errorf("failed to load cluster resources: %w", err)
+		}
+		clusterObjs = append(clusterObjs, cr.Spec.Resources...)
+	}
+	e.cluster = inmem.New(clusterObjs...)
+	engOpts := []engine.Option{
+		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithContextValues(ruleValues{e.values}),
+		engine.WithClient(e.cluster),
+	}
+	if len(t.ClusterResources) > 0 {
+		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster), engine.WithAPIClient(e.cluster))
+	}
+	engOpts = append(engOpts, opts.EngineOptions...)
+	eng, err := engine.New(engOpts...)
+	if err != nil {
+		return nil, err
+	}
+	e.eng = eng
+	for _, p := range pset.Policies {
+		cp, err := eng.CompilePolicy(p)
+		if err != nil {
+			// upstream skips invalid policies; their results are not found
+			continue
+		}
+		e.policies = append(e.policies, cp)
+	}
+	return e, nil
+}
+
+// defaultNamespace sets metadata.namespace to "default" when it is empty,
+// as the upstream CLI does for every resource it loads from a file.
+func defaultNamespace(obj map[string]any) {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	if ns, _ := md["namespace"].(string); ns == "" {
+		md["namespace"] = "default"
+	}
+}
+
+func readDocuments(name string) ([]api.Document, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return api.ReadDocuments(f, name)
+}
+
+func namespaceOf(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	s, _ := md["namespace"].(string)
+	return s
+}
+
+func nameOf(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	s, _ := md["name"].(string)
+	return s
+}
+
+func kindOf(obj map[string]any) string {
+	s, _ := obj["kind"].(string)
+	return s
+}
+
+// ruleValues serves the rule values of a values file.
+type ruleValues struct{ v *Values }
+
+func (r ruleValues) RuleValues(policy, rule string) map[string]any {
+	if r.v == nil {
+		return nil
+	}
+	for _, p := range r.v.Policies {
+		if p.Name != policy {
+			continue
+		}
+		for _, ru := range p.Rules {
+			if ru.Name == rule {
+				return ru.Values
+			}
+		}
+	}
+	return nil
+}
+
+// resourceValues are the global values and the policy's values for the
+// resource, as upstream's ComputeVariables.
+func (e *env) resourceValues(policy, resource string) map[string]any {
+	if e.values == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range e.values.GlobalValues {
+		out[k] = v
+	}
+	for _, p := range e.values.Policies {
+		if p.Name != policy {
+			continue
+		}
+		for _, r := range p.Resources {
+			if r.Name == resource {
+				for k, v := range r.Values {
+					out[k] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// request builds the admission request of a resource for a policy.
+func (e *env) request(p *engine.Policy, obj map[string]any) *engine.Request {
+	vals := e.resourceValues(p.Name(), nameOf(obj))
+	op := api.Create
+	switch vals["request.operation"] {
+	case "DELETE":
+		op = api.Delete
+	case "UPDATE":
+		op = api.Update
+	}
+	obj = applyObjectValues(obj, vals)
+	req := &engine.Request{Operation: op, Variables: vals}
+	switch op {
+	case api.Delete:
+		req.OldObject = obj
+	case api.Update:
+		req.Object = obj
+		req.OldObject = obj
+	default:
+		req.Object = obj
+	}
+	if u := e.userInfo; u != nil {
+		req.UserInfo = api.UserInfoData{Username: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups, Extra: u.UserInfo.Extra}
+		req.Roles = u.Roles
+		req.ClusterRoles = u.ClusterRoles
+	}
+	labels := e.nsLabels[namespaceOf(obj)]
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	req.NamespaceLabels = labels
+	if e.values != nil {
+		av, _ := obj["apiVersion"].(string)
+		g, v := splitAPIVersion(av)
+		for _, s := range e.values.Subresources {
+			if s.Subresource.Kind == kindOf(obj) && s.Subresource.Group == g && s.Subresource.Version == v {
+				req.Kind = engine.GroupVersionKind{Group: s.ParentResource.Group, Version: s.ParentResource.Version, Kind: s.ParentResource.Kind}
+				if _, sub, ok := strings.Cut(s.Subresource.Name, "/"); ok {
+					req.SubResource = sub
+				}
+			}
+		}
+	}
+	return req
+}
+
+// applyObjectValues applies values under request.object to a copy of the
+// object, as upstream reads the object back from the context.
+func applyObjectValues(obj map[string]any, vals map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range vals {
+		rest, ok := strings.CutPrefix(k, "request.object.")
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = copyMap(obj)
+		}
+		setPath(out, strings.Split(rest, "."), v)
+	}
+	if out == nil {
+		return obj
+	}
+	return out
+}
+
+func setPath(m map[string]any, parts []string, v any) {
+	for i, p := range parts {
+		if i == len(parts)-1 {
+			m[p] = v
+			return
+		}
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+		} else {
+			next = copyMap(next)
+		}
+		m[p] = next
+		m = next
+	}
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func splitAPIVersion(av string) (string, string) {
+	if i := strings.IndexByte(av, '/'); i >= 0 {
+		return av[:i], av[i+1:]
+	}
+	return "", av
+}
+
+// apply runs mutate, validate and generate policies on one resource in
+// upstream's order and returns the engine responses.
+func (e *env) apply(ctx context.Context, obj map[string]any) ([]response, error) {
+	var out []response
+	resource := obj
+	for _, p := range e.policies {
+		if !p.HasRuleType(engine.Mutation) {
+			continue
+		}
+		set := e.eng.NewPolicySet(p)
+		resp, err := set.Mutate(ctx, e.request(p, resource))
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range resp.Policies {
+			out = append(out, response{policy: pr.Policy, resource: resource, patched: resp.Resource, rules: pr.Rules, action: pr.FailureAction})
+		}
+		resource = resp.Resource
+	}
+	for _, p := range e.policies {
+		if !p.HasRuleType(engine.Validation) {
+			continue
+		}
+		set := e.eng.NewPolicySet(p)
+		resp, err := set.Validate(ctx, e.request(p, resource))
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range resp.Policies {
+			out = append(out, response{policy: pr.Policy, resource: resource, patched: resource, rules: pr.Rules, action: pr.FailureAction})
+		}
+	}
+	for _, p := range e.policies {
+		if !p.HasRuleType(engine.Generation) {
+			continue
+		}
+		set := e.eng.NewPolicySet(p)
+		resp, err := set.Generate(ctx, e.request(p, resource))
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range resp.Policies {
+			if len(pr.Rules) == 0 {
+				continue
+			}
+			out = append(out, response{policy: pr.Policy, resource: resource, patched: resource, rules: pr.Rules, action: pr.FailureAction})
+		}
+	}
+	return out, nil
+}
+
+// rows compares the responses with the expected results as upstream's test
+// command does.
+func (e *env) rows(responses []response, opts Options) []Row {
+	var rows []Row
+	for _, tr := range e.t.Results {
+		exp := expected(tr)
+		for _, name := range resultResources(tr) {
+			var found []Row
+			wantNS, wantName := tr.Namespace, name
+			if ns, n, ok := strings.Cut(name, "/"); ok {
+				wantNS, wantName = ns, n
+			}
+			for _, resp := range responses {
+				if !policyMatches(tr.Policy, resp.policy) || tr.Kind != kindOf(resp.resource) || wantName != nameOf(resp.resource) {
+					continue
+				}
+				if wantNS != "" && wantNS != namespaceOf(resp.resource) {
+					continue
+				}
+				for _, rr := range resp.rules {
+					if rr.Name != tr.Rule && rr.Name != "autogen-"+tr.Rule && rr.Name != "autogen-cronjob-"+tr.Rule {
+						continue
+					}
+					found = append(found, e.check(tr, name, exp, resp, rr, opts))
+				}
+				if len(found) == 0 {
+					row := Row{Test: e.t.Path, Policy: tr.Policy, Rule: tr.Rule, Kind: tr.Kind, Namespace: tr.Namespace,
+						Resource: name, Expected: exp, Got: "excluded", Reason: "excluded", Passed: true}
+					if opts.Strict && exp != "skip" {
+						row.Passed = false
+						row.Reason = fmt.Sprintf("excluded: the rule did not apply, want %s", exp)
+					}
+					found = append(found, row)
+				}
+			}
+			if len(found) == 0 {
+				found = append(found, Row{Test: e.t.Path, Policy: tr.Policy, Rule: tr.Rule, Kind: tr.Kind, Namespace: tr.Namespace,
+					Resource: name, Expected: exp, Reason: "not found"})
+			}
+			rows = append(rows, found...)
+		}
+	}
+	return rows
+}
+
+func policyMatches(name string, p *engine.Policy) bool {
+	return name == p.Name() || name == p.Key()
+}
+
+// check is upstream's checkResult.
+//
+// As upstream, a failed check counts as passed when fail was expected: a
+// test expecting fail with a patchedResources file passes when the patched
+// resource does not match. In strict mode that applies only to resource
+// comparisons, not to a rule that passed where fail was expected.
+func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleResult, opts Options) Row {
+	row := Row{Test: e.t.Path, Policy: tr.Policy, Rule: tr.Rule, Kind: tr.Kind, Namespace: tr.Namespace, Resource: name,
+		Expected: exp, Message: rr.Message}
+	fail := func(reason string) Row {
+		row.Reason = reason
+		if exp == "fail" {
+			row.Passed = true
+			row.Reason = "expected fail: " + reason
+		}
+		return row
+	}
+	patchedFile := tr.PatchedResources
+	if patchedFile == "" {
+		patchedFile = tr.PatchedResource
+	}
+	if patchedFile != "" {
+		ok, err := e.compareFile(patchedFile, resp.patched)
+		if err != nil {
+			return fail(err.Error())
+		}
+		if !ok {
+			return fail("Patched resource didn't match the patched resource in the test result")
+		}
+	}
+	if tr.GeneratedResource != "" {
+		var gen map[string]any
+		if len(rr.GeneratedResources) > 0 {
+			gen = rr.GeneratedResources[0]
+		}
+		ok, err := e.compareFile(tr.GeneratedResource, gen)
+		if err != nil {
+			return fail(err.Error())
+		}
+		if !ok {
+			return fail("Generated resource didn't match the generated resource in the test result")
+		}
+	}
+	got := ReportResult(resp.policy, rr)
+	row.Got = got
+	if got != exp {
+		if opts.Strict {
+			row.Reason = fmt.Sprintf("Want %s, got %s", exp, got)
+			return row
+		}
+		return fail(fmt.Sprintf("Want %s, got %s", exp, got))
+	}
+	row.Passed = true
+	row.Reason = "Ok"
+	return row
+}
+
+// ReportResult maps a rule status to the result a policy report shows:
+// fail becomes warn for policies annotated policies.kyverno.io/scored: "false".
+func ReportResult(p *engine.Policy, rr engine.RuleResult) string {
+	status := string(rr.Status)
+	if rr.Status == engine.StatusFail && p.Annotations()["policies.kyverno.io/scored"] == "false" {
+		return "warn"
+	}
+	return status
+}
+
+// compareFile compares actual with the resource of the same kind, name and
+// namespace in file, after removing empty values and generate labels.
+func (e *env) compareFile(file string, actual map[string]any) (bool, error) {
+	if actual == nil {
+		return false, errors.New("no resource to compare")
+	}
+	s := &loader.Set{}
+	if err := s.ReadFile(e.path(file)); err != nil {
+		return false, fmt.Errorf("error: failed to load resource (%s)", err)
+	}
+	var exp map[string]any
+	for _, d := range s.Resources {
+		defaultNamespace(d.Object)
+		if d.Kind() == kindOf(actual) && d.Name() == nameOf(actual) && namespaceOf(d.Object) == namespaceOf(actual) {
+			exp = d.Object
+			break
+		}
+	}
+	if exp == nil {
+		return false, fmt.Errorf("error: failed to load resource (resource %s/%s/%s not found in %s)", kindOf(actual), namespaceOf(actual), nameOf(actual), file)
+	}
+	return reflect.DeepEqual(tidy(fixupLabels(actual)), tidy(fixupLabels(exp))), nil
+}
+
+// fixupLabels drops generate.kyverno.io/ labels and sets the managed-by
+// label, as upstream does before comparing generated resources.
+func fixupLabels(obj map[string]any) map[string]any {
+	out := copyMap(obj)
+	md, _ := out["metadata"].(map[string]any)
+	md = copyMap(md)
+	labels := map[string]any{"app.kubernetes.io/managed-by": "kyverno"}
+	if l, ok := md["labels"].(map[string]any); ok {
+		for k, v := range l {
+			if !strings.HasPrefix(k, "generate.kyverno.io/") {
+				labels[k] = v
+			}
+		}
+	}
+	md["labels"] = labels
+	out["metadata"] = md
+	return out
+}
+
+// tidy removes nulls, empty maps and empty lists, recursively.
+func tidy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range t {
+			if x = tidy(x); x != nil {
+				out[k] = x
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		var out []any
+		for _, x := range t {
+			if x = tidy(x); x != nil {
+				out = append(out, x)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,161 @@
+// Package policytest runs policy tests written in the upstream CLI's test
+// format (cli.kyverno.io/v1alpha1 Test, and the older untyped form): each
+// test names policies, resources, optional exceptions, values and user
+// info, and lists the expected result of rules on resources, patched
+// resources and generated resources.
+//
+// Run evaluates one test with the engine and an in-memory cluster and
+// returns one Row per expected (policy, rule, resource) result, counted as
+// the upstream CLI counts them.
+package policytest
+
+// Test is a decoded kyverno-test.yaml.
+type Test struct {
+	// Path is the file the test was read from; relative paths in the test
+	// are resolved against its folder.
+	Path string `json:"-"`
+
+	APIVersion string       `json:"apiVersion,omitempty"`
+	Kind       string       `json:"kind,omitempty"`
+	Metadata   testMetadata `json:"metadata,omitempty"`
+	// Name is the older untyped form's name field.
+	Name             string   `json:"name,omitempty"`
+	Policies         []string `json:"policies,omitempty"`
+	Resources        []string `json:"resources,omitempty"`
+	Exceptions       []string `json:"exceptions,omitempty"`
+	ClusterResources []string `json:"clusterResources,omitempty"`
+	TargetResources  []string `json:"targetResources,omitempty"`
+	Variables        string   `json:"variables,omitempty"`
+	Values           *Values  `json:"values,omitempty"`
+	UserInfo         string   `json:"userinfo,omitempty"`
+	Results          []Result `json:"results,omitempty"`
+}
+
+type testMetadata struct {
+	Name string `json:"name,omitempty"`
+}
+
+// TestName returns the test's name.
+func (t *Test) TestName() string {
+	if t.Metadata.Name != "" {
+		return t.Metadata.Name
+	}
+	return t.Name
+}
+
+// Result is one expected result.
+type Result struct {
+	Policy    string   `json:"policy,omitempty"`
+	Rule      string   `json:"rule,omitempty"`
+	Kind      string   `json:"kind,omitempty"`
+	Namespace string   `json:"namespace,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+	// Resource is the deprecated single-resource form.
+	Resource string `json:"resource,omitempty"`
+	Result   string `json:"result,omitempty"`
+	// Status is the deprecated spelling of Result.
+	Status              string `json:"status,omitempty"`
+	PatchedResources    string `json:"patchedResources,omitempty"`
+	PatchedResource     string `json:"patchedResource,omitempty"`
+	GeneratedResource   string `json:"generatedResource,omitempty"`
+	CloneSourceResource string `json:"cloneSourceResource,omitempty"`
+
+	IsValidatingAdmissionPolicy bool `json:"isValidatingAdmissionPolicy,omitempty"`
+	IsValidatingPolicy          bool `json:"isValidatingPolicy,omitempty"`
+}
+
+// Values is a values file (kind Values) or the inline values of a test.
+type Values struct {
+	APIVersion        string              `json:"apiVersion,omitempty"`
+	Kind              string              `json:"kind,omitempty"`
+	Metadata          testMetadata        `json:"metadata,omitempty"`
+	GlobalValues      map[string]any      `json:"globalValues,omitempty"`
+	Policies          []PolicyValues      `json:"policies,omitempty"`
+	NamespaceSelector []NamespaceLabels   `json:"namespaceSelector,omitempty"`
+	Namespaces        []NamespaceObject   `json:"namespaces,omitempty"`
+	Subresources      []SubresourceValues `json:"subresources,omitempty"`
+}
+
+// PolicyValues are the values of one policy.
+type PolicyValues struct {
+	Name      string           `json:"name"`
+	Rules     []RuleValues     `json:"rules,omitempty"`
+	Resources []ResourceValues `json:"resources,omitempty"`
+}
+
+// RuleValues are the context values of one rule.
+type RuleValues struct {
+	Name          string           `json:"name"`
+	Values        map[string]any   `json:"values,omitempty"`
+	ForeachValues map[string][]any `json:"foreachValues,omitempty"`
+}
+
+// ResourceValues are values for one resource.
+type ResourceValues struct {
+	Name   string         `json:"name"`
+	Values map[string]any `json:"values,omitempty"`
+}
+
+// NamespaceLabels gives the labels of a namespace.
+type NamespaceLabels struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+// NamespaceObject is a namespace given in full.
+type NamespaceObject struct {
+	Metadata struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels,omitempty"`
+	} `json:"metadata"`
+}
+
+// SubresourceValues declares a subresource and its parent.
+type SubresourceValues struct {
+	Subresource    APIResource `json:"subresource"`
+	ParentResource APIResource `json:"parentResource"`
+}
+
+// APIResource names a resource of the API.
+type APIResource struct {
+	Name    string `json:"name"`
+	Group   string `json:"group,omitempty"`
+	Version string `json:"version,omitempty"`
+	Kind    string `json:"kind"`
+}
+
+// UserInfoFile is a user-info file (kind UserInfo, or the older bare form).
+type UserInfoFile struct {
+	APIVersion   string       `json:"apiVersion,omitempty"`
+	Kind         string       `json:"kind,omitempty"`
+	Metadata     testMetadata `json:"metadata,omitempty"`
+	Roles        []string     `json:"roles,omitempty"`
+	ClusterRoles []string     `json:"clusterRoles,omitempty"`
+	UserInfo     struct {
+		Username string              `json:"username,omitempty"`
+		UID      string              `json:"uid,omitempty"`
+		Groups   []string            `json:"groups,omitempty"`
+		Extra    map[string][]string `json:"extra,omitempty"`
+	} `json:"userInfo,omitempty"`
+}
+
+// Row is one counted test entry.
+type Row struct {
+	// Test is the path of the test file.
+	Test      string
+	Policy    string
+	Rule      string
+	Kind      string
+	Namespace string
+	Resource  string
+	// Expected is the expected result; Got the computed one ("" when the
+	// resource or rule was not found, "excluded" when the rule did not
+	// apply to the resource).
+	Expected string
+	Got      string
+	Passed   bool
+	// Reason explains the outcome: "Ok", "excluded", "not found",
+	// "Want pass, got fail", "Resource diff", an error text.
+	Reason  string
+	Message string
+}
