@@ -37,8 +37,26 @@ type PolicyReport struct {
 	Results           []PolicyReportResult  `json:"results,omitempty"`
 }
 
-// ClusterPolicyReport is the cluster-scoped report.
+// ClusterPolicyReport is the cluster-scoped report (wgpolicyk8s.io/v1alpha2).
 type ClusterPolicyReport PolicyReport
+
+// OpenReport is the namespaced report of the OpenReports API
+// (openreports.io/v1alpha1, kind Report). It carries the same results as a
+// PolicyReport plus a report-level source, which upstream always prints
+// (no omitempty).
+type OpenReport struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Source            string                `json:"source"`
+	Scope             *ObjectReference      `json:"scope,omitempty"`
+	ScopeSelector     *metav1.LabelSelector `json:"scopeSelector,omitempty"`
+	Summary           PolicyReportSummary   `json:"summary,omitempty"`
+	Results           []PolicyReportResult  `json:"results,omitempty"`
+}
+
+// OpenClusterReport is the cluster-scoped report of the OpenReports API
+// (openreports.io/v1alpha1, kind ClusterReport).
+type OpenClusterReport OpenReport
 
 // PolicyReportSummary counts results.
 type PolicyReportSummary struct {
@@ -51,7 +69,7 @@ type PolicyReportSummary struct {
 
 // PolicyReportResult is one entry of a report.
 type PolicyReportResult struct {
-	Source           string                `json:"source,omitempty"`
+	Source           string                `json:"source"`
 	Policy           string                `json:"policy"`
 	Rule             string                `json:"rule,omitempty"`
 	Category         string                `json:"category,omitempty"`

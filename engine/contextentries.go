@@ -350,4 +350,3 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 	}
 	return data, nil
 }
-
