@@ -251,26 +251,40 @@ func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
 type PolicySet struct {
 	eng      *Engine
 	policies []*Policy
+	// needsImages is set when a rule reads the images variable.
+	needsImages bool
+}
+
+func newPolicySet(e *Engine, policies []*Policy) *PolicySet {
+	s := &PolicySet{eng: e, policies: policies}
+	for _, p := range policies {
+		for _, r := range p.rules {
+			if r.needsImages {
+				s.needsImages = true
+			}
+		}
+	}
+	return s
 }
 
 // Compile validates and compiles policies into a PolicySet. A policy that
 // fails validation makes Compile return a *CompileError (use
 // CompilePolicy and NewPolicySet to keep the valid ones).
 func (e *Engine) Compile(policies ...api.PolicyObject) (*PolicySet, error) {
-	set := &PolicySet{eng: e}
+	var compiled []*Policy
 	for _, p := range policies {
 		cp, err := e.CompilePolicy(p)
 		if err != nil {
 			return nil, err
 		}
-		set.policies = append(set.policies, cp)
+		compiled = append(compiled, cp)
 	}
-	return set, nil
+	return newPolicySet(e, compiled), nil
 }
 
 // NewPolicySet groups already compiled policies.
 func (e *Engine) NewPolicySet(policies ...*Policy) *PolicySet {
-	return &PolicySet{eng: e, policies: append([]*Policy(nil), policies...)}
+	return newPolicySet(e, append([]*Policy(nil), policies...))
 }
 
 // Policies returns the compiled policies in order.

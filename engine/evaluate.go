@@ -26,7 +26,7 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
-	rs := s.eng.newReqState(ctx, req)
+	rs := s.eng.newReqStateImages(ctx, req, s.needsImages)
 	resp := &Response{Resource: rs.obj}
 	for _, p := range s.policies {
 		if !p.HasRuleType(Validation) {

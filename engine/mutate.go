@@ -171,7 +171,7 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
-	rs := s.eng.newReqState(ctx, req)
+	rs := s.eng.newReqStateImages(ctx, req, s.needsImages)
 	original := rs.obj
 	resp := &Response{}
 	for _, p := range s.policies {

@@ -72,6 +72,7 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		cr.typ = ImageVerify
 		cr.unsupported = "verifyImages rules are not supported by gavel"
 	}
+	errs = append(errs, e.checkExpressions(r, path, p.background)...)
 	if raw, err := json.Marshal(r); err == nil {
 		s := string(raw)
 		cr.needsImages = strings.Contains(s, "images")

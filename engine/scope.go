@@ -25,13 +25,20 @@ type reqState struct {
 	matchRes match.Resource
 	matchReq match.Request
 
+	needsImages  bool
 	nsLabels     map[string]string
 	nsLabelsDone bool
 	nsLabelsErr  error
 }
 
 func (e *Engine) newReqState(ctx context.Context, req *Request) *reqState {
-	rs := &reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil}
+	return e.newReqStateImages(ctx, req, true)
+}
+
+// newReqStateImages builds the request state; images are extracted only
+// when needsImages is set (a rule of the set reads them).
+func (e *Engine) newReqStateImages(ctx context.Context, req *Request, needsImages bool) *reqState {
+	rs := &reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages}
 	rs.matchReq = match.Request{
 		Operation:       string(rs.op),
 		Username:        req.UserInfo.Username,
@@ -131,7 +138,9 @@ func (rs *reqState) buildBase() map[string]any {
 		base["serviceAccountName"] = saName
 		base["serviceAccountNamespace"] = saNamespace
 	}
-	if infos, err := images.Extract(rs.obj, images.Config{DefaultRegistry: rs.e.cfg.defaultRegistry, EnableDefaultRegistryMutation: rs.e.cfg.registryMutation}); err == nil && len(infos) > 0 {
+	if !rs.needsImages {
+		// no rule reads images
+	} else if infos, err := images.Extract(rs.obj, images.Config{DefaultRegistry: rs.e.cfg.defaultRegistry, EnableDefaultRegistryMutation: rs.e.cfg.registryMutation}); err == nil && len(infos) > 0 {
 		base["images"] = images.Variable(infos)
 	}
 	for k, v := range req.Variables {
