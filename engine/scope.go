@@ -203,24 +203,33 @@ type scope struct {
 	// element scope is on.
 	element map[string]any
 	nesting int
+	// owned is set once data is this scope's own copy (copy on write).
+	owned bool
 }
 
 func (rs *reqState) newScope() *scope {
-	data := make(map[string]any, len(rs.base)+4)
-	for k, v := range rs.base {
-		data[k] = v
-	}
-	return &scope{rs: rs, data: data, deleteRequest: rs.op == api.Delete}
+	return &scope{rs: rs, data: rs.base, deleteRequest: rs.op == api.Delete}
 }
 
+// child returns a scope that shares this scope's variables until it sets
+// one of its own.
 func (s *scope) child() *scope {
+	c := *s
+	c.owned = false
+	return &c
+}
+
+// own copies the shared variable map before the first write.
+func (s *scope) own() {
+	if s.owned {
+		return
+	}
 	data := make(map[string]any, len(s.data)+4)
 	for k, v := range s.data {
 		data[k] = v
 	}
-	c := *s
-	c.data = data
-	return &c
+	s.data = data
+	s.owned = true
 }
 
 // Evaluate implements variables.Evaluator.
@@ -235,7 +244,10 @@ func (s *scope) query(expr string) (any, error) {
 
 // set stores a variable; a dotted name creates nested objects without
 // changing maps shared with other scopes.
-func (s *scope) set(name string, v any) { setPath(s.data, name, normalize(v)) }
+func (s *scope) set(name string, v any) {
+	s.own()
+	setPath(s.data, name, normalize(v))
+}
 
 // normalize converts host data to the canonical JSON-like form (float64
 // numbers) that queries run on; canonical data is returned as is.
@@ -269,6 +281,7 @@ func setPath(data map[string]any, name string, v any) {
 
 // addElement adds a foreach element as upstream's AddElement does.
 func (s *scope) addElement(el any, index, nesting int) {
+	s.own()
 	s.data["element"] = el
 	s.data[fmt.Sprintf("element%d", nesting)] = el
 	s.data["elementIndex"] = float64(index)

@@ -28,7 +28,10 @@
 //     "x-kubernetes-list-map-keys" of container and service ports), primitive
 //     associative lists (finalizers) are unioned, and every other list is
 //     replaced. New list elements go first; existing elements named by the
-//     patch move to the front in patch order.
+//     patch move to the front in patch order. This is why upstream runs a
+//     foreach loop of strategic merge patches over the elements in reverse
+//     order by default: engines must do the same to keep the order of
+//     containers.
 //
 // The merge keys come from the struct tags of k8s.io/api (patchStrategy and
 // patchMergeKey), computed once by reflection, restricted to the kinds that

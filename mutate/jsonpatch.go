@@ -133,10 +133,6 @@ func (p *JSONPatch) Mutate(resource map[string]any) (Result, error) {
 	if resource == nil {
 		return Result{}, &Error{Err: fmt.Errorf("%w: the resource is nil", ErrApply)}
 	}
-	orig, err := fromValue(resource, rootPath())
-	if err != nil {
-		return Result{}, err
-	}
 	doc, err := json.Marshal(resource)
 	if err != nil {
 		return Result{}, &Error{Err: fmt.Errorf("%w: %w", ErrUnsupportedValue, err)}
@@ -154,12 +150,8 @@ func (p *JSONPatch) Mutate(resource map[string]any) (Result, error) {
 		return Result{}, &Error{Err: fmt.Errorf("%w: the patched resource is not a map", ErrApply)}
 	}
 	obj = reuseValues(resource, obj).(map[string]any)
-	patched, err := fromValue(obj, rootPath())
-	if err != nil {
-		return Result{}, err
-	}
 	r := Result{Object: obj, Message: msgPatched}
-	if equalNodes(orig, patched) {
+	if equalValues(resource, obj) {
 		r.Skipped = true
 		r.Message = msgNoPatches
 	}
@@ -250,4 +242,38 @@ func reuseValues(orig, out any) any {
 		return orig
 	}
 	return out
+}
+
+// equalValues compares two JSON-like values by JSON value.
+func equalValues(a, b any) bool {
+	switch at := a.(type) {
+	case map[string]any:
+		bt, ok := b.(map[string]any)
+		if !ok || len(at) != len(bt) {
+			return false
+		}
+		for k, av := range at {
+			bv, ok := bt[k]
+			if !ok || !equalValues(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		bt, ok := b.([]any)
+		if !ok || len(at) != len(bt) {
+			return false
+		}
+		for i := range at {
+			if !equalValues(at[i], bt[i]) {
+				return false
+			}
+		}
+		return true
+	case nil, string, bool, float64, int64, int, json.Number:
+		return equalScalars(a, b)
+	}
+	an, err1 := fromValue(a, rootPath())
+	bn, err2 := fromValue(b, rootPath())
+	return err1 == nil && err2 == nil && equalNodes(an, bn)
 }
