@@ -1,44 +1,65 @@
 package engine
 
 import (
-	"github.com/gavelpolicy/gavel/api"
+	"reflect"
+
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/podsecurity"
 )
 
-// validatePodSecurity evaluates a validate.podSecurity rule. Exemptions of
-// matching PolicyExceptions are applied on top of the rule's own; when they
-// make a failing pod pass, the result is a skip naming the exceptions.
+// decodedPod returns the request object decoded for Pod Security checks,
+// once per object.
+func (rs *reqState) decodedPod() (*podsecurity.Decoded, error) {
+	if rs.pod == nil || rs.podOf == nil || !sameMap(rs.podOf, rs.obj) {
+		rs.pod, rs.podErr = podsecurity.Decode(rs.obj)
+		rs.podOf = rs.obj
+	}
+	return rs.pod, rs.podErr
+}
+
+// sameMap reports whether a and b are the same map value.
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// validatePodSecurity evaluates a validate.podSecurity rule. As upstream,
+// the exemptions of the first matching PolicyException with a podSecurity
+// block apply on top of the rule's own; when they make a failing pod pass,
+// the result is a skip naming the exception.
 func (e *Engine) validatePodSecurity(rs *reqState, r *rule, excs []*exceptions.Exception) []RuleResult {
-	base, err := r.validate.podSecurity.Evaluate(rs.obj, nil)
+	pod, err := rs.decodedPod()
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate pod security", err)}
 	}
-	if base.Allowed {
-		return []RuleResult{r.result(StatusPass, base.Message)}
-	}
-	var extra []api.PodSecurityStandard
-	var keys []string
+	var exc *exceptions.Exception
 	for _, x := range excs {
-		if ps := x.PodSecurity(); len(ps) > 0 {
-			extra = append(extra, ps...)
-			keys = append(keys, x.Key())
+		if len(x.PodSecurity()) > 0 {
+			exc = x
+			break
 		}
 	}
-	if len(extra) > 0 {
-		withExc, err := r.validate.podSecurity.Evaluate(rs.obj, extra)
-		if err != nil {
-			return []RuleResult{r.errorResult("failed to evaluate pod security", err)}
-		}
-		if withExc.Allowed {
-			res := r.result(StatusSkip, exceptions.SkipMessage(keys...))
-			res.Exceptions = keys
-			return []RuleResult{res}
-		}
-		base = withExc
+	var res podsecurity.Result
+	if exc != nil {
+		res, err = r.validate.podSecurity.EvaluateDecoded(pod, exc.PodSecurity())
+	} else {
+		res, err = r.validate.podSecurity.EvaluateDecoded(pod, nil)
 	}
-	res := r.result(StatusFail, base.Message)
-	for _, c := range base.Checks {
-		res.PodSecurityChecks = append(res.PodSecurityChecks, PodSecurityCheck{ID: c.ID, ForbiddenReason: c.ForbiddenReason, ForbiddenDetail: c.ForbiddenDetail})
+	if err != nil {
+		return []RuleResult{r.errorResult("failed to evaluate pod security", err)}
 	}
-	return []RuleResult{res}
+	switch {
+	case res.Exempted:
+		out := r.result(StatusSkip, exceptions.SkipMessage(exc.Key()))
+		out.Exceptions = []string{exc.Key()}
+		return []RuleResult{out}
+	case res.Allowed:
+		return []RuleResult{r.result(StatusPass, res.Message)}
+	}
+	out := r.result(StatusFail, res.Message)
+	for _, c := range res.Checks {
+		out.PodSecurityChecks = append(out.PodSecurityChecks, PodSecurityCheck{
+			ID: c.ID, Name: c.ControlName, ForbiddenReason: c.ForbiddenReason, ForbiddenDetail: c.ForbiddenDetail, Images: c.Images,
+		})
+	}
+	return []RuleResult{out}
 }

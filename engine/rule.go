@@ -31,12 +31,14 @@ type rule struct {
 	skipBackground bool
 	// needsImages is set when an expression of the rule reads "images".
 	needsImages bool
-	// needsNamespaceLabels is set when a namespaceSelector must be read.
+	// passMessage is upstream's message of a passed validate rule.
+	passMessage string
 	unsupported string
 }
 
 func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, field.ErrorList) {
-	cr := &rule{name: r.Name, src: r, properties: r.ReportProperties}
+	cr := &rule{name: r.Name, src: r, properties: r.ReportProperties,
+		passMessage: fmt.Sprintf("validation rule '%s' passed.", r.Name)}
 	var errs field.ErrorList
 	m, merrs := match.Compile(r.MatchResources, r.ExcludeResources, path,
 		match.Background(p.background), match.Namespaced(p.src.IsNamespaced()))
@@ -61,7 +63,7 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		cr.overrides, oerrs = compileOverrides(ovs, path.Child("validate", "failureActionOverrides"))
 		errs = append(errs, oerrs...)
 		cr.allowExisting = v.AllowExistingViolations == nil || *v.AllowExistingViolations
-		cr.validate, errs = e.compileValidate(v, path.Child("validate"), errs)
+		cr.validate, errs = e.compileValidate(r.Name, v, path.Child("validate"), errs)
 	case r.Mutation != nil:
 		cr.typ = Mutation
 		cr.mutate, errs = e.compileMutate(r, path.Child("mutate"), errs)
@@ -73,6 +75,7 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		cr.unsupported = "verifyImages rules are not supported by gavel"
 	}
 	errs = append(errs, e.checkExpressions(r, path, p.background)...)
+	errs = append(errs, e.checkSubstitutionDepth(r, path)...)
 	if raw, err := json.Marshal(r); err == nil {
 		s := string(raw)
 		cr.needsImages = strings.Contains(s, "images")
@@ -108,7 +111,7 @@ type foreachValidate struct {
 	body         *validateBody
 }
 
-func (e *Engine) compileValidate(v *api.Validation, path *field.Path, errs field.ErrorList) (*validateSpec, field.ErrorList) {
+func (e *Engine) compileValidate(name string, v *api.Validation, path *field.Path, errs field.ErrorList) (*validateSpec, field.ErrorList) {
 	vs := &validateSpec{rawMessage: v.Message}
 	if v.Message != "" {
 		t, err := compileTemplate(v.Message)
@@ -119,7 +122,7 @@ func (e *Engine) compileValidate(v *api.Validation, path *field.Path, errs field
 	}
 	switch {
 	case v.PodSecurity != nil:
-		c, err := e.psa.Compile(*v.PodSecurity)
+		c, err := e.psa.Compile(*v.PodSecurity, podsecurity.WithRuleName(name))
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Child("podSecurity"), v.PodSecurity.Level, err.Error()))
 		}
@@ -172,7 +175,7 @@ func (e *Engine) compileValidateBody(ctxEntries []api.ContextEntry, pre any, pat
 			b.deny = &condSet{}
 		}
 	}
-	if depth > e.cfg.limits.MaxForeachDepth {
+	if len(foreach) > 0 && depth >= e.cfg.limits.MaxForeachDepth {
 		return b, append(errs, field.Invalid(path.Child("foreach"), "", fmt.Sprintf("foreach nesting exceeds %d", e.cfg.limits.MaxForeachDepth)))
 	}
 	for i := range foreach {

@@ -9,6 +9,7 @@ import (
 	"github.com/gavelpolicy/gavel/images"
 	"github.com/gavelpolicy/gavel/jmespath"
 	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/podsecurity"
 )
 
 // reqState is the per-request state shared by every rule of one call.
@@ -26,6 +27,11 @@ type reqState struct {
 	matchReq match.Request
 
 	needsImages  bool
+	// pod is rs.obj decoded for Pod Security checks (podOf is the object it
+	// was decoded from).
+	pod    *podsecurity.Decoded
+	podOf  map[string]any
+	podErr error
 	nsLabels     map[string]string
 	nsLabelsDone bool
 	nsLabelsErr  error
@@ -186,11 +192,23 @@ func (rs *reqState) namespaceLabels() (map[string]string, error) {
 	if ns == "" || rs.e.cfg.namespaces == nil {
 		return nil, nil
 	}
-	rs.nsLabels, rs.nsLabelsErr = rs.e.cfg.namespaces.NamespaceLabels(rs.ctx, ns)
+	rs.nsLabels, rs.nsLabelsErr = callNamespaceLabeler(rs.ctx, rs.e.cfg.namespaces, ns)
 	if rs.nsLabelsErr != nil {
 		rs.nsLabelsErr = fmt.Errorf("namespace labels of %q: %w", ns, rs.nsLabelsErr)
 	}
 	return rs.nsLabels, rs.nsLabelsErr
+}
+
+// callNamespaceLabeler turns a panic of the host's NamespaceLabeler into an
+// error, so that the failure is remembered for every later rule of the
+// request (failure actions are computed outside any rule).
+func callNamespaceLabeler(ctx context.Context, n NamespaceLabeler, ns string) (labels map[string]string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			labels, err = nil, fmt.Errorf("namespace labeler panicked: %v", v)
+		}
+	}()
+	return n.NamespaceLabels(ctx, ns)
 }
 
 // scope is the variable context of one rule (or one foreach element). Its

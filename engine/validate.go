@@ -60,7 +60,7 @@ func (e *Engine) validateDeny(r *rule, sc *scope, deny *condSet) *RuleResult {
 		return &res
 	}
 	if !denied {
-		res := r.result(StatusPass, fmt.Sprintf("validation rule '%s' passed.", r.name))
+		res := r.result(StatusPass, r.passMessage)
 		return &res
 	}
 	res := r.result(StatusFail, e.denyMessage(r, sc))
@@ -116,7 +116,7 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 			res := r.result(StatusError, e.patternMessage(r, sc, err, ""))
 			return &res
 		}
-		res := r.result(StatusPass, fmt.Sprintf("validation rule '%s' passed.", r.name))
+		res := r.result(StatusPass, r.passMessage)
 		return &res
 	}
 	var failed, skipped []string

@@ -54,8 +54,37 @@ type Result struct {
 // exemptions of the PolicyExceptions that match the resource; they apply on
 // top of the rule's own exemptions, only when the rule fails.
 func (c *Check) Evaluate(resource map[string]any, extraExcludes []api.PodSecurityStandard) (Result, error) {
+	d, err := Decode(resource)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.EvaluateDecoded(d, extraExcludes)
+}
+
+// Decoded is a resource decoded once for every Check that evaluates it
+// (see Decode); it is read-only and safe to share.
+type Decoded struct {
+	pod *corev1.Pod
+	w   workload
+}
+
+// Decode extracts the pod spec of a Pod or pod controller once, so that
+// several checks can evaluate it with EvaluateDecoded.
+func Decode(resource map[string]any) (*Decoded, error) {
+	pod, w, err := decodePod(resource)
+	if err != nil {
+		return nil, err
+	}
+	return &Decoded{pod: pod, w: w}, nil
+}
+
+// EvaluateDecoded is Evaluate on a resource decoded with Decode.
+func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStandard) (Result, error) {
 	if c == nil {
 		return Result{}, fmt.Errorf("podsecurity: nil Check")
+	}
+	if d == nil {
+		return Result{}, fmt.Errorf("podsecurity: nil Decoded")
 	}
 	var extra []exclusion
 	if len(extraExcludes) > 0 {
@@ -65,11 +94,7 @@ func (c *Check) Evaluate(resource map[string]any, extraExcludes []api.PodSecurit
 			return Result{}, &CompileError{Errs: errs}
 		}
 	}
-	pod, w, err := decodePod(resource)
-	if err != nil {
-		return Result{}, err
-	}
-
+	pod, w := d.pod, d.w
 	fails := c.run(pod)
 	if len(fails) > 0 && len(c.excludes) > 0 {
 		fails = c.applyExclusions(c.excludes, fails, pod)
