@@ -78,6 +78,11 @@ func applied(results []RuleResult) bool {
 // runRule applies the upstream order: match/exclude, exceptions, context,
 // preconditions, body. A panic in a rule becomes an error result.
 func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler) (results []RuleResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			results = []RuleResult{r.errorResult("rule evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())))}
+		}
+	}()
 	ok, _, err := r.match.Matches(rs.matchRes, rs.matchReq)
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to match the resource", err)}
@@ -85,11 +90,6 @@ func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler) 
 	if !ok {
 		return nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			results = []RuleResult{r.errorResult("rule evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())))}
-		}
-	}()
 	if r.unsupported != "" {
 		return []RuleResult{r.result(StatusError, r.unsupported)}
 	}

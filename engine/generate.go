@@ -13,6 +13,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/match"
 )
 
 // Tracking labels that generate rules put on downstream resources and clone
@@ -431,12 +432,10 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 			pr.Rules = e.triggerChangeResults(rs, p, pr.Rules)
 		}
 		if hasMutEx {
-			mr := e.runPolicy(rs, p, Mutation, e.mutateExistingAdmission)
 			if !hasGen {
-				pr = mr
-			} else {
-				pr.Rules = append(pr.Rules, mr.Rules...)
+				pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
 			}
+			pr.Rules = append(pr.Rules, e.runMutateExisting(rs, p)...)
 		}
 		resp.Policies = append(resp.Policies, pr)
 		if !admission {
@@ -450,6 +449,25 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		}
 	}
 	return resp, errors.Join(enqueueErrs...)
+}
+
+// runMutateExisting evaluates the mutate-existing rules of a policy at
+// admission (match, exceptions, context, preconditions).
+func (e *Engine) runMutateExisting(rs *reqState, p *Policy) []RuleResult {
+	if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
+		return nil
+	}
+	var out []RuleResult
+	for _, r := range p.rules {
+		if r.typ != Mutation || r.mutate == nil || len(r.mutate.targets) == 0 {
+			continue
+		}
+		if rs.ctx.Err() != nil {
+			break
+		}
+		out = append(out, e.runRule(rs, p, r, e.mutateExistingAdmission)...)
+	}
+	return out
 }
 
 func (p *Policy) hasMutateExisting() bool {
@@ -972,12 +990,15 @@ func (e *Engine) updateRequests(rs *reqState, p *Policy, results []RuleResult) [
 			continue
 		}
 		switch {
-		case res.Type == Generation && res.Status == StatusPass:
+		case res.Type == Generation && (res.Status == StatusPass || res.Status == StatusError):
+			// an error computing the downstream preview is the controller's
+			// to retry and report, as upstream (which computes nothing at
+			// admission)
 			gen = append(gen, api.RuleContext{Rule: r.name, Trigger: trigger})
 		case res.Type == Generation && res.Status == StatusFail:
 			old := trigger
-			if rs.op == api.Update && rs.req.OldObject != nil {
-				old = TriggerSpec(normalize(rs.req.OldObject).(map[string]any))
+			if o, ok := normalize(rs.req.OldObject).(map[string]any); ok && rs.op == api.Update && o != nil {
+				old = TriggerSpec(o)
 			}
 			if rs.op == api.Delete && ruleMatchesOperation(r.src, api.Delete) {
 				sync = append(sync, api.RuleContext{Rule: r.name, Trigger: old})

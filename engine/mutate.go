@@ -134,7 +134,7 @@ func (e *Engine) compileMutate(r *api.Rule, path *field.Path, errs field.ErrorLi
 }
 
 func (e *Engine) compileForeachMutate(list []api.ForEachMutation, path *field.Path, depth int, errs field.ErrorList) ([]*foreachMutate, field.ErrorList) {
-	if depth > e.cfg.limits.MaxForeachDepth && len(list) > 0 {
+	if depth >= e.cfg.limits.MaxForeachDepth && len(list) > 0 {
 		return nil, append(errs, field.Invalid(path, "", fmt.Sprintf("foreach nesting exceeds %d", e.cfg.limits.MaxForeachDepth)))
 	}
 	var out []*foreachMutate

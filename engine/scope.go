@@ -26,12 +26,12 @@ type reqState struct {
 	matchRes match.Resource
 	matchReq match.Request
 
-	needsImages  bool
+	needsImages bool
 	// pod is rs.obj decoded for Pod Security checks (podOf is the object it
 	// was decoded from).
-	pod    *podsecurity.Decoded
-	podOf  map[string]any
-	podErr error
+	pod          *podsecurity.Decoded
+	podOf        map[string]any
+	podErr       error
 	nsLabels     map[string]string
 	nsLabelsDone bool
 	nsLabelsErr  error

@@ -2,7 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/patterns"
 	"github.com/gavelpolicy/gavel/variables"
 )
@@ -124,4 +129,47 @@ func (l *listExpr) evaluate(s *scope) ([]any, error) {
 		return list, nil
 	}
 	return []any{v}, nil
+}
+
+// checkSubstitutionDepth reports every string of a rule (keys included)
+// whose {{ }} expressions nest deeper than Limits.MaxSubstitutionDepth,
+// with the path of the field that holds it.
+func (e *Engine) checkSubstitutionDepth(r *api.Rule, path *field.Path) field.ErrorList {
+	var doc any
+	if err := remarshal(r, &doc); err != nil {
+		return nil
+	}
+	max := e.cfg.limits.MaxSubstitutionDepth
+	var errs field.ErrorList
+	check := func(s string, p *field.Path) {
+		if !strings.Contains(s, "{{") {
+			return
+		}
+		if _, err := variables.Parse(s, variables.WithMaxNesting(max)); err != nil {
+			errs = append(errs, field.Invalid(p, s, fmt.Sprintf("{{ }} nested deeper than %d levels", max)))
+		}
+	}
+	var walk func(v any, p *field.Path)
+	walk = func(v any, p *field.Path) {
+		switch t := v.(type) {
+		case string:
+			check(t, p)
+		case []any:
+			for i, x := range t {
+				walk(x, p.Index(i))
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				check(k, p.Child(k))
+				walk(t[k], p.Child(k))
+			}
+		}
+	}
+	walk(doc, path)
+	return errs
 }
