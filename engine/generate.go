@@ -16,8 +16,9 @@ import (
 	"github.com/gavelpolicy/gavel/match"
 )
 
-// Tracking labels that generate rules put on downstream resources and clone
-// sources, with upstream's keys.
+// Labels with upstream's keys: the tracking labels of downstream resources
+// (managed-by, policy, rule, trigger and, for clones, source) and of clone
+// sources (clone-source), and the labels of UpdateRequests.
 const (
 	LabelManagedBy           = "app.kubernetes.io/managed-by"
 	ValueManagedByKyverno    = "kyverno"

@@ -200,6 +200,9 @@ func prepare(t *Test, opts Options) (*env, error) {
 		clusterObjs = append(clusterObjs, cr.Spec.Resources...)
 	}
 	e.cluster = inmem.New(clusterObjs...)
+	if err := e.loadCloneSources(); err != nil {
+		return nil, err
+	}
 	engOpts := []engine.Option{
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithContextValues(ruleValues{e.values}),

@@ -1,0 +1,270 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// DefaultMaxRetries is how many times a Failed UpdateRequest is retried
+// before it is garbage collected, as upstream.
+const DefaultMaxRetries = 3
+
+// ErrRetriesExhausted is wrapped by Process's error for an UpdateRequest
+// that still failed after its retries and was garbage collected.
+var ErrRetriesExhausted = errors.New("update request failed after its retries and was garbage collected")
+
+// ServerSideApplier is an optional capability of the Client: when a policy
+// sets spec.useServerSideApply and the client implements it, downstream
+// resources are written with Apply instead of Create and Update.
+type ServerSideApplier interface {
+	Apply(ctx context.Context, obj map[string]any, fieldManager string) (map[string]any, error)
+}
+
+// Observer is told about every UpdateRequest after it was processed (in its
+// final state) with the rule results of the policy: a write that the client
+// refused turns the rule's result into an error carrying the client's
+// message.
+type Observer func(ur *api.UpdateRequest, results []engine.PolicyResult)
+
+// Option configures a Controller.
+type Option func(*Controller)
+
+// WithMaxRetries sets how many times a Failed request is retried (default
+// 3; 0 disables retries).
+func WithMaxRetries(n int) Option {
+	return func(c *Controller) {
+		if n >= 0 {
+			c.maxRetries = n
+		}
+	}
+}
+
+// WithRetryDelay sets the wait before each retry (default none). The wait
+// ends early when the context is done.
+func WithRetryDelay(d time.Duration) Option {
+	return func(c *Controller) {
+		if d >= 0 {
+			c.retryDelay = d
+		}
+	}
+}
+
+// WithWorkers sets how many requests Run processes concurrently (default 1).
+func WithWorkers(n int) Option {
+	return func(c *Controller) {
+		if n > 0 {
+			c.workers = n
+		}
+	}
+}
+
+// WithGarbageCollector sets a hook called with each request dropped after
+// its retries.
+func WithGarbageCollector(f func(*api.UpdateRequest)) Option {
+	return func(c *Controller) { c.onGC = f }
+}
+
+// WithObserver sets a hook called after each processed request.
+func WithObserver(f Observer) Option {
+	return func(c *Controller) { c.observer = f }
+}
+
+// Controller processes UpdateRequests through the host Client. It is safe
+// for concurrent use; one UpdateRequest must not be processed concurrently
+// with itself.
+type Controller struct {
+	client     engine.Client
+	maxRetries int
+	retryDelay time.Duration
+	workers    int
+	onGC       func(*api.UpdateRequest)
+	observer   Observer
+
+	mu  sync.RWMutex
+	set *engine.PolicySet
+}
+
+// NewController returns a controller for the policies of set (an empty
+// set is fine; it must not be nil) that writes through client (the
+// engine's client when nil).
+func NewController(set *engine.PolicySet, client engine.Client, opts ...Option) *Controller {
+	c := &Controller{client: client, set: set, maxRetries: DefaultMaxRetries, workers: 1}
+	if c.client == nil && set != nil {
+		c.client = set.Engine().Client()
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// Policies returns the controller's current policies.
+func (c *Controller) Policies() *engine.PolicySet {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.set
+}
+
+// SetPolicies replaces the controller's policies without any
+// synchronization (OnPolicyUpdate and OnPolicyDelete also update them).
+func (c *Controller) SetPolicies(set *engine.PolicySet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set = set
+}
+
+// policy returns the current policy with the key, or nil.
+func (c *Controller) policy(key string) *engine.Policy {
+	set := c.Policies()
+	if set == nil {
+		return nil
+	}
+	for _, p := range set.Policies() {
+		if p.Key() == key {
+			return p
+		}
+	}
+	return nil
+}
+
+// replacePolicy puts p in place of the policy with the same key (or adds
+// it); with remove, the policy is dropped instead.
+func (c *Controller) replacePolicy(p *engine.Policy, remove bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set == nil {
+		return errors.New("update request controller: no policy set (give NewController an empty one)")
+	}
+	var out []*engine.Policy
+	found := false
+	for _, x := range c.set.Policies() {
+		if x.Key() == p.Key() {
+			found = true
+			if !remove {
+				out = append(out, p)
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	if !found && !remove {
+		out = append(out, p)
+	}
+	c.set = c.set.Engine().NewPolicySet(out...)
+	return nil
+}
+
+func (c *Controller) engine() *engine.Engine {
+	if set := c.Policies(); set != nil {
+		return set.Engine()
+	}
+	return nil
+}
+
+// Process processes one UpdateRequest: Pending, then Completed, Skip or
+// Failed, retrying a failure up to the configured number of times. The
+// request's Status is updated in place (Status.RetryCount counts the
+// retries). Process returns nil for Completed and Skip, and for a request
+// that still failed after its retries an error wrapping ErrRetriesExhausted
+// and the last failure (the request is then garbage collected).
+func (c *Controller) Process(ctx context.Context, ur *api.UpdateRequest) error {
+	if ur == nil {
+		return errors.New("nil update request")
+	}
+	if c.client == nil {
+		return fmt.Errorf("update request controller: client %w", engine.ErrNotConfigured)
+	}
+	for {
+		results, err := c.processOnce(ctx, ur)
+		if err == nil {
+			c.observe(ur, results)
+			return nil
+		}
+		if ctx.Err() != nil {
+			c.observe(ur, results)
+			return ctx.Err()
+		}
+		if ur.Status.RetryCount >= c.maxRetries {
+			c.observe(ur, results)
+			if c.onGC != nil {
+				c.onGC(ur)
+			}
+			return fmt.Errorf("%w: %w", ErrRetriesExhausted, err)
+		}
+		ur.Status.RetryCount++
+		if c.retryDelay > 0 {
+			t := time.NewTimer(c.retryDelay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+}
+
+func (c *Controller) observe(ur *api.UpdateRequest, results []engine.PolicyResult) {
+	if c.observer != nil {
+		c.observer(ur, results)
+	}
+}
+
+// ProcessAll processes requests in order (for instance those an
+// in-memory cluster queued) and returns their errors joined.
+func (c *Controller) ProcessAll(ctx context.Context, urs []*api.UpdateRequest) error {
+	var errs []error
+	for _, ur := range urs {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := c.Process(ctx, ur); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run takes requests from queue and processes them until ctx is done (it
+// then returns ctx's error) or the queue fails (it returns that error).
+// Failures of single requests are recorded on them and do not stop Run.
+// Every worker goroutine has returned when Run returns.
+func (c *Controller) Run(ctx context.Context, queue Queue) error {
+	if queue == nil {
+		return errors.New("update request controller: nil queue")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, c.workers)
+	for i := 0; i < c.workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ur, err := queue.Next(ctx)
+				if err != nil {
+					errc <- err
+					cancel()
+					return
+				}
+				_ = c.Process(ctx, ur)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	err := <-errc
+	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return ctxErr
+	}
+	return err
+}

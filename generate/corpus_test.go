@@ -1,0 +1,85 @@
+package generate_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/loader"
+)
+
+func readObjects(t *testing.T, file string) []map[string]any {
+	t.Helper()
+	s := &loader.Set{}
+	if err := s.ReadFile(file); err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, d := range s.Resources {
+		out = append(out, d.Object)
+	}
+	return out
+}
+
+func readFile(t *testing.T, file string) string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// The corpus' label-existing-namespaces policy (mutateExistingOnPolicyUpdate
+// at the policy level) labels every existing Namespace when it is created.
+func TestCorpusLabelExistingNamespaces(t *testing.T) {
+	dir := filepath.Join("testdata", "label-existing-namespaces")
+	h := newHarness(t, "", readObjects(t, filepath.Join(dir, "cluster.yaml"))...)
+	p := h.compile(readFile(t, filepath.Join(dir, "policy.yaml")))
+	if _, err := h.ctrl.OnPolicyUpdate(h.ctx, nil, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range readObjects(t, filepath.Join(dir, "want.yaml")) {
+		s := engine.TriggerSpec(want)
+		got := h.get("v1", "Namespace", "", s.Name)
+		if !reflect.DeepEqual(labelsOf(got), labelsOf(want)) {
+			t.Errorf("%s labels %v, want %v", s.Name, labelsOf(got), labelsOf(want))
+		}
+	}
+}
+
+// The corpus' restart-deployment-on-secret-change policy annotates the
+// Deployment with the resourceVersion of the updated Secret, through a
+// mutate UpdateRequest queued at admission.
+func TestCorpusRestartDeploymentOnSecretChange(t *testing.T) {
+	dir := filepath.Join("testdata", "restart-deployment-on-secret-change")
+	h := newHarness(t, readFile(t, filepath.Join(dir, "policy.yaml")), readObjects(t, filepath.Join(dir, "cluster.yaml"))...)
+	old := h.get("v1", "Secret", "default", "mysecret")
+	rv := old["metadata"].(map[string]any)["resourceVersion"]
+	cur := readObjects(t, filepath.Join(dir, "update.yaml"))[0]
+	cur["metadata"].(map[string]any)["resourceVersion"] = rv
+	urs := h.admit(api.Update, cur, old)
+	if len(urs) != 1 || urs[0].Spec.Type != api.URMutate || urs[0].Status.State != api.URCompleted {
+		t.Fatalf("update requests %+v", urs)
+	}
+	deploy := h.get("apps/v1", "Deployment", "default", "busybox")
+	tmd := deploy["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	ann, _ := tmd["annotations"].(map[string]any)
+	if ann["ops.corp.com/triggerrestart"] != rv {
+		t.Errorf("annotations %v, want triggerrestart=%v", ann, rv)
+	}
+	// a CREATE does not meet the rule's preconditions
+	h2 := newHarness(t, readFile(t, filepath.Join(dir, "policy.yaml")), readObjects(t, filepath.Join(dir, "cluster.yaml"))[0])
+	if urs := h2.admit(api.Create, cur, nil); len(urs) != 0 {
+		t.Errorf("create queued %+v", urs)
+	}
+}
+
+func labelsOf(obj map[string]any) map[string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	return l
+}

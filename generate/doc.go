@@ -1,0 +1,51 @@
+// Package generate is gavel's background controller for generate and
+// mutate-existing rules: it drains the UpdateRequests that the engine queues
+// at admission (engine.PolicySet.Generate) and the ones its event handlers
+// build, and reconciles the cluster through the host's engine.Client.
+//
+//	queue := generate.NewMemoryQueue(100)
+//	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(queue))
+//	set, _ := eng.Compile(policies...)
+//	ctrl := generate.NewController(set, cluster)
+//	go ctrl.Run(ctx, queue)
+//	set.Generate(ctx, &engine.Request{Operation: api.Create, Object: namespace}) // admission
+//
+// # UpdateRequests
+//
+// An UpdateRequest moves from Pending to Completed when its rules were
+// applied, to Skip when the policy or the rule no longer applies to the
+// trigger, or to Failed with the error (a write the client refused, a
+// trigger or clone source that cannot be read...) in Status.Message. A
+// failed request is retried up to three times (WithMaxRetries), then
+// garbage collected: Process returns an error wrapping ErrRetriesExhausted
+// and the WithGarbageCollector hook is called.
+//
+// # Synchronization
+//
+// The event handlers implement upstream's synchronize tables. For a rule
+// with a data source:
+//
+//	Action              synchronize: true                          synchronize: false
+//	delete downstream   recreated (OnDownstreamChange)             stays deleted
+//	delete rule/policy  deleted, or retained with                  retained
+//	                    orphanDownstreamOnPolicyDelete (OnPolicy*)
+//	delete trigger      deleted (OnTriggerDelete, admission)       nothing
+//	modify downstream   reverted (OnDownstreamChange)              stays modified
+//	modify rule/policy  synced (OnPolicyUpdate)                    unmodified
+//	modify trigger      deleted when it no longer matches          nothing
+//	                    (OnTriggerUpdate, admission)
+//
+// For a rule with a clone source, deleting or modifying the rule or policy
+// leaves downstream resources alone; deleting the source deletes them and
+// modifying it syncs them when the rule synchronizes (OnSourceChange); the
+// other rows are as for data.
+//
+// OnPolicyUpdate also applies generateExisting (and the deprecated
+// generateExistingOnPolicyUpdate) and mutateExistingOnPolicyUpdate rules to
+// the existing triggers.
+//
+// The engine the PolicySet was compiled with must have the same cluster as
+// its Client (engine.WithClient): it reads clone sources, existing
+// downstream resources and mutate targets through it, while the controller
+// writes through its own client.
+package generate

@@ -1,0 +1,68 @@
+package generate_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/generate"
+	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/loader"
+)
+
+// The engine queues UpdateRequests at admission (here into the in-memory
+// cluster's queue); the controller processes them and writes the cloned
+// Secret.
+func ExampleController() {
+	const policy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: sync-secrets
+spec:
+  rules:
+  - name: sync-image-pull-secret
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+    generate:
+      apiVersion: v1
+      kind: Secret
+      name: regcred
+      namespace: "{{request.object.metadata.name}}"
+      synchronize: true
+      clone:
+        namespace: default
+        name: regcred
+`
+	ctx := context.Background()
+	cluster := inmem.New(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+		"metadata": map[string]any{"name": "regcred", "namespace": "default"},
+		"data":     map[string]any{".dockerconfigjson": "eyJhdXRocyI6e319"}})
+	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(cluster))
+	s := &loader.Set{}
+	_ = s.Read(strings.NewReader(policy), "policy.yaml")
+	set, err := eng.Compile(s.Policies...)
+	if err != nil {
+		panic(err)
+	}
+	ctrl := generate.NewController(set, cluster)
+
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a"}}
+	cluster.Add(ns)
+	if _, err := set.Generate(ctx, &engine.Request{Operation: api.Create, Object: ns}); err != nil {
+		panic(err)
+	}
+	urs := cluster.Dequeue()
+	if err := ctrl.ProcessAll(ctx, urs); err != nil {
+		panic(err)
+	}
+	fmt.Println(urs[0].Spec.Type, urs[0].Status.State, urs[0].Status.GeneratedResources)
+	cloned, _ := cluster.Get(ctx, "v1", "Secret", "team-a", "regcred")
+	fmt.Println(cloned["data"])
+	// Output:
+	// generate Completed [{v1 Secret team-a regcred }]
+	// map[.dockerconfigjson:eyJhdXRocyI6e319]
+}
