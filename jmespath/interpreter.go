@@ -173,6 +173,8 @@ type Query struct {
 	expr string
 	node parsing.ASTNode
 	intr *Interpreter
+	// path is set for plain field paths, evaluated by a direct walk.
+	path []pathStep
 }
 
 // Compile parses expr once. The error, a *CompileError, names the expression.
@@ -191,7 +193,11 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 		}
 		return nil, &CompileError{Expression: expr, Offset: offset, Err: perr}
 	}
-	return &Query{expr: expr, node: node, intr: i}, nil
+	q = &Query{expr: expr, node: node, intr: i}
+	if steps, ok := plainPath(node); ok {
+		q.path = steps
+	}
+	return q, nil
 }
 
 // String returns the expression text.
@@ -215,6 +221,9 @@ func (q *Query) Search(data any) (any, error) {
 // Search performs on every call. Non-canonical values are not converted: a
 // Go int then behaves as a value of unknown type, never as a number.
 func (q *Query) SearchNormalized(data any) (result any, err error) {
+	if q.path != nil {
+		return walk(q.path, data), nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = nil, &EvalError{Expression: q.expr, Err: fmt.Errorf("evaluation fault: %v", r)}

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/gavelpolicy/gavel/api"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	psaapi "k8s.io/pod-security-admission/api"
 )
 
 // CheckResult is a failed Pod Security Standards check.
@@ -66,6 +68,44 @@ func (c *Check) Evaluate(resource map[string]any, extraExcludes []api.PodSecurit
 type Decoded struct {
 	pod *corev1.Pod
 	w   workload
+
+	// results caches the outcome of each check revision on this pod, so
+	// that several rules evaluating the same pod run each check once.
+	mu      sync.Mutex
+	results map[stepKey]*failure
+}
+
+type stepKey struct {
+	id  string
+	min psaapi.Version
+}
+
+// runCached evaluates the steps on the decoded pod, reusing the outcome of
+// steps already run on it.
+func (d *Decoded) runCached(steps []step) []failure {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.results == nil {
+		d.results = make(map[stepKey]*failure, len(steps))
+	}
+	var out []failure
+	for _, s := range steps {
+		k := stepKey{s.id, s.min}
+		f, ok := d.results[k]
+		if !ok {
+			if r := runSteps([]step{s}, nil, d.pod); len(r) > 0 {
+				f = &r[0]
+			}
+			d.results[k] = f
+		}
+		if f != nil {
+			// exemptions remove field errors in place: hand out a copy
+			cp := *f
+			cp.errs = append([]FieldError(nil), f.errs...)
+			out = append(out, cp)
+		}
+	}
+	return out
 }
 
 // Decode extracts the pod spec of a Pod or pod controller once, so that
@@ -95,7 +135,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		}
 	}
 	pod, w := d.pod, d.w
-	fails := c.run(pod)
+	fails := d.runCached(c.steps)
 	if len(fails) > 0 && len(c.excludes) > 0 {
 		fails = c.applyExclusions(c.excludes, fails, pod)
 	}
