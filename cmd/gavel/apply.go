@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -249,25 +246,13 @@ func printReports(stdout, stderr io.Writer, results []resourceResult, f applyFla
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
-	for i, r := range reports {
-		if i > 0 {
-			fmt.Fprintln(stdout, "---")
-		}
-		var out []byte
-		if f.output == "json" {
-			out, err = json.Marshal(r)
-			out = append(out, '\n')
-		} else {
-			out, err = yaml.Marshal(r)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "gavel apply:", err)
-			return exitUsage
-		}
-		if _, err := stdout.Write(out); err != nil {
-			fmt.Fprintln(stderr, "gavel apply:", err)
-			return exitUsage
-		}
+	write := report.WriteYAML
+	if f.output == "json" {
+		write = report.WriteJSON
+	}
+	if err := write(stdout, reports); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
 	}
 	sum := report.Summary(reports)
 	fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+errs, sum.Skip)

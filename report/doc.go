@@ -1,0 +1,30 @@
+// Package report turns engine results into policy reports: the
+// wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport, or their
+// OpenReports (openreports.io/v1alpha1) Report and ClusterReport twins.
+//
+// Three entry points cover the three ways reports are made upstream:
+//
+//   - Result converts one rule result into one report entry, as upstream's
+//     CLI does (policy key, rule, result with the policies.kyverno.io/scored
+//     and --audit-warn conversions to warn, message, category and severity
+//     from the policy annotations, the resource reference, and properties:
+//     the rule's reportProperties, process, exceptions and the failed Pod
+//     Security controls).
+//   - Build groups the results of a whole run the way `kyverno apply
+//     --policy-report` does: every ClusterPolicy result in one cluster
+//     report named "merged", and one namespaced report per Policy.
+//   - Store keeps the current results of each resource, from admission and
+//     from background scans, and renders the in-cluster reports: a report
+//     per policy and per scope of the resource (a PolicyReport named
+//     cpol-<policy> or pol-<policy> in the resource's namespace, a
+//     ClusterPolicyReport for cluster-scoped resources), which only holds
+//     what is true now: a deleted resource's entries disappear.
+//
+// WriteYAML and WriteJSON print reports as the upstream CLI does (WriteYAML
+// gives exactly sigs.k8s.io/yaml's bytes, about a hundred times faster on
+// large reports), WriteTable prints the summary table of `kubectl get
+// policyreport`, and Summary adds up the counts of several reports.
+//
+// Timestamps come from Options.Clock; the package never reads the system
+// clock. Inputs are never modified, and every value returned is new.
+package report

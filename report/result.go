@@ -1,0 +1,285 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/podsecurity"
+)
+
+// Format selects the API of the reports.
+type Format int
+
+// Report formats.
+const (
+	// WGPolicy is wgpolicyk8s.io/v1alpha2 PolicyReport and
+	// ClusterPolicyReport (*api.PolicyReport, *api.ClusterPolicyReport).
+	WGPolicy Format = iota
+	// OpenReports is openreports.io/v1alpha1 Report and ClusterReport
+	// (*api.OpenReport, *api.OpenClusterReport), what the upstream CLI
+	// prints since it moved to OpenReports.
+	OpenReports
+)
+
+// String returns "wgpolicy" or "openreports".
+func (f Format) String() string {
+	if f == OpenReports {
+		return "openreports"
+	}
+	return "wgpolicy"
+}
+
+// Policy annotations read for report entries.
+const (
+	AnnotationScored   = "policies.kyverno.io/scored"
+	AnnotationCategory = "policies.kyverno.io/category"
+	AnnotationSeverity = "policies.kyverno.io/severity"
+)
+
+// Result properties set by the package (besides the rule's reportProperties).
+const (
+	PropertyProcess      = "process"
+	PropertyExceptions   = "exceptions"
+	PropertyStandard     = "standard"
+	PropertyVersion      = "version"
+	PropertyControls     = "controls"
+	PropertyControlsJSON = "controlsJSON"
+
+	ProcessBackground = "background scan"
+	ProcessAdmission  = "admission review"
+)
+
+// DefaultSource is the source of report entries when Options.Source is empty.
+const DefaultSource = "kyverno"
+
+// Options configures Result, Build and Store.
+type Options struct {
+	// Clock gives the timestamps of report entries (seconds precision, as
+	// upstream). It is required by Build; Result and Store use the zero
+	// timestamp when it is nil. The package never reads the system clock.
+	Clock func() time.Time
+	// Source is the source of every entry; DefaultSource when empty.
+	Source string
+	// AuditWarn reports the fail results of policies whose effective
+	// failure action is Audit as warn (the CLI's --audit-warn).
+	AuditWarn bool
+	// Format selects wgpolicyk8s.io (default) or openreports.io reports.
+	Format Format
+}
+
+func (o Options) source() string {
+	if o.Source == "" {
+		return DefaultSource
+	}
+	return o.Source
+}
+
+func (o Options) now() metav1.Timestamp {
+	if o.Clock == nil {
+		return metav1.Timestamp{}
+	}
+	return metav1.Timestamp{Seconds: o.Clock().Unix()}
+}
+
+// Result converts one rule result into a report entry, as upstream's
+// CLI does (ComputePolicyReportResult on top of ToPolicyReportResult):
+//
+//   - policy is the policy key ("name", or "namespace/name" for a Policy),
+//     rule and message are the rule's;
+//   - result is the rule status; fail becomes warn when the policy is
+//     annotated policies.kyverno.io/scored: "false" (then scored is false),
+//     or when opts.AuditWarn is set and pr.FailureAction is Audit;
+//   - category and severity come from the policies.kyverno.io/category and
+//     policies.kyverno.io/severity annotations (severity only when it is
+//     critical, high, medium, low or info);
+//   - resources holds one reference to pr.Resource (apiVersion, kind, name,
+//     namespace, uid, resourceVersion);
+//   - properties are the rule's reportProperties, plus process ("background
+//     scan" when the policy runs in background, else "admission review"),
+//     exceptions (names of the PolicyExceptions that skipped the rule, comma
+//     separated) and, for failed Pod Security checks, standard, version,
+//     controls and controlsJSON.
+//
+// The timestamp is opts.Clock() in seconds.
+func Result(pr engine.PolicyResult, rr engine.RuleResult, opts Options) api.PolicyReportResult {
+	return convert(&pr, &rr, opts.source(), opts.now(), opts.AuditWarn, resourceRef(pr.Resource))
+}
+
+// convert is Result with the per-call values computed once by the caller.
+func convert(pr *engine.PolicyResult, rr *engine.RuleResult, source string, ts metav1.Timestamp, auditWarn bool, ref api.ObjectReference) api.PolicyReportResult {
+	var annotations map[string]string
+	var key string
+	if p := pr.Policy; p != nil {
+		annotations = p.Annotations()
+		key = p.Key()
+	}
+	scored := annotations[AnnotationScored] != "false"
+	out := api.PolicyReportResult{
+		Source:    source,
+		Policy:    key,
+		Rule:      rr.Name,
+		Category:  annotations[AnnotationCategory],
+		Severity:  severity(annotations[AnnotationSeverity]),
+		Timestamp: ts,
+		Result:    status(rr.Status),
+		Scored:    scored,
+		Resources: []api.ObjectReference{ref},
+		Message:   rr.Message,
+	}
+	props := make(map[string]string, len(rr.Properties)+1)
+	for k, v := range rr.Properties {
+		props[k] = v
+	}
+	props[PropertyProcess] = process(pr.Policy)
+	if len(rr.Exceptions) > 0 {
+		names := make([]string, len(rr.Exceptions))
+		for i, x := range rr.Exceptions {
+			names[i] = x[strings.LastIndexByte(x, '/')+1:]
+		}
+		props[PropertyExceptions] = strings.Join(names, ",")
+	}
+	if len(rr.PodSecurityChecks) > 0 {
+		podSecurityProperties(props, pr.Policy, rr)
+	}
+	out.Properties = props
+	if out.Result == api.ResultFail {
+		if !scored || (auditWarn && !pr.FailureAction.IsEnforce()) {
+			out.Result = api.ResultWarn
+		}
+	}
+	return out
+}
+
+func status(s engine.Status) api.PolicyResult {
+	switch s {
+	case engine.StatusPass:
+		return api.ResultPass
+	case engine.StatusFail:
+		return api.ResultFail
+	case engine.StatusWarn:
+		return api.ResultWarn
+	case engine.StatusError:
+		return api.ResultError
+	case engine.StatusSkip:
+		return api.ResultSkip
+	}
+	return ""
+}
+
+func severity(s string) api.PolicyResultSeverity {
+	switch s {
+	case "critical", "high", "medium", "low", "info":
+		return api.PolicyResultSeverity(s)
+	}
+	return ""
+}
+
+// process names how upstream says a policy is applied: a policy that runs
+// in background scans is "background scan", else one that runs at
+// admission is "admission review", else "".
+func process(p *engine.Policy) string {
+	if p == nil {
+		return ""
+	}
+	if p.Background() {
+		return ProcessBackground
+	}
+	if src := p.Source(); src != nil {
+		if spec := src.GetSpec(); spec != nil && spec.AdmissionEnabled() {
+			return ProcessAdmission
+		}
+	}
+	return ""
+}
+
+// control is one failed Pod Security control in the controlsJSON
+// property; the field names are upstream's (no JSON tags there either).
+type control struct {
+	ID     string
+	Name   string
+	Images []string
+}
+
+func podSecurityProperties(props map[string]string, p *engine.Policy, rr *engine.RuleResult) {
+	ids := make([]string, len(rr.PodSecurityChecks))
+	controls := make([]control, len(rr.PodSecurityChecks))
+	for i, c := range rr.PodSecurityChecks {
+		name := c.Name
+		if name == "" {
+			name = podsecurity.ControlName(c.ID)
+		}
+		ids[i] = c.ID
+		controls[i] = control{ID: c.ID, Name: name, Images: c.Images}
+	}
+	raw, err := json.Marshal(controls)
+	if err != nil {
+		return
+	}
+	level, version := podSecuritySpec(p, rr.Name)
+	props[PropertyStandard] = level
+	props[PropertyVersion] = version
+	props[PropertyControls] = strings.Join(ids, ",")
+	props[PropertyControlsJSON] = string(raw)
+}
+
+// podSecuritySpec returns the level and version written in the policy's
+// validate.podSecurity of the named rule.
+func podSecuritySpec(p *engine.Policy, ruleName string) (level, version string) {
+	if p == nil {
+		return "", ""
+	}
+	for _, r := range p.Rules() {
+		if r == nil || r.Name != ruleName {
+			continue
+		}
+		if r.Validation != nil && r.Validation.PodSecurity != nil {
+			return r.Validation.PodSecurity.Level, r.Validation.PodSecurity.Version
+		}
+		return "", ""
+	}
+	return "", ""
+}
+
+// resourceRef refers to a resource by apiVersion, kind, name, namespace,
+// uid and resourceVersion, the fields upstream's CLI copies.
+func resourceRef(obj map[string]any) api.ObjectReference {
+	md, _ := obj["metadata"].(map[string]any)
+	return api.ObjectReference{
+		APIVersion:      str(obj["apiVersion"]),
+		Kind:            str(obj["kind"]),
+		Name:            str(md["name"]),
+		Namespace:       str(md["namespace"]),
+		UID:             str(md["uid"]),
+		ResourceVersion: str(md["resourceVersion"]),
+	}
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// summarize counts results by outcome.
+func summarize(results []api.PolicyReportResult) api.PolicyReportSummary {
+	var s api.PolicyReportSummary
+	for i := range results {
+		switch results[i].Result {
+		case api.ResultPass:
+			s.Pass++
+		case api.ResultFail:
+			s.Fail++
+		case api.ResultWarn:
+			s.Warn++
+		case api.ResultError:
+			s.Error++
+		case api.ResultSkip:
+			s.Skip++
+		}
+	}
+	return s
+}
