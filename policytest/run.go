@@ -91,7 +91,6 @@ type env struct {
 	values    *Values
 	userInfo  *UserInfoFile
 	cluster   *inmem.Cluster
-	nsLabels  map[string]map[string]string
 }
 
 func (e *env) path(p string) string {
@@ -119,15 +118,6 @@ func prepare(t *Test, opts Options) (*env, error) {
 			return nil, fmt.Errorf("failed to load user info: %w", err)
 		}
 		e.userInfo = &u
-	}
-	if e.values != nil {
-		e.nsLabels = map[string]map[string]string{}
-		for _, n := range e.values.NamespaceSelector {
-			e.nsLabels[n.Name] = n.Labels
-		}
-		for _, n := range e.values.Namespaces {
-			e.nsLabels[n.Metadata.Name] = n.Metadata.Labels
-		}
 	}
 	// policies
 	pset := &loader.Set{}
@@ -205,7 +195,7 @@ func prepare(t *Test, opts Options) (*env, error) {
 	}
 	engOpts := []engine.Option{
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
-		engine.WithContextValues(ruleValues{e.values}),
+		engine.WithContextValues(e.values),
 		engine.WithClient(e.cluster),
 	}
 	if len(t.ClusterResources) > 0 {
@@ -267,14 +257,13 @@ func kindOf(obj map[string]any) string {
 	return s
 }
 
-// ruleValues serves the rule values of a values file.
-type ruleValues struct{ v *Values }
-
-func (r ruleValues) RuleValues(policy, rule string) map[string]any {
-	if r.v == nil {
+// RuleValues implements engine.ContextValues: the values of a rule in a
+// values file. A nil *Values has none.
+func (v *Values) RuleValues(policy, rule string) map[string]any {
+	if v == nil {
 		return nil
 	}
-	for _, p := range r.v.Policies {
+	for _, p := range v.Policies {
 		if p.Name != policy {
 			continue
 		}
@@ -287,24 +276,24 @@ func (r ruleValues) RuleValues(policy, rule string) map[string]any {
 	return nil
 }
 
-// resourceValues are the global values and the policy's values for the
+// ResourceValues returns the global values and the policy's values for a
 // resource, as upstream's ComputeVariables.
-func (e *env) resourceValues(policy, resource string) map[string]any {
-	if e.values == nil {
+func (v *Values) ResourceValues(policy, resource string) map[string]any {
+	if v == nil {
 		return nil
 	}
 	out := map[string]any{}
-	for k, v := range e.values.GlobalValues {
-		out[k] = v
+	for k, x := range v.GlobalValues {
+		out[k] = x
 	}
-	for _, p := range e.values.Policies {
+	for _, p := range v.Policies {
 		if p.Name != policy {
 			continue
 		}
 		for _, r := range p.Resources {
 			if r.Name == resource {
-				for k, v := range r.Values {
-					out[k] = v
+				for k, x := range r.Values {
+					out[k] = x
 				}
 			}
 		}
@@ -312,9 +301,47 @@ func (e *env) resourceValues(policy, resource string) map[string]any {
 	return out
 }
 
-// request builds the admission request of a resource for a policy.
-func (e *env) request(p *engine.Policy, obj map[string]any) *engine.Request {
-	vals := e.resourceValues(p.Name(), nameOf(obj))
+// NamespaceLabels returns the labels given to namespaces (namespaceSelector
+// and namespaces entries, the latter taking precedence).
+func (v *Values) NamespaceLabels() map[string]map[string]string {
+	if v == nil {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for _, n := range v.NamespaceSelector {
+		out[n.Name] = n.Labels
+	}
+	for _, n := range v.Namespaces {
+		out[n.Metadata.Name] = n.Metadata.Labels
+	}
+	return out
+}
+
+// LoadValues reads a values file.
+func LoadValues(path string) (*Values, error) {
+	var v Values
+	if err := readYAML(path, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// LoadUserInfo reads a user-info file.
+func LoadUserInfo(path string) (*UserInfoFile, error) {
+	var u UserInfoFile
+	if err := readYAML(path, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// NewRequest builds the request the upstream CLI evaluates a resource with
+// for a policy: CREATE unless the values set request.operation, the values
+// as variables (those under request.object applied to the object), user
+// info, the namespace labels of the values, and the parent kind of a
+// declared subresource.
+func NewRequest(policy string, obj map[string]any, values *Values, user *UserInfoFile) *engine.Request {
+	vals := values.ResourceValues(policy, nameOf(obj))
 	op := api.Create
 	switch vals["request.operation"] {
 	case "DELETE":
@@ -333,20 +360,20 @@ func (e *env) request(p *engine.Policy, obj map[string]any) *engine.Request {
 	default:
 		req.Object = obj
 	}
-	if u := e.userInfo; u != nil {
+	if u := user; u != nil {
 		req.UserInfo = api.UserInfoData{Username: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups, Extra: u.UserInfo.Extra}
 		req.Roles = u.Roles
 		req.ClusterRoles = u.ClusterRoles
 	}
-	labels := e.nsLabels[namespaceOf(obj)]
+	labels := values.NamespaceLabels()[namespaceOf(obj)]
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	req.NamespaceLabels = labels
-	if e.values != nil {
+	if values != nil {
 		av, _ := obj["apiVersion"].(string)
 		g, v := splitAPIVersion(av)
-		for _, s := range e.values.Subresources {
+		for _, s := range values.Subresources {
 			if s.Subresource.Kind == kindOf(obj) && s.Subresource.Group == g && s.Subresource.Version == v {
 				req.Kind = engine.GroupVersionKind{Group: s.ParentResource.Group, Version: s.ParentResource.Version, Kind: s.ParentResource.Kind}
 				if _, sub, ok := strings.Cut(s.Subresource.Name, "/"); ok {
@@ -356,6 +383,11 @@ func (e *env) request(p *engine.Policy, obj map[string]any) *engine.Request {
 		}
 	}
 	return req
+}
+
+// request builds the admission request of a resource for a policy.
+func (e *env) request(p *engine.Policy, obj map[string]any) *engine.Request {
+	return NewRequest(p.Name(), obj, e.values, e.userInfo)
 }
 
 // applyObjectValues applies values under request.object to a copy of the

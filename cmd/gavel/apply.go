@@ -101,10 +101,24 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, d := range rset.Resources {
 		objs = append(objs, d.Object)
 	}
+	var ev evaluator
+	if f.valuesFile != "" {
+		if ev.values, err = policytest.LoadValues(f.valuesFile); err != nil {
+			fmt.Fprintln(stderr, "gavel apply: failed to load values:", err)
+			return exitUsage
+		}
+	}
+	if f.userInfo != "" {
+		if ev.user, err = policytest.LoadUserInfo(f.userInfo); err != nil {
+			fmt.Fprintln(stderr, "gavel apply: failed to load user info:", err)
+			return exitUsage
+		}
+	}
 	cluster := inmem.New(objs...)
 	eng, err := engine.New(
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithClient(cluster),
+		engine.WithContextValues(ev.values),
 	)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
@@ -115,15 +129,25 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
-	results := evaluateAll(set, objs, f.parallel)
+	ev.set = set
+	results := ev.evaluateAll(objs, f.parallel)
 	if f.report {
 		return printReports(stdout, stderr, results, f)
 	}
 	return printApply(stdout, stderr, set, results, f)
 }
 
+// evaluator evaluates resources as the upstream CLI does: with values or
+// user info, each policy gets its own request (values are per policy and
+// resource); without, one request serves the whole set.
+type evaluator struct {
+	set    *engine.PolicySet
+	values *policytest.Values
+	user   *policytest.UserInfoFile
+}
+
 // evaluateAll evaluates resources in parallel, keeping their order.
-func evaluateAll(set *engine.PolicySet, objs []map[string]any, parallel int) []resourceResult {
+func (ev *evaluator) evaluateAll(objs []map[string]any, parallel int) []resourceResult {
 	if parallel < 1 {
 		parallel = 1
 	}
@@ -135,7 +159,7 @@ func evaluateAll(set *engine.PolicySet, objs []map[string]any, parallel int) []r
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = evaluateOne(set, objs[i])
+				out[i] = ev.evaluate(objs[i])
 			}
 		}()
 	}
@@ -147,23 +171,62 @@ func evaluateAll(set *engine.PolicySet, objs []map[string]any, parallel int) []r
 	return out
 }
 
-func evaluateOne(set *engine.PolicySet, obj map[string]any) resourceResult {
+func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
+	if ev.values == nil && ev.user == nil {
+		return evaluateOne(ev.set, obj, func(string, map[string]any) *engine.Request {
+			return nil
+		})
+	}
+	var all resourceResult
+	all.resource = obj
+	for _, p := range ev.set.Policies() {
+		one := ev.set.Engine().NewPolicySet(p)
+		rr := evaluateOne(one, all.resource, func(_ string, o map[string]any) *engine.Request {
+			return policytest.NewRequest(p.Name(), o, ev.values, ev.user)
+		})
+		if rr.err != nil {
+			return rr
+		}
+		all.policies = append(all.policies, rr.policies...)
+		all.resource = rr.resource
+	}
+	return all
+}
+
+// evaluateOne mutates, validates and generates; newRequest builds the
+// request for a stage's object, or nil for a plain CREATE.
+func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stage string, obj map[string]any) *engine.Request) resourceResult {
 	ctx := context.Background()
 	rr := resourceResult{resource: obj}
-	req := &engine.Request{Operation: api.Create, Object: obj}
+	request := func(stage string, o map[string]any) *engine.Request {
+		if r := newRequest(stage, o); r != nil {
+			return r
+		}
+		return &engine.Request{Operation: api.Create, Object: o}
+	}
+	req := request("mutate", obj)
 	m, err := set.Mutate(ctx, req)
 	if err != nil {
 		rr.err = err
 		return rr
 	}
 	rr.policies = append(rr.policies, m.Policies...)
-	req = &engine.Request{Operation: api.Create, Object: m.Resource}
-	v, err := set.Validate(ctx, req)
+	v, err := set.Validate(ctx, request("validate", m.Resource))
 	if err != nil {
 		rr.err = err
 		return rr
 	}
 	rr.policies = append(rr.policies, v.Policies...)
+	g, err := set.Generate(ctx, request("generate", m.Resource))
+	if err != nil {
+		rr.err = err
+		return rr
+	}
+	for _, p := range g.Policies {
+		if len(p.Rules) > 0 {
+			rr.policies = append(rr.policies, p)
+		}
+	}
 	rr.resource = m.Resource
 	return rr
 }

@@ -1,9 +1,10 @@
 // Command gavel applies and tests Kyverno-language policies.
 //
 //	gavel apply POLICY_PATH... --resource RESOURCE_PATH... [flags]
-//	gavel test PATH... [flags]
+//	gavel test PATH... [-o text|table|json|yaml|junit] [flags]
 //	gavel jp query|function ...
 //	gavel version
+//	gavel completion bash|zsh|fish
 //
 // Exit codes: 0 when everything passed, 1 when a policy or test failed, 2
 // for usage and load errors.
@@ -13,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 )
 
 // Exit codes.
@@ -22,6 +25,8 @@ const (
 	exitUsage  = 2
 )
 
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); when it
+// is not, the module version recorded in the binary is used.
 var version = "dev"
 
 const usage = `gavel: an embeddable policy engine for Kyverno-language policies
@@ -32,12 +37,31 @@ Usage:
   gavel jp query EXPRESSION [-i INPUT]
   gavel jp function [NAME...]
   gavel version
+  gavel completion bash|zsh|fish
+  gavel help [COMMAND]
+
+Commands:
+  apply       evaluate policies on resources; print failing rules and a summary
+  test        run kyverno-test.yaml files; output as text, table, json, yaml
+              or junit; the text output ends with "N passed, N failed"
+  jp          JMESPath helpers for policy authors
+  version     print the version of gavel, its module and Go
+  completion  print a shell completion script
 
 Run "gavel COMMAND -h" for the flags of a command.
 
-Exit codes: 0 clean, 1 failures (an Enforce violation for apply, a failing
-entry for test), 2 usage or load error.
+Exit codes:
+  0  clean: no Enforce violation (apply), every entry passed (test)
+  1  failures: an Enforce violation (apply), a failing entry (test)
+  2  usage error, or policies, resources or tests that cannot be loaded
+
+Environment:
+  NO_COLOR    when set, output is never coloured (colour is only used when
+              standard output is a terminal)
 `
+
+// commands are the top-level command names, for help and suggestions.
+var commands = []string{"apply", "test", "jp", "version", "completion", "help"}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -56,12 +80,103 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "jp":
 		return runJP(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintf(stdout, "gavel %s\n", version)
-		return exitOK
-	case "help", "-h", "--help":
+		return runVersion(args[1:], stdout, stderr)
+	case "completion":
+		return runCompletion(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			return runHelp(args[1], stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "gavel: unknown command %q\n\n%s", args[0], usage)
+	if len(args[0]) > 0 && args[0][0] == '-' {
+		fmt.Fprintf(stderr, "gavel: unknown flag %s: flags follow the command\nRun \"gavel --help\" for usage.\n", args[0])
+		return exitUsage
+	}
+	msg := fmt.Sprintf("gavel: unknown command %q", args[0])
+	if s := suggest(args[0], commands); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	fmt.Fprintf(stderr, "%s\nRun \"gavel --help\" for usage.\n", msg)
 	return exitUsage
+}
+
+// runHelp prints the help of one command on stdout.
+func runHelp(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+	switch cmd {
+	case "apply":
+		// apply prints its flags on its error stream
+		runApply([]string{"-h"}, stdin, stdout, stdout)
+	case "test":
+		return runTest([]string{"-h"}, stdout, stderr)
+	case "jp":
+		runJP(nil, stdin, stdout, stdout)
+		runJP([]string{"query", "-h"}, stdin, stdout, stdout)
+	case "version":
+		fmt.Fprintln(stdout, "Usage: gavel version\n\nPrints the version of gavel (from the module version embedded by the Go\ntoolchain, or -ldflags \"-X main.version=...\"), of Go and the commit.")
+	case "completion":
+		fmt.Fprint(stdout, completionUsage)
+	case "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		return run([]string{cmd}, stdin, stdout, stderr)
+	}
+	return exitOK
+}
+
+// versionInfo describes the running binary.
+type versionInfo struct {
+	Version   string
+	Module    string
+	GoVersion string
+	Platform  string
+	Revision  string
+	Modified  bool
+}
+
+// currentVersion reads the build information embedded in the binary.
+func currentVersion() versionInfo {
+	v := versionInfo{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	v.Module = bi.Main.Path
+	if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v.Version = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		v.GoVersion = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "gavel version: unexpected argument %q\n", args[0])
+		return exitUsage
+	}
+	v := currentVersion()
+	fmt.Fprintf(stdout, "gavel %s\n", v.Version)
+	if v.Module != "" {
+		fmt.Fprintf(stdout, "module: %s\n", v.Module)
+	}
+	fmt.Fprintf(stdout, "go: %s %s\n", v.GoVersion, v.Platform)
+	if v.Revision != "" {
+		rev := v.Revision
+		if v.Modified {
+			rev += " (modified)"
+		}
+		fmt.Fprintf(stdout, "commit: %s\n", rev)
+	}
+	return exitOK
 }

@@ -7,96 +7,205 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/gavelpolicy/gavel/policytest"
 )
 
-func runTest(args []string, stdout, stderr io.Writer) int {
+// Output formats of gavel test.
+const (
+	formatText  = "text"
+	formatTable = "table"
+	formatJSON  = "json"
+	formatYAML  = "yaml"
+	formatJUnit = "junit"
+)
+
+// testFormats lists the formats -o accepts, the default first.
+var testFormats = []string{formatText, formatTable, formatJSON, formatYAML, formatJUnit}
+
+// testOptions are the flags of gavel test.
+type testOptions struct {
+	strict   bool
+	fileName string
+	parallel int
+	failOnly bool
+	detailed bool
+	output   string
+	noColor  bool
+}
+
+const testUsage = `Usage: gavel test PATH... [flags]
+
+Runs every kyverno-test.yaml found under the paths (recursively) and checks
+each expected result. The default output prints one line per failing entry,
+"PASS|FAIL TEST: policy=P rule=R resource=KIND[/NAMESPACE]/NAME: REASON",
+and always ends with the line "N passed, N failed".
+
+Output formats (-o): text (default), table (aligned columns per test file),
+json, yaml, junit (JUnit XML for CI systems). --fail-only defaults to true for
+text and table and to false for json, yaml and junit, which always carry
+the rule messages. Colour is used only when standard output is a terminal
+(never with --no-color or NO_COLOR set). Progress is shown on standard error
+when it is a terminal and at least 10 test files run.
+
+Exit codes: 0 every entry passed, 1 an entry failed (policies or resources
+a test names that cannot be loaded count as failed entries), 2 usage error,
+a path that cannot be read, or a test file that cannot be decoded.
+
+Flags:
+`
+
+// newTestFlags declares the flags of gavel test.
+func newTestFlags(o *testOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	strict := fs.Bool("strict", false, "count a row whose rule did not apply as passed only when skip was expected")
-	fileName := fs.String("file-name", policytest.DefaultFileName, "test file name to look for")
-	parallel := fs.Int("parallel", runtime.NumCPU(), "tests evaluated in parallel")
-	failOnly := fs.Bool("fail-only", true, "print only failing entries")
-	detailed := fs.Bool("detailed-results", false, "print the rule message of each printed entry")
+	fs.BoolVar(&o.strict, "strict", false, "count a row whose rule did not apply as passed only when skip was expected")
+	fs.StringVar(&o.fileName, "file-name", policytest.DefaultFileName, "test file name to look for")
+	fs.StringVar(&o.fileName, "f", policytest.DefaultFileName, "shorthand for --file-name")
+	fs.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "tests evaluated in parallel")
+	fs.BoolVar(&o.failOnly, "fail-only", true, "print only failing entries (default false for json, yaml and junit)")
+	fs.BoolVar(&o.detailed, "detailed-results", false, "print the rule message of each printed entry")
+	fs.StringVar(&o.output, "o", formatText, "output format: text, table, json, yaml or junit")
+	fs.StringVar(&o.output, "output", formatText, "same as -o")
+	fs.StringVar(&o.output, "output-format", formatText, "same as -o (the upstream CLI's name)")
+	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
+	fs.BoolVar(&o.noColor, "remove-color", false, "same as --no-color (the upstream CLI's name)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gavel test PATH... [flags]\n\nRuns every kyverno-test.yaml under the paths and prints one line per failing entry, then \"N passed, N failed\".")
+		fmt.Fprint(fs.Output(), testUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(args, fs)); err != nil {
+	return fs
+}
+
+// testFile is the outcome of one test file.
+type testFile struct {
+	Path string
+	// Name is the test's metadata.name (or name); empty when the file could
+	// not be read.
+	Name     string
+	Rows     []policytest.Row
+	Duration time.Duration
+	// Err is set when the file could not be loaded or run as a whole; Rows
+	// then hold the failing entries that stand for it.
+	Err error
+	// Unreadable is set when the test file itself could not be read or
+	// decoded (exit code 2).
+	Unreadable bool
+}
+
+func runTest(args []string, stdout, stderr io.Writer) int {
+	var o testOptions
+	fs := newTestFlags(&o)
+	if code, ok := parseFlags(fs, "test", args, stdout, stderr); !ok {
+		return code
+	}
+	failOnlySet := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "fail-only" {
+			failOnlySet = true
+		}
+	})
+	if !validFormat(o.output) {
+		fmt.Fprintf(stderr, "gavel test: unknown output format %q (text, table, json, yaml or junit)\n", o.output)
 		return exitUsage
+	}
+	if !failOnlySet && o.output != formatText && o.output != formatTable {
+		o.failOnly = false
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		fmt.Fprintln(stderr, "gavel test: at least one PATH is required")
+		fmt.Fprintln(stderr, `Run "gavel test -h" for the flags.`)
 		return exitUsage
 	}
-	files, err := policytest.Discover(*fileName, fs.Args()...)
+	files, err := policytest.Discover(o.fileName, fs.Args()...)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel test:", err)
 		return exitUsage
 	}
-	if *parallel < 1 {
-		*parallel = 1
+	if len(files) == 0 {
+		fmt.Fprintf(stderr, "gavel test: no %s found under %v\n", o.fileName, fs.Args())
 	}
-	results := make([][]policytest.Row, len(files))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, *parallel)
-	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			t, err := policytest.Load(f)
-			if err != nil {
-				results[i] = []policytest.Row{{Test: f, Reason: err.Error()}}
-				return
-			}
-			rows, err := policytest.Run(context.Background(), t, policytest.Options{Strict: *strict})
-			if err != nil {
-				rows = policytest.FailedRows(t, err)
-				if len(rows) == 0 {
-					rows = []policytest.Row{{Test: f, Reason: err.Error()}}
-				}
-			}
-			results[i] = rows
-		}()
+	prog := newProgress(stderr, len(files))
+	start := time.Now()
+	results := runTestFiles(context.Background(), files, o, prog.done)
+	prog.finish()
+
+	out := testOutput{files: results, failOnly: o.failOnly, detailed: o.detailed, elapsed: time.Since(start)}
+	out.colour = !o.noColor && colourEnabled(stdout)
+	if err := out.write(o.output, stdout); err != nil {
+		fmt.Fprintln(stderr, "gavel test:", err)
+		return exitUsage
 	}
-	wg.Wait()
-	passed, failed := 0, 0
-	for _, rows := range results {
-		for _, r := range rows {
-			if r.Passed {
-				passed++
-				if !*failOnly {
-					printRow(stdout, r, *detailed)
-				}
-				continue
-			}
-			failed++
-			printRow(stdout, r, *detailed)
+	passed, failed := out.counts()
+	if o.output != formatText && o.output != formatTable {
+		// machine formats keep stdout to the document
+		fmt.Fprintf(stderr, "%d passed, %d failed\n", passed, failed)
+	}
+	for _, f := range results {
+		if f.Unreadable {
+			return exitUsage
 		}
 	}
-	fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 	if failed > 0 {
 		return exitFailed
 	}
 	return exitOK
 }
 
-func printRow(w io.Writer, r policytest.Row, detailed bool) {
-	status := "FAIL"
-	if r.Passed {
-		status = "PASS"
+func validFormat(f string) bool {
+	for _, x := range testFormats {
+		if f == x {
+			return true
+		}
 	}
-	res := r.Kind + "/" + r.Resource
-	if r.Namespace != "" {
-		res = r.Kind + "/" + r.Namespace + "/" + r.Resource
+	return false
+}
+
+// runTestFiles loads and runs the test files, parallel at a time, keeping
+// their order; done is called after each file.
+func runTestFiles(ctx context.Context, files []string, o testOptions, done func(path string)) []testFile {
+	parallel := o.parallel
+	if parallel < 1 {
+		parallel = 1
 	}
-	fmt.Fprintf(w, "%s %s: policy=%s rule=%s resource=%s: %s\n", status, r.Test, r.Policy, r.Rule, res, r.Reason)
-	if detailed && r.Message != "" {
-		fmt.Fprintf(w, "    message: %s\n", r.Message)
+	results := make([]testFile, len(files))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			start := time.Now()
+			results[i] = runTestFile(ctx, f, o)
+			results[i].Duration = time.Since(start)
+			done(f)
+		}()
 	}
+	wg.Wait()
+	return results
+}
+
+func runTestFile(ctx context.Context, path string, o testOptions) testFile {
+	tf := testFile{Path: path}
+	t, err := policytest.Load(path)
+	if err != nil {
+		tf.Err, tf.Unreadable = err, true
+		tf.Rows = []policytest.Row{{Test: path, Reason: err.Error()}}
+		return tf
+	}
+	tf.Name = t.TestName()
+	rows, err := policytest.Run(ctx, t, policytest.Options{Strict: o.strict})
+	if err != nil {
+		tf.Err = err
+		rows = policytest.FailedRows(t, err)
+		if len(rows) == 0 {
+			rows = []policytest.Row{{Test: path, Reason: err.Error()}}
+		}
+	}
+	tf.Rows = rows
+	return tf
 }
 
 // reorder moves flags after positional arguments to the front so that

@@ -1,0 +1,26 @@
+// Package webhook is a complete Kubernetes admission webhook built on gavel:
+// a validating and a mutating endpoint on net/http with TLS, speaking
+// admission.k8s.io/v1 AdmissionReview.
+//
+// Policies (ClusterPolicy, Policy and PolicyException manifests) are read
+// from a folder and compiled once into an engine.PolicySet held behind an
+// atomic pointer; a poller compares file modification times and sizes and
+// swaps in a freshly compiled set when they change, so requests in flight
+// keep the set they started with and never wait for a reload. A folder that
+// fails to compile keeps the previous set serving.
+//
+// The validating endpoint denies a request when an Enforce-mode validate
+// rule fails, with upstream's message listing the failing policies and
+// rules, and returns admission warnings for the other failures it is asked
+// to surface (rules of policies with spec.emitWarning, or every Audit
+// failure with Options.WarnOnAudit). Allowed requests are then handed to the
+// generate rules, whose UpdateRequests go to an engine.UpdateRequestQueue
+// (an in-memory cluster by default) for a background controller to process.
+//
+// The mutating endpoint answers with the engine's RFC 6902 patch (JSONPatch,
+// base64 in the JSON body as the API server expects) and denies the request
+// when a mutate rule errors in a policy whose failurePolicy is Fail.
+//
+// The package is importable so that tests (and other programs) can start
+// the server; cmd/gavel-webhook is the command around it.
+package webhook
