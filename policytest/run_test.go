@@ -1,0 +1,88 @@
+package policytest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gavelpolicy/gavel/policytest"
+)
+
+type rowKey struct {
+	resource, rule, expected string
+}
+
+func TestRunCountsAsUpstream(t *testing.T) {
+	tests := []struct {
+		strict bool
+		want   map[rowKey]string // reason of each row
+		passed int
+	}{
+		{
+			strict: false,
+			want: map[rowKey]string{
+				{"good", "team-label", "pass"}:   "Ok",
+				{"prod/bad", "team-label", "fail"}: "Ok",
+				// dev is in the default namespace: the rule does not
+				// apply, which upstream counts as passed
+				{"dev", "team-label", "pass"}:     "excluded",
+				{"good", "add-env", "pass"}:       "Ok",
+				{"missing", "team-label", "pass"}: "not found",
+				{"good", "team-label", "skip"}:    "Want skip, got pass",
+			},
+			passed: 4,
+		},
+		{
+			strict: true,
+			want: map[rowKey]string{
+				{"good", "team-label", "pass"}:     "Ok",
+				{"prod/bad", "team-label", "fail"}: "Ok",
+				{"dev", "team-label", "pass"}:      "excluded: the rule did not apply, want pass",
+				{"good", "add-env", "pass"}:        "Ok",
+				{"missing", "team-label", "pass"}:  "not found",
+				{"good", "team-label", "skip"}:     "Want skip, got pass",
+			},
+			passed: 3,
+		},
+	}
+	for _, tt := range tests {
+		tc, err := policytest.Load("testdata/basic/kyverno-test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: tt.strict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(tt.want) {
+			t.Fatalf("strict=%v: %d rows, want %d: %+v", tt.strict, len(rows), len(tt.want), rows)
+		}
+		passed := 0
+		for _, r := range rows {
+			k := rowKey{r.Resource, r.Rule, r.Expected}
+			want, ok := tt.want[k]
+			if !ok {
+				t.Errorf("strict=%v: unexpected row %+v", tt.strict, r)
+				continue
+			}
+			if r.Reason != want {
+				t.Errorf("strict=%v: row %v reason %q, want %q", tt.strict, k, r.Reason, want)
+			}
+			if r.Passed {
+				passed++
+			}
+		}
+		if passed != tt.passed {
+			t.Errorf("strict=%v: %d rows passed, want %d", tt.strict, passed, tt.passed)
+		}
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	files, err := policytest.Discover("", "testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0] != "testdata/basic/kyverno-test.yaml" {
+		t.Errorf("Discover = %v", files)
+	}
+}
