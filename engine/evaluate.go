@@ -26,16 +26,23 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
+	if err := req.check(); err != nil {
+		return nil, err
+	}
 	rs := s.eng.newReqStateImages(ctx, req, s.needsImages)
 	resp := &Response{Resource: rs.obj}
 	for _, p := range s.policies {
-		if !p.HasRuleType(Validation) {
+		if !p.HasRuleType(Validation) && !p.HasRuleType(ImageVerify) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule))
+	}
+	// a cancellation during the last policy leaves rules unevaluated
+	if err := ctx.Err(); err != nil {
+		return resp, err
 	}
 	return resp, nil
 }
@@ -50,7 +57,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 		return pr
 	}
 	for _, r := range p.rules {
-		if r.typ != typ {
+		// verifyImages rules are unsupported: Validate reports them as
+		// errors rather than letting images through unverified.
+		if r.typ != typ && !(typ == Validation && r.typ == ImageVerify) {
 			continue
 		}
 		if rs.ctx.Err() != nil {
@@ -161,6 +170,9 @@ func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*except
 		if rs.req.Background && !x.Background() {
 			continue
 		}
+		if !e.exceptionNamespaceAllowed(x.Source.Namespace) {
+			continue
+		}
 		ok, err := x.Matches(rs.matchRes, rs.matchReq)
 		if err != nil {
 			return nil, err
@@ -185,6 +197,20 @@ func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*except
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// exceptionNamespaceAllowed reports whether exceptions from namespace are
+// accepted (WithExceptionNamespaces).
+func (e *Engine) exceptionNamespaceAllowed(namespace string) bool {
+	if len(e.cfg.exceptionNS) == 0 {
+		return true
+	}
+	for _, pat := range e.cfg.exceptionNS {
+		if match.Wildcard(pat, namespace) {
+			return true
+		}
+	}
+	return false
 }
 
 // exceptionConditions compiles an exception's conditions once and caches

@@ -22,6 +22,7 @@ type config struct {
 	contextValues    ContextValues
 	exceptions       ExceptionSource
 	exceptionsOff    bool
+	exceptionNS      []string
 	defaultRegistry  string
 	registryMutation bool
 	limits           Limits
@@ -108,6 +109,19 @@ func WithContextValues(v ContextValues) Option {
 // WithExceptions enables PolicyExceptions from the given source.
 func WithExceptions(src ExceptionSource) Option {
 	return func(c *config) error { c.exceptions = src; return nil }
+}
+
+// WithExceptionNamespaces accepts PolicyExceptions only from the listed
+// namespaces (wildcards allowed), as upstream's exceptionNamespace setting;
+// exceptions elsewhere are ignored. Without it every namespace is accepted.
+func WithExceptionNamespaces(namespaces ...string) Option {
+	return func(c *config) error {
+		if len(namespaces) == 0 {
+			return fmt.Errorf("WithExceptionNamespaces: no namespace")
+		}
+		c.exceptionNS = append([]string(nil), namespaces...)
+		return nil
+	}
 }
 
 // WithExceptionsDisabled ignores PolicyExceptions entirely.

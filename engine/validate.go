@@ -2,7 +2,9 @@ package engine
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/gavelpolicy/gavel/api"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/exceptions"
@@ -22,8 +24,53 @@ func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs 
 	if res == nil {
 		return nil
 	}
+	if res.Status == StatusFail && e.existingViolation(rs, p, r) {
+		skip := r.result(StatusSkip, "skipping the rule evaluation as pre-existing violations are allowed")
+		res = &skip
+	}
 	res.EmitWarning = p.emitWarning
 	return []RuleResult{*res}
+}
+
+// existingViolation implements allowExistingViolations (default true) for
+// Enforce rules on UPDATE: when the old object already failed the rule, the
+// failure of the new one is allowed. As upstream, the old object is
+// evaluated as if it were created, with the rule's own failure action (not
+// overrides) deciding whether the check applies.
+func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
+	if rs.op != api.Update || rs.req.OldObject == nil || !r.allowExisting {
+		return false
+	}
+	action := p.failureAction
+	if r.failureAction != nil {
+		action = *r.failureAction
+	}
+	if !action.IsEnforce() {
+		return false
+	}
+	old := *rs.req
+	old.Operation = api.Create
+	old.Object = rs.req.OldObject
+	old.OldObject = nil
+	ors := e.newReqStateImages(rs.ctx, &old, rs.needsImages)
+	ok, _, err := r.match.Matches(ors.matchRes, ors.matchReq)
+	if err != nil || !ok {
+		return false
+	}
+	sc := ors.newScope()
+	if cv := e.cfg.contextValues; cv != nil {
+		for k, v := range cv.RuleValues(p.Name(), r.name) {
+			sc.set(k, v)
+		}
+	}
+	if err := sc.loadContext(r.context); err != nil {
+		return false
+	}
+	if passed, _, err := sc.checkConditions(r.preconditions); err != nil || !passed {
+		return false
+	}
+	prior := e.validateBody(ors, r, sc, r.validate.body, 0)
+	return prior != nil && prior.Status == StatusFail
 }
 
 // validateBody follows upstream's validator: context, preconditions, then
