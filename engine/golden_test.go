@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -33,6 +34,12 @@ type caseRequest struct {
 	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
 	// Cluster holds objects of the in-memory cluster (ConfigMaps...).
 	Cluster []map[string]any `json:"cluster,omitempty"`
+	// Registry maps image references to image data.
+	Registry map[string]map[string]any `json:"registry,omitempty"`
+	// Services maps service URLs to response bodies.
+	Services map[string]any `json:"services,omitempty"`
+	// Global holds global context entries.
+	Global map[string]any `json:"global,omitempty"`
 }
 
 // caseResult is what a golden case records.
@@ -125,7 +132,26 @@ func runCase(t *testing.T, dir string) []caseResult {
 		t.Fatal(err)
 	}
 	cluster := inmem.New(cr.Cluster...)
+	registry := inmem.NewRegistry()
+	for ref, d := range cr.Registry {
+		registry.Set(ref, d)
+	}
+	services := inmem.NewServices()
+	for url, body := range cr.Services {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		services.Handle(url, func(engine.ServiceRequest) ([]byte, error) { return raw, nil })
+	}
+	global := inmem.NewGlobalContext()
+	for k, v := range cr.Global {
+		global.Set(k, v)
+	}
 	eng, err := engine.New(
+		engine.WithRegistryClient(registry),
+		engine.WithServiceCaller(services),
+		engine.WithGlobalContext(global),
 		engine.WithClock(func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }),
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithConfigMapResolver(cluster),

@@ -1,0 +1,101 @@
+package inmem
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// Registry is an in-memory engine.RegistryClient: image data by reference.
+type Registry struct {
+	mu     sync.RWMutex
+	images map[string]map[string]any
+}
+
+var _ engine.RegistryClient = (*Registry)(nil)
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{images: map[string]map[string]any{}} }
+
+// Set stores the image data returned for reference (upstream's ImageData
+// shape: image, resolvedImage, registry, repository, identifier, manifest,
+// configData).
+func (r *Registry) Set(reference string, data map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.images[reference] = deepCopy(data)
+}
+
+// ImageData implements engine.RegistryClient.
+func (r *Registry) ImageData(_ context.Context, reference string, _ *api.ImageRegistryCredentials) (map[string]any, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	d, ok := r.images[reference]
+	if !ok {
+		return nil, fmt.Errorf("image %s: %w", reference, engine.ErrNotFound)
+	}
+	return deepCopy(d), nil
+}
+
+// Services is an in-memory engine.ServiceCaller: a handler per URL.
+type Services struct {
+	mu       sync.RWMutex
+	handlers map[string]func(engine.ServiceRequest) ([]byte, error)
+}
+
+var _ engine.ServiceCaller = (*Services)(nil)
+
+// NewServices returns a service caller without handlers.
+func NewServices() *Services {
+	return &Services{handlers: map[string]func(engine.ServiceRequest) ([]byte, error){}}
+}
+
+// Handle registers the handler of a URL.
+func (s *Services) Handle(url string, h func(engine.ServiceRequest) ([]byte, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handlers[url] = h
+}
+
+// Call implements engine.ServiceCaller.
+func (s *Services) Call(_ context.Context, req engine.ServiceRequest) ([]byte, error) {
+	s.mu.RLock()
+	h, ok := s.handlers[req.URL]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("service %s: %w", req.URL, engine.ErrNotFound)
+	}
+	return h(req)
+}
+
+// GlobalContext is an in-memory engine.GlobalContext.
+type GlobalContext struct {
+	mu      sync.RWMutex
+	entries map[string]any
+}
+
+var _ engine.GlobalContext = (*GlobalContext)(nil)
+
+// NewGlobalContext returns an empty global context.
+func NewGlobalContext() *GlobalContext { return &GlobalContext{entries: map[string]any{}} }
+
+// Set stores an entry.
+func (g *GlobalContext) Set(name string, v any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.entries[name] = copyValue(v)
+}
+
+// GlobalContextEntry implements engine.GlobalContext.
+func (g *GlobalContext) GlobalContextEntry(_ context.Context, name string) (any, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	v, ok := g.entries[name]
+	if !ok {
+		return nil, fmt.Errorf("global context entry %s: %w", name, engine.ErrNotFound)
+	}
+	return copyValue(v), nil
+}
