@@ -52,6 +52,15 @@ func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
 	old.Operation = api.Create
 	old.Object = rs.req.OldObject
 	old.OldObject = nil
+	if _, ok := old.Variables["request.operation"]; ok {
+		vars := make(map[string]any, len(old.Variables))
+		for k, v := range old.Variables {
+			if k != "request.operation" {
+				vars[k] = v
+			}
+		}
+		old.Variables = vars
+	}
 	ors := e.newReqStateImages(rs.ctx, &old, rs.needsImages)
 	ok, _, err := r.match.Matches(ors.matchRes, ors.matchReq)
 	if err != nil || !ok {
