@@ -84,6 +84,10 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // "List") is expanded into its items. Malformed documents give a
 // *DecodeError naming source and index.
 func ReadDocuments(r io.Reader, source string) ([]Document, error) {
+	// The YAML reader drops a last line that has no newline and fills its
+	// buffer exactly (the line arrives together with io.EOF): a final
+	// newline makes every line end normally.
+	r = io.MultiReader(r, strings.NewReader("\n"))
 	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 64<<10))
 	var docs []Document
 	for index := 0; ; index++ {
@@ -131,12 +135,15 @@ func decodeOne(raw []byte) (map[string]any, error) {
 	if len(trimmed) == 0 || isOnlyComments(trimmed) {
 		return nil, nil
 	}
+	// Duplicate keys are refused, as kubectl's strict field validation
+	// does: with "last one wins" a reviewer could read one value while
+	// another one applies.
 	var js []byte
 	if trimmed[0] == '{' {
 		js = trimmed
 	} else {
 		var err error
-		js, err = yaml.YAMLToJSON(raw)
+		js, err = yaml.YAMLToJSONStrict(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -144,6 +151,11 @@ func decodeOne(raw []byte) (map[string]any, error) {
 	var v any
 	if err := json.Unmarshal(js, &v); err != nil {
 		return nil, err
+	}
+	if trimmed[0] == '{' {
+		if err := duplicateKey(js); err != nil {
+			return nil, err
+		}
 	}
 	if v == nil {
 		return nil, nil
@@ -184,7 +196,7 @@ func DecodeStrict(d Document, out any) error {
 	if err := json.Unmarshal(raw, out); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return &DecodeError{Source: d.Source, Index: d.Index, Object: obj, Field: te.Field,
+			return &DecodeError{Source: d.Source, Index: d.Index, Object: obj, Field: typeErrorPath(d.Object, reflect.TypeOf(out), te.Field),
 				Err: fmt.Errorf("cannot use a %s as %s", te.Value, te.Type)}
 		}
 		return &DecodeError{Source: d.Source, Index: d.Index, Object: obj, Err: err}
@@ -295,4 +307,145 @@ func joinPath(path, k string) string {
 		return k
 	}
 	return path + "." + k
+}
+
+// typeErrorPath returns the path, list indices included, of the value that
+// encoding/json could not store: its error names the field without indices
+// ("spec.rules.match.any.resources.kinds"). The first value, in key order,
+// whose JSON type does not fit its Go type and whose path without indices
+// is field is reported; field itself when none is found.
+func typeErrorPath(v any, t reflect.Type, field string) string {
+	found := field
+	walkTypes(v, t, "", func(p string) bool {
+		if stripIndices(p) == field {
+			found = p
+			return true
+		}
+		return false
+	})
+	return found
+}
+
+// walkTypes calls mismatch for each value of v whose JSON type cannot be
+// decoded into its Go type; it stops when mismatch returns true.
+func walkTypes(v any, t reflect.Type, path string, mismatch func(string) bool) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if v == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return mismatch(path)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ft := t
+			if t.Kind() == reflect.Map {
+				ft = t.Elem()
+			} else if ft, ok = fieldsOf(t).fields[k]; !ok {
+				continue
+			}
+			if walkTypes(m[k], ft, joinPath(path, k), mismatch) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if _, ok := v.(string); ok && t.Elem().Kind() == reflect.Uint8 {
+			return false
+		}
+		s, ok := v.([]any)
+		if !ok {
+			return mismatch(path)
+		}
+		for i, el := range s {
+			if walkTypes(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), mismatch) {
+				return true
+			}
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			return mismatch(path)
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return mismatch(path)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		if _, ok := v.(float64); !ok {
+			return mismatch(path)
+		}
+	}
+	return false
+}
+
+// stripIndices removes the list indices of a path: "a[0].b[12]" -> "a.b".
+func stripIndices(p string) string {
+	if !strings.Contains(p, "[") {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '[' {
+			for i < len(p) && p[i] != ']' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+// duplicateKey reports the first object key that appears twice in a JSON
+// document (which encoding/json accepts, keeping the last value).
+func duplicateKey(js []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	return duplicateKeyIn(dec, "")
+}
+
+func duplicateKeyIn(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			k, _ := kt.(string)
+			if seen[k] {
+				return fmt.Errorf("duplicate key %q at %s", k, joinPath(path, k))
+			}
+			seen[k] = true
+			if err := duplicateKeyIn(dec, joinPath(path, k)); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := duplicateKeyIn(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	}
+	return nil
 }

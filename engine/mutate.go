@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -22,6 +23,10 @@ type patchSpec struct {
 	jsonTmpl *template
 	jsonRaw  string
 	jp       *mutate.JSONPatch
+	// jsonShape is the templated JSON patch with every variable replaced
+	// by patchPlaceholder (nil when that does not compile): substituted
+	// data may fill the variables' places but not change anything else.
+	jsonShape []mutate.Operation
 }
 
 type mutateSpec struct {
@@ -63,6 +68,7 @@ func compilePatch(sm any, js string, base string) (*patchSpec, error) {
 		ps.jsonRaw = js
 		if t.HasVariables() {
 			ps.jsonTmpl = t
+			ps.jsonShape = jsonPatchShape(t)
 		} else if ps.jp, err = mutate.CompileJSONPatch(js); err != nil {
 			return nil, err
 		}
@@ -95,8 +101,97 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 		if jp, err = mutate.CompileJSONPatch(s); err != nil {
 			return nil, err
 		}
+		if ps.jsonShape != nil {
+			if err := sameJSONPatchShape(ps.jsonShape, jp.Operations()); err != nil {
+				return nil, &substError{err}
+			}
+		}
 	}
 	return jp.Apply(resource)
+}
+
+// patchPlaceholder stands for every variable of a JSON patch template when
+// its shape is computed.
+const patchPlaceholder = "gavelVariablePlaceholder7f3a"
+
+// jsonPatchShape compiles a JSON patch template with every variable
+// replaced by patchPlaceholder.
+func jsonPatchShape(t *template) []mutate.Operation {
+	v, err := t.Render(variables.EvaluatorFunc(func(string) (any, error) { return patchPlaceholder, nil }))
+	s, ok := v.(string)
+	if err != nil || !ok {
+		return nil
+	}
+	jp, err := mutate.CompileJSONPatch(s)
+	if err != nil {
+		return nil
+	}
+	return jp.Operations()
+}
+
+// sameJSONPatchShape checks that substitution only filled the places of
+// variables: a JSON patch is YAML text, and data holding quotes or newlines
+// could otherwise add operations or fields of its own.
+func sameJSONPatchShape(shape, got []mutate.Operation) error {
+	if len(shape) != len(got) {
+		return fmt.Errorf("substituted data changed the JSON patch: %d operations instead of %d", len(got), len(shape))
+	}
+	for i, s := range shape {
+		g := got[i]
+		if s.Op != g.Op || !sameFilled(s.Path, g.Path) || !sameFilled(s.From, g.From) || !sameFilled(s.Value, g.Value) {
+			return fmt.Errorf("substituted data changed operation %d of the JSON patch", i)
+		}
+	}
+	return nil
+}
+
+// sameFilled reports whether got is shape with its placeholders filled: a
+// string that is only a placeholder may become anything, a string holding
+// one keeps the text around it, everything else is unchanged.
+func sameFilled(shape, got any) bool {
+	switch s := shape.(type) {
+	case string:
+		if s == patchPlaceholder {
+			return true
+		}
+		g, ok := got.(string)
+		if !ok {
+			return false
+		}
+		i := strings.Index(s, patchPlaceholder)
+		if i < 0 {
+			return s == g
+		}
+		j := strings.LastIndex(s, patchPlaceholder) + len(patchPlaceholder)
+		return len(g) >= i+len(s)-j && strings.HasPrefix(g, s[:i]) && strings.HasSuffix(g, s[j:])
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(s) {
+			return false
+		}
+		for k, v := range s {
+			if strings.Contains(k, patchPlaceholder) {
+				continue // a key made by a variable: only the count is known
+			}
+			gv, ok := g[k]
+			if !ok || !sameFilled(v, gv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(s) {
+			return false
+		}
+		for i := range s {
+			if !sameFilled(s[i], g[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(shape, got)
 }
 
 type substError struct{ err error }
@@ -171,6 +266,9 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
+	if err := req.check(); err != nil {
+		return nil, err
+	}
 	rs := s.eng.newReqStateImages(ctx, req, s.needsImages)
 	original := rs.obj
 	resp := &Response{}
@@ -184,6 +282,10 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Mutation, s.eng.mutateRule))
 	}
 	resp.Resource = rs.obj
+	// a cancellation during the last policy leaves rules unevaluated
+	if err := ctx.Err(); err != nil {
+		return resp, err
+	}
 	if !reflect.DeepEqual(original, rs.obj) {
 		ops, err := mutate.Diff(original, rs.obj)
 		if err != nil {

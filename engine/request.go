@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/jmespath"
 )
 
 // GroupVersionKind names a kind.
@@ -46,6 +49,48 @@ type Request struct {
 	NamespaceLabels map[string]string
 	// Variables are extra context variables (keys may be dotted paths).
 	Variables map[string]any
+}
+
+// ErrInvalidObject is wrapped by the error Validate and Mutate return for a
+// request whose object or old object the engine cannot read: a number that
+// is not valid JSON, apiVersion or kind that are not strings, metadata that
+// is not an object, or no kind at all. Such a request is refused rather
+// than evaluated by rules that could then not match it.
+var ErrInvalidObject = errors.New("invalid request object")
+
+// check rejects objects the engine cannot read.
+func (r *Request) check() error {
+	for _, o := range []struct {
+		name string
+		obj  map[string]any
+	}{{"object", r.Object}, {"oldObject", r.OldObject}} {
+		if o.obj == nil {
+			continue
+		}
+		n, err := jmespath.Normalize(o.obj)
+		if err != nil {
+			return fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
+		}
+		obj, _ := n.(map[string]any)
+		for _, k := range []string{"apiVersion", "kind"} {
+			if v, ok := obj[k]; ok && v != nil {
+				if _, isString := v.(string); !isString {
+					return fmt.Errorf("%w: request.%s.%s is a %T, not a string", ErrInvalidObject, o.name, k, v)
+				}
+			}
+		}
+		if v, ok := obj["metadata"]; ok && v != nil {
+			if _, isMap := v.(map[string]any); !isMap {
+				return fmt.Errorf("%w: request.%s.metadata is a %T, not an object", ErrInvalidObject, o.name, v)
+			}
+		}
+	}
+	if r.Kind.Kind == "" {
+		if kind, _ := r.resourceObject()["kind"].(string); kind == "" {
+			return fmt.Errorf("%w: no kind in the request nor in the object", ErrInvalidObject)
+		}
+	}
+	return nil
 }
 
 func (r *Request) operation() api.AdmissionOperation {
