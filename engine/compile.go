@@ -50,6 +50,27 @@ func (p *Policy) Annotations() map[string]string { return p.annotations }
 // Background reports whether the policy applies in background scans.
 func (p *Policy) Background() bool { return p.background }
 
+// Admission reports whether the policy applies to admission requests.
+func (p *Policy) Admission() bool { return p.admission }
+
+// EmitWarning reports whether results should be returned as admission
+// warnings (spec.emitWarning).
+func (p *Policy) EmitWarning() bool { return p.emitWarning }
+
+// FailurePolicy returns how a webhook treats errors of this policy: Fail
+// (the default) or Ignore, from spec.webhookConfiguration.failurePolicy
+// or the deprecated spec.failurePolicy.
+func (p *Policy) FailurePolicy() api.FailurePolicyType {
+	spec := p.src.GetSpec()
+	if wc := spec.WebhookConfiguration; wc != nil && wc.FailurePolicy != nil {
+		return *wc.FailurePolicy
+	}
+	if spec.FailurePolicy != nil {
+		return *spec.FailurePolicy
+	}
+	return "Fail"
+}
+
 // RuleNames returns the names of the compiled rules, autogen rules included.
 func (p *Policy) RuleNames() []string {
 	out := make([]string, len(p.rules))

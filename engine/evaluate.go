@@ -53,6 +53,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 	if rs.req.Background && !p.background {
 		return pr
 	}
+	if !rs.req.Background && !p.admission {
+		return pr
+	}
 	if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
 		return pr
 	}

@@ -317,6 +317,7 @@ func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*ex
 		patched, status, msg = applyMutation(sc, m.patch, resource)
 	}
 	res := r.result(status, msg)
+	res.EmitWarning = p.emitWarning
 	if status == StatusPass {
 		res.Message = mutatedMessage(patched)
 		rs.setObject(patched)
