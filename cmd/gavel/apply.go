@@ -35,6 +35,7 @@ type applyFlags struct {
 	output     string
 	parallel   int
 	detailed   bool
+	failOnly   bool
 }
 
 // resourceResult holds the evaluation of one resource.
@@ -54,7 +55,8 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.userInfo, "userinfo", "", "user info file (kind UserInfo)")
 	fs.BoolVar(&f.auditWarn, "audit-warn", false, "report failures of Audit policies as warnings")
 	fs.BoolVar(&f.report, "policy-report", false, "print policy reports")
-	fs.StringVar(&f.output, "o", "", "output format for reports: yaml (default) or json")
+	fs.StringVar(&f.output, "o", "", "output format: json, yaml or junit for results; yaml (default) or json for --policy-report")
+	fs.BoolVar(&f.failOnly, "fail-only", false, "print only failing and erroring results")
 	fs.StringVar(&f.reportFmt, "report-format", "openreports", "API of the policy reports: openreports (openreports.io/v1alpha1, as the upstream CLI) or wgpolicy (wgpolicyk8s.io/v1alpha2)")
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "resources evaluated in parallel")
 	fs.BoolVar(&f.detailed, "detailed-results", false, "print every rule result")
@@ -69,8 +71,8 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if f.output != "" && f.output != "yaml" && f.output != "json" {
-		fmt.Fprintf(stderr, "gavel apply: unsupported output format %q (yaml or json)\n", f.output)
+	if f.output != "" && f.output != "yaml" && f.output != "json" && (f.report || f.output != "junit") {
+		fmt.Fprintf(stderr, "gavel apply: unsupported output format %q (json, yaml or junit; yaml or json with --policy-report)\n", f.output)
 		return exitUsage
 	}
 	if f.reportFmt != "openreports" && f.reportFmt != "wgpolicy" {
@@ -232,31 +234,24 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 }
 
 func printApply(stdout, stderr io.Writer, set *engine.PolicySet, results []resourceResult, f applyFlags) int {
-	counts := map[string]int{}
-	blocked := false
-	for _, rr := range results {
-		if rr.err != nil {
-			fmt.Fprintln(stderr, "gavel apply:", rr.err)
-			counts["error"]++
-			continue
+	doc, blocked := applyEntries(results, f.auditWarn)
+	for _, e := range doc.Errors {
+		fmt.Fprintln(stderr, "gavel apply:", e)
+	}
+	if f.output != "" {
+		if err := writeApply(stdout, f.output, doc, f.failOnly); err != nil {
+			fmt.Fprintln(stderr, "gavel apply:", err)
+			return exitUsage
 		}
-		for _, pr := range rr.policies {
-			for _, r := range pr.Rules {
-				res := policytest.ReportResult(pr.Policy, r)
-				if res == "fail" && f.auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
-					res = "warn"
-				}
-				counts[res]++
-				if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
-					blocked = true
-				}
-				if res == "fail" || f.detailed {
-					fmt.Fprintf(stdout, "policy %s -> resource %s: rule %s: %s: %s\n", pr.Policy.Key(), resourceName(rr.resource), r.Name, res, r.Message)
-				}
+		fmt.Fprintf(stderr, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
+	} else {
+		for _, e := range doc.Results {
+			if e.Result == "fail" || e.Result == "error" || (f.detailed && !f.failOnly) {
+				fmt.Fprintf(stdout, "policy %s -> resource %s: rule %s: %s: %s\n", e.Policy, e.Resource, e.Rule, e.Result, e.Message)
 			}
 		}
+		fmt.Fprintf(stdout, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
 	}
-	fmt.Fprintf(stdout, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", counts["pass"], counts["fail"], counts["warn"], counts["error"], counts["skip"])
 	if blocked {
 		return exitFailed
 	}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/policytest"
+)
+
+// applyEntry is one rule result of gavel apply in the json, yaml and
+// junit outputs.
+type applyEntry struct {
+	Policy        string `json:"policy"`
+	Rule          string `json:"rule"`
+	Type          string `json:"type"`
+	Resource      string `json:"resource"`
+	Result        string `json:"result"`
+	FailureAction string `json:"failureAction,omitempty"`
+	Message       string `json:"message,omitempty"`
+}
+
+type applyDocument struct {
+	Summary map[string]int `json:"summary"`
+	Blocked bool           `json:"blocked"`
+	Results []applyEntry   `json:"results"`
+	Errors  []string       `json:"errors,omitempty"`
+}
+
+// applyEntries flattens results, with the result a policy report would
+// show (scored=false and --audit-warn turn fail into warn), and tells
+// whether an Enforce validate rule failed.
+func applyEntries(results []resourceResult, auditWarn bool) (applyDocument, bool) {
+	doc := applyDocument{Summary: map[string]int{"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0}, Results: []applyEntry{}}
+	blocked := false
+	for _, rr := range results {
+		if rr.err != nil {
+			doc.Errors = append(doc.Errors, rr.err.Error())
+			doc.Summary["error"]++
+			continue
+		}
+		for _, pr := range rr.policies {
+			for _, r := range pr.Rules {
+				res := policytest.ReportResult(pr.Policy, r)
+				if res == "fail" && auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
+					res = "warn"
+				}
+				doc.Summary[res]++
+				if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
+					blocked = true
+				}
+				e := applyEntry{Policy: pr.Policy.Key(), Rule: r.Name, Type: string(r.Type), Resource: resourceName(rr.resource), Result: res, Message: r.Message}
+				if r.Type == engine.Validation {
+					e.FailureAction = string(pr.FailureAction)
+				}
+				doc.Results = append(doc.Results, e)
+			}
+		}
+	}
+	doc.Blocked = blocked
+	return doc, blocked
+}
+
+// writeApply writes the results as json, yaml or junit.
+func writeApply(w io.Writer, format string, doc applyDocument, failOnly bool) error {
+	if failOnly {
+		kept := doc.Results[:0:0]
+		for _, e := range doc.Results {
+			if e.Result == "fail" || e.Result == "error" {
+				kept = append(kept, e)
+			}
+		}
+		doc.Results = kept
+	}
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "junit":
+		suites := map[string]*junitSuite{}
+		var order []string
+		for _, e := range doc.Results {
+			s, ok := suites[e.Policy]
+			if !ok {
+				s = &junitSuite{Name: e.Policy}
+				suites[e.Policy] = s
+				order = append(order, e.Policy)
+			}
+			c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
+			switch e.Result {
+			case "fail":
+				c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
+				s.Failures++
+			case "error":
+				c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
+				s.Errors++
+			}
+			s.Tests++
+			s.Cases = append(s.Cases, c)
+		}
+		out := junitSuites{Name: "gavel apply", Suites: []junitSuite{}}
+		for _, p := range order {
+			s := suites[p]
+			out.Tests += s.Tests
+			out.Failures += s.Failures
+			out.Errors += s.Errors
+			out.Suites = append(out.Suites, *s)
+		}
+		b, err := xml.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, xml.Header); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	return fmt.Errorf("unsupported output format %q", format)
+}
