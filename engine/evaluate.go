@@ -18,7 +18,9 @@ import (
 var ErrNoObject = errors.New("request has no object")
 
 // ruleHandler evaluates a rule's body after match, exceptions, context and
-// preconditions. It may return no result (the rule did not apply).
+// preconditions. It may return no result (the rule did not apply). The
+// slice may be the request's scratch space (reqState.single): callers copy
+// the results before the next rule runs.
 type ruleHandler func(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult
 
 // Validate evaluates the validate rules of every policy in the set.
@@ -26,11 +28,12 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
-	if err := req.check(); err != nil {
+	object, oldObject, err := req.check()
+	if err != nil {
 		return nil, err
 	}
-	rs := s.eng.newReqStateImages(ctx, req, s.needsImages)
-	resp := &Response{Resource: rs.obj}
+	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
+	resp := &Response{Resource: rs.obj, Policies: make([]PolicyResult, 0, s.validatePolicies)}
 	for _, p := range s.policies {
 		if !p.HasRuleType(Validation) && !p.HasRuleType(ImageVerify) {
 			continue

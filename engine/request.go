@@ -58,39 +58,43 @@ type Request struct {
 // than evaluated by rules that could then not match it.
 var ErrInvalidObject = errors.New("invalid request object")
 
-// check rejects objects the engine cannot read.
-func (r *Request) check() error {
+// check rejects objects the engine cannot read. It returns the object and
+// the old object in canonical form (see normalize), for newReqStateFrom.
+func (r *Request) check() (object, oldObject map[string]any, err error) {
 	for _, o := range []struct {
 		name string
 		obj  map[string]any
-	}{{"object", r.Object}, {"oldObject", r.OldObject}} {
+		out  *map[string]any
+	}{{"object", r.Object, &object}, {"oldObject", r.OldObject, &oldObject}} {
 		if o.obj == nil {
+			*o.out = o.obj
 			continue
 		}
 		n, err := jmespath.Normalize(o.obj)
 		if err != nil {
-			return fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
+			return nil, nil, fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
 		}
 		obj, _ := n.(map[string]any)
+		*o.out = obj
 		for _, k := range []string{"apiVersion", "kind"} {
 			if v, ok := obj[k]; ok && v != nil {
 				if _, isString := v.(string); !isString {
-					return fmt.Errorf("%w: request.%s.%s is a %T, not a string", ErrInvalidObject, o.name, k, v)
+					return nil, nil, fmt.Errorf("%w: request.%s.%s is a %T, not a string", ErrInvalidObject, o.name, k, v)
 				}
 			}
 		}
 		if v, ok := obj["metadata"]; ok && v != nil {
 			if _, isMap := v.(map[string]any); !isMap {
-				return fmt.Errorf("%w: request.%s.metadata is a %T, not an object", ErrInvalidObject, o.name, v)
+				return nil, nil, fmt.Errorf("%w: request.%s.metadata is a %T, not an object", ErrInvalidObject, o.name, v)
 			}
 		}
 	}
 	if r.Kind.Kind == "" {
 		if kind, _ := r.resourceObject()["kind"].(string); kind == "" {
-			return fmt.Errorf("%w: no kind in the request nor in the object", ErrInvalidObject)
+			return nil, nil, fmt.Errorf("%w: no kind in the request nor in the object", ErrInvalidObject)
 		}
 	}
-	return nil
+	return object, oldObject, nil
 }
 
 func (r *Request) operation() api.AdmissionOperation {

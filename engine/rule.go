@@ -76,10 +76,7 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 	}
 	errs = append(errs, e.checkExpressions(r, path, p.background)...)
 	errs = append(errs, e.checkSubstitutionDepth(r, path)...)
-	if raw, err := json.Marshal(r); err == nil {
-		s := string(raw)
-		cr.needsImages = strings.Contains(s, "images")
-	}
+	cr.needsImages = readsImages(r)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -206,4 +203,39 @@ func remarshal(in any, out any) error {
 		return err
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// readsImages reports whether an expression of the rule may read the
+// images variable: a {{ }} template, a foreach list or a jmesPath naming
+// "images". Other mentions (podSecurity exclusions list images too) do not
+// make every request extract the images of its object.
+func readsImages(r *api.Rule) bool {
+	var doc any
+	if err := remarshal(r, &doc); err != nil {
+		return true
+	}
+	var walk func(v any, key string) bool
+	walk = func(v any, key string) bool {
+		switch t := v.(type) {
+		case string:
+			return strings.Contains(t, "images") && (strings.Contains(t, "{{") || key == "list" || key == "jmesPath")
+		case []any:
+			for _, x := range t {
+				if walk(x, key) {
+					return true
+				}
+			}
+		case map[string]any:
+			for k, x := range t {
+				if strings.Contains(k, "images") && strings.Contains(k, "{{") {
+					return true
+				}
+				if walk(x, k) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(doc, "")
 }
