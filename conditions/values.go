@@ -35,19 +35,21 @@ func (e *ValueError) Unwrap() error { return e.Err }
 // becomes a float64, typed nil maps and slices become nil, and []string and
 // map[string]string become their []any and map[string]any equivalents.
 func normalize(v any, path string) (any, error) {
+	// v is returned as it is, not re-boxed from the switch variable, which
+	// would allocate for strings and numbers.
 	switch t := v.(type) {
 	case nil, string, bool, float64:
-		return t, nil
+		return v, nil
 	case map[string]any:
 		if t == nil {
 			return nil, nil
 		}
-		return t, nil
+		return v, nil
 	case []any:
 		if t == nil {
 			return nil, nil
 		}
-		return t, nil
+		return v, nil
 	}
 	if f, ok, err := number(v); ok {
 		if err != nil {

@@ -274,11 +274,17 @@ type PolicySet struct {
 	policies []*Policy
 	// needsImages is set when a rule reads the images variable.
 	needsImages bool
+	// validatePolicies counts the policies with validate (or verifyImages)
+	// rules, to size Response.Policies once.
+	validatePolicies int
 }
 
 func newPolicySet(e *Engine, policies []*Policy) *PolicySet {
 	s := &PolicySet{eng: e, policies: policies}
 	for _, p := range policies {
+		if p.HasRuleType(Validation) || p.HasRuleType(ImageVerify) {
+			s.validatePolicies++
+		}
 		for _, r := range p.rules {
 			if r.needsImages {
 				s.needsImages = true

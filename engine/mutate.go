@@ -90,7 +90,13 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 				return nil, err
 			}
 		}
-		return sm.Apply(resource)
+		// untouched parts of the resource are shared: the engine never
+		// modifies objects in place
+		r, err := sm.MutateShared(resource)
+		if err != nil {
+			return nil, err
+		}
+		return r.Object, nil
 	}
 	jp := ps.jp
 	if jp == nil {
@@ -266,10 +272,11 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
-	if err := req.check(); err != nil {
+	object, oldObject, err := req.check()
+	if err != nil {
 		return nil, err
 	}
-	rs := s.eng.newReqStateImages(ctx, req, s.needsImages)
+	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
 	original := rs.obj
 	resp := &Response{}
 	for _, p := range s.policies {
@@ -286,7 +293,7 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if err := ctx.Err(); err != nil {
 		return resp, err
 	}
-	if !reflect.DeepEqual(original, rs.obj) {
+	if !deepEqual(original, rs.obj) {
 		ops, err := mutate.Diff(original, rs.obj)
 		if err != nil {
 			return resp, err
@@ -307,7 +314,7 @@ func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*ex
 		return e.mutateTargets(rs, p, r, sc)
 	}
 	resource := rs.obj
-	sc.set("target", resource)
+	sc.setCanonical("target", resource)
 	var patched map[string]any
 	var status Status
 	var msg string
@@ -322,7 +329,7 @@ func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*ex
 		res.Message = mutatedMessage(patched)
 		rs.setObject(patched)
 	}
-	return []RuleResult{res}
+	return rs.single(res)
 }
 
 // applyMutation applies one patch: pass when the resource changed, skip
@@ -338,7 +345,7 @@ func applyMutation(sc *scope, ps *patchSpec, resource map[string]any) (map[strin
 		}
 		return resource, StatusError, "failed to patch resource: " + err.Error()
 	}
-	if reflect.DeepEqual(patched, resource) {
+	if deepEqual(patched, resource) {
 		return resource, StatusSkip, "no patches applied"
 	}
 	return patched, StatusPass, ""

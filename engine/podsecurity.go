@@ -53,13 +53,14 @@ func (e *Engine) validatePodSecurity(rs *reqState, r *rule, excs []*exceptions.E
 		out.Exceptions = []string{exc.Key()}
 		return []RuleResult{out}
 	case res.Allowed:
-		return []RuleResult{r.result(StatusPass, res.Message)}
+		return rs.single(r.result(StatusPass, res.Message))
 	}
 	out := r.result(StatusFail, res.Message)
+	out.PodSecurityChecks = make([]PodSecurityCheck, 0, len(res.Checks))
 	for _, c := range res.Checks {
 		out.PodSecurityChecks = append(out.PodSecurityChecks, PodSecurityCheck{
 			ID: c.ID, Name: c.ControlName, ForbiddenReason: c.ForbiddenReason, ForbiddenDetail: c.ForbiddenDetail, Images: c.Images,
 		})
 	}
-	return []RuleResult{out}
+	return rs.single(out)
 }

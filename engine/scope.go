@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -20,6 +21,8 @@ type reqState struct {
 	op  api.AdmissionOperation
 
 	obj  map[string]any // the resource rules look at (old object for DELETE)
+	// object and oldObject are the request's objects in canonical form
+	object, oldObject map[string]any
 	gvk  GroupVersionKind
 	base map[string]any // request, serviceAccount*, images, variables
 
@@ -35,6 +38,29 @@ type reqState struct {
 	nsLabels     map[string]string
 	nsLabelsDone bool
 	nsLabelsErr  error
+
+	// gen counts the rebuilds of base; memo holds the results of pure
+	// queries on base for generation gen (rules without context entries
+	// share them: "request.operation || 'BACKGROUND'" runs once).
+	gen  int
+	memo map[string]memoResult
+
+	// scratch holds the one result most rule handlers return (see single).
+	scratch [1]RuleResult
+}
+
+// single returns res as a one-element slice in the request's scratch
+// space, valid until the next call: runPolicy copies results right away.
+func (rs *reqState) single(res RuleResult) []RuleResult {
+	rs.scratch[0] = res
+	return rs.scratch[:1]
+}
+
+// memoResult is a remembered query result. Query results are shared, never
+// modified: every consumer treats variables' values as read-only.
+type memoResult struct {
+	v   any
+	err error
 }
 
 func (e *Engine) newReqState(ctx context.Context, req *Request) *reqState {
@@ -44,7 +70,16 @@ func (e *Engine) newReqState(ctx context.Context, req *Request) *reqState {
 // newReqStateImages builds the request state; images are extracted only
 // when needsImages is set (a rule of the set reads them).
 func (e *Engine) newReqStateImages(ctx context.Context, req *Request, needsImages bool) *reqState {
-	rs := &reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages}
+	object, _ := normalize(req.Object).(map[string]any)
+	oldObject, _ := normalize(req.OldObject).(map[string]any)
+	return e.newReqStateFrom(ctx, req, needsImages, object, oldObject)
+}
+
+// newReqStateFrom builds the request state from the request's object and
+// old object already in canonical form (as Request.check returns them).
+func (e *Engine) newReqStateFrom(ctx context.Context, req *Request, needsImages bool, object, oldObject map[string]any) *reqState {
+	rs := &reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages,
+		object: object, oldObject: oldObject}
 	rs.matchReq = match.Request{
 		Operation:       string(rs.op),
 		Username:        req.UserInfo.Username,
@@ -56,16 +91,28 @@ func (e *Engine) newReqStateImages(ctx context.Context, req *Request, needsImage
 	if req.Background {
 		rs.matchReq.Operation = ""
 	}
-	rs.setObject(req.resourceObject())
+	// the resource rules look at: the new object, or the old one for
+	// DELETE (see Request.resourceObject)
+	obj := rs.object
+	if rs.op == api.Delete || req.Object == nil {
+		if req.OldObject != nil {
+			obj = rs.oldObject
+		}
+	}
+	rs.setNormalized(obj)
 	return rs
 }
 
-// setObject (re)builds everything derived from the resource: used at the
-// start and after each mutation.
+// setObject (re)builds everything derived from the resource after a
+// mutation. Only the parts of obj that are not shared with the current
+// object are normalized: those are canonical already.
 func (rs *reqState) setObject(obj map[string]any) {
-	if n, ok := normalize(obj).(map[string]any); ok {
-		obj = n
-	}
+	rs.setNormalized(normalizeChanged(obj, rs.obj))
+}
+
+// setNormalized (re)builds everything derived from the resource, given in
+// canonical form.
+func (rs *reqState) setNormalized(obj map[string]any) {
 	rs.obj = obj
 	rs.gvk = rs.req.gvk(obj)
 	name, ns, labels, annotations := objectMeta(obj)
@@ -82,6 +129,8 @@ func (rs *reqState) setObject(obj map[string]any) {
 		Labels: labels, Annotations: annotations,
 	}
 	rs.base = rs.buildBase()
+	rs.gen++
+	rs.memo = nil
 }
 
 func (rs *reqState) buildBase() map[string]any {
@@ -89,17 +138,17 @@ func (rs *reqState) buildBase() map[string]any {
 	r := map[string]any{"operation": string(rs.op)}
 	if rs.op == api.Delete {
 		if req.OldObject != nil {
-			r["oldObject"] = normalize(req.OldObject)
+			r["oldObject"] = rs.oldObject
 		} else {
 			r["oldObject"] = rs.obj
 		}
 		if req.Object != nil {
-			r["object"] = normalize(req.Object)
+			r["object"] = rs.object
 		}
 	} else {
 		r["object"] = rs.obj
 		if req.OldObject != nil {
-			r["oldObject"] = normalize(req.OldObject)
+			r["oldObject"] = rs.oldObject
 		}
 	}
 	r["namespace"] = rs.matchRes.Namespace
@@ -223,10 +272,16 @@ type scope struct {
 	nesting int
 	// owned is set once data is this scope's own copy (copy on write).
 	owned bool
+	// base is set while data is the request's base of generation gen.
+	base bool
+	gen  int
+	// memo holds the results of pure queries on data while owned (reset
+	// on every write).
+	memo map[string]memoResult
 }
 
 func (rs *reqState) newScope() *scope {
-	return &scope{rs: rs, data: rs.base, deleteRequest: rs.op == api.Delete}
+	return &scope{rs: rs, data: rs.base, deleteRequest: rs.op == api.Delete, base: true, gen: rs.gen}
 }
 
 // child returns a scope that shares this scope's variables until it sets
@@ -234,6 +289,7 @@ func (rs *reqState) newScope() *scope {
 func (s *scope) child() *scope {
 	c := *s
 	c.owned = false
+	c.memo = nil
 	return &c
 }
 
@@ -248,6 +304,7 @@ func (s *scope) own() {
 	}
 	s.data = data
 	s.owned = true
+	s.base = false
 }
 
 // Evaluate implements variables.Evaluator.
@@ -257,14 +314,144 @@ func (s *scope) query(expr string) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.rs.e.jp.SearchNormalized(expr, s.data)
+	q, err := s.rs.e.jp.Query(expr)
+	if err != nil {
+		return nil, err
+	}
+	if q.PlainPath() || !q.Pure() {
+		return q.SearchNormalized(s.data)
+	}
+	// Pure queries are remembered while the data does not change: on the
+	// request's base (shared by every rule of the request) or on this
+	// scope's own data.
+	var memo *map[string]memoResult
+	switch {
+	case s.base && s.gen == s.rs.gen:
+		memo = &s.rs.memo
+	case s.owned:
+		memo = &s.memo
+	default:
+		return q.SearchNormalized(s.data)
+	}
+	if r, ok := (*memo)[expr]; ok {
+		return r.v, r.err
+	}
+	v, err := q.SearchNormalized(s.data)
+	if *memo == nil {
+		*memo = make(map[string]memoResult, 4)
+	}
+	(*memo)[expr] = memoResult{v, err}
+	return v, err
 }
 
 // set stores a variable; a dotted name creates nested objects without
 // changing maps shared with other scopes.
 func (s *scope) set(name string, v any) {
+	s.setCanonical(name, normalize(v))
+}
+
+// setCanonical is set for a value already in canonical form (the
+// request's object).
+func (s *scope) setCanonical(name string, v any) {
 	s.own()
-	setPath(s.data, name, normalize(v))
+	setPath(s.data, name, v)
+	s.memo = nil
+}
+
+// normalizeChanged is normalize for obj, a mutation of prev (canonical),
+// which shares with prev the maps and lists the mutation did not change:
+// those are not walked again. The result is normalize(obj).
+func normalizeChanged(obj, prev map[string]any) map[string]any {
+	out, _, err := normalizeAgainst(obj, prev)
+	if err != nil {
+		// as normalize: a tree that cannot be normalized is kept as is
+		return obj
+	}
+	n, _ := out.(map[string]any)
+	return n
+}
+
+// normalizeAgainst normalizes v, skipping the maps and lists it shares
+// with prev at the same place. changed reports a copy.
+func normalizeAgainst(v, prev any) (out any, changed bool, err error) {
+	switch t := v.(type) {
+	case map[string]any:
+		pm, _ := prev.(map[string]any)
+		if t != nil && pm != nil && sameMap(t, pm) {
+			return v, false, nil
+		}
+		var cp map[string]any
+		for k, c := range t {
+			var pc any
+			if pm != nil {
+				pc = pm[k]
+			}
+			n, ch, err := normalizeAgainst(c, pc)
+			if err != nil {
+				return nil, false, err
+			}
+			if ch {
+				if cp == nil {
+					cp = make(map[string]any, len(t))
+					for k2, v2 := range t {
+						cp[k2] = v2
+					}
+				}
+				cp[k] = n
+			}
+		}
+		if cp != nil {
+			return cp, true, nil
+		}
+		return v, false, nil
+	case []any:
+		pl, _ := prev.([]any)
+		if len(t) > 0 && len(pl) == len(t) && &t[0] == &pl[0] {
+			return v, false, nil
+		}
+		var cp []any
+		for i, c := range t {
+			var pc any
+			if i < len(pl) {
+				pc = pl[i]
+			}
+			n, ch, err := normalizeAgainst(c, pc)
+			if err != nil {
+				return nil, false, err
+			}
+			if ch {
+				if cp == nil {
+					cp = make([]any, len(t))
+					copy(cp, t)
+				}
+				cp[i] = n
+			}
+		}
+		if cp != nil {
+			return cp, true, nil
+		}
+		return v, false, nil
+	case nil, string, bool, float64:
+		return v, false, nil
+	}
+	n, err := jmespath.Normalize(v)
+	if err != nil {
+		return nil, false, err
+	}
+	return n, !sameValue(n, v), nil
+}
+
+// sameValue reports whether Normalize gave back v itself.
+func sameValue(n, v any) bool {
+	switch t := n.(type) {
+	case map[string]any:
+		m, ok := v.(map[string]any)
+		return ok && sameMap(t, m)
+	case []any:
+		l, ok := v.([]any)
+		return ok && len(l) == len(t) && (len(t) == 0 || &l[0] == &t[0])
+	}
+	return false
 }
 
 // normalize converts host data to the canonical JSON-like form (float64
@@ -301,7 +488,22 @@ func setPath(data map[string]any, name string, v any) {
 func (s *scope) addElement(el any, index, nesting int) {
 	s.own()
 	s.data["element"] = el
-	s.data[fmt.Sprintf("element%d", nesting)] = el
+	s.data[nestedName("element", elementNames[:], nesting)] = el
 	s.data["elementIndex"] = float64(index)
-	s.data[fmt.Sprintf("elementIndex%d", nesting)] = float64(index)
+	s.data[nestedName("elementIndex", elementIndexNames[:], nesting)] = float64(index)
+	s.memo = nil
+}
+
+// The variable names of the first nesting levels, to spare a Sprintf per
+// element.
+var (
+	elementNames      = [...]string{"element0", "element1", "element2", "element3"}
+	elementIndexNames = [...]string{"elementIndex0", "elementIndex1", "elementIndex2", "elementIndex3"}
+)
+
+func nestedName(prefix string, names []string, nesting int) string {
+	if nesting >= 0 && nesting < len(names) {
+		return names[nesting]
+	}
+	return prefix + strconv.Itoa(nesting)
 }

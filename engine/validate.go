@@ -15,21 +15,20 @@ import (
 func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult {
 	v := r.validate
 	if v.unsupported != "" {
-		return []RuleResult{r.result(StatusError, v.unsupported)}
+		return rs.single(r.result(StatusError, v.unsupported))
 	}
 	if v.podSecurity != nil {
 		return e.validatePodSecurity(rs, r, excs)
 	}
-	res := e.validateBody(rs, r, sc, v.body, 0)
-	if res == nil {
+	res, ok := e.validateBody(rs, r, sc, v.body, 0)
+	if !ok {
 		return nil
 	}
 	if res.Status == StatusFail && e.existingViolation(rs, p, r) {
-		skip := r.result(StatusSkip, "skipping the rule evaluation as pre-existing violations are allowed")
-		res = &skip
+		res = r.result(StatusSkip, "skipping the rule evaluation as pre-existing violations are allowed")
 	}
 	res.EmitWarning = p.emitWarning
-	return []RuleResult{*res}
+	return rs.single(res)
 }
 
 // existingViolation implements allowExistingViolations (default true) for
@@ -78,25 +77,22 @@ func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
 	if passed, _, err := sc.checkConditions(r.preconditions); err != nil || !passed {
 		return false
 	}
-	prior := e.validateBody(ors, r, sc, r.validate.body, 0)
-	return prior != nil && prior.Status == StatusFail
+	prior, ok := e.validateBody(ors, r, sc, r.validate.body, 0)
+	return ok && prior.Status == StatusFail
 }
 
 // validateBody follows upstream's validator: context, preconditions, then
 // deny, pattern/anyPattern or foreach.
-func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody, nesting int) *RuleResult {
+func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody, nesting int) (RuleResult, bool) {
 	if err := sc.loadContext(b.context); err != nil {
-		res := r.errorResult("failed to load context", err)
-		return &res
+		return r.errorResult("failed to load context", err), true
 	}
 	ok, _, err := sc.checkConditions(b.preconditions)
 	if err != nil {
-		res := r.errorResult("failed to evaluate preconditions", err)
-		return &res
+		return r.errorResult("failed to evaluate preconditions", err), true
 	}
 	if !ok {
-		res := r.result(StatusSkip, "preconditions not met")
-		return &res
+		return r.result(StatusSkip, "preconditions not met"), true
 	}
 	switch {
 	case b.deny != nil:
@@ -106,21 +102,18 @@ func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody,
 	case b.foreach != nil:
 		return e.validateForeach(rs, r, sc, b.foreach, nesting)
 	}
-	return nil
+	return RuleResult{}, false
 }
 
-func (e *Engine) validateDeny(r *rule, sc *scope, deny *condSet) *RuleResult {
+func (e *Engine) validateDeny(r *rule, sc *scope, deny *condSet) (RuleResult, bool) {
 	denied, _, err := sc.checkConditions(deny)
 	if err != nil {
-		res := r.errorResult("failed to check deny conditions", err)
-		return &res
+		return r.errorResult("failed to check deny conditions", err), true
 	}
 	if !denied {
-		res := r.result(StatusPass, r.passMessage)
-		return &res
+		return r.result(StatusPass, r.passMessage), true
 	}
-	res := r.result(StatusFail, e.denyMessage(r, sc))
-	return &res
+	return r.result(StatusFail, e.denyMessage(r, sc)), true
 }
 
 func (e *Engine) denyMessage(r *rule, sc *scope) string {
@@ -139,53 +132,45 @@ func (e *Engine) denyMessage(r *rule, sc *scope) string {
 	return s
 }
 
-func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateBody) *RuleResult {
+func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateBody) (RuleResult, bool) {
 	var target any
 	switch {
 	case sc.element != nil:
 		target = sc.element
 	case sc.deleteRequest:
-		return nil
+		return RuleResult{}, false
 	default:
 		target = rs.obj
 	}
 	if b.pattern != nil {
 		pat, err := b.pattern.get(sc)
 		if err != nil {
-			res := r.errorResult("variable substitution failed", err)
-			return &res
+			return r.errorResult("variable substitution failed", err), true
 		}
 		if err := pat.Match(target); err != nil {
 			var pe *patterns.Error
 			if errors.As(err, &pe) {
 				if pe.Skip {
-					res := r.result(StatusSkip, pe.Error())
-					return &res
+					return r.result(StatusSkip, pe.Error()), true
 				}
 				if pe.Path == "" {
-					res := r.result(StatusError, e.patternMessage(r, sc, err, ""))
-					return &res
+					return r.result(StatusError, e.patternMessage(r, sc, err, "")), true
 				}
-				res := r.result(StatusFail, e.patternMessage(r, sc, err, pe.Path))
-				return &res
+				return r.result(StatusFail, e.patternMessage(r, sc, err, pe.Path)), true
 			}
-			res := r.result(StatusError, e.patternMessage(r, sc, err, ""))
-			return &res
+			return r.result(StatusError, e.patternMessage(r, sc, err, "")), true
 		}
-		res := r.result(StatusPass, r.passMessage)
-		return &res
+		return r.result(StatusPass, r.passMessage), true
 	}
 	var failed, skipped []string
 	for i, ps := range b.anyPattern {
 		pat, err := ps.get(sc)
 		if err != nil {
-			res := r.errorResult("variable substitution failed", err)
-			return &res
+			return r.errorResult("variable substitution failed", err), true
 		}
 		err = pat.Match(target)
 		if err == nil {
-			res := r.result(StatusPass, fmt.Sprintf("validation rule '%s' anyPattern[%d] passed.", r.name, i))
-			return &res
+			return r.result(StatusPass, fmt.Sprintf("validation rule '%s' anyPattern[%d] passed.", r.name, i)), true
 		}
 		var pe *patterns.Error
 		if errors.As(err, &pe) {
@@ -200,15 +185,12 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		}
 	}
 	if len(skipped) > 0 && len(failed) == 0 {
-		res := r.result(StatusSkip, strings.Join(skipped, " "))
-		return &res
+		return r.result(StatusSkip, strings.Join(skipped, " ")), true
 	}
 	if len(failed) > 0 {
-		res := r.result(StatusFail, anyPatternMessage(r.validate.rawMessage, failed))
-		return &res
+		return r.result(StatusFail, anyPatternMessage(r.validate.rawMessage, failed)), true
 	}
-	res := r.result(StatusPass, r.validate.rawMessage)
-	return &res
+	return r.result(StatusPass, r.validate.rawMessage), true
 }
 
 func anyPatternMessage(msg string, errs []string) string {
@@ -245,7 +227,7 @@ func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) stri
 	return fmt.Sprintf("validation error: %s rule %s execution error: %s", msg, r.name, err.Error())
 }
 
-func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*foreachValidate, nesting int) *RuleResult {
+func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*foreachValidate, nesting int) (RuleResult, bool) {
 	applyCount := 0
 	for _, fe := range list {
 		elements, err := fe.list.evaluate(sc)
@@ -253,32 +235,28 @@ func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*forea
 			continue
 		}
 		if len(elements) > e.cfg.limits.MaxForeachElements {
-			res := r.errorResult("failed to process foreach", fmt.Errorf("list %q has %d elements, more than the limit of %d", fe.list.expr, len(elements), e.cfg.limits.MaxForeachElements))
-			return &res
+			return r.errorResult("failed to process foreach", fmt.Errorf("list %q has %d elements, more than the limit of %d", fe.list.expr, len(elements), e.cfg.limits.MaxForeachElements)), true
 		}
-		res, count := e.validateElements(rs, r, sc, fe, elements, nesting)
+		res, _, count := e.validateElements(rs, r, sc, fe, elements, nesting)
 		if res.Status != StatusPass {
-			return res
+			return res, true
 		}
 		applyCount += count
 	}
 	if applyCount == 0 {
-		res := r.result(StatusSkip, "rule skipped")
-		return &res
+		return r.result(StatusSkip, "rule skipped"), true
 	}
-	res := r.result(StatusPass, "rule passed")
-	return &res
+	return r.result(StatusPass, "rule passed"), true
 }
 
-func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int) (*RuleResult, int) {
+func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int) (RuleResult, bool, int) {
 	applyCount := 0
 	for index, el := range elements {
 		if el == nil {
 			continue
 		}
 		if rs.ctx.Err() != nil {
-			res := r.errorResult("failed to process foreach", rs.ctx.Err())
-			return &res, applyCount
+			return r.errorResult("failed to process foreach", rs.ctx.Err()), true, applyCount
 		}
 		child := sc.child()
 		child.addElement(el, index, nesting)
@@ -286,27 +264,24 @@ func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachV
 		scoped := isMap
 		if fe.elementScope != nil {
 			if *fe.elementScope && !isMap {
-				res := r.errorResult("failed to process foreach", fmt.Errorf("cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=%T", el))
-				return &res, applyCount
+				return r.errorResult("failed to process foreach", fmt.Errorf("cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=%T", el)), true, applyCount
 			}
 			scoped = *fe.elementScope
 		}
 		if scoped {
 			child.element = m
 		}
-		res := e.validateBody(rs, r, child, fe.body, nesting+1)
-		if res == nil || res.Status == StatusSkip {
+		res, ok := e.validateBody(rs, r, child, fe.body, nesting+1)
+		if !ok || res.Status == StatusSkip {
 			continue
 		}
 		if res.Status != StatusPass {
 			if res.Status == StatusError && index < len(elements)-1 {
 				continue
 			}
-			out := r.result(res.Status, "validation failure: "+res.Message)
-			return &out, applyCount
+			return r.result(res.Status, "validation failure: "+res.Message), true, applyCount
 		}
 		applyCount++
 	}
-	res := r.result(StatusPass, "")
-	return &res, applyCount
+	return r.result(StatusPass, ""), true, applyCount
 }

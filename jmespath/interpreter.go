@@ -175,6 +175,9 @@ type Query struct {
 	intr *Interpreter
 	// path is set for plain field paths, evaluated by a direct walk.
 	path []pathStep
+	// pure is set when the result depends only on the data: no function
+	// reads the clock or the source of randomness.
+	pure bool
 }
 
 // Compile parses expr once. The error, a *CompileError, names the expression.
@@ -193,7 +196,7 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 		}
 		return nil, &CompileError{Expression: expr, Offset: offset, Err: perr}
 	}
-	q = &Query{expr: expr, node: node, intr: i}
+	q = &Query{expr: expr, node: node, intr: i, pure: pureNode(node)}
 	if steps, ok := plainPath(node); ok {
 		q.path = steps
 	}
@@ -202,6 +205,34 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 
 // String returns the expression text.
 func (q *Query) String() string { return q.expr }
+
+// Pure reports whether the query's result depends only on the data it is
+// evaluated on: it calls none of the functions that read the clock
+// (time_now, time_now_utc, time_since) or the source of randomness
+// (random). Two evaluations of a pure query on the same data give equal
+// results, so callers may reuse one.
+func (q *Query) Pure() bool { return q.pure }
+
+// PlainPath reports whether the query is a plain field path (a.b[0]."c"),
+// which SearchNormalized evaluates by a direct walk without allocating.
+func (q *Query) PlainPath() bool { return q.path != nil }
+
+// pureNode reports whether an expression calls none of the functions
+// that read the clock or the source of randomness.
+func pureNode(n parsing.ASTNode) bool {
+	if n.NodeType == parsing.ASTFunctionExpression {
+		switch name, _ := n.Value.(string); name {
+		case "time_now", "time_now_utc", "time_since", "random":
+			return false
+		}
+	}
+	for _, c := range n.Children {
+		if !pureNode(c) {
+			return false
+		}
+	}
+	return true
+}
 
 // Search evaluates the query against data, a JSON-like tree. Integer and
 // json.Number values in data are read as float64; data itself is never
@@ -276,6 +307,10 @@ func (i *Interpreter) SearchNormalized(expr string, data any) (any, error) {
 	}
 	return q.SearchNormalized(data)
 }
+
+// Query returns the compiled query for expr, from the interpreter's cache
+// of compiled expressions when possible (Compile always parses).
+func (i *Interpreter) Query(expr string) (*Query, error) { return i.cached(expr) }
 
 // cached returns the compiled query for expr, from the cache when possible.
 func (i *Interpreter) cached(expr string) (*Query, error) {

@@ -45,11 +45,11 @@ func (o Operation) MarshalJSON() ([]byte, error) {
 // deterministic and, applied to original with an RFC 6902 implementation,
 // yields modified.
 func Diff(original, modified any) ([]Operation, error) {
-	a, err := fromValue(original, path{}.key("original"))
+	a, err := fromResource(original, path{}.key("original"))
 	if err != nil {
 		return nil, err
 	}
-	b, err := fromValue(modified, path{}.key("modified"))
+	b, err := fromResource(modified, path{}.key("modified"))
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +88,11 @@ func (d *differ) emit(op, ptr string, v *node) error {
 }
 
 func (d *differ) diff(a, b *node, ptr string) error {
+	if a.raw != nil && b.raw != nil && sameRaw(a.raw, b.raw) {
+		return nil // the same map or list: nothing changed below
+	}
+	a.expand()
+	b.expand()
 	switch {
 	case a.kind == mapNode && b.kind == mapNode:
 		for _, k := range unionKeys(a, b) {

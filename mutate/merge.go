@@ -2,7 +2,9 @@ package mutate
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -103,6 +105,11 @@ func metaText(n *node, key string) string {
 }
 
 func (m *merger) walk(dest, origin *node, sch *schemaNode, p path) (*node, error) {
+	if origin == nil && dest != nil && dest.raw != nil && stableRaw(dest.raw, sch) {
+		// a part of the resource the patch does not reach, which the walk
+		// would leave as it is: keep it unconverted
+		return dest, nil
+	}
 	sch = resolveSchema(dest, origin, sch)
 	switch k := kindOf(dest, origin); k {
 	case mapNode:
@@ -159,6 +166,7 @@ func unionKeys(a, b *node) []string {
 	var keys []string
 	for _, n := range [2]*node{a, b} {
 		if n != nil && n.kind == mapNode {
+			n.expand()
 			keys = append(keys, n.keys...)
 		}
 	}
@@ -230,6 +238,7 @@ func directive(n *node) (directiveKind, error) {
 		}
 		return d, err
 	case seqNode:
+		n.expand()
 		var el *node
 		for _, item := range n.items {
 			if item.kind == mapNode && item.hasField(directiveKey) {
@@ -305,6 +314,7 @@ func elementValues(sources [2]*node, keys []string) [][]string {
 		if src == nil || src.kind != seqNode {
 			continue
 		}
+		src.expand()
 		for _, item := range src.items {
 			vals := make([]string, 0, len(keys))
 			for _, k := range keys {
@@ -352,6 +362,7 @@ func primitiveValues(sources [2]*node) [][]string {
 		if src == nil || src.kind != seqNode {
 			continue
 		}
+		src.expand()
 		for _, item := range src.items {
 			t := valueText(item)
 			if seen[t] {
@@ -505,6 +516,7 @@ func elementList(list *node, keys, values []string) *node {
 	if list == nil || list.kind != seqNode {
 		return nil
 	}
+	list.expand()
 	if len(keys) == 0 {
 		keys = []string{""}
 	}
@@ -543,6 +555,7 @@ func elementList(list *node, keys, values []string) *node {
 // fieldWithText returns the value of the first field named name whose text is
 // exactly text.
 func fieldWithText(n *node, name, text string) *node {
+	n.expand()
 	for i, k := range n.keys {
 		if k == name && valueText(n.vals[i]) == text {
 			return n.vals[i]
@@ -569,6 +582,7 @@ func fieldMatcher(n *node, name, value string) (*node, error) {
 	if n.kind != mapNode {
 		return nil, fmt.Errorf("%w: expected MappingNode but got %s", ErrKindMismatch, kindWord(n.kind))
 	}
+	n.expand()
 	for i, k := range n.keys {
 		if k == name && (value == "" || valueText(n.vals[i]) == value) {
 			return n.vals[i], nil
@@ -586,6 +600,7 @@ func elementSetter(list *node, element *node, keys, values []string) (*node, err
 		keys = []string{""}
 	}
 	mappingSetter := keys[0] != "" && len(values) > 0 && values[0] != ""
+	list.expand()
 	var kept []*node
 	found := false
 	for _, e := range list.items {
@@ -634,6 +649,8 @@ func elementSetter(list *node, element *node, keys, values []string) (*node, err
 // appendListNode folds the elements of src into dst (replacing elements with
 // the same key values, appending the others).
 func appendListNode(dst, src *node, keys []string) (*node, error) {
+	dst.expand()
+	src.expand()
 	for _, elem := range append([]*node(nil), src.items...) {
 		if keys[0] == "" {
 			if _, err := elementSetter(dst, elem, []string{""}, []string{valueText(elem)}); err != nil {
@@ -663,4 +680,135 @@ func appendListNode(dst, src *node, keys []string) (*node, error) {
 		}
 	}
 	return dst, nil
+}
+
+// stableRaw reports whether walking the value of a lazy node without a
+// patch (walk(dest, nil, sch)) would give it back unchanged, so that it can
+// stay unconverted. It follows walk: maps keep every field (nulls too),
+// non-associative lists are kept as they are, and an associative list is
+// rebuilt in the same order exactly when its elements are non-empty maps
+// whose merge keys are all set to distinct scalar values (or, for a
+// primitive list, distinct non-empty scalars). Anything else (duplicate or
+// missing merge keys, null elements) is walked node by node.
+func stableRaw(v any, sch *schemaNode) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		if sch == nil {
+			sch = rawSchema(t)
+		}
+		for k, c := range t {
+			if !stableRaw(c, sch.field(k)) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if !sch.associative() {
+			return true
+		}
+		return stableAssociative(t, sch)
+	}
+	return true
+}
+
+// rawSchema is resolveSchema for a map of a canonical tree.
+func rawSchema(m map[string]any) *schemaNode {
+	apiVersion, kind := rawText(m["apiVersion"]), rawText(m["kind"])
+	if apiVersion == "" || kind == "" {
+		return nil
+	}
+	return schemaFor(apiVersion, kind)
+}
+
+// rawText is the text a scalar of a canonical tree has as a node ("" for
+// null, collections and missing values).
+func rawText(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case bool:
+		return strconv.FormatBool(t)
+	case float64:
+		s, _ := floatText(t)
+		return s
+	}
+	return ""
+}
+
+func stableAssociative(list []any, sch *schemaNode) bool {
+	keys := sch.keys
+	if len(keys) == 0 {
+		for i, e := range list {
+			switch e.(type) {
+			case nil, map[string]any, []any:
+				return false
+			}
+			if rawText(e) == "" {
+				return false
+			}
+			for _, prev := range list[:i] {
+				if sameText(prev, e) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	elem := sch.elements()
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok || len(m) == 0 {
+			return false
+		}
+		for _, k := range keys {
+			switch kv := m[k].(type) {
+			case nil, map[string]any, []any:
+				return false
+			case string:
+				if kv == "" {
+					return false
+				}
+			}
+		}
+		// the merge key values must differ from those of every earlier
+		// element (compared as texts, as kyaml does)
+		for _, prev := range list[:i] {
+			pm := prev.(map[string]any)
+			same := true
+			for _, k := range keys {
+				if !sameText(pm[k], m[k]) {
+					same = false
+					break
+				}
+			}
+			if same {
+				return false
+			}
+		}
+		if !stableRaw(m, elem) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameText reports whether two scalars of a canonical tree have the same
+// node text (rawText), without formatting numbers when it can be helped.
+func sameText(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		if y, ok := b.(string); ok {
+			return x == y
+		}
+	case float64:
+		if y, ok := b.(float64); ok {
+			// equal numbers have the same shortest text, but -0 is "-0"
+			return x == y && math.Signbit(x) == math.Signbit(y)
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			return x == y
+		}
+	}
+	return rawText(a) == rawText(b)
 }

@@ -42,6 +42,168 @@ type node struct {
 
 	// lists
 	items []*node
+
+	// raw is set on a map or list of a resource that is not converted yet:
+	// its fields or items become nodes on first access (expand), so that
+	// the parts of a resource a patch does not reach are never converted
+	// (see lazyNode). raw is never modified.
+	raw any
+}
+
+// canonicalTree reports whether v holds only the values lazy conversion
+// handles: nil, strings, booleans, finite float64 numbers, and non-nil
+// map[string]any and []any. Anything else (other number types, typed
+// containers, nil maps) is converted eagerly by fromValue.
+func canonicalTree(v any) bool {
+	switch t := v.(type) {
+	case nil, string, bool:
+		return true
+	case float64:
+		return !math.IsNaN(t) && !math.IsInf(t, 0)
+	case map[string]any:
+		if t == nil {
+			return false
+		}
+		for _, c := range t {
+			if !canonicalTree(c) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if t == nil {
+			return false
+		}
+		for _, c := range t {
+			if !canonicalTree(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// fromResource converts a resource: lazily when it is a canonical tree,
+// else eagerly with fromValue.
+func fromResource(v any, p path) (*node, error) {
+	if canonicalTree(v) {
+		return lazyNode(v), nil
+	}
+	return fromValue(v, p)
+}
+
+// lazyNode converts one value of a canonical tree: maps and lists become
+// unexpanded nodes, scalars are converted as fromValue does.
+func lazyNode(v any) *node {
+	n := new(node)
+	n.setLazy(v)
+	return n
+}
+
+// setLazy makes n the lazy node of v, a value of a canonical tree.
+func (n *node) setLazy(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		*n = node{kind: mapNode, raw: v}
+	case []any:
+		*n = node{kind: seqNode, raw: v}
+	case nil:
+		*n = node{kind: scalarNode, null: true, text: "null"}
+	case string:
+		*n = node{kind: scalarNode, text: t, value: t}
+	case bool:
+		*n = node{kind: scalarNode, text: strconv.FormatBool(t), value: t}
+	case float64:
+		text, _ := floatText(t)
+		*n = node{kind: scalarNode, text: text, value: v}
+	default:
+		c, err := fromValue(v, nil)
+		if err != nil {
+			c = nullNode() // unreachable: lazy trees are canonical
+		}
+		*n = *c
+	}
+}
+
+// expand converts the fields or items of a lazy node into (lazy) nodes.
+// It is a no-op on a node already expanded.
+func (n *node) expand() {
+	if n == nil || n.raw == nil {
+		return
+	}
+	switch t := n.raw.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		vals := make([]*node, len(keys))
+		slab := make([]node, len(keys))
+		for i, k := range keys {
+			slab[i].setLazy(t[k])
+			vals[i] = &slab[i]
+		}
+		n.keys, n.vals = keys, vals
+	case []any:
+		items := make([]*node, len(t))
+		slab := make([]node, len(t))
+		for i, e := range t {
+			slab[i].setLazy(e)
+			items[i] = &slab[i]
+		}
+		n.items = items
+	}
+	n.raw = nil
+}
+
+// size is the number of fields of a map or items of a list, without
+// expanding a lazy node.
+func (n *node) size() int {
+	switch t := n.raw.(type) {
+	case map[string]any:
+		return len(t)
+	case []any:
+		return len(t)
+	}
+	if n.kind == seqNode {
+		return len(n.items)
+	}
+	return len(n.keys)
+}
+
+// sameRaw reports whether a and b are the same map or the same list (not
+// merely equal ones).
+func sameRaw(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && len(x) == len(y) && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+	}
+	return false
+}
+
+// copyValue deep-copies the maps and lists of a canonical tree.
+func copyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, c := range t {
+			m[k] = copyValue(c)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, c := range t {
+			l[i] = copyValue(c)
+		}
+		return l
+	}
+	return v
 }
 
 func newMap() *node { return &node{kind: mapNode} }
@@ -59,7 +221,7 @@ func isTaggedNull(n *node) bool { return n != nil && n.null }
 
 // isEmptyMap reports a missing node, a null or a map without fields.
 func isEmptyMap(n *node) bool {
-	return isMissingOrNull(n) || (n.kind == mapNode && len(n.keys) == 0)
+	return isMissingOrNull(n) || (n.kind == mapNode && n.size() == 0)
 }
 
 // isNilOrEmpty reports a missing node, a null, an empty map or an empty list.
@@ -68,10 +230,8 @@ func isNilOrEmpty(n *node) bool {
 		return true
 	}
 	switch n.kind {
-	case mapNode:
-		return len(n.keys) == 0
-	case seqNode:
-		return len(n.items) == 0
+	case mapNode, seqNode:
+		return n.size() == 0
 	}
 	return false
 }
@@ -98,6 +258,7 @@ func (n *node) fieldIndex(key string) int {
 	if n == nil || n.kind != mapNode {
 		return -1
 	}
+	n.expand()
 	for i, k := range n.keys {
 		if k == key {
 			return i
@@ -154,13 +315,18 @@ func (n *node) fieldNames() []string {
 	if n == nil || n.kind != mapNode {
 		return nil
 	}
+	n.expand()
 	return append([]string(nil), n.keys...)
 }
 
-// copyTree deep-copies maps and lists; scalars are shared.
+// copyTree deep-copies maps and lists; scalars, and the (immutable) values
+// of lazy nodes, are shared.
 func copyTree(n *node) *node {
 	if n == nil {
 		return nil
+	}
+	if n.raw != nil {
+		return &node{kind: n.kind, raw: n.raw}
 	}
 	switch n.kind {
 	case mapNode:
@@ -332,8 +498,20 @@ func floatText(f float64) (string, error) {
 // holding the same key twice is an error, as it is for upstream's YAML
 // decoder.
 func toValue(n *node, p path) (any, error) {
+	return toValueMode(n, p, false)
+}
+
+// toValueMode is toValue; with share, the values of lazy nodes (parts of
+// the resource nothing changed) are returned as they are, not copied.
+func toValueMode(n *node, p path, share bool) (any, error) {
 	if n == nil {
 		return nil, nil
+	}
+	if n.raw != nil {
+		if share {
+			return n.raw, nil
+		}
+		return copyValue(n.raw), nil
 	}
 	switch n.kind {
 	case mapNode:
@@ -342,7 +520,7 @@ func toValue(n *node, p path) (any, error) {
 			if _, dup := m[k]; dup {
 				return nil, errAt(p, fmt.Errorf("%w: mapping key %q already defined", ErrApply, k))
 			}
-			v, err := toValue(n.vals[i], p.key(k))
+			v, err := toValueMode(n.vals[i], p.key(k), share)
 			if err != nil {
 				return nil, err
 			}
@@ -352,7 +530,7 @@ func toValue(n *node, p path) (any, error) {
 	case seqNode:
 		l := make([]any, len(n.items))
 		for i, e := range n.items {
-			v, err := toValue(e, p.index(i))
+			v, err := toValueMode(e, p.index(i), share)
 			if err != nil {
 				return nil, err
 			}
@@ -380,6 +558,10 @@ func toJSONAny(n *node) any {
 }
 
 func jsonAny(n *node) any {
+	if n.raw != nil {
+		// a canonical tree: numbers are float64 already; read only
+		return n.raw
+	}
 	switch n.kind {
 	case mapNode:
 		m := make(map[string]any, len(n.keys))

@@ -61,6 +61,7 @@ func (pp preprocessor) walkMap(pattern, resource *node, p path) error {
 }
 
 func (pp preprocessor) walkList(pattern, resource *node, p path) error {
+	pattern.expand()
 	if len(pattern.items) == 0 || pattern.items[0].kind != mapNode {
 		return nil
 	}
@@ -76,6 +77,7 @@ func elementsOf(n *node, p path) ([]*node, error) {
 	if n.kind != seqNode {
 		return nil, errAt(p, fmt.Errorf("%w: %w: the patch has a list where the resource has a %s", ErrPreprocess, ErrKindMismatch, kindName(n)))
 	}
+	n.expand()
 	return append([]*node(nil), n.items...), nil
 }
 
@@ -90,6 +92,7 @@ func kindName(n *node) string {
 }
 
 func (pp preprocessor) processListOfMaps(pattern, resource *node, p path) error {
+	pattern.expand()
 	patternElements := append([]*node(nil), pattern.items...)
 	resourceElements, err := elementsOf(resource, p)
 	if err != nil {
@@ -217,6 +220,7 @@ func (pp preprocessor) validateConditionsOf(pattern, resource *node, kind anchor
 // hasAnchors reports whether n holds, at any depth, a key accepted by
 // isAnchor, or a scalar value that looks like a conditional or global anchor.
 func hasAnchors(n *node, isAnchor func(string) bool) bool {
+	n.expand()
 	switch n.kind {
 	case mapNode:
 		for _, k := range n.keys {
@@ -325,6 +329,7 @@ func deleteAnchorsInMap(n *node) (bool, error) {
 }
 
 func deleteAnchorsInList(n *node) (bool, error) {
+	n.expand()
 	elements := append([]*node(nil), n.items...)
 	wasEmpty := len(elements) == 0
 	for i, e := range elements {

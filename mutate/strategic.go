@@ -84,10 +84,32 @@ func (s *StrategicMerge) Apply(resource map[string]any) (map[string]any, error) 
 // not hold, the patch becomes empty (Result.Condition tells which anchor), and
 // a patch that changes nothing is reported as Skipped.
 func (s *StrategicMerge) Mutate(resource map[string]any) (Result, error) {
+	return s.mutate(resource, false, true)
+}
+
+// MutateShared is Mutate without copying what the patch leaves untouched:
+// the maps and lists of resource the patch does not reach are shared with
+// Result.Object (copy on write), which saves converting and copying most
+// of a large resource. Neither resource nor Result.Object may be modified
+// afterwards.
+func (s *StrategicMerge) MutateShared(resource map[string]any) (Result, error) {
+	return s.mutate(resource, true, true)
+}
+
+// mutate applies the patch; with lazy, the resource is converted only where
+// the patch reaches it (lazy false converts it all, as a reference for
+// tests).
+func (s *StrategicMerge) mutate(resource map[string]any, share, lazy bool) (Result, error) {
 	if resource == nil {
 		return Result{}, &Error{Err: fmt.Errorf("%w: the resource is nil", ErrApply)}
 	}
-	res, err := fromValue(resource, rootPath())
+	var res *node
+	var err error
+	if lazy {
+		res, err = fromResource(resource, rootPath())
+	} else {
+		res, err = fromValue(resource, rootPath())
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -103,7 +125,7 @@ func (s *StrategicMerge) Mutate(resource map[string]any) (Result, error) {
 	if err != nil {
 		return Result{}, wrapApply(err)
 	}
-	out, err := toValue(merged, rootPath())
+	out, err := toValueMode(merged, rootPath(), share)
 	if err != nil {
 		return Result{}, err
 	}
@@ -136,6 +158,11 @@ func equalNodes(a, b *node) bool {
 	if a.kind != b.kind {
 		return false
 	}
+	if a.raw != nil && b.raw != nil && sameRaw(a.raw, b.raw) {
+		return true
+	}
+	a.expand()
+	b.expand()
 	switch a.kind {
 	case mapNode:
 		if len(a.keys) != len(b.keys) {
@@ -172,6 +199,10 @@ func equalToValue(n *node, v any) bool {
 	if n == nil {
 		return false
 	}
+	if n.raw != nil && sameRaw(n.raw, v) {
+		return true
+	}
+	n.expand()
 	switch t := v.(type) {
 	case map[string]any:
 		if n.kind != mapNode || len(n.keys) != len(t) {

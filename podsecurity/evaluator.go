@@ -63,6 +63,8 @@ type Check struct {
 	ruleName string
 	steps    []step
 	excludes []exclusion
+	// passMessage and failPrefix are the rule's messages, made once.
+	passMessage, failPrefix string
 }
 
 // CompileOption configures Compile.
@@ -150,11 +152,13 @@ func (e *Evaluator) Compile(ps api.PodSecurity, opts ...CompileOption) (*Check, 
 		return nil, &CompileError{Errs: errs}
 	}
 	return &Check{
-		level:    ps.Level,
-		version:  ps.Version,
-		ruleName: cfg.ruleName,
-		steps:    e.steps(level, version),
-		excludes: excludes,
+		level:       ps.Level,
+		version:     ps.Version,
+		ruleName:    cfg.ruleName,
+		steps:       e.steps(level, version),
+		excludes:    excludes,
+		passMessage: fmt.Sprintf("Validation rule '%s' passed.", cfg.ruleName),
+		failPrefix:  fmt.Sprintf(`Validation rule '%s' failed. It violates PodSecurity "%s:%s": `, cfg.ruleName, ps.Level, ps.Version),
 	}, nil
 }
 

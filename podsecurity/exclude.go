@@ -71,6 +71,9 @@ type failure struct {
 	id   string
 	res  checkOutcome
 	errs []FieldError
+	// shared is set on the failures a Decoded caches: errs is then shared
+	// by every rule evaluating the pod and must be copied before a change.
+	shared *sharedFailure
 }
 
 // checkOutcome is the library's verdict text for a failed check.
@@ -159,6 +162,11 @@ func (c *Check) exempt(x *exclusion, fails []failure, pod *corev1.Pod) []failure
 				}
 				if dRef.isContainer && exRef.name != dRef.name {
 					continue
+				}
+				if d.shared != nil {
+					// copy on write: the cached failure stays intact
+					d.errs = append([]FieldError(nil), d.errs...)
+					d.shared = nil
 				}
 				// Upstream removes by swapping in the last element.
 				last := len(d.errs) - 1

@@ -40,6 +40,18 @@ type FieldError struct {
 // value, "<field>: Forbidden" or "<field>: Required value" otherwise.
 func (e FieldError) String() string {
 	if e.Type == FieldErrorForbidden && hasBadValue(e.BadValue) {
+		const sep = " is forbidden, forbidden values found: "
+		switch v := e.BadValue.(type) {
+		case string:
+			return e.Field + sep + v
+		case bool:
+			return e.Field + sep + strconv.FormatBool(v)
+		case int:
+			return e.Field + sep + strconv.Itoa(v)
+		case []string:
+			// as %+v writes it
+			return e.Field + sep + "[" + strings.Join(v, " ") + "]"
+		}
 		return fmt.Sprintf("%s is forbidden, forbidden values found: %+v", e.Field, e.BadValue)
 	}
 	return e.Field + ": " + string(e.Type)

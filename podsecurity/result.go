@@ -2,7 +2,6 @@ package podsecurity
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -95,14 +94,13 @@ func (d *Decoded) runCached(steps []step) []failure {
 		if !ok {
 			if r := runSteps([]step{s}, nil, d.pod); len(r) > 0 {
 				f = &r[0]
+				f.shared = &sharedFailure{}
 			}
 			d.results[k] = f
 		}
 		if f != nil {
-			// exemptions remove field errors in place: hand out a copy
-			cp := *f
-			cp.errs = append([]FieldError(nil), f.errs...)
-			out = append(out, cp)
+			// shared: exemptions copy errs before removing any
+			out = append(out, *f)
 		}
 	}
 	return out
@@ -142,7 +140,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	res := Result{Level: c.level, Version: c.version}
 	if len(fails) == 0 {
 		res.Allowed = true
-		res.Message = fmt.Sprintf("Validation rule '%s' passed.", c.ruleName)
+		res.Message = c.passMessage
 		return res, nil
 	}
 	if len(extra) > 0 {
@@ -154,12 +152,39 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		}
 	}
 	res.Checks = make([]CheckResult, len(fails))
-	for i, f := range fails {
-		res.Checks[i] = checkResult(f, pod, w)
+	var msg strings.Builder
+	msg.WriteString(c.failPrefix)
+	for i := range fails {
+		check, text := fails[i].result(pod, w)
+		res.Checks[i] = check
+		msg.WriteString(text)
 	}
-	res.Message = fmt.Sprintf(`Validation rule '%s' failed. It violates PodSecurity "%s:%s": %s`,
-		c.ruleName, c.level, c.version, FormatChecks(res.Checks))
+	res.Message = msg.String()
 	return res, nil
+}
+
+// sharedFailure holds what is derived from a failure cached on a Decoded,
+// computed once for every rule that reports it.
+type sharedFailure struct {
+	once  sync.Once
+	check CheckResult
+	text  string
+}
+
+// result returns the check result of a failure and its text in rule
+// messages (see FormatChecks), from the shared cache when the failure is
+// the cached one.
+func (f *failure) result(pod *corev1.Pod, w workload) (CheckResult, string) {
+	if f.shared == nil {
+		cr := checkResult(*f, pod, w)
+		return cr, formatCheck(&cr)
+	}
+	sf := f.shared
+	sf.once.Do(func() {
+		sf.check = checkResult(*f, pod, w)
+		sf.text = formatCheck(&sf.check)
+	})
+	return sf.check, sf.text
 }
 
 func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
@@ -183,31 +208,36 @@ func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
 // check, concatenated.
 func FormatChecks(checks []CheckResult) string {
 	var b strings.Builder
-	for _, ch := range checks {
-		b.WriteString("(Forbidden reason: ")
-		b.WriteString(ch.ForbiddenReason)
-		b.WriteString(", field error list: [")
-		for i, e := range ch.FieldErrors {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(e.String())
-		}
-		b.WriteString("])")
+	for i := range checks {
+		b.WriteString(formatCheck(&checks[i]))
 	}
 	return b.String()
 }
 
-// containerNamesInDetail finds the container names upstream reads from a
-// forbidden detail such as `containers "a", "b" must set ...`.
-var containerNamesInDetail = regexp.MustCompile(`container(?:s)?\s*(.*?)\s*must`)
+func formatCheck(ch *CheckResult) string {
+	var b strings.Builder
+	b.WriteString("(Forbidden reason: ")
+	b.WriteString(ch.ForbiddenReason)
+	b.WriteString(", field error list: [")
+	for i, e := range ch.FieldErrors {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.String())
+	}
+	b.WriteString("])")
+	return b.String()
+}
 
+// detailImages lists the images of the containers a forbidden detail such
+// as `containers "a", "b" must set ...` names: upstream reads the names
+// with the expression container(?:s)?\s*(.*?)\s*must (see containerNames).
 func detailImages(detail string, pod *corev1.Pod) []string {
-	m := containerNamesInDetail.FindStringSubmatch(detail)
-	if m == nil {
+	group, ok := containerNames(detail)
+	if !ok {
 		return nil
 	}
-	list := strings.ReplaceAll(strings.ReplaceAll(m[1], `"`, ""), " ", "")
+	list := strings.ReplaceAll(strings.ReplaceAll(group, `"`, ""), " ", "")
 	names := strings.Split(list, ",")
 	images := make([]string, 0, len(names))
 	for _, n := range names {
@@ -235,4 +265,59 @@ func imageOf(name string, pod *corev1.Pod) string {
 		}
 	}
 	return name
+}
+
+// containerNames returns the group container(?:s)?\s*(.*?)\s*must captures in s,
+// with the leftmost-first semantics of Go's regexp: the first "container"
+// from which a match exists, the optional "s" and the spaces taken when
+// possible, then the shortest text (no line break) followed by optional
+// spaces and "must".
+func containerNames(s string) (string, bool) {
+	const word = "container"
+	for from := 0; ; {
+		i := strings.Index(s[from:], word)
+		if i < 0 {
+			return "", false
+		}
+		i += from
+		j := i + len(word)
+		starts := [2]int{j, j}
+		n := 1
+		if j < len(s) && s[j] == 's' {
+			starts[0], n = j+1, 2
+		}
+		for _, st := range starts[:n] {
+			k := st
+			for k < len(s) && isRESpace(s[k]) {
+				k++
+			}
+			if end, ok := lazyUntilMust(s, k); ok {
+				return s[k:end], true
+			}
+		}
+		from = i + 1
+	}
+}
+
+// lazyUntilMust returns the smallest end >= start such that s[start:end]
+// holds no line break and s[end:] starts with optional spaces and "must".
+func lazyUntilMust(s string, start int) (int, bool) {
+	for p := start; p <= len(s); p++ {
+		q := p
+		for q < len(s) && isRESpace(s[q]) {
+			q++
+		}
+		if strings.HasPrefix(s[q:], "must") {
+			return p, true
+		}
+		if p < len(s) && s[p] == '\n' {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// isRESpace is the \s class of Go's regexp.
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }

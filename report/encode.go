@@ -308,6 +308,14 @@ func (e *itemEncoder) scalar(nested bool, key, value string) ([]byte, error) {
 		e.tmp = append(e.tmp, '\n')
 		return e.tmp, nil
 	}
+	keyCol := 2 // a result's keys follow "- "
+	if nested {
+		keyCol = 4 // a reference's keys follow "  - "
+	}
+	if b, ok := appendKeyString(e.tmp[:0], keyCol, key, value); ok {
+		e.tmp = b
+		return b, nil
+	}
 	k := scalarKey{nested, key, value}
 	if b, ok := e.scalars[k]; ok {
 		return b, nil
@@ -358,10 +366,27 @@ func plainSafe(s string) bool {
 // properties renders the properties of a result, cached by content.
 func (e *itemEncoder) properties(props map[string]string) ([]byte, error) {
 	keys := make([]string, 0, len(props))
+	letters := true
 	for k := range props {
 		keys = append(keys, k)
+		letters = letters && asciiLetters(k)
 	}
 	slices.Sort(keys)
+	if letters {
+		// yaml.v2 sorts keys made of letters as strings
+		b := append(e.tmp[:0], "properties:\n"...)
+		ok := true
+		for _, k := range keys {
+			b = append(b, "    "...)
+			if b, ok = appendKeyString(b, 4, k, props[k]); !ok {
+				break
+			}
+		}
+		e.tmp = b
+		if ok {
+			return b, nil
+		}
+	}
 	var id strings.Builder
 	for _, k := range keys {
 		id.WriteString(k)
@@ -424,4 +449,17 @@ func cut(b []byte, prefix string) ([]byte, error) {
 		return nil, fmt.Errorf("report: unexpected YAML layout %q", b)
 	}
 	return rest, nil
+}
+
+// asciiLetters reports whether s is made of ASCII letters only.
+func asciiLetters(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,163 @@
+package mutate
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The lazy conversion of resources (only where a patch reaches them) must
+// give exactly what converting the whole resource gives. These tests apply
+// every strategic merge patch of the golden corpus, eagerly and lazily, to
+// the corpus resources and to random Pods full of what the merge walk
+// rewrites (duplicate and missing merge keys, null and empty elements,
+// ports without protocol, nested objects with apiVersion and kind).
+
+func goldenMergePatches(t *testing.T) (patches []*StrategicMerge, resources []map[string]any) {
+	t.Helper()
+	for _, sec := range goldenSections {
+		if sec.jsonPatch {
+			continue
+		}
+		dirs, err := filepath.Glob(filepath.Join("testdata", sec.dir, "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range dirs {
+			raw, err := os.ReadFile(filepath.Join(dir, "patch.yaml"))
+			if err != nil {
+				continue
+			}
+			var patch any
+			if err := yaml.Unmarshal(raw, &patch); err != nil {
+				t.Fatal(err)
+			}
+			sm, err := CompileStrategicMerge(patch)
+			if err != nil {
+				continue
+			}
+			patches = append(patches, sm)
+			resources = append(resources, readYAMLMap(t, filepath.Join(dir, "resource.yaml")))
+		}
+	}
+	if len(patches) == 0 {
+		t.Fatal("no strategic merge patches in testdata")
+	}
+	return patches, resources
+}
+
+func sameOutcome(t *testing.T, what string, sm *StrategicMerge, resource map[string]any) {
+	t.Helper()
+	want, werr := sm.mutate(resource, false, false)
+	for _, share := range []bool{false, true} {
+		got, gerr := sm.mutate(resource, share, true)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+			t.Fatalf("%s (share %v): error %v, eager %v", what, share, gerr, werr)
+		}
+		if werr != nil {
+			continue
+		}
+		if !reflect.DeepEqual(want.Object, got.Object) || want.Skipped != got.Skipped || want.Message != got.Message ||
+			fmt.Sprint(want.Condition) != fmt.Sprint(got.Condition) {
+			t.Fatalf("%s (share %v):\nlazy  %v %v\neager %v %v", what, share, got.Skipped, got.Object, want.Skipped, want.Object)
+		}
+	}
+}
+
+func TestLazyMergeGolden(t *testing.T) {
+	patches, resources := goldenMergePatches(t)
+	for i, sm := range patches {
+		for j, r := range resources {
+			sameOutcome(t, fmt.Sprintf("patch %d on resource %d", i, j), sm, r)
+		}
+	}
+}
+
+func TestLazyMergeRandom(t *testing.T) {
+	patches, _ := goldenMergePatches(t)
+	rnd := rand.New(rand.NewSource(7))
+	n := 300
+	if testing.Short() {
+		n = 50
+	}
+	for i := 0; i < n; i++ {
+		pod := randomPod(rnd)
+		for j, sm := range patches {
+			sameOutcome(t, fmt.Sprintf("patch %d on random pod %d", j, i), sm, pod)
+		}
+	}
+}
+
+// randomPod builds a Pod-like resource (canonical: float64 numbers).
+func randomPod(r *rand.Rand) map[string]any {
+	pick := func(xs ...any) any { return xs[r.Intn(len(xs))] }
+	name := func() any { return pick("a", "b", "c", "", nil, 1.0) }
+	var containers []any
+	for i := r.Intn(4); i >= 0; i-- {
+		c := map[string]any{"image": pick("nginx", "busybox:1", "x/y@sha256:0")}
+		if n := name(); n != nil || r.Intn(2) == 0 {
+			c["name"] = n
+		}
+		if r.Intn(2) == 0 {
+			var ports []any
+			for j := r.Intn(3); j >= 0; j-- {
+				p := map[string]any{"containerPort": pick(80.0, 443.0, 80.0)}
+				if r.Intn(2) == 0 {
+					p["protocol"] = pick("TCP", "UDP")
+				}
+				ports = append(ports, p)
+			}
+			c["ports"] = ports
+		}
+		if r.Intn(3) == 0 {
+			c["securityContext"] = map[string]any{"privileged": pick(true, false, nil)}
+		}
+		if r.Intn(4) == 0 {
+			c["env"] = []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": pick("A", "B")}}
+		}
+		containers = append(containers, pick(c, c, c, c, map[string]any{}, nil))
+	}
+	spec := map[string]any{"containers": containers}
+	if r.Intn(2) == 0 {
+		var vols []any
+		for i := r.Intn(3); i >= 0; i-- {
+			v := map[string]any{"name": name()}
+			if r.Intn(2) == 0 {
+				v["emptyDir"] = map[string]any{}
+			} else {
+				v["hostPath"] = map[string]any{"path": pick("/tmp", "/var/run")}
+			}
+			vols = append(vols, v)
+		}
+		spec["volumes"] = vols
+	}
+	if r.Intn(3) == 0 {
+		spec["tolerations"] = []any{map[string]any{"key": "k", "operator": "Exists"}}
+	}
+	if r.Intn(4) == 0 {
+		spec["hostNetwork"] = pick(true, nil)
+	}
+	md := map[string]any{"name": "p", "namespace": pick("default", "team")}
+	if r.Intn(2) == 0 {
+		md["labels"] = map[string]any{"app": pick("web", "db")}
+	}
+	if r.Intn(2) == 0 {
+		md["annotations"] = map[string]any{"x": "y"}
+	}
+	if r.Intn(3) == 0 {
+		md["finalizers"] = []any{pick("a", "b"), pick("a", "c", ""), pick(true, "true")}
+	}
+	if r.Intn(4) == 0 {
+		md["ownerReferences"] = []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "o", "uid": pick("u1", "u2")}}
+	}
+	obj := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec}
+	if r.Intn(5) == 0 {
+		obj["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready"}, map[string]any{"type": "Ready"}}}
+	}
+	return obj
+}
