@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -89,21 +91,28 @@ func ReadDocuments(r io.Reader, source string) ([]Document, error) {
 	// newline makes every line end normally.
 	r = io.MultiReader(r, strings.NewReader("\n"))
 	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 64<<10))
-	var docs []Document
-	for index := 0; ; index++ {
+	var raws [][]byte
+	var readErr error
+	for {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return docs, &DecodeError{Source: source, Index: index, Err: err}
+			readErr = err
+			break
 		}
-		obj, err := decodeOne(raw)
-		if err != nil {
-			return docs, &DecodeError{Source: source, Index: index, Err: err}
+		raws = append(raws, raw)
+	}
+	decoded := decodeAll(raws)
+	var docs []Document
+	index := 0
+	for _, d := range decoded {
+		if d.err != nil {
+			return docs, &DecodeError{Source: source, Index: index, Err: d.err}
 		}
+		obj := d.obj
 		if obj == nil {
-			index--
 			continue
 		}
 		if items, ok := listItems(obj); ok {
@@ -114,11 +123,51 @@ func ReadDocuments(r io.Reader, source string) ([]Document, error) {
 				}
 				docs = append(docs, Document{Source: source, Index: index, Object: m})
 			}
+			index++
 			continue
 		}
 		docs = append(docs, Document{Source: source, Index: index, Object: obj})
+		index++
+	}
+	if readErr != nil {
+		return docs, &DecodeError{Source: source, Index: index, Err: readErr}
 	}
 	return docs, nil
+}
+
+type decoded struct {
+	obj map[string]any
+	err error
+}
+
+// decodeAll decodes the documents of a stream, in parallel when there are
+// many: each document is decoded on its own.
+func decodeAll(raws [][]byte) []decoded {
+	out := make([]decoded, len(raws))
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 || len(raws) < 64 {
+		for i, raw := range raws {
+			out[i].obj, out[i].err = decodeOne(raw)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(raws) {
+					return
+				}
+				out[i].obj, out[i].err = decodeOne(raws[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 func listItems(obj map[string]any) ([]any, bool) {
@@ -142,6 +191,9 @@ func decodeOne(raw []byte) (map[string]any, error) {
 	if trimmed[0] == '{' {
 		js = trimmed
 	} else {
+		if m, ok := decodeFast(raw); ok {
+			return m, nil
+		}
 		var err error
 		js, err = yaml.YAMLToJSONStrict(raw)
 		if err != nil {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf16"
 )
 
@@ -40,7 +41,9 @@ type fastParser struct {
 }
 
 // decodeFast decodes a document whose top level is a mapping.
-func decodeFast(raw []byte) (map[string]any, bool) {
+func decodeFast(doc []byte) (map[string]any, bool) {
+	// one copy of the text: keys and values without escapes are substrings
+	raw := string(doc)
 	p := fastParser{lines: make([]fastLine, 0, 64)}
 	for start := 0; start < len(raw); {
 		end := start
@@ -63,7 +66,7 @@ func decodeFast(raw []byte) (map[string]any, bool) {
 		if indent == 0 && (line[0] == '%' || hasDocMarker(line)) {
 			return nil, false
 		}
-		p.lines = append(p.lines, fastLine{indent: indent, text: string(line[indent:])})
+		p.lines = append(p.lines, fastLine{indent: indent, text: line[indent:]})
 	}
 	if len(p.lines) == 0 || p.lines[0].indent != 0 {
 		return nil, false
@@ -79,11 +82,11 @@ func decodeFast(raw []byte) (map[string]any, bool) {
 	return m, true
 }
 
-func hasDocMarker(line []byte) bool {
+func hasDocMarker(line string) bool {
 	if len(line) < 3 {
 		return false
 	}
-	s := string(line[:3])
+	s := line[:3]
 	return (s == "---" || s == "...") && (len(line) == 3 || line[3] == ' ')
 }
 
@@ -228,13 +231,10 @@ func splitKey(s string) (key, rest string, ok bool) {
 			return "", "", false
 		}
 		return s[:end], s[end+1:], true
-	case '-', '?', '[', '{', '#', '&', '*', '!', '|', '>', '%', '@', '`':
-		if s[0] != '-' || !isSeqItem(s) {
-			// "-x: y" is a plain key; the others are not simple keys
-			if s[0] != '-' {
-				return "", "", false
-			}
-		} else {
+	case '?', '[', ']', '{', '}', ',', '#', '&', '*', '!', '|', '>', '%', '@', '`':
+		return "", "", false
+	case '-':
+		if isSeqItem(s) {
 			return "", "", false
 		}
 	}
@@ -348,7 +348,13 @@ func fastScalar(s string) (any, bool) {
 			return []any{}, true
 		}
 		return nil, false
-	case '-', '+', '.', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+	case '-', '+':
+		if len(s) > 1 && (s[1] == '(' || isLetter(s[1])) {
+			// "+(key)": not a number, a date nor a special float
+			return plainString(s)
+		}
+		return fastNumber(s)
+	case '.', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return fastNumber(s)
 	case '~':
 		if s == "~" {
@@ -358,6 +364,14 @@ func fastScalar(s string) (any, bool) {
 	case '?', ':', ',', ']', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`':
 		return nil, false
 	}
+	return plainString(s)
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// plainString resolves a plain scalar that is not a number: null, a
+// boolean or a string.
+func plainString(s string) (any, bool) {
 	// a plain scalar may not hold ": " or end with ":"
 	for i := 0; i < len(s); i++ {
 		if s[i] == ':' && (i+1 == len(s) || s[i+1] == ' ') {
@@ -423,6 +437,9 @@ func singleQuoted(s string) (any, bool) {
 		return nil, false
 	}
 	body := s[1 : len(s)-1]
+	if strings.IndexByte(body, '\'') < 0 {
+		return body, true
+	}
 	out := make([]byte, 0, len(body))
 	for i := 0; i < len(body); i++ {
 		if body[i] == '\'' {
@@ -438,6 +455,9 @@ func doubleQuoted(s string) (any, bool) {
 		return nil, false
 	}
 	body := s[1 : len(s)-1]
+	if strings.IndexByte(body, '\\') < 0 {
+		return body, true
+	}
 	out := make([]byte, 0, len(body))
 	for i := 0; i < len(body); i++ {
 		c := body[i]
@@ -450,7 +470,7 @@ func doubleQuoted(s string) (any, bool) {
 			return nil, false
 		}
 		switch body[i] {
-		case '\\', '"', '/':
+		case '\\', '"':
 			out = append(out, body[i])
 		case 'n':
 			out = append(out, '\n')

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -25,6 +26,8 @@ type Policy struct {
 	emitWarning   bool
 	rules         []*rule
 	kinds         []match.KindSelector // union of rule kinds, for the index
+	// types holds one bit per rule type present (see typeBit)
+	types uint8
 }
 
 // Source returns the policy as it was given to Compile.
@@ -92,12 +95,22 @@ func (p *Policy) Rules() []*api.Rule {
 
 // HasRuleType reports whether the policy has a rule of the given type.
 func (p *Policy) HasRuleType(t RuleType) bool {
-	for _, r := range p.rules {
-		if r.typ == t {
-			return true
-		}
+	return p.types&typeBit(t) != 0
+}
+
+// typeBit is the bit of a rule type in Policy.types.
+func typeBit(t RuleType) uint8 {
+	switch t {
+	case Validation:
+		return 1
+	case Mutation:
+		return 2
+	case Generation:
+		return 4
+	case ImageVerify:
+		return 8
 	}
-	return false
+	return 0
 }
 
 type override struct {
@@ -174,6 +187,7 @@ func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 	}
 	for _, r := range cp.rules {
 		cp.kinds = append(cp.kinds, r.match.Kinds()...)
+		cp.types |= typeBit(r.typ)
 	}
 	return cp, nil
 }
@@ -277,6 +291,45 @@ type PolicySet struct {
 	// validatePolicies counts the policies with validate (or verifyImages)
 	// rules, to size Response.Policies once.
 	validatePolicies int
+	// maxResults is the largest number of rule results a Validate call
+	// of the set produced so far: the capacity the next one starts with.
+	maxResults atomic.Int32
+}
+
+// resultsHint is the capacity of a request's result array: the most any
+// request produced so far, else def.
+func (s *PolicySet) resultsHint(def int) int {
+	if n := int(s.maxResults.Load()); n > 0 {
+		return n
+	}
+	return def
+}
+
+// noteResults records the number of results of a request and, when the
+// result array is mostly unused, moves the results to an array of their
+// size: responses are often kept (a CLI run keeps them all).
+func (s *PolicySet) noteResults(rs *reqState, resp *Response) {
+	n := len(rs.results)
+	for {
+		m := s.maxResults.Load()
+		if int32(n) <= m || s.maxResults.CompareAndSwap(m, int32(n)) {
+			break
+		}
+	}
+	if n == 0 || cap(rs.results) <= n+n/4+1 {
+		return
+	}
+	exact := make([]RuleResult, n)
+	copy(exact, rs.results)
+	off := 0
+	for i := range resp.Policies {
+		pr := &resp.Policies[i]
+		if k := len(pr.Rules); k > 0 {
+			pr.Rules = exact[off : off+k : off+k]
+			off += k
+		}
+	}
+	rs.results = exact
 }
 
 func newPolicySet(e *Engine, policies []*Policy) *PolicySet {

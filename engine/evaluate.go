@@ -34,6 +34,7 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	}
 	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
 	resp := &Response{Resource: rs.obj, Policies: make([]PolicyResult, 0, s.validatePolicies)}
+	rs.results = make([]RuleResult, 0, s.resultsHint(s.validatePolicies))
 	for _, p := range s.policies {
 		if !p.HasRuleType(Validation) && !p.HasRuleType(ImageVerify) {
 			continue
@@ -43,6 +44,7 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 		}
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule))
 	}
+	s.noteResults(rs, resp)
 	// a cancellation during the last policy leaves rules unevaluated
 	if err := ctx.Err(); err != nil {
 		return resp, err
@@ -62,6 +64,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 	if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
 		return pr
 	}
+	// the results of the request's policies share one growing array;
+	// each policy's slice is capped so that appending to it copies
+	start := len(rs.results)
 	for _, r := range p.rules {
 		// verifyImages rules are unsupported: Validate reports them as
 		// errors rather than letting images through unverified.
@@ -72,11 +77,14 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 			break
 		}
 		results := e.runRule(rs, p, r, handler)
-		pr.Rules = append(pr.Rules, results...)
+		rs.results = append(rs.results, results...)
 		pr.PatchedResource = rs.obj
 		if p.applyOne && applied(results) {
 			break
 		}
+	}
+	if n := len(rs.results); n > start {
+		pr.Rules = rs.results[start:n:n]
 	}
 	return pr
 }

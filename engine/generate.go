@@ -411,7 +411,7 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		return nil, ErrNoObject
 	}
 	e := s.eng
-	rs := e.newReqState(ctx, req)
+	rs := e.newReqStateImages(ctx, req, s.needsImages)
 	resp := &Response{Resource: rs.obj}
 	admission := e.admission(rs)
 	var enqueueErrs []error

@@ -92,7 +92,13 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 		}
 		// untouched parts of the resource are shared: the engine never
 		// modifies objects in place
-		r, err := sm.MutateShared(resource)
+		var r mutate.Result
+		var err error
+		if sc.rs.canonical(resource) {
+			r, err = sm.MutateCanonical(resource)
+		} else {
+			r, err = sm.MutateShared(resource)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -74,9 +74,14 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		cr.typ = ImageVerify
 		cr.unsupported = "verifyImages rules are not supported by gavel"
 	}
-	errs = append(errs, e.checkExpressions(r, path, p.background)...)
-	errs = append(errs, e.checkSubstitutionDepth(r, path)...)
-	cr.needsImages = readsImages(r)
+	// the rule as a JSON-like tree, for the checks that walk every string
+	var doc map[string]any
+	docErr := remarshal(r, &doc)
+	errs = append(errs, e.checkExpressions(r, doc, docErr, path, p.background)...)
+	if docErr == nil {
+		errs = append(errs, e.checkSubstitutionDepth(doc, path)...)
+	}
+	cr.needsImages = docErr != nil || readsImages(doc)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -209,11 +214,7 @@ func remarshal(in any, out any) error {
 // images variable: a {{ }} template, a foreach list or a jmesPath naming
 // "images". Other mentions (podSecurity exclusions list images too) do not
 // make every request extract the images of its object.
-func readsImages(r *api.Rule) bool {
-	var doc any
-	if err := remarshal(r, &doc); err != nil {
-		return true
-	}
+func readsImages(doc map[string]any) bool {
 	var walk func(v any, key string) bool
 	walk = func(v any, key string) bool {
 		switch t := v.(type) {

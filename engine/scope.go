@@ -10,6 +10,7 @@ import (
 	"github.com/gavelpolicy/gavel/images"
 	"github.com/gavelpolicy/gavel/jmespath"
 	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/mutate"
 	"github.com/gavelpolicy/gavel/podsecurity"
 )
 
@@ -21,10 +22,10 @@ type reqState struct {
 	op  api.AdmissionOperation
 
 	obj  map[string]any // the resource rules look at (old object for DELETE)
-	// object and oldObject are the request's objects in canonical form
-	object, oldObject map[string]any
 	gvk  GroupVersionKind
 	base map[string]any // request, serviceAccount*, images, variables
+	// object and oldObject are the request's objects in canonical form
+	object, oldObject map[string]any
 
 	matchRes match.Resource
 	matchReq match.Request
@@ -43,10 +44,30 @@ type reqState struct {
 	// queries on base for generation gen (rules without context entries
 	// share them: "request.operation || 'BACKGROUND'" runs once).
 	gen  int
-	memo map[string]memoResult
+	memo queryMemo
 
 	// scratch holds the one result most rule handlers return (see single).
 	scratch [1]RuleResult
+	// results backs the rule results of the request's policies (see
+	// runPolicy).
+	results []RuleResult
+	// canon caches mutate.CanonicalTree(obj): 0 unknown, 1 yes, -1 no
+	canon int8
+}
+
+// canonical reports mutate.CanonicalTree(m), remembered for the request's
+// object (several patches may apply to it).
+func (rs *reqState) canonical(m map[string]any) bool {
+	if !sameMap(m, rs.obj) {
+		return mutate.CanonicalTree(m)
+	}
+	if rs.canon == 0 {
+		rs.canon = -1
+		if mutate.CanonicalTree(m) {
+			rs.canon = 1
+		}
+	}
+	return rs.canon > 0
 }
 
 // single returns res as a one-element slice in the request's scratch
@@ -59,9 +80,27 @@ func (rs *reqState) single(res RuleResult) []RuleResult {
 // memoResult is a remembered query result. Query results are shared, never
 // modified: every consumer treats variables' values as read-only.
 type memoResult struct {
-	v   any
-	err error
+	expr string
+	v    any
+	err  error
 }
+
+// queryMemo remembers the results of a few queries: a rule or an element
+// evaluates a handful of distinct expressions, which a linear search finds
+// faster than a map.
+type queryMemo []memoResult
+
+func (m queryMemo) get(expr string) (memoResult, bool) {
+	for i := range m {
+		if m[i].expr == expr {
+			return m[i], true
+		}
+	}
+	return memoResult{}, false
+}
+
+// maxMemo bounds a queryMemo: past it, results are not remembered.
+const maxMemo = 32
 
 func (e *Engine) newReqState(ctx context.Context, req *Request) *reqState {
 	return e.newReqStateImages(ctx, req, true)
@@ -114,6 +153,7 @@ func (rs *reqState) setObject(obj map[string]any) {
 // canonical form.
 func (rs *reqState) setNormalized(obj map[string]any) {
 	rs.obj = obj
+	rs.canon = 0
 	rs.gvk = rs.req.gvk(obj)
 	name, ns, labels, annotations := objectMeta(obj)
 	if rs.req.Name != "" && name == "" {
@@ -277,7 +317,7 @@ type scope struct {
 	gen  int
 	// memo holds the results of pure queries on data while owned (reset
 	// on every write).
-	memo map[string]memoResult
+	memo queryMemo
 }
 
 func (rs *reqState) newScope() *scope {
@@ -324,7 +364,7 @@ func (s *scope) query(expr string) (any, error) {
 	// Pure queries are remembered while the data does not change: on the
 	// request's base (shared by every rule of the request) or on this
 	// scope's own data.
-	var memo *map[string]memoResult
+	var memo *queryMemo
 	switch {
 	case s.base && s.gen == s.rs.gen:
 		memo = &s.rs.memo
@@ -333,14 +373,13 @@ func (s *scope) query(expr string) (any, error) {
 	default:
 		return q.SearchNormalized(s.data)
 	}
-	if r, ok := (*memo)[expr]; ok {
+	if r, ok := memo.get(expr); ok {
 		return r.v, r.err
 	}
 	v, err := q.SearchNormalized(s.data)
-	if *memo == nil {
-		*memo = make(map[string]memoResult, 4)
+	if len(*memo) < maxMemo {
+		*memo = append(*memo, memoResult{expr, v, err})
 	}
-	(*memo)[expr] = memoResult{v, err}
 	return v, err
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/patterns"
 	"github.com/gavelpolicy/gavel/variables"
 )
@@ -134,29 +133,45 @@ func (l *listExpr) evaluate(s *scope) ([]any, error) {
 // checkSubstitutionDepth reports every string of a rule (keys included)
 // whose {{ }} expressions nest deeper than Limits.MaxSubstitutionDepth,
 // with the path of the field that holds it.
-func (e *Engine) checkSubstitutionDepth(r *api.Rule, path *field.Path) field.ErrorList {
-	var doc any
-	if err := remarshal(r, &doc); err != nil {
-		return nil
-	}
+func (e *Engine) checkSubstitutionDepth(doc map[string]any, path *field.Path) field.ErrorList {
 	max := e.cfg.limits.MaxSubstitutionDepth
 	var errs field.ErrorList
-	check := func(s string, p *field.Path) {
+	// steps is the path below path, turned into a field.Path only for an
+	// error: most strings have no {{ }} at all
+	type step struct {
+		key   string
+		index int
+	}
+	var steps []step
+	at := func() *field.Path {
+		p := path
+		for _, st := range steps {
+			if st.index >= 0 {
+				p = p.Index(st.index)
+			} else {
+				p = p.Child(st.key)
+			}
+		}
+		return p
+	}
+	check := func(s string) {
 		if !strings.Contains(s, "{{") {
 			return
 		}
 		if _, err := variables.Parse(s, variables.WithMaxNesting(max)); err != nil {
-			errs = append(errs, field.Invalid(p, s, fmt.Sprintf("{{ }} nested deeper than %d levels", max)))
+			errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("{{ }} nested deeper than %d levels", max)))
 		}
 	}
-	var walk func(v any, p *field.Path)
-	walk = func(v any, p *field.Path) {
+	var walk func(v any)
+	walk = func(v any) {
 		switch t := v.(type) {
 		case string:
-			check(t, p)
+			check(t)
 		case []any:
 			for i, x := range t {
-				walk(x, p.Index(i))
+				steps = append(steps, step{index: i})
+				walk(x)
+				steps = steps[:len(steps)-1]
 			}
 		case map[string]any:
 			keys := make([]string, 0, len(t))
@@ -165,11 +180,13 @@ func (e *Engine) checkSubstitutionDepth(r *api.Rule, path *field.Path) field.Err
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				check(k, p.Child(k))
-				walk(t[k], p.Child(k))
+				steps = append(steps, step{key: k, index: -1})
+				check(k)
+				walk(t[k])
+				steps = steps[:len(steps)-1]
 			}
 		}
 	}
-	walk(doc, path)
+	walk(doc)
 	return errs
 }

@@ -20,13 +20,18 @@ import (
 // variables that only admission requests carry: serviceAccountName,
 // serviceAccountNamespace, request.userInfo, request.roles,
 // request.clusterRoles.
-func (e *Engine) checkExpressions(r *api.Rule, path *field.Path, background bool) field.ErrorList {
-	var doc map[string]any
-	if err := remarshal(r, &doc); err != nil {
-		return field.ErrorList{field.InternalError(path, err)}
+func (e *Engine) checkExpressions(r *api.Rule, ruleDoc map[string]any, docErr error, path *field.Path, background bool) field.ErrorList {
+	if docErr != nil {
+		return field.ErrorList{field.InternalError(path, docErr)}
 	}
-	delete(doc, "match")
-	delete(doc, "exclude")
+	// the rule without match and exclude (a copy of the top level only:
+	// ruleDoc is shared)
+	doc := make(map[string]any, len(ruleDoc))
+	for k, v := range ruleDoc {
+		if k != "match" && k != "exclude" {
+			doc[k] = v
+		}
+	}
 	var errs field.ErrorList
 	t, err := variables.Compile(doc)
 	if err != nil {

@@ -43,6 +43,34 @@ func New(objs ...map[string]any) *Cluster {
 	return c
 }
 
+// NewOwned is New without the deep copies, for many large objects: the
+// cluster keeps the objects themselves (only each object's top level and
+// metadata are copied, for resourceVersion), so the caller hands them over
+// and must not modify them afterwards (reading them stays fine). The
+// cluster never modifies a stored object in place and hands out copies.
+func NewOwned(objs ...map[string]any) *Cluster {
+	c := &Cluster{objects: make(map[key]map[string]any, len(objs))}
+	for _, o := range objs {
+		if o == nil {
+			c.put(deepCopy(o))
+			continue
+		}
+		top := make(map[string]any, len(o)+1)
+		for k, v := range o {
+			top[k] = v
+		}
+		if md, ok := o["metadata"].(map[string]any); ok {
+			cp := make(map[string]any, len(md)+1)
+			for k, v := range md {
+				cp[k] = v
+			}
+			top["metadata"] = cp
+		}
+		c.put(top)
+	}
+	return c
+}
+
 var (
 	_ engine.Client             = (*Cluster)(nil)
 	_ engine.ConfigMapResolver  = (*Cluster)(nil)

@@ -178,6 +178,9 @@ type Query struct {
 	// pure is set when the result depends only on the data: no function
 	// reads the clock or the source of randomness.
 	pure bool
+	// fast is the compiled form of the expression (see compileFast), nil
+	// when the library's interpreter evaluates it.
+	fast evalFn
 }
 
 // Compile parses expr once. The error, a *CompileError, names the expression.
@@ -199,6 +202,8 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 	q = &Query{expr: expr, node: node, intr: i, pure: pureNode(node)}
 	if steps, ok := plainPath(node); ok {
 		q.path = steps
+	} else if f, ok := compileFast(node, i.caller); ok {
+		q.fast = f
 	}
 	return q, nil
 }
@@ -260,8 +265,12 @@ func (q *Query) SearchNormalized(data any) (result any, err error) {
 			result, err = nil, &EvalError{Expression: q.expr, Err: fmt.Errorf("evaluation fault: %v", r)}
 		}
 	}()
-	intr := interpreter.NewInterpreter(data, q.intr.caller, nil)
-	result, err = intr.Execute(q.node, data)
+	if q.fast != nil {
+		result, err = q.fast(data)
+	} else {
+		intr := interpreter.NewInterpreter(data, q.intr.caller, nil)
+		result, err = intr.Execute(q.node, data)
+	}
 	if err != nil {
 		var fe *FunctionError
 		if errors.As(err, &fe) {

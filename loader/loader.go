@@ -10,8 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gavelpolicy/gavel/api"
 )
@@ -105,18 +108,36 @@ func Files(paths ...string) ([]string, error) {
 	return out, nil
 }
 
-// Load reads every manifest under the paths.
+// Load reads every manifest under the paths. Files are read and decoded
+// in parallel; the set lists their documents in file order.
 func Load(paths ...string) (*Set, error) {
 	files, err := Files(paths...)
 	if err != nil {
 		return nil, err
 	}
+	parts := make([]Set, len(files))
+	errs := make([]error, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := min(runtime.GOMAXPROCS(0), len(files)); w > 0; w-- {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) {
+					return
+				}
+				errs[i] = parts[i].ReadFile(files[i])
+			}
+		}()
+	}
+	wg.Wait()
 	s := &Set{}
-	var errs []error
-	for _, f := range files {
-		if err := s.ReadFile(f); err != nil {
-			errs = append(errs, err)
-		}
+	for i := range parts {
+		s.Policies = append(s.Policies, parts[i].Policies...)
+		s.Exceptions = append(s.Exceptions, parts[i].Exceptions...)
+		s.Resources = append(s.Resources, parts[i].Resources...)
 	}
 	return s, errors.Join(errs...)
 }

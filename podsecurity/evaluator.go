@@ -16,6 +16,7 @@ import (
 // immutable and safe for concurrent use.
 type Evaluator struct {
 	checks []checkDef // in the library's registration order
+	size   int        // number of check revisions
 }
 
 type checkDef struct {
@@ -23,6 +24,8 @@ type checkDef struct {
 	level    psaapi.Level
 	versions []policy.VersionedCheck
 	errs     errFn
+	// first is the catalogue index of versions[0] (see step.index)
+	first int
 }
 
 // NewEvaluator builds the catalogue of checks from the library.
@@ -42,7 +45,8 @@ func NewEvaluator() (*Evaluator, error) {
 		if fn == nil {
 			fn = unknownCheckErrs
 		}
-		e.checks = append(e.checks, checkDef{id: string(c.ID), level: c.Level, versions: c.Versions, errs: fn})
+		e.checks = append(e.checks, checkDef{id: string(c.ID), level: c.Level, versions: c.Versions, errs: fn, first: e.size})
+		e.size += len(c.Versions)
 	}
 	return e, nil
 }
@@ -53,6 +57,10 @@ type step struct {
 	min  psaapi.Version
 	run  policy.CheckPodFn
 	errs errFn
+	// index numbers the check revision in the library's catalogue, the
+	// same for every Evaluator (they all list the library's checks in its
+	// order): Decoded caches outcomes by it.
+	index int
 }
 
 // Check is a compiled validate.podSecurity rule: immutable, safe for
@@ -187,20 +195,20 @@ func (e *Evaluator) steps(level psaapi.Level, version psaapi.Version) []step {
 			continue
 		}
 		if version.Latest() {
-			newest := c.versions[0]
-			for _, v := range c.versions[1:] {
+			newest, newestAt := c.versions[0], 0
+			for i, v := range c.versions[1:] {
 				if !v.MinimumVersion.Older(newest.MinimumVersion) {
-					newest = v
+					newest, newestAt = v, i+1
 				}
 			}
-			out = append(out, step{id: c.id, min: newest.MinimumVersion, run: newest.CheckPod, errs: c.errs})
+			out = append(out, step{id: c.id, min: newest.MinimumVersion, run: newest.CheckPod, errs: c.errs, index: c.first + newestAt})
 			continue
 		}
-		for _, v := range c.versions {
+		for i, v := range c.versions {
 			if version.Older(v.MinimumVersion) {
 				continue
 			}
-			out = append(out, step{id: c.id, min: v.MinimumVersion, run: v.CheckPod, errs: c.errs})
+			out = append(out, step{id: c.id, min: v.MinimumVersion, run: v.CheckPod, errs: c.errs, index: c.first + i})
 		}
 	}
 	return out

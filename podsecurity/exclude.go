@@ -1,6 +1,8 @@
 package podsecurity
 
 import (
+	"strings"
+
 	"github.com/gavelpolicy/gavel/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +15,9 @@ type exclusion struct {
 	images          []glob // none: pod-level exemption
 	restrictedField string
 	values          []glob
+	// probeKey names the pod the exemption evaluates (see Decoded.probe):
+	// "" for the pod-level one, else the image patterns
+	probeKey string
 }
 
 func (x *exclusion) covers(id string) bool {
@@ -52,12 +57,16 @@ func compileExclusions(in []api.PodSecurityStandard, path *field.Path) ([]exclus
 		if ex.RestrictedField == "" && len(ex.Values) != 0 {
 			errs = append(errs, field.Forbidden(p.Child("restrictedField"), "restrictedField is required"))
 		}
-		out = append(out, exclusion{
+		x := exclusion{
 			ids:             ctl.ids,
 			images:          compileGlobs(ex.Images),
 			restrictedField: ex.RestrictedField,
 			values:          compileGlobs(ex.Values),
-		})
+		}
+		if len(x.images) > 0 {
+			x.probeKey = "images\x00" + strings.Join(ex.Images, "\x00")
+		}
+		out = append(out, x)
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -108,9 +117,9 @@ func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
 }
 
 // applyExclusions applies exemptions one after the other, as upstream.
-func (c *Check) applyExclusions(excls []exclusion, fails []failure, pod *corev1.Pod) []failure {
+func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) []failure {
 	for i := range excls {
-		fails = c.exempt(&excls[i], fails, pod)
+		fails = c.exempt(&excls[i], fails, d)
 	}
 	return fails
 }
@@ -120,7 +129,8 @@ func (c *Check) applyExclusions(excls []exclusion, fails []failure, pod *corev1.
 // the reduced pod, and lets each field error of an excluded check there
 // remove one field error of the full pod on the same field (and, for
 // container fields of an image exemption, the same container).
-func (c *Check) exempt(x *exclusion, fails []failure, pod *corev1.Pod) []failure {
+func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
+	pod := d.pod
 	byID := make(map[string]int, len(fails))
 	kept := make([]failure, 0, len(fails))
 	for _, f := range fails {
@@ -134,14 +144,8 @@ func (c *Check) exempt(x *exclusion, fails []failure, pod *corev1.Pod) []failure
 	removed := make([]bool, len(kept))
 
 	containerLevel := len(x.images) > 0
-	var probe *corev1.Pod
-	if containerLevel {
-		probe = matchingContainersPod(pod, x.images)
-	} else {
-		probe = podLevelPod(pod)
-	}
-
-	for _, pf := range runSteps(c.steps, x, probe) {
+	probe, probeFails := d.probeFailures(x, c.steps)
+	for _, pf := range probeFails {
 		for _, perr := range pf.errs {
 			exField, exRef := locateField(perr.Field, containerLevel, probe)
 			if x.restrictedField != "" && exField != x.restrictedField {

@@ -8,7 +8,6 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	psaapi "k8s.io/pod-security-admission/api"
 )
 
 // CheckResult is a failed Pod Security Standards check.
@@ -68,15 +67,65 @@ type Decoded struct {
 	pod *corev1.Pod
 	w   workload
 
-	// results caches the outcome of each check revision on this pod, so
-	// that several rules evaluating the same pod run each check once.
+	// results caches the outcome of each check revision on this pod, by
+	// step index, so that several rules evaluating the same pod run each
+	// check once.
 	mu      sync.Mutex
-	results map[stepKey]*failure
+	results []stepOutcome
+	// probes are the reduced pods exemptions evaluate, by probe key, with
+	// the outcomes of the checks on them
+	probes map[string]*probe
 }
 
-type stepKey struct {
-	id  string
-	min psaapi.Version
+type probe struct {
+	pod     *corev1.Pod
+	results []stepOutcome
+}
+
+// probeFailures returns the pod exemption x evaluates and the failures of
+// the steps x covers on it, computed once per pod (the failures are shared:
+// read only).
+func (d *Decoded) probeFailures(x *exclusion, steps []step) (*corev1.Pod, []failure) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pr := d.probes[x.probeKey]
+	if pr == nil {
+		pr = &probe{}
+		if len(x.images) > 0 {
+			pr.pod = matchingContainersPod(d.pod, x.images)
+		} else {
+			pr.pod = podLevelPod(d.pod)
+		}
+		if d.probes == nil {
+			d.probes = map[string]*probe{}
+		}
+		d.probes[x.probeKey] = pr
+	}
+	var out []failure
+	for _, s := range steps {
+		if !x.covers(s.id) {
+			continue
+		}
+		if s.index >= len(pr.results) {
+			pr.results = append(pr.results, make([]stepOutcome, s.index+1-len(pr.results)+8)...)
+		}
+		o := &pr.results[s.index]
+		if !o.done {
+			if r := runSteps([]step{s}, nil, pr.pod); len(r) > 0 {
+				o.f = &r[0]
+			}
+			o.done = true
+		}
+		if o.f != nil {
+			out = append(out, *o.f)
+		}
+	}
+	return pr.pod, out
+}
+
+type stepOutcome struct {
+	done bool
+	f    *failure // nil when the check passed
 }
 
 // runCached evaluates the steps on the decoded pod, reusing the outcome of
@@ -84,20 +133,20 @@ type stepKey struct {
 func (d *Decoded) runCached(steps []step) []failure {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.results == nil {
-		d.results = make(map[stepKey]*failure, len(steps))
-	}
 	var out []failure
 	for _, s := range steps {
-		k := stepKey{s.id, s.min}
-		f, ok := d.results[k]
-		if !ok {
-			if r := runSteps([]step{s}, nil, d.pod); len(r) > 0 {
-				f = &r[0]
-				f.shared = &sharedFailure{}
-			}
-			d.results[k] = f
+		if s.index >= len(d.results) {
+			d.results = append(d.results, make([]stepOutcome, s.index+1-len(d.results)+8)...)
 		}
+		o := &d.results[s.index]
+		if !o.done {
+			if r := runSteps([]step{s}, nil, d.pod); len(r) > 0 {
+				o.f = &r[0]
+				o.f.shared = &sharedFailure{}
+			}
+			o.done = true
+		}
+		f := o.f
 		if f != nil {
 			// shared: exemptions copy errs before removing any
 			out = append(out, *f)
@@ -135,7 +184,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	pod, w := d.pod, d.w
 	fails := d.runCached(c.steps)
 	if len(fails) > 0 && len(c.excludes) > 0 {
-		fails = c.applyExclusions(c.excludes, fails, pod)
+		fails = c.applyExclusions(c.excludes, fails, d)
 	}
 	res := Result{Level: c.level, Version: c.version}
 	if len(fails) == 0 {
@@ -144,7 +193,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		return res, nil
 	}
 	if len(extra) > 0 {
-		fails = c.applyExclusions(extra, fails, pod)
+		fails = c.applyExclusions(extra, fails, d)
 		if len(fails) == 0 {
 			res.Allowed = true
 			res.Exempted = true
@@ -152,12 +201,17 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		}
 	}
 	res.Checks = make([]CheckResult, len(fails))
-	var msg strings.Builder
-	msg.WriteString(c.failPrefix)
+	texts := make([]string, len(fails))
+	n := len(c.failPrefix)
 	for i := range fails {
-		check, text := fails[i].result(pod, w)
-		res.Checks[i] = check
-		msg.WriteString(text)
+		res.Checks[i], texts[i] = fails[i].result(pod, w)
+		n += len(texts[i])
+	}
+	var msg strings.Builder
+	msg.Grow(n)
+	msg.WriteString(c.failPrefix)
+	for _, t := range texts {
+		msg.WriteString(t)
 	}
 	res.Message = msg.String()
 	return res, nil

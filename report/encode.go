@@ -114,11 +114,25 @@ func writeYAMLReport(w *bufio.Writer, i int, r any) error {
 	if err != nil {
 		return err
 	}
+	return writeYAMLDoc(w, head, len(results), func(enc *itemEncoder) error {
+		for j := range results {
+			if err := enc.result(&results[j]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeYAMLDoc writes a report: head is the report without its results,
+// and results (when n > 0) writes them with the encoder, at the place
+// yaml.v2 puts the "results" key.
+func writeYAMLDoc(w *bufio.Writer, head any, n int, results func(enc *itemEncoder) error) error {
 	doc, err := yaml.Marshal(head)
 	if err != nil {
 		return err
 	}
-	if len(results) == 0 {
+	if n == 0 {
 		_, err := w.Write(doc)
 		return err
 	}
@@ -145,11 +159,8 @@ func writeYAMLReport(w *bufio.Writer, i int, r any) error {
 	if _, err := w.WriteString("results:\n"); err != nil {
 		return err
 	}
-	enc := itemEncoder{w: w, scalars: map[scalarKey][]byte{}, props: map[string][]byte{}}
-	for j := range results {
-		if err := enc.result(&results[j]); err != nil {
-			return err
-		}
+	if err := results(newItemEncoder(w)); err != nil {
+		return err
 	}
 	_, err = w.Write(doc[at:])
 	return err
@@ -163,11 +174,15 @@ func writeYAMLReport(w *bufio.Writer, i int, r any) error {
 // context (so quoting, escaping and line folding are yaml.v2's) and cached,
 // since messages, policies and rules repeat across results.
 type itemEncoder struct {
-	w       *bufio.Writer
+	w       io.Writer
 	scalars map[scalarKey][]byte
 	props   map[string][]byte
 	buf     []byte
 	tmp     []byte
+}
+
+func newItemEncoder(w io.Writer) *itemEncoder {
+	return &itemEncoder{w: w, scalars: map[scalarKey][]byte{}, props: map[string][]byte{}}
 }
 
 type scalarKey struct {

@@ -131,6 +131,13 @@ func convert(pr *engine.PolicyResult, rr *engine.RuleResult, source string, ts m
 		Resources: []api.ObjectReference{ref},
 		Message:   rr.Message,
 	}
+	out.Properties = entryProperties(pr, rr)
+	out.Result = resultOf(out.Result, scored, pr, auditWarn)
+	return out
+}
+
+// entryProperties are the properties of the entry of rr.
+func entryProperties(pr *engine.PolicyResult, rr *engine.RuleResult) map[string]string {
 	props := make(map[string]string, len(rr.Properties)+1)
 	for k, v := range rr.Properties {
 		props[k] = v
@@ -146,13 +153,26 @@ func convert(pr *engine.PolicyResult, rr *engine.RuleResult, source string, ts m
 	if len(rr.PodSecurityChecks) > 0 {
 		podSecurityProperties(props, pr.Policy, rr)
 	}
-	out.Properties = props
-	if out.Result == api.ResultFail {
-		if !scored || (auditWarn && !pr.FailureAction.IsEnforce()) {
-			out.Result = api.ResultWarn
-		}
+	return props
+}
+
+// resultOf is the result of an entry: the rule status, fail becoming warn
+// when the policy is not scored or, with auditWarn, in Audit mode.
+func resultOf(s api.PolicyResult, scored bool, pr *engine.PolicyResult, auditWarn bool) api.PolicyResult {
+	if s == api.ResultFail && (!scored || (auditWarn && !pr.FailureAction.IsEnforce())) {
+		return api.ResultWarn
 	}
-	return out
+	return s
+}
+
+// entryResult is the result convert gives the entry of rr, without
+// converting it.
+func entryResult(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn bool) api.PolicyResult {
+	scored := true
+	if p := pr.Policy; p != nil {
+		scored = p.Annotations()[AnnotationScored] != "false"
+	}
+	return resultOf(status(rr.Status), scored, pr, auditWarn)
 }
 
 func status(s engine.Status) api.PolicyResult {

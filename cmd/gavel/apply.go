@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,8 +39,12 @@ type applyFlags struct {
 	failOnly   bool
 }
 
-// resourceResult holds the evaluation of one resource.
+// resourceResult holds the evaluation of one resource. For YAML reports
+// only the compact form of its results is kept (compact, blocked).
 type resourceResult struct {
+	compact []report.CompactResult
+	blocked bool
+
 	resource map[string]any
 	policies []engine.PolicyResult
 	err      error
@@ -116,7 +121,8 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	cluster := inmem.New(objs...)
+	// the objects are only read from now on: the cluster may keep them
+	cluster := inmem.NewOwned(objs...)
 	eng, err := engine.New(
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithClient(cluster),
@@ -132,6 +138,7 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	ev.set = set
+	ev.compact = f.report && f.output != "json"
 	results := ev.evaluateAll(objs, f.parallel)
 	if f.report {
 		return printReports(stdout, stderr, results, f)
@@ -146,6 +153,8 @@ type evaluator struct {
 	set    *engine.PolicySet
 	values *policytest.Values
 	user   *policytest.UserInfoFile
+	// compact keeps only what the YAML reports need of each result
+	compact bool
 }
 
 // evaluateAll evaluates resources in parallel, keeping their order.
@@ -160,8 +169,15 @@ func (ev *evaluator) evaluateAll(objs []map[string]any, parallel int) []resource
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var c report.Compactor
 			for i := range next {
 				out[i] = ev.evaluate(objs[i])
+				if ev.compact && out[i].err == nil {
+					rr := &out[i]
+					rr.blocked = blocks(rr.policies)
+					rr.compact = c.Compact(nil, rr.policies)
+					rr.policies, rr.resource = nil, nil
+				}
 			}
 		}()
 	}
@@ -206,29 +222,41 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 		}
 		return &engine.Request{Operation: api.Create, Object: o}
 	}
+	// policy results without rule results are not kept: nothing prints
+	// them, and a run holds many
+	keep := func(prs []engine.PolicyResult) {
+		n := 0
+		for i := range prs {
+			if len(prs[i].Rules) > 0 {
+				n++
+			}
+		}
+		rr.policies = slices.Grow(rr.policies, n)
+		for i := range prs {
+			if len(prs[i].Rules) > 0 {
+				rr.policies = append(rr.policies, prs[i])
+			}
+		}
+	}
 	req := request("mutate", obj)
 	m, err := set.Mutate(ctx, req)
 	if err != nil {
 		rr.err = err
 		return rr
 	}
-	rr.policies = append(rr.policies, m.Policies...)
+	keep(m.Policies)
 	v, err := set.Validate(ctx, request("validate", m.Resource))
 	if err != nil {
 		rr.err = err
 		return rr
 	}
-	rr.policies = append(rr.policies, v.Policies...)
+	keep(v.Policies)
 	g, err := set.Generate(ctx, request("generate", m.Resource))
 	if err != nil {
 		rr.err = err
 		return rr
 	}
-	for _, p := range g.Policies {
-		if len(p.Rules) > 0 {
-			rr.policies = append(rr.policies, p)
-		}
-	}
+	keep(g.Policies)
 	rr.resource = m.Resource
 	return rr
 }
@@ -275,23 +303,16 @@ func resourceName(obj map[string]any) string {
 // "---" (or JSON documents with -o json). The total summary goes to stderr
 // so that stdout stays a clean stream of documents.
 func printReports(stdout, stderr io.Writer, results []resourceResult, f applyFlags) int {
-	var all []engine.PolicyResult
 	errs := 0
 	blocked := false
-	for _, rr := range results {
+	for i := range results {
+		rr := &results[i]
 		if rr.err != nil {
 			fmt.Fprintln(stderr, "gavel apply:", rr.err)
 			errs++
 			continue
 		}
-		all = append(all, rr.policies...)
-		for _, pr := range rr.policies {
-			for _, r := range pr.Rules {
-				if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
-					blocked = true
-				}
-			}
-		}
+		blocked = blocked || rr.blocked || blocks(rr.policies)
 	}
 	opts := report.Options{Clock: time.Now, AuditWarn: f.auditWarn}
 	if f.reportFmt == "wgpolicy" {
@@ -299,16 +320,37 @@ func printReports(stdout, stderr io.Writer, results []resourceResult, f applyFla
 	} else {
 		opts.Format = report.OpenReports
 	}
+	if f.output != "json" {
+		// YAML reports are written entry by entry, from the compact results
+		n := 0
+		for i := range results {
+			n += len(results[i].compact)
+		}
+		compact := make([]report.CompactResult, 0, n)
+		for i := range results {
+			compact = append(compact, results[i].compact...)
+		}
+		sum, err := report.WriteYAMLCompact(stdout, compact, opts)
+		if err != nil {
+			fmt.Fprintln(stderr, "gavel apply:", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+errs, sum.Skip)
+		if blocked {
+			return exitFailed
+		}
+		return exitOK
+	}
+	var all []engine.PolicyResult
+	for i := range results {
+		all = append(all, results[i].policies...)
+	}
 	reports, err := report.Build(all, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
-	write := report.WriteYAML
-	if f.output == "json" {
-		write = report.WriteJSON
-	}
-	if err := write(stdout, reports); err != nil {
+	if err := report.WriteJSON(stdout, reports); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
@@ -318,4 +360,20 @@ func printReports(stdout, stderr io.Writer, results []resourceResult, f applyFla
 		return exitFailed
 	}
 	return exitOK
+}
+
+// blocks reports whether an Enforce validate rule failed in the results.
+func blocks(prs []engine.PolicyResult) bool {
+	for i := range prs {
+		pr := &prs[i]
+		if !pr.FailureAction.IsEnforce() {
+			continue
+		}
+		for j := range pr.Rules {
+			if r := &pr.Rules[j]; r.Status == engine.StatusFail && r.Type == engine.Validation {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,0 +1,437 @@
+package jmespath
+
+import (
+	"reflect"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jmespath-community/go-jmespath/pkg/functions"
+	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
+	"github.com/jmespath-community/go-jmespath/pkg/parsing"
+	"github.com/jmespath-community/go-jmespath/pkg/util"
+)
+
+// This file compiles the AST of the common expressions (fields, indices,
+// projections, flattening, filters, multi-selects, comparisons, or / and /
+// not, pipes, literals and function calls) into a tree of closures that
+// evaluates them with exactly the semantics of the library's tree
+// interpreter, without its per-evaluation set-up and with fewer
+// allocations. An expression holding anything else (slices, arithmetic,
+// the root node, let and variables) is left to the library. Where the
+// library falls back on reflection (typed slices, structs), the closure
+// hands the node and the value to the library's interpreter, which then
+// evaluates that part exactly as it would have.
+
+// evalFn evaluates a compiled node on a value.
+type evalFn func(value any) (any, error)
+
+type fastCompiler struct {
+	caller interpreter.FunctionCaller
+}
+
+// compileFast compiles node; ok is false when it holds a node type the
+// closures do not cover.
+func compileFast(node parsing.ASTNode, caller interpreter.FunctionCaller) (evalFn, bool) {
+	c := fastCompiler{caller: caller}
+	return c.compile(node)
+}
+
+// library evaluates node on value with the library's interpreter (no root,
+// no bindings: compiled expressions use neither).
+func (c *fastCompiler) library(node parsing.ASTNode, value any) (any, error) {
+	return interpreter.NewInterpreter(nil, c.caller, nil).Execute(node, value)
+}
+
+func (c *fastCompiler) compileChildren(node parsing.ASTNode) ([]evalFn, bool) {
+	out := make([]evalFn, len(node.Children))
+	for i, ch := range node.Children {
+		f, ok := c.compile(ch)
+		if !ok {
+			return nil, false
+		}
+		out[i] = f
+	}
+	return out, true
+}
+
+func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
+	switch node.NodeType {
+	case parsing.ASTField:
+		key, ok := node.Value.(string)
+		if !ok {
+			return nil, false
+		}
+		return func(value any) (any, error) {
+			if m, ok := value.(map[string]any); ok {
+				if r := m[key]; r != nil {
+					return r, nil
+				}
+			}
+			return fieldFromStruct(key, value), nil
+		}, true
+
+	case parsing.ASTSubexpression, parsing.ASTIndexExpression:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 2 {
+			return nil, false
+		}
+		left, right := ch[0], ch[1]
+		return func(value any) (any, error) {
+			l, err := left(value)
+			if err != nil {
+				return nil, err
+			}
+			if l == nil {
+				return nil, nil
+			}
+			return right(l)
+		}, true
+
+	case parsing.ASTIndex:
+		index, ok := node.Value.(int)
+		if !ok {
+			return nil, false
+		}
+		return func(value any) (any, error) {
+			if s, ok := value.([]any); ok {
+				i := index
+				if i < 0 {
+					i += len(s)
+				}
+				if i < len(s) && i >= 0 {
+					return s[i], nil
+				}
+				return nil, nil
+			}
+			return c.library(node, value)
+		}, true
+
+	case parsing.ASTIdentity, parsing.ASTCurrentNode:
+		return func(value any) (any, error) { return value, nil }, true
+
+	case parsing.ASTLiteral:
+		lit := node.Value
+		return func(any) (any, error) { return lit, nil }, true
+
+	case parsing.ASTExpRef:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 1 {
+			return nil, false
+		}
+		expr := ch[0]
+		return func(any) (any, error) {
+			return functions.ExpRef(func(data any) (any, error) { return expr(data) }), nil
+		}, true
+
+	case parsing.ASTFunctionExpression:
+		name, ok := node.Value.(string)
+		if !ok {
+			return nil, false
+		}
+		args, ok := c.compileChildren(node)
+		if !ok {
+			return nil, false
+		}
+		return func(value any) (any, error) {
+			resolved := make([]any, 0, len(args))
+			for _, a := range args {
+				v, err := a(value)
+				if err != nil {
+					return nil, err
+				}
+				resolved = append(resolved, v)
+			}
+			return c.caller.CallFunction(name, resolved)
+		}, true
+
+	case parsing.ASTMultiSelectList:
+		ch, ok := c.compileChildren(node)
+		if !ok {
+			return nil, false
+		}
+		return func(value any) (any, error) {
+			collected := make([]any, 0, len(ch))
+			for _, f := range ch {
+				v, err := f(value)
+				if err != nil {
+					return nil, err
+				}
+				collected = append(collected, v)
+			}
+			return collected, nil
+		}, true
+
+	case parsing.ASTMultiSelectHash:
+		keys := make([]string, len(node.Children))
+		vals := make([]evalFn, len(node.Children))
+		for i, kv := range node.Children {
+			k, ok := kv.Value.(string)
+			if !ok || kv.NodeType != parsing.ASTKeyValPair || len(kv.Children) < 1 {
+				return nil, false
+			}
+			f, ok := c.compile(kv.Children[0])
+			if !ok {
+				return nil, false
+			}
+			keys[i], vals[i] = k, f
+		}
+		return func(value any) (any, error) {
+			collected := make(map[string]any, len(keys))
+			for i, f := range vals {
+				v, err := f(value)
+				if err != nil {
+					return nil, err
+				}
+				collected[keys[i]] = v
+			}
+			return collected, nil
+		}, true
+
+	case parsing.ASTOrExpression:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 2 {
+			return nil, false
+		}
+		left, right := ch[0], ch[1]
+		return func(value any) (any, error) {
+			m, err := left(value)
+			if err != nil {
+				return nil, err
+			}
+			if util.IsFalse(m) {
+				return right(value)
+			}
+			return m, nil
+		}, true
+
+	case parsing.ASTAndExpression:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 2 {
+			return nil, false
+		}
+		left, right := ch[0], ch[1]
+		return func(value any) (any, error) {
+			m, err := left(value)
+			if err != nil {
+				return nil, err
+			}
+			if util.IsFalse(m) {
+				return m, nil
+			}
+			return right(value)
+		}, true
+
+	case parsing.ASTNotExpression:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 1 {
+			return nil, false
+		}
+		inner := ch[0]
+		return func(value any) (any, error) {
+			m, err := inner(value)
+			if err != nil {
+				return nil, err
+			}
+			return util.IsFalse(m), nil
+		}, true
+
+	case parsing.ASTPipe:
+		ch, ok := c.compileChildren(node)
+		if !ok {
+			return nil, false
+		}
+		return func(value any) (any, error) {
+			result := value
+			for _, f := range ch {
+				var err error
+				if result, err = f(result); err != nil {
+					return nil, err
+				}
+			}
+			return result, nil
+		}, true
+
+	case parsing.ASTComparator:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 2 {
+			return nil, false
+		}
+		tok, ok := node.Value.(parsing.TokType)
+		if !ok {
+			return nil, false
+		}
+		switch tok {
+		case parsing.TOKEQ, parsing.TOKNE, parsing.TOKGT, parsing.TOKGTE, parsing.TOKLT, parsing.TOKLTE:
+		default:
+			return nil, false
+		}
+		left, right := ch[0], ch[1]
+		return func(value any) (any, error) {
+			l, err := left(value)
+			if err != nil {
+				return nil, err
+			}
+			r, err := right(value)
+			if err != nil {
+				return nil, err
+			}
+			switch tok {
+			case parsing.TOKEQ:
+				return util.ObjsEqual(l, r), nil
+			case parsing.TOKNE:
+				return !util.ObjsEqual(l, r), nil
+			}
+			ln, ok := l.(float64)
+			if !ok {
+				return nil, nil
+			}
+			rn, ok := r.(float64)
+			if !ok {
+				return nil, nil
+			}
+			switch tok {
+			case parsing.TOKGT:
+				return ln > rn, nil
+			case parsing.TOKGTE:
+				return ln >= rn, nil
+			case parsing.TOKLT:
+				return ln < rn, nil
+			}
+			return ln <= rn, nil
+		}, true
+
+	case parsing.ASTProjection:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 2 {
+			return nil, false
+		}
+		// string slicing projects a string: only with a slice on the left,
+		// which is not compiled
+		if first := node.Children[0]; first.NodeType == parsing.ASTIndexExpression &&
+			len(first.Children) > 1 && first.Children[1].NodeType == parsing.ASTSlice {
+			return nil, false
+		}
+		left, right := ch[0], ch[1]
+		return func(value any) (any, error) {
+			l, err := left(value)
+			if err != nil {
+				return nil, err
+			}
+			s, ok := l.([]any)
+			if !ok {
+				if util.IsSliceType(l) {
+					return c.library(node, value)
+				}
+				return nil, nil
+			}
+			collected := make([]any, 0, len(s))
+			for _, el := range s {
+				cur, err := right(el)
+				if err != nil {
+					return nil, err
+				}
+				if cur != nil {
+					collected = append(collected, cur)
+				}
+			}
+			return collected, nil
+		}, true
+
+	case parsing.ASTFlatten:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 1 {
+			return nil, false
+		}
+		inner := ch[0]
+		return func(value any) (any, error) {
+			l, err := inner(value)
+			if err != nil {
+				return nil, nil // as the library: an error flattens to null
+			}
+			s, ok := l.([]any)
+			if !ok {
+				if util.IsSliceType(l) {
+					return c.library(node, value)
+				}
+				return nil, nil
+			}
+			flattened := make([]any, 0, len(s))
+			for _, el := range s {
+				switch t := el.(type) {
+				case []any:
+					flattened = append(flattened, t...)
+				default:
+					if util.IsSliceType(el) {
+						v := reflect.ValueOf(el)
+						for i := 0; i < v.Len(); i++ {
+							flattened = append(flattened, v.Index(i).Interface())
+						}
+						continue
+					}
+					flattened = append(flattened, el)
+				}
+			}
+			return flattened, nil
+		}, true
+
+	case parsing.ASTFilterProjection:
+		ch, ok := c.compileChildren(node)
+		if !ok || len(ch) != 3 {
+			return nil, false
+		}
+		left, right, cond := ch[0], ch[1], ch[2]
+		return func(value any) (any, error) {
+			l, err := left(value)
+			if err != nil {
+				return nil, nil // as the library
+			}
+			s, ok := l.([]any)
+			if !ok {
+				if util.IsSliceType(l) {
+					return c.library(node, value)
+				}
+				return nil, nil
+			}
+			collected := []any{}
+			for _, el := range s {
+				r, err := cond(el)
+				if err != nil {
+					return nil, err
+				}
+				if !util.IsFalse(r) {
+					cur, err := right(el)
+					if err != nil {
+						return nil, err
+					}
+					if cur != nil {
+						collected = append(collected, cur)
+					}
+				}
+			}
+			return collected, nil
+		}, true
+	}
+	return nil, false
+}
+
+// fieldFromStruct is the library's lookup of a field in a struct (or a
+// pointer to one), by the name with its first letter upper-cased.
+func fieldFromStruct(key string, value any) any {
+	rv := reflect.ValueOf(value)
+	switch rv.Kind() {
+	case reflect.Struct:
+	case reflect.Ptr:
+		if rv.IsNil() {
+			return nil
+		}
+		rv = rv.Elem()
+	default:
+		return nil
+	}
+	first, n := utf8.DecodeRuneInString(key)
+	v := rv.FieldByName(string(unicode.ToUpper(first)) + key[n:])
+	if !v.IsValid() {
+		return nil
+	}
+	return v.Interface()
+}

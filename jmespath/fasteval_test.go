@@ -1,0 +1,174 @@
+package jmespath
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The compiled evaluator must give exactly what the library's interpreter
+// gives: every expression below, and every expression of the policies of
+// the shared corpus, is evaluated both ways on several documents
+// (including typed slices and structs, which the library reads through
+// reflection) and the results and errors are compared.
+
+var fastCases = []string{
+	"a", "a.b", "a.b.c", "a[0]", "a[-1]", "a[5]", "list[0].name", "list[-2].name",
+	"list[].name", "list[*].name", "list[].tags[]", "list[].tags[][]", "list[].tags[0]",
+	"nested[]", "nested[][]", "nested[].x", "obj.*", "obj.*.name",
+	"list[?name == 'a']", "list[?name != 'a'].name", "list[?n > `1`].n", "list[?n >= `1`].n", "list[?n < `2`]", "list[?n <= `2`].name",
+	"list[?tags].name", "list[?!tags].name", "list[?tags && n].name", "list[?tags || n].name",
+	"a || b", "missing || 'x'", "empty || `[]`", "emptymap || `{}`", "f || t", "t && f", "f && t", "!t", "!missing", "!empty",
+	"[a, b, missing]", "{x: a, y: list[0].name}", "list[].{n: name, t: tags[0]}",
+	"list | [0]", "list[].name | [1]", "list[].name | length(@)", "length(list)", "keys(obj)", "values(obj)",
+	"sort_by(list, &name)[].name", "max_by(list, &n).name", "map(&name, list)", "sort(list[].name)",
+	"to_upper(list[0].name)", "list[].name.to_upper(@)", "list[].tags[].to_upper(@) || `[]`",
+	"contains(list[].name, 'a')", "join(',', list[].name)", "starts_with(list[0].name, 'a')",
+	"length(missing)", "to_upper(`1`)", "unknown_fn(a)", "sum(list[].n)", "abs(`-1`)",
+	"a == b", "a != b", "list[0] == list[0]", "`1` < `2`", "'a' < 'b'",
+	"s[0]", "typed[0]", "typed[]", "typed[].x", "typed[-1]", "st.Name", "st.name", "ptr.name", "nilptr.name",
+	"list[?contains(tags, 'x')].name", "list[].tags | [0]", "request.operation || 'BACKGROUND'",
+	"`\"lit\"`", "@", "@.a", "a.@", "list[].[name, n]", "list[][name, n][]",
+}
+
+type fastStruct struct{ Name string }
+
+func fastDocs() []any {
+	base := map[string]any{
+		"a": map[string]any{"b": map[string]any{"c": "deep"}}, "b": "bee",
+		"list": []any{
+			map[string]any{"name": "a", "n": 1.0, "tags": []any{"x", "y"}},
+			map[string]any{"name": "b", "n": 2.0, "tags": []any{}},
+			map[string]any{"name": "c", "n": 3.0},
+			nil, "str",
+		},
+		"nested": []any{[]any{1.0, 2.0}, []any{[]any{3.0}}, 4.0, nil},
+		"obj":    map[string]any{"k1": map[string]any{"name": "one"}, "k2": "two"},
+		"empty":  []any{}, "emptymap": map[string]any{}, "t": true, "f": false, "s": "string",
+		"typed":   []string{"p", "q"},
+		"st":      fastStruct{Name: "struct"},
+		"ptr":     &fastStruct{Name: "pointer"},
+		"nilptr":  (*fastStruct)(nil),
+		"request": map[string]any{"operation": "CREATE"},
+	}
+	docs := []any{base, nil, "text", 1.0, []any{base, base}}
+	r := rand.New(rand.NewSource(5))
+	for i := 0; i < 40; i++ {
+		docs = append(docs, randomJSON(r, 4))
+	}
+	return docs
+}
+
+func randomJSON(r *rand.Rand, depth int) any {
+	keys := []string{"a", "b", "list", "name", "n", "tags", "obj", "x", "empty", "t"}
+	switch k := r.Intn(8); {
+	case depth == 0 || k == 0:
+		return []any{nil, true, false, "a", "b", 1.0, 2.0, ""}[r.Intn(8)]
+	case k < 5:
+		m := map[string]any{}
+		for j := r.Intn(5); j >= 0; j-- {
+			m[keys[r.Intn(len(keys))]] = randomJSON(r, depth-1)
+		}
+		return m
+	default:
+		var l []any
+		for j := r.Intn(4); j >= 0; j-- {
+			l = append(l, randomJSON(r, depth-1))
+		}
+		return l
+	}
+}
+
+// corpusExpressions collects the expressions of the policies beside the
+// repository (plain lists and jmesPath fields, and {{ }} contents).
+func corpusExpressions(t *testing.T) []string {
+	seen := map[string]bool{}
+	var out []string
+	tmpl := regexp.MustCompile(`\{\{-?\s*([^{}]+?)\s*\}\}`)
+	plain := regexp.MustCompile(`(?m)^\s*-?\s*(?:list|jmesPath):\s*"?([^"\n]+)"?\s*$`)
+	root := filepath.Join("..", "..", "shared")
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		for _, re := range []*regexp.Regexp{tmpl, plain} {
+			for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+				if e := strings.TrimSpace(m[1]); e != "" && !seen[e] {
+					seen[e] = true
+					out = append(out, e)
+				}
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+func TestFastEvalMatchesLibrary(t *testing.T) {
+	intr := mustNew(t, WithClock(fixedClock))
+	exprs := append(append([]string(nil), fastCases...), corpusExpressions(t)...)
+	docs := fastDocs()
+	if pod, err := os.ReadFile(filepath.Join("testdata", "admission-pod.json")); err == nil {
+		_ = pod
+		docs = append(docs, readJSON(t, "admission-pod.json"))
+	}
+	compiled := 0
+	for _, expr := range exprs {
+		q, err := intr.Compile(expr)
+		if err != nil || q.fast == nil || !q.pure {
+			continue
+		}
+		compiled++
+		lib := *q
+		lib.fast = nil
+		for i, doc := range docs {
+			got, gerr := q.SearchNormalized(doc)
+			want, werr := lib.SearchNormalized(doc)
+			if unordered(expr) {
+				// keys, values and object projections follow map order
+				got, want = sortedLists(got), sortedLists(want)
+			}
+			if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q on document %d: compiled %#v (%v), library %#v (%v)", expr, i, got, gerr, want, werr)
+			}
+		}
+	}
+	if compiled < len(fastCases)/2 {
+		t.Fatalf("only %d expressions compiled", compiled)
+	}
+	t.Logf("%d of %d expressions compiled and compared", compiled, len(exprs))
+}
+
+func unordered(expr string) bool {
+	return strings.Contains(expr, "keys(") || strings.Contains(expr, "values(") || strings.Contains(expr, ".*") || strings.Contains(expr, "items(")
+}
+
+// sortedLists sorts every list of v by the text of its elements.
+func sortedLists(v any) any {
+	switch t := v.(type) {
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = sortedLists(x)
+		}
+		sort.Slice(out, func(i, j int) bool { return fmt.Sprint(out[i]) < fmt.Sprint(out[j]) })
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = sortedLists(x)
+		}
+		return out
+	}
+	return v
+}
