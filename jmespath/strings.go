@@ -1,6 +1,8 @@
 package jmespath
 
 import (
+	"github.com/gavelpolicy/gavel/patterns"
+
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -114,42 +116,7 @@ func (i *Interpreter) compiledArg(name, pattern string) (*regexp.Regexp, error) 
 
 func jpPatternMatch(args []any) (any, error) {
 	src, _ := scalarString(args[1])
-	return wildcardMatch(args[0].(string), src), nil
-}
-
-// wildcardMatch reports whether name matches pattern, where '*' matches any
-// sequence of characters (including none) and '?' exactly one character.
-// It runs in O(len(pattern)*len(name)) without backtracking blow-up.
-func wildcardMatch(pattern, name string) bool {
-	if pattern == "" {
-		return name == ""
-	}
-	if pattern == "*" {
-		return true
-	}
-	p, s := []rune(pattern), []rune(name)
-	pi, si := 0, 0
-	star, mark := -1, 0
-	for si < len(s) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			si = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
+	return patterns.WildcardMatch(args[0].(string), src), nil
 }
 
 func jpLabelMatch(args []any) (any, error) {

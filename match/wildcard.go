@@ -2,7 +2,8 @@ package match
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gavelpolicy/gavel/patterns"
 )
 
 // Wildcard reports whether s matches pattern, where '*' stands for any
@@ -14,45 +15,7 @@ import (
 //
 // Wildcard does not allocate.
 func Wildcard(pattern, s string) bool {
-	if pattern == "" {
-		return s == ""
-	}
-	if pattern == "*" || pattern == s {
-		return true
-	}
-	p, i := 0, 0
-	starP, starI := -1, 0
-	for i < len(s) {
-		if p < len(pattern) {
-			switch c := pattern[p]; {
-			case c == '*':
-				starP, starI = p, i
-				p++
-				continue
-			case c == '?':
-				_, size := utf8.DecodeRuneInString(s[i:])
-				i += size
-				p++
-				continue
-			case c == s[i]:
-				i++
-				p++
-				continue
-			}
-		}
-		if starP < 0 {
-			return false
-		}
-		// Let the last star swallow one more character and retry.
-		_, size := utf8.DecodeRuneInString(s[starI:])
-		starI += size
-		i = starI
-		p = starP + 1
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
+	return patterns.WildcardMatch(pattern, s)
 }
 
 // hasWildcard reports whether s contains '*' or '?'.
