@@ -1,6 +1,10 @@
 package mutate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gavelpolicy/gavel/patterns"
+)
 
 func TestMatchLeaf(t *testing.T) {
 	tests := []struct {
@@ -42,7 +46,7 @@ func TestMatchLeaf(t *testing.T) {
 		{"abd", "a* & *c", false},
 	}
 	for _, tt := range tests {
-		if got := matchLeaf(tt.value, tt.pattern); got != tt.want {
+		if got := patterns.MatchValue(tt.value, tt.pattern); got != tt.want {
 			t.Errorf("matchLeaf(%#v, %#v) = %v, want %v", tt.value, tt.pattern, got, tt.want)
 		}
 	}
@@ -119,7 +123,7 @@ func TestWildcardMatch(t *testing.T) {
 		{"a**", "a", true},
 	}
 	for _, tt := range tests {
-		if got := wildcardMatch(tt.p, tt.s); got != tt.want {
+		if got := patterns.WildcardMatch(tt.p, tt.s); got != tt.want {
 			t.Errorf("wildcardMatch(%q, %q) = %v", tt.p, tt.s, got)
 		}
 	}
