@@ -3,13 +3,13 @@ package conditions
 import (
 	"regexp"
 	"strings"
-	"time"
+
+	"github.com/gavelpolicy/gavel/patterns"
 )
 
 // The set operators accept a numeric range as their value ("1-10", "-5-5",
-// "100Mi-1Gi"). Upstream evaluates it with its validate-pattern machinery, of
-// which this file keeps the part a string key can reach.
-// TODO(lead): share with patterns.
+// "100Mi-1Gi"); classify recognises one so that the operators can hand it
+// to the pattern matcher.
 
 type patternOp int
 
@@ -70,103 +70,8 @@ func (o patternOp) prefixLen() int {
 	return 0
 }
 
-// matchPattern reports whether the string value satisfies pattern: equality,
-// then '|' alternatives of '&' conjunctions of single comparisons.
-func matchPattern(value, pattern string) bool {
-	if value == pattern {
-		return true
-	}
-	for _, alt := range strings.Split(pattern, "|") {
-		if matchAll(value, strings.Trim(alt, " ")) {
-			return true
-		}
-	}
-	return false
-}
-
-func matchAll(value, pattern string) bool {
-	for _, part := range strings.Split(pattern, "&") {
-		if !matchOne(value, strings.Trim(part, " ")) {
-			return false
-		}
-	}
-	return true
-}
-
-func matchOne(value, pattern string) bool {
-	switch op := classify(pattern); op {
-	case opInRange:
-		m := inRangeRE.FindStringSubmatch(pattern)
-		return m != nil && matchOne(value, ">= "+m[1]) && matchOne(value, "<= "+m[2])
-	case opNotInRange:
-		m := notInRangeRE.FindStringSubmatch(pattern)
-		return m != nil && (matchOne(value, "< "+m[1]) || matchOne(value, "> "+m[2]))
-	default:
-		operand := strings.TrimSpace(pattern[op.prefixLen():])
-		return compareDurations(value, operand, op) ||
-			compareQuantities(value, operand, op) ||
-			compareText(value, operand, op)
-	}
-}
-
-func compareDurations(value, operand string, op patternOp) bool {
-	p, err := time.ParseDuration(operand)
-	if err != nil {
-		return false
-	}
-	v, err := time.ParseDuration(value)
-	if err != nil {
-		return false
-	}
-	return cmpResult(compareInts(int64(v), int64(p)), op)
-}
-
-func compareQuantities(value, operand string, op patternOp) bool {
-	p, ok := parseQuantity(operand)
-	if !ok {
-		return false
-	}
-	v, ok := parseQuantity(value)
-	if !ok {
-		return false
-	}
-	return cmpResult(v.Cmp(p), op)
-}
-
-func compareText(value, operand string, op patternOp) bool {
-	switch op {
-	case opEqual:
-		return wildcardMatch(operand, value)
-	case opNotEqual:
-		return !wildcardMatch(operand, value)
-	}
-	return false
-}
-
-func compareInts(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpResult(c int, op patternOp) bool {
-	switch op {
-	case opEqual:
-		return c == 0
-	case opNotEqual:
-		return c != 0
-	case opMore:
-		return c > 0
-	case opLess:
-		return c < 0
-	case opMoreEqual:
-		return c >= 0
-	case opLessEqual:
-		return c <= 0
-	}
-	return false
-}
+// matchPattern reports whether the string value satisfies a validate-style
+// pattern (operators, '|' and '&', ranges, quantities, durations,
+// wildcards): upstream evaluates ranges of the set operators with its
+// validate-pattern machinery, which package patterns implements.
+func matchPattern(value, pattern string) bool { return patterns.MatchValue(value, pattern) }

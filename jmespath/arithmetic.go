@@ -1,6 +1,8 @@
 package jmespath
 
 import (
+	"github.com/gavelpolicy/gavel/quantity"
+
 	"fmt"
 	"math"
 	"time"
@@ -43,7 +45,7 @@ func parseOperand(v any) (operand, bool) {
 	case float64:
 		return operand{kind: kindScalar, f: t}, true
 	case string:
-		if q, err := resource.ParseQuantity(t); err == nil {
+		if q, ok := quantity.Parse(t); ok {
 			return operand{kind: kindQuantity, q: q}, true
 		}
 		if d, err := time.ParseDuration(t); err == nil {

@@ -1,6 +1,8 @@
 package patterns
 
 import (
+	"github.com/gavelpolicy/gavel/quantity"
+
 	"encoding/json"
 	"fmt"
 	"math"
@@ -230,7 +232,7 @@ func parseTerm(s string) *term {
 			t.dur, t.durOK = d, true
 		}
 	}
-	if q, err := resource.ParseQuantity(t.operand); err == nil {
+	if q, ok := quantity.Parse(t.operand); ok {
 		t.qty, t.qtyOK = q, true
 	}
 	return t
@@ -367,7 +369,7 @@ func compareQuantity(v *val, q *resource.Quantity) (int, bool) {
 				s = string(strconv.AppendFloat(buf[:0], v.f, 'f', 6, 64))
 			}
 			v.qtyState = parsedBad
-			if vq, err := resource.ParseQuantity(s); err == nil {
+			if vq, ok := quantity.Parse(s); ok {
 				v.qty, v.qtyState = vq, parsedOK
 			}
 		}
