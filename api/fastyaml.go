@@ -25,7 +25,7 @@ import (
 // ...), decimal integers of up to 15 digits and simple decimals as float64;
 // anything else that could be a number, a date or a special float (a
 // first character among digits, '+', '-', '.') is left to the general
-// path. Keys must be strings. Tabs, carriage returns, non-ASCII bytes,
+// path. Keys must be strings. Tabs, carriage returns, control characters, non-ASCII bytes,
 // anchors, aliases, tags, block scalars, multi-line scalars, flow
 // collections with content, complex keys, directives, document markers and
 // duplicate keys all make it give up.
@@ -49,7 +49,7 @@ func decodeFast(doc []byte) (map[string]any, bool) {
 		end := start
 		for end < len(raw) && raw[end] != '\n' {
 			c := raw[end]
-			if c == '\t' || c == '\r' || c >= 0x80 || (c < 0x20 && c != '\n') {
+			if c == '\t' || c == '\r' || c >= 0x7f || (c < 0x20 && c != '\n') {
 				return nil, false
 			}
 			end++

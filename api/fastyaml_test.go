@@ -146,9 +146,9 @@ spec:
 `
 	frags := []string{" ", "  ", "-", "- ", ":", ": ", "#", " #", "'", `"`, "\\", "{", "}", "[", "]", "\n", "\n  ", "\n- ", "0", "01", "1.5", "-0", "yes", "~", "&a", "*a", "!t", "|", ">", "x", "key: v", "\t", "é", "+(", "<<"}
 	r := rand.New(rand.NewSource(11))
-	n := 30000
+	n := 10000
 	if testing.Short() {
-		n = 3000
+		n = 2000
 	}
 	accepted := 0
 	for i := 0; i < n; i++ {
@@ -172,4 +172,15 @@ spec:
 		}
 	}
 	t.Logf("%d of %d mutated documents decoded by the fast path", accepted, n)
+}
+
+// FuzzDecodeFast compares the fast decoder with the general path on
+// arbitrary documents.
+func FuzzDecodeFast(f *testing.F) {
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n    image: nginx\n    ports: []\n"))
+	f.Add([]byte("a:\n- - b\n  - 'c'\n-\nd: \"e\\n\" # x\n"))
+	f.Add([]byte("x: -0\ny: 1.50\nz: ~\nw: on\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		checkFast(t, "fuzz", doc)
+	})
 }

@@ -3,7 +3,9 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -350,14 +352,49 @@ func newPolicySet(e *Engine, policies []*Policy) *PolicySet {
 // Compile validates and compiles policies into a PolicySet. A policy that
 // fails validation makes Compile return a *CompileError (use
 // CompilePolicy and NewPolicySet to keep the valid ones).
+//
+// Policies are compiled in parallel (up to GOMAXPROCS at a time); the
+// error is the one of the first failing policy in the given order.
 func (e *Engine) Compile(policies ...api.PolicyObject) (*PolicySet, error) {
-	var compiled []*Policy
-	for _, p := range policies {
-		cp, err := e.CompilePolicy(p)
-		if err != nil {
-			return nil, err
+	compiled := make([]*Policy, len(policies))
+	errs := make([]error, len(policies))
+	workers := min(runtime.GOMAXPROCS(0), len(policies))
+	if workers < 2 || len(policies) < 4 {
+		for i, p := range policies {
+			if compiled[i], errs[i] = e.CompilePolicy(p); errs[i] != nil {
+				return nil, errs[i]
+			}
 		}
-		compiled = append(compiled, cp)
+		return newPolicySet(e, compiled), nil
+	}
+	panics := make([]any, len(policies))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(policies) {
+					return
+				}
+				func() {
+					// a panic goes back to the caller's goroutine
+					defer func() { panics[i] = recover() }()
+					compiled[i], errs[i] = e.CompilePolicy(policies[i])
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range policies {
+		if panics[i] != nil {
+			panic(panics[i])
+		}
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
 	}
 	return newPolicySet(e, compiled), nil
 }

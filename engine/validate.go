@@ -2,11 +2,11 @@ package engine
 
 import (
 	"errors"
-
 	"fmt"
-	"github.com/gavelpolicy/gavel/api"
+	"strconv"
 	"strings"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/patterns"
 )
@@ -170,7 +170,7 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		}
 		err = pat.Match(target)
 		if err == nil {
-			return r.result(StatusPass, fmt.Sprintf("validation rule '%s' anyPattern[%d] passed.", r.name, i)), true
+			return r.result(StatusPass, "validation rule '"+r.name+"' anyPattern["+strconv.Itoa(i)+"] passed."), true
 		}
 		var pe *patterns.Error
 		if errors.As(err, &pe) {
@@ -180,7 +180,7 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 			case pe.Path == "":
 				failed = append(failed, fmt.Sprintf("rule %s[%d] failed: %s", r.name, i, err.Error()))
 			default:
-				failed = append(failed, fmt.Sprintf("rule %s[%d] failed at path %s", r.name, i, pe.Path))
+				failed = append(failed, "rule "+r.name+"["+strconv.Itoa(i)+"] failed at path "+pe.Path)
 			}
 		}
 	}
@@ -209,7 +209,7 @@ func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) stri
 	v := r.validate
 	if v.rawMessage == "" {
 		if path != "" {
-			return fmt.Sprintf("validation error: rule %s failed at path %s", r.name, path)
+			return "validation error: rule " + r.name + " failed at path " + path
 		}
 		return fmt.Sprintf("validation error: rule %s execution error: %s", r.name, err.Error())
 	}
@@ -222,7 +222,7 @@ func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) stri
 		msg += "."
 	}
 	if path != "" {
-		return fmt.Sprintf("validation error: %s rule %s failed at path %s", msg, r.name, path)
+		return "validation error: " + msg + " rule " + r.name + " failed at path " + path
 	}
 	return fmt.Sprintf("validation error: %s rule %s execution error: %s", msg, r.name, err.Error())
 }

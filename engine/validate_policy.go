@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,11 +34,11 @@ func (e *Engine) checkExpressions(r *api.Rule, ruleDoc map[string]any, docErr er
 		}
 	}
 	var errs field.ErrorList
-	t, err := variables.Compile(doc)
+	vars, err := variables.Find(doc)
 	if err != nil {
 		return append(errs, field.Invalid(path, "", err.Error()))
 	}
-	for _, v := range t.Variables() {
+	for _, v := range vars {
 		if background && !(r.Mutation != nil && len(r.Mutation.Targets) > 0) {
 			if name, ok := admissionOnly(v.Source); ok {
 				errs = append(errs, field.Forbidden(pointerPath(path, v.Path),
@@ -66,21 +67,30 @@ func (e *Engine) checkExpressions(r *api.Rule, ruleDoc map[string]any, docErr er
 // walkPlainExpressions calls fn for every foreach "list" and context
 // "jmesPath" value (plain JMESPath without braces).
 func walkPlainExpressions(v any, p string, fn func(path, expr string)) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			cp := p + "/" + k
-			if s, ok := x.(string); ok && (k == "list" || k == "jmesPath") && s != "" {
-				fn(cp, s)
-				continue
+	// the path is kept as steps and rendered only for the expressions
+	var steps []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, x := range t {
+				if s, ok := x.(string); ok && (k == "list" || k == "jmesPath") && s != "" {
+					fn(p+"/"+strings.Join(append(steps, k), "/"), s)
+					continue
+				}
+				steps = append(steps, k)
+				walk(x)
+				steps = steps[:len(steps)-1]
 			}
-			walkPlainExpressions(x, cp, fn)
-		}
-	case []any:
-		for i, x := range t {
-			walkPlainExpressions(x, fmt.Sprintf("%s/%d", p, i), fn)
+		case []any:
+			for i, x := range t {
+				steps = append(steps, strconv.Itoa(i))
+				walk(x)
+				steps = steps[:len(steps)-1]
+			}
 		}
 	}
+	walk(v)
 }
 
 // pointerPath turns an upstream raw path ("/validate/pattern/spec") into

@@ -50,6 +50,14 @@ func New(objs ...map[string]any) *Cluster {
 // cluster never modifies a stored object in place and hands out copies.
 func NewOwned(objs ...map[string]any) *Cluster {
 	c := &Cluster{objects: make(map[key]map[string]any, len(objs))}
+	c.AddOwned(objs...)
+	return c
+}
+
+// AddOwned is Add for objects handed over as NewOwned takes them.
+func (c *Cluster) AddOwned(objs ...map[string]any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, o := range objs {
 		if o == nil {
 			c.put(deepCopy(o))
@@ -68,7 +76,6 @@ func NewOwned(objs ...map[string]any) *Cluster {
 		}
 		c.put(top)
 	}
-	return c
 }
 
 var (

@@ -134,11 +134,14 @@ func TestFastEvalMatchesLibrary(t *testing.T) {
 		for i, doc := range docs {
 			got, gerr := q.SearchNormalized(doc)
 			want, werr := lib.SearchNormalized(doc)
+			ge, we := errText(gerr), errText(werr)
 			if unordered(expr) {
-				// keys, values and object projections follow map order
+				// keys, values and object projections follow map order,
+				// which also shows in the values errors print
 				got, want = sortedLists(got), sortedLists(want)
+				ge, we = sortedText(ge), sortedText(we)
 			}
-			if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+			if ge != we || !sameResult(got, want) {
 				t.Fatalf("%q on document %d: compiled %#v (%v), library %#v (%v)", expr, i, got, gerr, want, werr)
 			}
 		}
@@ -171,4 +174,87 @@ func sortedLists(v any) any {
 		return out
 	}
 	return v
+}
+
+// FuzzFastEval compares the compiled evaluator with the library's
+// interpreter on arbitrary expressions.
+func FuzzFastEval(f *testing.F) {
+	for _, e := range fastCases {
+		f.Add(e)
+	}
+	intr, err := New(WithClock(fixedClock))
+	if err != nil {
+		f.Fatal(err)
+	}
+	docs := fastDocs()
+	f.Fuzz(func(t *testing.T, expr string) {
+		q, err := intr.Compile(expr)
+		if err != nil || q.fast == nil || !q.pure {
+			return
+		}
+		lib := *q
+		lib.fast = nil
+		for i, doc := range docs {
+			got, gerr := q.SearchNormalized(doc)
+			want, werr := lib.SearchNormalized(doc)
+			ge, we := errText(gerr), errText(werr)
+			if unordered(expr) {
+				// keys, values and object projections follow map order,
+				// which also shows in the values errors print
+				got, want = sortedLists(got), sortedLists(want)
+				ge, we = sortedText(ge), sortedText(we)
+			}
+			if ge != we || !sameResult(got, want) {
+				t.Fatalf("%q on document %d: compiled %#v (%v), library %#v (%v)", expr, i, got, gerr, want, werr)
+			}
+		}
+	})
+}
+
+// sameResult is reflect.DeepEqual, with any two functions (the values of
+// expression references) equal.
+func sameResult(a, b any) bool {
+	if a != nil && b != nil && reflect.TypeOf(a).Kind() == reflect.Func {
+		return reflect.TypeOf(b).Kind() == reflect.Func
+	}
+	switch x := a.(type) {
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameResult(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameResult(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+var pointerText = regexp.MustCompile(`0x[0-9a-f]+`)
+
+// errText is the text of an error without the addresses of the function
+// values (expression references) it may print.
+func errText(err error) string { return pointerText.ReplaceAllString(fmt.Sprint(err), "0x") }
+
+// sortedText sorts the bytes of s: two texts that list the same items in
+// another order compare equal.
+func sortedText(s string) string {
+	b := []byte(s)
+	sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
+	return string(b)
 }

@@ -50,10 +50,12 @@ type node struct {
 	raw any
 }
 
-// canonicalTree reports whether v holds only the values lazy conversion
-// handles: nil, strings, booleans, finite float64 numbers, and non-nil
-// map[string]any and []any. Anything else (other number types, typed
-// containers, nil maps) is converted eagerly by fromValue.
+// CanonicalTree reports whether v holds only nil, strings, booleans,
+// finite float64 numbers, and non-nil map[string]any and []any: the trees
+// a patch may convert lazily and share (see MutateShared); others are
+// converted whole.
+func CanonicalTree(v any) bool { return canonicalTree(v) }
+
 func canonicalTree(v any) bool {
 	switch t := v.(type) {
 	case nil, string, bool:

@@ -96,6 +96,17 @@ func (s *StrategicMerge) MutateShared(resource map[string]any) (Result, error) {
 	return s.mutate(resource, true, true)
 }
 
+// MutateCanonical is MutateShared for a resource the caller checked with
+// CanonicalTree (true): it is not walked again, which saves a walk of the
+// whole resource when several patches apply to it. A resource that is not
+// canonical must go through MutateShared.
+func (s *StrategicMerge) MutateCanonical(resource map[string]any) (Result, error) {
+	if resource == nil {
+		return Result{}, &Error{Err: fmt.Errorf("%w: the resource is nil", ErrApply)}
+	}
+	return s.apply(resource, lazyNode(resource), true)
+}
+
 // mutate applies the patch; with lazy, the resource is converted only where
 // the patch reaches it (lazy false converts it all, as a reference for
 // tests).
@@ -113,6 +124,11 @@ func (s *StrategicMerge) mutate(resource map[string]any, share, lazy bool) (Resu
 	if err != nil {
 		return Result{}, err
 	}
+	return s.apply(resource, res, share)
+}
+
+// apply merges the patch into res, the converted resource.
+func (s *StrategicMerge) apply(resource map[string]any, res *node, share bool) (Result, error) {
 	patch := copyTree(s.patch)
 	var cond *ConditionError
 	if err := preprocess(patch, res); err != nil {

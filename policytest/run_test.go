@@ -20,7 +20,7 @@ func TestRunCountsAsUpstream(t *testing.T) {
 		{
 			strict: false,
 			want: map[rowKey]string{
-				{"good", "team-label", "pass"}:   "Ok",
+				{"good", "team-label", "pass"}:     "Ok",
 				{"prod/bad", "team-label", "fail"}: "Ok",
 				// dev is in the default namespace: the rule does not
 				// apply, which upstream counts as passed

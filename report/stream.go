@@ -337,7 +337,7 @@ func encodeEntries(w io.Writer, results []CompactResult, prs []int, newEncoder f
 	inFlight := 2 * workers
 	free := make(chan *bytes.Buffer, inFlight)
 	for i := 0; i < inFlight; i++ {
-		free <- new(bytes.Buffer)
+		free <- bytes.NewBuffer(make([]byte, 0, chunkSize*768))
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -404,7 +404,11 @@ type entryEncoder struct {
 	refOf    *api.ObjectReference
 	refLines []byte
 	line     []byte
+	scored   []byte // scoredLine
 }
+
+// scoredLine is the line of a scored entry.
+const scoredLine = "scored: " + scalarTrue + "\n"
 
 // maxMessages bounds the message cache of an entryEncoder.
 const maxMessages = 4096
@@ -421,6 +425,7 @@ func newEntryEncoder(w io.Writer, source string, ts metav1.Timestamp, auditWarn 
 		messages: map[string][]byte{}}
 	e.timestamp = fmt.Appendf(nil, "timestamp:\n%snanos: %d\n%sseconds: %d\n", nextRef, ts.Nanos, nextRef, ts.Seconds)
 	e.source, e.sourceErr = e.render("source", source)
+	e.scored = []byte(scoredLine)
 	return e
 }
 
@@ -539,7 +544,7 @@ func (e *entryEncoder) entry(cr *CompactResult, r *compactRule) error {
 		put(line)
 	}
 	if pl.scored {
-		put([]byte("scored: " + scalarTrue + "\n"))
+		put(e.scored)
 	}
 	if pl.severity != nil {
 		put(pl.severity)

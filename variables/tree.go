@@ -49,45 +49,85 @@ func Compile(doc any, opts ...CompileOption) (*Tree, error) {
 		return nil, err
 	}
 	c := compiler{cfg: cfg}
-	base, root, err := c.value(doc, cfg.basePath)
+	base, root, err := c.value(doc)
 	if err != nil {
 		return nil, err
 	}
 	return &Tree{base: base, root: root, vars: c.vars}, nil
 }
 
+// Find lists the variables Compile(doc, opts...).Variables() would list,
+// with the same errors, without copying the document: for callers that
+// only check the expressions of a document.
+func Find(doc any, opts ...CompileOption) ([]Variable, error) {
+	cfg, err := newCompileConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := compiler{cfg: cfg, scan: true}
+	if _, _, err := c.value(doc); err != nil {
+		return nil, err
+	}
+	return c.vars, nil
+}
+
 type compiler struct {
 	cfg  compileConfig
 	vars []Variable
+	// scan only collects the variables: no copy of the document is made
+	scan bool
+	// steps is the path of the value being compiled below the base path,
+	// turned into a string only where a template or an error needs it
+	steps []pathStep
 }
 
-func (c *compiler) value(v any, path string) (any, *cnode, error) {
+type pathStep struct {
+	key   string
+	index int // -1 for a map key
+}
+
+// path renders the JSON path of the value being compiled.
+func (c *compiler) path() string {
+	var b strings.Builder
+	b.WriteString(c.cfg.basePath)
+	for _, st := range c.steps {
+		b.WriteByte('/')
+		if st.index >= 0 {
+			b.WriteString(strconv.Itoa(st.index))
+		} else {
+			b.WriteString(st.key)
+		}
+	}
+	return b.String()
+}
+
+func (c *compiler) value(v any) (any, *cnode, error) {
 	switch t := v.(type) {
 	case string:
-		return c.str(t, path)
+		return c.str(t)
 	case map[string]any:
-		return c.object(t, path)
+		return c.object(t)
 	case []any:
-		return c.list(t, path)
+		return c.list(t)
 	case []map[string]any:
 		l := make([]any, len(t))
 		for i, m := range t {
 			l[i] = m
 		}
-		return c.list(l, path)
+		return c.list(l)
 	case nil, bool, float64, float32, int, int8, int16, int32, int64,
 		uint, uint8, uint16, uint32, uint64, json.Number:
 		return v, nil, nil
 	default:
-		return nil, nil, &InvalidDocumentError{Path: path, Value: v}
+		return nil, nil, &InvalidDocumentError{Path: c.path(), Value: v}
 	}
 }
 
-func (c *compiler) str(s, path string) (any, *cnode, error) {
+func (c *compiler) str(s string) (any, *cnode, error) {
 	if !strings.Contains(s, "{{") {
 		return s, nil, nil
 	}
-	t, err := parseTemplate(s, path, c.cfg.maxNesting)
+	t, err := parseTemplate(s, c.path(), c.cfg.maxNesting)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,15 +138,22 @@ func (c *compiler) str(s, path string) (any, *cnode, error) {
 	return s, &cnode{tmpl: t}, nil
 }
 
-func (c *compiler) object(m map[string]any, path string) (any, *cnode, error) {
-	out := make(map[string]any, len(m))
-	keys := slices.Sorted(maps.Keys(m))
+func (c *compiler) object(m map[string]any) (any, *cnode, error) {
+	var out map[string]any
+	if !c.scan {
+		out = make(map[string]any, len(m))
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	var node *cnode
 	for _, k := range keys {
 		stored := k
 		var kt *Template
 		if strings.Contains(k, "{{") {
-			t, err := parseTemplate(k, path, c.cfg.maxNesting)
+			t, err := parseTemplate(k, c.path(), c.cfg.maxNesting)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -117,11 +164,15 @@ func (c *compiler) object(m map[string]any, path string) (any, *cnode, error) {
 				stored = t.text
 			}
 		}
-		val, child, err := c.value(m[k], path+"/"+k)
+		c.steps = append(c.steps, pathStep{key: k, index: -1})
+		val, child, err := c.value(m[k])
+		c.steps = c.steps[:len(c.steps)-1]
 		if err != nil {
 			return nil, nil, err
 		}
-		out[stored] = val
+		if !c.scan {
+			out[stored] = val
+		}
 		if kt != nil || child != nil {
 			if node == nil {
 				node = &cnode{}
@@ -132,15 +183,22 @@ func (c *compiler) object(m map[string]any, path string) (any, *cnode, error) {
 	return out, node, nil
 }
 
-func (c *compiler) list(l []any, path string) (any, *cnode, error) {
-	out := make([]any, len(l))
+func (c *compiler) list(l []any) (any, *cnode, error) {
+	var out []any
+	if !c.scan {
+		out = make([]any, len(l))
+	}
 	var node *cnode
 	for i, e := range l {
-		val, child, err := c.value(e, path+"/"+strconv.Itoa(i))
+		c.steps = append(c.steps, pathStep{index: i})
+		val, child, err := c.value(e)
+		c.steps = c.steps[:len(c.steps)-1]
 		if err != nil {
 			return nil, nil, err
 		}
-		out[i] = val
+		if !c.scan {
+			out[i] = val
+		}
 		if child != nil {
 			if node == nil {
 				node = &cnode{}

@@ -315,3 +315,41 @@ func TestConcurrentSubstitute(t *testing.T) {
 		}
 	}
 }
+
+// TestFindMatchesCompile checks that Find lists what Compile lists.
+func TestFindMatchesCompile(t *testing.T) {
+	docs := []any{
+		map[string]any{
+			"a":                   "{{ request.object.metadata.name }}",
+			"{{ key }}":           []any{"x", "{{ a.{{ b }} }}", map[string]any{"c": "\\{{ escaped }}"}},
+			"nested":              map[string]any{"list": []any{map[string]any{"d": "pre {{ e }} post {{ f }}"}}},
+			"\\{{ escaped key }}": "plain",
+		},
+		"{{ @ }}",
+		[]any{1.0, true, nil, "{{ g }}"},
+	}
+	for i, doc := range docs {
+		for _, opts := range [][]CompileOption{nil, {WithBasePath("/validate/pattern")}} {
+			tree, cerr := Compile(doc, opts...)
+			vars, ferr := Find(doc, opts...)
+			if (cerr != nil) != (ferr != nil) {
+				t.Fatalf("doc %d: Compile error %v, Find error %v", i, cerr, ferr)
+			}
+			if cerr != nil {
+				continue
+			}
+			if !reflect.DeepEqual(tree.Variables(), vars) {
+				t.Errorf("doc %d: Find %+v\nCompile %+v", i, vars, tree.Variables())
+			}
+		}
+	}
+	deep := "{{ a }}"
+	for i := 0; i < 70; i++ {
+		deep = "{{ x" + deep + " }}"
+	}
+	_, cerr := Compile(map[string]any{"k": deep})
+	_, ferr := Find(map[string]any{"k": deep})
+	if cerr == nil || ferr == nil || cerr.Error() != ferr.Error() {
+		t.Errorf("nesting errors: Compile %v, Find %v", cerr, ferr)
+	}
+}

@@ -84,19 +84,51 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gavel apply: unsupported report format %q (openreports or wgpolicy)\n", f.reportFmt)
 		return exitUsage
 	}
-	pset, err := loader.Load(fs.Args()...)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load policies:", err)
+	// The resources are read while the policies are read and compiled; the
+	// first failing step, in this order, is reported: policies, resources,
+	// exceptions, values, user info, engine, compilation.
+	var rset *loader.Set
+	var rerr error
+	resourcesRead := make(chan struct{})
+	go func() {
+		defer close(resourcesRead)
+		rset, rerr = loader.Load(f.resources...)
+	}()
+	pset, perr := loader.Load(fs.Args()...)
+	xset, xerr := loader.Load(f.exceptions...)
+	var ev evaluator
+	var verr, uerr error
+	if f.valuesFile != "" {
+		ev.values, verr = policytest.LoadValues(f.valuesFile)
+	}
+	if f.userInfo != "" {
+		ev.user, uerr = policytest.LoadUserInfo(f.userInfo)
+	}
+	// exceptions and cluster objects come with the resources: the engine
+	// reads them only when evaluating
+	excSource := &lateExceptions{}
+	cluster := inmem.NewOwned()
+	eng, eerr := engine.New(
+		engine.WithExceptions(excSource),
+		engine.WithClient(cluster),
+		engine.WithContextValues(ev.values),
+	)
+	var set *engine.PolicySet
+	var cerr error
+	if perr == nil && eerr == nil {
+		set, cerr = eng.Compile(pset.Policies...)
+	}
+	<-resourcesRead
+	if perr != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load policies:", perr)
 		return exitUsage
 	}
-	rset, err := loader.Load(f.resources...)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
+	if rerr != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", rerr)
 		return exitUsage
 	}
-	xset, err := loader.Load(f.exceptions...)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load exceptions:", err)
+	if xerr != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load exceptions:", xerr)
 		return exitUsage
 	}
 	excs, err := exceptions.Compile(append(xset.Exceptions, rset.Exceptions...))
@@ -104,39 +136,27 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
+	if verr != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load values:", verr)
+		return exitUsage
+	}
+	if uerr != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load user info:", uerr)
+		return exitUsage
+	}
+	for _, e := range []error{eerr, cerr} {
+		if e != nil {
+			fmt.Fprintln(stderr, "gavel apply:", e)
+			return exitUsage
+		}
+	}
+	excSource.set = excs
 	var objs []map[string]any
 	for _, d := range rset.Resources {
 		objs = append(objs, d.Object)
 	}
-	var ev evaluator
-	if f.valuesFile != "" {
-		if ev.values, err = policytest.LoadValues(f.valuesFile); err != nil {
-			fmt.Fprintln(stderr, "gavel apply: failed to load values:", err)
-			return exitUsage
-		}
-	}
-	if f.userInfo != "" {
-		if ev.user, err = policytest.LoadUserInfo(f.userInfo); err != nil {
-			fmt.Fprintln(stderr, "gavel apply: failed to load user info:", err)
-			return exitUsage
-		}
-	}
 	// the objects are only read from now on: the cluster may keep them
-	cluster := inmem.NewOwned(objs...)
-	eng, err := engine.New(
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
-		engine.WithClient(cluster),
-		engine.WithContextValues(ev.values),
-	)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
-	}
-	set, err := eng.Compile(pset.Policies...)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
-	}
+	cluster.AddOwned(objs...)
 	ev.set = set
 	ev.compact = f.report && f.output != "json"
 	results := ev.evaluateAll(objs, f.parallel)
@@ -377,3 +397,11 @@ func blocks(prs []engine.PolicyResult) bool {
 	}
 	return false
 }
+
+// lateExceptions is the exception source of a run: its set is known once
+// the resources (which may hold PolicyExceptions) are read, before any
+// evaluation.
+type lateExceptions struct{ set *exceptions.Set }
+
+// Exceptions implements engine.ExceptionSource.
+func (l *lateExceptions) Exceptions(context.Context) (*exceptions.Set, error) { return l.set, nil }
