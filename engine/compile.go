@@ -175,10 +175,19 @@ func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	rules := autogen.Rules(p)
+	failed := map[string]bool{}
 	for i := range rules {
 		r := &rules[i]
 		path := specPath.Child("rules").Index(originalIndex(spec, r.Name, i))
 		cr, rerrs := e.compileRule(cp, r, path)
+		if orig, ok := autogen.Original(r.Name); ok && failed[orig] {
+			// the rule it was generated from already reported these
+			// problems at the same path
+			rerrs = nil
+		}
+		if len(rerrs) > 0 {
+			failed[r.Name] = true
+		}
 		errs = append(errs, rerrs...)
 		if cr != nil {
 			cp.rules = append(cp.rules, cr)
