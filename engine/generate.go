@@ -410,8 +410,12 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
+	object, oldObject, err := req.check()
+	if err != nil {
+		return nil, err
+	}
 	e := s.eng
-	rs := e.newReqStateImages(ctx, req, s.needsImages)
+	rs := e.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
 	resp := &Response{Resource: rs.obj}
 	admission := e.admission(rs)
 	var enqueueErrs []error
@@ -448,6 +452,9 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 				enqueueErrs = append(enqueueErrs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return resp, err
 	}
 	return resp, errors.Join(enqueueErrs...)
 }
