@@ -1,5 +1,7 @@
 package mutate
 
+import "github.com/gavelpolicy/gavel/patterns"
+
 // anchorKind is the modifier of an anchored map key.
 type anchorKind byte
 
@@ -26,25 +28,18 @@ func (a anchor) String() string {
 	return string(rune(a.kind)) + "(" + a.key + ")"
 }
 
-// parseAnchor parses an anchored key such as "(name)" or "+(image)". It
-// returns false for plain keys and for an empty key.
-//
-// TODO(lead): replace with patterns.ParseAnchor once package patterns lands.
+// parseAnchor parses an anchored key such as "(name)" or "+(image)" with
+// the anchor grammar of validate patterns. It returns false for plain keys
+// and for an empty key.
 func parseAnchor(s string) (anchor, bool) {
-	if len(s) < 3 || s[len(s)-1] != ')' {
+	a, ok := patterns.ParseAnchor(s)
+	if !ok {
 		return anchor{}, false
 	}
-	if s[0] == '(' {
-		return anchor{kind: anchorCondition, key: s[1 : len(s)-1]}, true
+	if a.Type == patterns.Condition {
+		return anchor{kind: anchorCondition, key: a.Key}, true
 	}
-	switch anchorKind(s[0]) {
-	case anchorGlobal, anchorNegation, anchorAdd, anchorEquality, anchorExistence:
-		if s[1] != '(' || len(s) < 4 {
-			return anchor{}, false
-		}
-		return anchor{kind: anchorKind(s[0]), key: s[2 : len(s)-1]}, true
-	}
-	return anchor{}, false
+	return anchor{kind: anchorKind(a.Type[0]), key: a.Key}, true
 }
 
 // isConditionKey reports a conditional or global anchor (upstream's
