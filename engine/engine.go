@@ -24,7 +24,7 @@ func New(opts ...Option) (*Engine, error) {
 		now:              time.Now,
 		defaultRegistry:  "docker.io",
 		registryMutation: true,
-		limits:           DefaultLimits,
+		limits:           defaultLimits,
 	}
 	for _, o := range opts {
 		if o == nil {

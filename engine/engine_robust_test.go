@@ -519,10 +519,10 @@ func TestRobustLimits(t *testing.T) {
 	}
 	t.Run("MaxForeachDepth/default", func(t *testing.T) {
 		eng, _ := engine.New()
-		if _, err := eng.Compile(rbPolicies(t, rbNestedForeach(engine.DefaultLimits.MaxForeachDepth))...); err != nil {
+		if _, err := eng.Compile(rbPolicies(t, rbNestedForeach(engine.DefaultLimits().MaxForeachDepth))...); err != nil {
 			t.Errorf("default depth: %v", err)
 		}
-		if _, err := eng.Compile(rbPolicies(t, rbNestedForeach(engine.DefaultLimits.MaxForeachDepth+1))...); err == nil {
+		if _, err := eng.Compile(rbPolicies(t, rbNestedForeach(engine.DefaultLimits().MaxForeachDepth+1))...); err == nil {
 			t.Errorf("default depth + 1 compiled")
 		}
 	})

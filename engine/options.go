@@ -30,7 +30,7 @@ type config struct {
 	queue            UpdateRequestQueue
 }
 
-// Limits bound evaluation. Zero fields take the defaults of DefaultLimits.
+// Limits bound evaluation. Zero fields take the defaults of DefaultLimits().
 type Limits struct {
 	// MaxForeachElements bounds the length of a foreach list.
 	MaxForeachElements int
@@ -43,8 +43,10 @@ type Limits struct {
 	MaxSubstitutionDepth int
 }
 
-// DefaultLimits are the limits used when none are set.
-var DefaultLimits = Limits{
+// DefaultLimits returns the limits used when none are set.
+func DefaultLimits() Limits { return defaultLimits }
+
+var defaultLimits = Limits{
 	MaxForeachElements:   10000,
 	MaxForeachDepth:      8,
 	MaxContextBytes:      2 << 20,
