@@ -13,7 +13,7 @@ import (
 
 // corpusDir holds upstream policies with their CLI tests; the test is
 // skipped when it is absent.
-const corpusDir = "/work/shared/conformance"
+const corpusDir = "../../shared/conformance"
 
 type cliTest struct {
 	Policies []string `json:"policies"`

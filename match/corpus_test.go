@@ -15,7 +15,7 @@ import (
 
 // The shared conformance corpus (real policies and upstream CLI tests). The
 // tests below are skipped when it is not present.
-const corpusDir = "/work/shared/conformance"
+const corpusDir = "../../shared/conformance"
 
 func corpusRoot(t *testing.T) string {
 	t.Helper()
