@@ -305,6 +305,8 @@ type PolicySet struct {
 	// maxResults is the largest number of rule results a Validate call
 	// of the set produced so far: the capacity the next one starts with.
 	maxResults atomic.Int32
+	// kinds caches which rules may match a kind (see candidates)
+	kinds kindIndex
 }
 
 // resultsHint is the capacity of a request's result array: the most any

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -95,6 +96,67 @@ func compileCondition(c api.Condition, block string, i int, path *field.Path) (*
 	return &cond{key: key, value: value, op: op, message: c.Message}, nil
 }
 
+// conditionsKey returns the text of a conditions block whose outcome on a
+// rule's initial variables depends only on them: every expression is pure
+// (no clock, no randomness) and has no inner expressions. Otherwise, or
+// for no block, it returns "".
+func (e *Engine) conditionsKey(raw any, cs *condSet) string {
+	if raw == nil || cs == nil {
+		return ""
+	}
+	for _, list := range [][]*cond{cs.any, cs.all} {
+		for _, c := range list {
+			for _, t := range []*tree{c.key, c.value} {
+				if t == nil {
+					continue
+				}
+				for _, v := range t.Variables() {
+					if v.Nested {
+						return ""
+					}
+					q, err := e.jp.Query(v.Expression)
+					if err != nil || !q.Pure() {
+						return ""
+					}
+				}
+			}
+		}
+	}
+	raw2, err := json.Marshal(raw)
+	if err != nil {
+		return ""
+	}
+	return string(raw2)
+}
+
+// rulePreconditions checks the rule's preconditions. A block that only
+// reads the request (see conditionsKey), checked on a scope that holds
+// only the request's variables, gives the same outcome for every rule of
+// the request with the same block: it is evaluated once.
+func (rs *reqState) rulePreconditions(sc *scope, r *rule) (bool, string, error) {
+	if r.precondKey == "" || !sc.base || sc.gen != rs.gen {
+		return sc.checkConditions(r.preconditions)
+	}
+	for i := range rs.condMemo {
+		if m := &rs.condMemo[i]; m.key == r.precondKey {
+			return m.passed, m.msg, m.err
+		}
+	}
+	passed, msg, err := sc.checkConditions(r.preconditions)
+	if len(rs.condMemo) < maxMemo {
+		rs.condMemo = append(rs.condMemo, condMemo{key: r.precondKey, passed: passed, msg: msg, err: err})
+	}
+	return passed, msg, err
+}
+
+// condMemo is the remembered outcome of a preconditions block.
+type condMemo struct {
+	key    string
+	passed bool
+	msg    string
+	err    error
+}
+
 type substituted struct {
 	c          *cond
 	key, value any
@@ -132,11 +194,13 @@ func (s *scope) checkConditions(cs *condSet) (bool, string, error) {
 	if cs == nil {
 		return true, "", nil
 	}
-	anyList, err := s.substituteAll(cs.any, nil)
+	// most blocks have a few conditions: substitute them on the stack
+	var buf [8]substituted
+	anyList, err := s.substituteAll(cs.any, buf[:0])
 	if err != nil {
 		return false, "", err
 	}
-	allList, err := s.substituteAll(cs.all, nil)
+	allList, err := s.substituteAll(cs.all, anyList[len(anyList):])
 	if err != nil {
 		return false, "", err
 	}

@@ -35,14 +35,15 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
 	resp := &Response{Resource: rs.obj, Policies: make([]PolicyResult, 0, s.validatePolicies)}
 	rs.results = make([]RuleResult, 0, s.resultsHint(s.validatePolicies))
-	for _, p := range s.policies {
+	cands := s.candidates(&rs.matchRes)
+	for i, p := range s.policies {
 		if !p.HasRuleType(Validation) && !p.HasRuleType(ImageVerify) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
-		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule))
+		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule, cands.policy(i)))
 	}
 	s.noteResults(rs, resp)
 	// a cancellation during the last policy leaves rules unevaluated
@@ -53,7 +54,10 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 }
 
 // runPolicy evaluates the rules of one type of a policy on the request.
-func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler) PolicyResult {
+// cands, when not nil, flags the rules that may match the kind of the
+// request's resource (see kindCands); the others are skipped while the
+// resource keeps that kind.
+func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands []bool) PolicyResult {
 	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
 	if rs.req.Background && !p.background {
 		return pr
@@ -67,11 +71,19 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 	// the results of the request's policies share one growing array;
 	// each policy's slice is capped so that appending to it copies
 	start := len(rs.results)
-	for _, r := range p.rules {
+	key := keyOf(&rs.matchRes)
+	for j, r := range p.rules {
 		// verifyImages rules are unsupported: Validate reports them as
 		// errors rather than letting images through unverified.
 		if r.typ != typ && !(typ == Validation && r.typ == ImageVerify) {
 			continue
+		}
+		if cands != nil && !cands[j] {
+			if keyOf(&rs.matchRes) == key {
+				continue
+			}
+			// a mutation changed the kind
+			cands = nil
 		}
 		if rs.ctx.Err() != nil {
 			break
@@ -138,7 +150,7 @@ func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler) 
 	if err := sc.loadContext(r.context); err != nil {
 		return []RuleResult{r.errorResult("failed to load context", err)}
 	}
-	passed, msg, err := sc.checkConditions(r.preconditions)
+	passed, msg, err := rs.rulePreconditions(sc, r)
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate preconditions", err)}
 	}
@@ -147,9 +159,12 @@ func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler) 
 		if msg != "" {
 			text += "; " + msg
 		}
-		return []RuleResult{r.result(StatusSkip, text)}
+		return rs.single(r.result(StatusSkip, text))
 	}
-	return handler(rs, p, r, sc, excs)
+	results = handler(rs, p, r, sc, excs)
+	// handlers keep no reference to the scope
+	rs.releaseScope(sc)
+	return results
 }
 
 func firstFrames(stack []byte) string {
@@ -201,6 +216,7 @@ func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*except
 			}
 			sc := rs.newScope()
 			ok, _, err := sc.checkConditions(cs)
+			rs.releaseScope(sc)
 			if err != nil {
 				return nil, err
 			}

@@ -433,7 +433,7 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		}
 		var pr PolicyResult
 		if hasGen {
-			pr = e.runPolicy(rs, p, Generation, e.generateRule)
+			pr = e.runPolicy(rs, p, Generation, e.generateRule, nil)
 			pr.Rules = e.triggerChangeResults(rs, p, pr.Rules)
 		}
 		if hasMutEx {

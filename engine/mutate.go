@@ -285,14 +285,20 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
 	original := rs.obj
 	resp := &Response{}
-	for _, p := range s.policies {
+	cands := s.candidates(&rs.matchRes)
+	for i, p := range s.policies {
 		if !p.HasRuleType(Mutation) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
-		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Mutation, s.eng.mutateRule))
+		// a mutation may change the kind: candidates are for the kind the
+		// policy starts with
+		if keyOf(&rs.matchRes) != cands.key {
+			cands = s.candidates(&rs.matchRes)
+		}
+		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Mutation, s.eng.mutateRule, cands.policy(i)))
 	}
 	resp.Resource = rs.obj
 	// a cancellation during the last policy leaves rules unevaluated

@@ -14,12 +14,18 @@ import (
 
 // rule is a compiled rule.
 type rule struct {
-	name           string
-	src            *api.Rule
-	typ            RuleType
-	match          *match.Rule
-	context        []*contextEntry
-	preconditions  *condSet
+	name  string
+	src   *api.Rule
+	typ   RuleType
+	match *match.Rule
+	// kinds are the kind selectors of the match block (see kindCands)
+	kinds         []match.KindSelector
+	context       []*contextEntry
+	preconditions *condSet
+	// precondKey names the preconditions block by its text when its
+	// outcome depends only on the request (see reqState.rulePreconditions);
+	// "" otherwise.
+	precondKey     string
 	validate       *validateSpec
 	mutate         *mutateSpec
 	generate       *generateSpec
@@ -44,9 +50,13 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		match.Background(p.background), match.Namespaced(p.src.IsNamespaced()))
 	errs = append(errs, merrs...)
 	cr.match = m
+	if m != nil {
+		cr.kinds = m.Kinds()
+	}
 	cr.skipBackground = r.SkipBackgroundRequests == nil || *r.SkipBackgroundRequests
 	cr.context, errs = e.compileContext(r.Context, path.Child("context"), errs)
 	cr.preconditions, errs = compileConditions(r.Preconditions, path.Child("preconditions"), errs)
+	cr.precondKey = e.conditionsKey(r.Preconditions, cr.preconditions)
 	switch {
 	case r.Validation != nil:
 		cr.typ = Validation

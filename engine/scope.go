@@ -45,6 +45,13 @@ type reqState struct {
 	// share them: "request.operation || 'BACKGROUND'" runs once).
 	gen  int
 	memo queryMemo
+	// condMemo holds the outcomes of preconditions blocks for generation
+	// gen (see rulePreconditions).
+	condMemo []condMemo
+	condBuf  [4]condMemo
+
+	// spare is a scope released by the last rule, reused by the next.
+	spare *scope
 
 	// scratch holds the one result most rule handlers return (see single).
 	scratch [1]RuleResult
@@ -119,6 +126,7 @@ func (e *Engine) newReqStateImages(ctx context.Context, req *Request, needsImage
 func (e *Engine) newReqStateFrom(ctx context.Context, req *Request, needsImages bool, object, oldObject map[string]any) *reqState {
 	rs := &reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages,
 		object: object, oldObject: oldObject}
+	rs.condMemo = rs.condBuf[:0]
 	rs.matchReq = match.Request{
 		Operation:       string(rs.op),
 		Username:        req.UserInfo.Username,
@@ -171,6 +179,7 @@ func (rs *reqState) setNormalized(obj map[string]any) {
 	rs.base = rs.buildBase()
 	rs.gen++
 	rs.memo = nil
+	rs.condMemo = rs.condMemo[:0]
 }
 
 func (rs *reqState) buildBase() map[string]any {
@@ -321,7 +330,19 @@ type scope struct {
 }
 
 func (rs *reqState) newScope() *scope {
+	if sc := rs.spare; sc != nil {
+		rs.spare = nil
+		*sc = scope{rs: rs, data: rs.base, deleteRequest: rs.op == api.Delete, base: true, gen: rs.gen, memo: sc.memo[:0]}
+		return sc
+	}
 	return &scope{rs: rs, data: rs.base, deleteRequest: rs.op == api.Delete, base: true, gen: rs.gen}
+}
+
+// releaseScope gives back a scope of newScope that nothing refers to any
+// more, for the next newScope.
+func (rs *reqState) releaseScope(sc *scope) {
+	clear(sc.memo)
+	rs.spare = sc
 }
 
 // child returns a scope that shares this scope's variables until it sets

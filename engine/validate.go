@@ -148,8 +148,7 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 			return r.errorResult("variable substitution failed", err), true
 		}
 		if err := pat.Match(target); err != nil {
-			var pe *patterns.Error
-			if errors.As(err, &pe) {
+			if pe, ok := asPatternError(err); ok {
 				if pe.Skip {
 					return r.result(StatusSkip, pe.Error()), true
 				}
@@ -172,8 +171,7 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		if err == nil {
 			return r.result(StatusPass, "validation rule '"+r.name+"' anyPattern["+strconv.Itoa(i)+"] passed."), true
 		}
-		var pe *patterns.Error
-		if errors.As(err, &pe) {
+		if pe, ok := asPatternError(err); ok {
 			switch {
 			case pe.Skip:
 				skipped = append(skipped, fmt.Sprintf("rule %s[%d] skipped: %s", r.name, i, err.Error()))
@@ -191,6 +189,19 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		return r.result(StatusFail, anyPatternMessage(r.validate.rawMessage, failed)), true
 	}
 	return r.result(StatusPass, r.validate.rawMessage), true
+}
+
+// asPatternError is errors.As for the *patterns.Error Match returns,
+// without a variable that escapes in the common case.
+func asPatternError(err error) (*patterns.Error, bool) {
+	if pe, ok := err.(*patterns.Error); ok {
+		return pe, true
+	}
+	var pe *patterns.Error
+	if errors.As(err, &pe) {
+		return pe, true
+	}
+	return nil, false
 }
 
 func anyPatternMessage(msg string, errs []string) string {
