@@ -34,7 +34,9 @@ func New(opts ...Option) (*Engine, error) {
 			return nil, err
 		}
 	}
-	jp, err := jmespath.New(c.jpOpts...)
+	// the limit comes first: an explicit WithJMESPathOptions overrides it
+	jpOpts := append([]jmespath.Option{jmespath.WithMaxResultSize(c.limits.MaxJMESPathResultBytes)}, c.jpOpts...)
+	jp, err := jmespath.New(jpOpts...)
 	if err != nil {
 		return nil, err
 	}

@@ -584,6 +584,50 @@ func TestRobustLimits(t *testing.T) {
 			t.Errorf("4 levels: got %v, want an error naming the field", err)
 		}
 	})
+	t.Run("MaxJMESPathResultBytes", func(t *testing.T) {
+		// a flattening that doubles forty times, a padding of 100 GB and a
+		// value whose JSON text doubles forty times: each is an error
+		// result, found before the memory is used, and the other rules run
+		doubling := "request.object.metadata.name" + strings.Repeat(" | [@, @][]", 40)
+		shared := "request.object.metadata" + strings.Repeat(" | [@, @]", 40)
+		for _, tc := range []struct{ name, expr, want string }{
+			{"flatten", doubling, "flattening gives more than"},
+			{"pad_left", "pad_left('a', `100000000000`)", "JMESPath function 'pad_left': result of 100000000000 bytes exceeds the limit of 8388608 bytes"},
+			{"to_string", "to_string(" + shared + ")", "JMESPath function 'to_string'"},
+			{"result", "length(" + shared + ")", ""},
+			{"doubled value", shared, "value exceeds the JMESPath size limit"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				src := rbContextPolicy("p", "    - name: v\n      variable:\n        jmesPath: \""+strings.ReplaceAll(tc.expr, `"`, `\"`)+"\"", "")
+				set := rbCompile(t, src)
+				start := time.Now()
+				resp, err := set.Validate(ctx, rbRequest(t, rbPod))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("took %v", d)
+				}
+				got := rbResults(resp)["p/uses-host"]
+				if tc.want == "" {
+					if got.Status != engine.StatusPass {
+						t.Errorf("got %s %q, want pass (length reads the value without building it)", got.Status, got.Message)
+					}
+					return
+				}
+				if got.Status != engine.StatusError || !strings.Contains(got.Message, tc.want) {
+					t.Errorf("got %s %q, want an error containing %q", got.Status, got.Message, tc.want)
+				}
+			})
+		}
+		// a lower limit applies
+		set := rbCompile(t, rbContextPolicy("p", "    - name: v\n      variable:\n        jmesPath: \"pad_left('a', `2000`)\"", ""),
+			engine.WithLimits(engine.Limits{MaxJMESPathResultBytes: 1000}))
+		resp, _ := set.Validate(ctx, rbRequest(t, rbPod))
+		if got := rbResults(resp)["p/uses-host"]; got.Status != engine.StatusError || !strings.Contains(got.Message, "limit of 1000 bytes") {
+			t.Errorf("limit 1000: got %s %q", got.Status, got.Message)
+		}
+	})
 }
 
 // rbConfigMaps serves ConfigMaps by "namespace/name".

@@ -41,16 +41,21 @@ type Limits struct {
 	MaxContextBytes int
 	// MaxSubstitutionDepth bounds nested {{ }} expressions.
 	MaxSubstitutionDepth int
+	// MaxJMESPathResultBytes bounds the values a JMESPath expression
+	// builds, in bytes of JSON (see jmespath.WithMaxResultSize); an
+	// expression over it gives an error result.
+	MaxJMESPathResultBytes int
 }
 
 // DefaultLimits returns the limits used when none are set.
 func DefaultLimits() Limits { return defaultLimits }
 
 var defaultLimits = Limits{
-	MaxForeachElements:   10000,
-	MaxForeachDepth:      8,
-	MaxContextBytes:      2 << 20,
-	MaxSubstitutionDepth: 16,
+	MaxForeachElements:     10000,
+	MaxForeachDepth:        8,
+	MaxContextBytes:        2 << 20,
+	MaxSubstitutionDepth:   16,
+	MaxJMESPathResultBytes: 8 << 20,
 }
 
 // WithClock sets the clock used by time functions and reports.
@@ -149,7 +154,7 @@ func WithDefaultRegistry(registry string, mutate bool) Option {
 // WithLimits sets evaluation bounds; zero fields keep their defaults.
 func WithLimits(l Limits) Option {
 	return func(c *config) error {
-		if l.MaxForeachElements < 0 || l.MaxForeachDepth < 0 || l.MaxContextBytes < 0 || l.MaxSubstitutionDepth < 0 {
+		if l.MaxForeachElements < 0 || l.MaxForeachDepth < 0 || l.MaxContextBytes < 0 || l.MaxSubstitutionDepth < 0 || l.MaxJMESPathResultBytes < 0 {
 			return fmt.Errorf("WithLimits: negative limit")
 		}
 		if l.MaxForeachElements > 0 {
@@ -163,6 +168,9 @@ func WithLimits(l Limits) Option {
 		}
 		if l.MaxSubstitutionDepth > 0 {
 			c.limits.MaxSubstitutionDepth = l.MaxSubstitutionDepth
+		}
+		if l.MaxJMESPathResultBytes > 0 {
+			c.limits.MaxJMESPathResultBytes = l.MaxJMESPathResultBytes
 		}
 		return nil
 	}

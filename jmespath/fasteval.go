@@ -1,6 +1,8 @@
 package jmespath
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"unicode"
 	"unicode/utf8"
@@ -27,12 +29,15 @@ type evalFn func(value any) (any, error)
 
 type fastCompiler struct {
 	caller interpreter.FunctionCaller
+	// maxElements bounds the length of a flattened array (see
+	// WithMaxResultSize).
+	maxElements int
 }
 
 // compileFast compiles node; ok is false when it holds a node type the
 // closures do not cover.
-func compileFast(node parsing.ASTNode, caller interpreter.FunctionCaller) (evalFn, bool) {
-	c := fastCompiler{caller: caller}
+func compileFast(node parsing.ASTNode, caller interpreter.FunctionCaller, maxResultSize int) (evalFn, bool) {
+	c := fastCompiler{caller: caller, maxElements: maxResultSize / 16}
 	return c.compile(node)
 }
 
@@ -346,7 +351,12 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 		return func(value any) (any, error) {
 			l, err := inner(value)
 			if err != nil {
-				return nil, nil // as the library: an error flattens to null
+				// as the library: an error flattens to null, except a
+				// value over the size limit
+				if errors.Is(err, ErrTooLarge) {
+					return nil, err
+				}
+				return nil, nil
 			}
 			s, ok := l.([]any)
 			if !ok {
@@ -359,6 +369,9 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 			for _, el := range s {
 				switch t := el.(type) {
 				case []any:
+					if len(flattened)+len(t) > c.maxElements {
+						return nil, fmt.Errorf("%w: flattening gives more than %d elements", ErrTooLarge, c.maxElements)
+					}
 					flattened = append(flattened, t...)
 				default:
 					if util.IsSliceType(el) {
@@ -383,6 +396,9 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 		return func(value any) (any, error) {
 			l, err := left(value)
 			if err != nil {
+				if errors.Is(err, ErrTooLarge) {
+					return nil, err
+				}
 				return nil, nil // as the library
 			}
 			s, ok := l.([]any)

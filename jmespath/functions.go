@@ -85,6 +85,7 @@ func (i *Interpreter) functionTable() ([]jpfunctions.FunctionEntry, []FunctionIn
 		names[spec.name] = true
 	}
 	for _, std := range jpfunctions.GetDefaultFunctions() {
+		std.Handler = i.guarded(std.Name, std.Handler)
 		entries = append(entries, std)
 		if names[std.Name] {
 			continue
@@ -92,6 +93,7 @@ func (i *Interpreter) functionTable() ([]jpfunctions.FunctionEntry, []FunctionIn
 		infos = append(infos, standardInfo(std))
 	}
 	for _, spec := range custom {
+		spec.handler = i.guarded(spec.name, spec.handler)
 		entries = append(entries, spec.entry())
 		infos = append(infos, spec.info())
 	}

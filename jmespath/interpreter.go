@@ -28,6 +28,7 @@ type config struct {
 	registry         string
 	registryMutation bool
 	maxRandomLength  int
+	maxResultSize    int
 }
 
 // Option configures an Interpreter. Options are applied in order by New; an
@@ -147,6 +148,7 @@ func New(opts ...Option) (*Interpreter, error) {
 		registry:         defaultRegistry,
 		registryMutation: true,
 		maxRandomLength:  defaultMaxRandomLength,
+		maxResultSize:    defaultMaxResultSize,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -178,6 +180,9 @@ type Query struct {
 	// pure is set when the result depends only on the data: no function
 	// reads the clock or the source of randomness.
 	pure bool
+	// builds is set when the expression may build values larger than the
+	// data it reads (see buildsValues): its results are measured.
+	builds bool
 	// fast is the compiled form of the expression (see compileFast), nil
 	// when the library's interpreter evaluates it.
 	fast evalFn
@@ -199,10 +204,10 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 		}
 		return nil, &CompileError{Expression: expr, Offset: offset, Err: perr}
 	}
-	q = &Query{expr: expr, node: node, intr: i, pure: pureNode(node)}
+	q = &Query{expr: expr, node: node, intr: i, pure: pureNode(node), builds: buildsValues(node)}
 	if steps, ok := plainPath(node); ok {
 		q.path = steps
-	} else if f, ok := compileFast(node, i.caller); ok {
+	} else if f, ok := compileFast(node, i.caller, i.cfg.maxResultSize); ok {
 		q.fast = f
 	}
 	return q, nil
@@ -277,6 +282,9 @@ func (q *Query) SearchNormalized(data any) (result any, err error) {
 			return nil, fe
 		}
 		return nil, &EvalError{Expression: q.expr, Err: err}
+	}
+	if err := q.checkResult(result); err != nil {
+		return nil, err
 	}
 	return result, nil
 }
