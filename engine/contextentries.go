@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,7 +174,9 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 		if ns == "" {
 			ns = "default"
 		}
-		cm, err := cms.GetConfigMap(s.rs.ctx, ns, name)
+		ctx, cancel := s.rs.hostContext()
+		cm, err := cms.GetConfigMap(ctx, ns, name)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("failed to retrieve config map for context entry %s: %w", ce.name, err)
 		}
@@ -189,7 +192,9 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, err)
 		}
-		data, err := rc.ImageData(s.rs.ctx, ref, src.ImageRegistry.ImageRegistryCredentials)
+		ctx, cancel := s.rs.hostContext()
+		data, err := rc.ImageData(ctx, ref, src.ImageRegistry.ImageRegistryCredentials)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("failed to fetch image descriptor for context entry %s: %w", ce.name, err)
 		}
@@ -209,7 +214,9 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 		if g == nil {
 			return nil, errSkipped
 		}
-		v, err := g.GlobalContextEntry(s.rs.ctx, src.GlobalReference.Name)
+		ctx, cancel := s.rs.hostContext()
+		v, err := g.GlobalContextEntry(ctx, src.GlobalReference.Name)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("failed to load global context entry %s: %w", src.GlobalReference.Name, err)
 		}
@@ -301,7 +308,9 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 		if perr != nil {
 			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, perr)
 		}
-		raw, err = client.RawAbsPath(s.rs.ctx, path, ce.method, body)
+		ctx, cancel := s.rs.hostContext()
+		raw, err = client.RawAbsPath(ctx, path, ce.method, body)
+		cancel()
 		if err != nil {
 			err = fmt.Errorf("failed to execute APICall for context entry %s: %w", ce.name, err)
 		}
@@ -318,7 +327,9 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 		for _, h := range ce.service.headers {
 			headers[h.Key] = h.Value
 		}
-		raw, err = caller.Call(s.rs.ctx, ServiceRequest{URL: url, Method: ce.method, CABundle: ce.service.caBundle, Headers: headers, Body: body})
+		ctx, cancel := s.rs.hostContext()
+		raw, err = caller.Call(ctx, ServiceRequest{URL: url, Method: ce.method, CABundle: ce.service.caBundle, Headers: headers, Body: body})
+		cancel()
 		if err != nil {
 			err = fmt.Errorf("failed to execute HTTP request for context entry %s: %w", ce.name, err)
 		}
@@ -349,4 +360,10 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// hostContext is the context of one call to a host interface: the
+// request's, with the HostCallTimeout limit.
+func (rs *reqState) hostContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(rs.ctx, rs.e.cfg.limits.HostCallTimeout)
 }

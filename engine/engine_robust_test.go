@@ -693,6 +693,46 @@ func TestRobustHostTimeout(t *testing.T) {
 	}
 }
 
+// TestRobustHostCallTimeout checks the per-call limit: without a deadline
+// from the caller, a host that never answers (context entries, namespace
+// labels, exceptions) costs HostCallTimeout, the rule reports the deadline
+// and the request's other rules still run.
+func TestRobustHostCallTimeout(t *testing.T) {
+	for _, tc := range rbHostCases[:7] {
+		t.Run(tc.name, func(t *testing.T) {
+			// only the interface of the case blocks
+			h := &rbHost{fn: func(ctx context.Context, what string) error {
+				if what != tc.name {
+					return nil
+				}
+				return rbBlockUntilDone(ctx, what)
+			}}
+			opts := append(h.options(), engine.WithLimits(engine.Limits{HostCallTimeout: 30 * time.Millisecond}))
+			set := rbCompile(t, rbContextPolicy("p", tc.entry, tc.match), opts...)
+			start := time.Now()
+			resp, err := set.Validate(context.Background(), rbRequest(t, rbPod))
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("Validate took %v", d)
+			}
+			if err != nil {
+				t.Fatalf("Validate error = %v, want none (the request's context is live)", err)
+			}
+			got := rbResults(resp)
+			if r := got["p/uses-host"]; r.Status != engine.StatusError || !strings.Contains(r.Message, "context deadline exceeded") {
+				t.Errorf("p/uses-host = %s %q", r.Status, r.Message)
+			}
+			// the exceptions are read for every rule: there the other
+			// rules fail the same way
+			if r := got["p/plain"]; tc.name != "exceptions" && r.Status != engine.StatusPass {
+				t.Errorf("p/plain = %s %q, want pass", r.Status, r.Message)
+			}
+		})
+	}
+	if got := engine.DefaultLimits().HostCallTimeout; got != 10*time.Second {
+		t.Errorf("default HostCallTimeout = %v", got)
+	}
+}
+
 // TestRobustCancellation checks that a cancelled context stops evaluation
 // between rules, between policies and inside foreach, and that the caller
 // is told (an incomplete response is never a silent pass).

@@ -190,7 +190,9 @@ func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*except
 	if e.cfg.exceptionsOff || e.cfg.exceptions == nil {
 		return nil, nil
 	}
-	set, err := e.cfg.exceptions.Exceptions(rs.ctx)
+	ctx, cancel := rs.hostContext()
+	set, err := e.cfg.exceptions.Exceptions(ctx)
+	cancel()
 	if err != nil || set == nil {
 		return nil, err
 	}

@@ -689,7 +689,9 @@ func (e *Engine) generatePattern(rs *reqState, p *Policy, r *rule, sc *scope, gp
 		var out []map[string]any
 		for _, k := range gp.cloneKinds {
 			apiVersion, kind := splitKindGVK(k)
-			sources, err := client.List(rs.ctx, apiVersion, kind, ns, gp.selector)
+			cctx, cancel := rs.hostContext()
+			sources, err := client.List(cctx, apiVersion, kind, ns, gp.selector)
+			cancel()
 			if err != nil {
 				return out, fmt.Errorf("failed to list source resource for cloneList %s %s/%s. %w", apiVersion, kind, ns, err)
 			}
@@ -751,7 +753,9 @@ func (e *Engine) cloneOne(rs *reqState, p *Policy, r *rule, client Client, targe
 		}
 		return nil, fmt.Errorf("cannot read clone source %s: client %w", source, ErrNotConfigured)
 	}
-	src, err := client.Get(rs.ctx, source.apiVersion, source.kind, source.namespace, source.name)
+	cctx, cancel := rs.hostContext()
+	src, err := client.Get(cctx, source.apiVersion, source.kind, source.namespace, source.name)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("source resource %s not found: %w", target, err)
 	}
@@ -820,7 +824,9 @@ func (e *Engine) desired(rs *reqState, p *Policy, r *rule, client Client, target
 	if client == nil {
 		return []map[string]any{obj}, nil
 	}
-	existing, err := client.Get(rs.ctx, target.apiVersion, target.kind, target.namespace, target.name)
+	cctx, cancel := rs.hostContext()
+	existing, err := client.Get(cctx, target.apiVersion, target.kind, target.namespace, target.name)
+	cancel()
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return []map[string]any{obj}, nil

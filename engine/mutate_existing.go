@@ -174,7 +174,9 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 			namespace = p.src.GetNamespace()
 		}
 		if name != "" && namespace != "" && !hasWildcard(name) && !hasWildcard(namespace) {
-			obj, err := client.Get(rs.ctx, apiVersion, kind, namespace, name)
+			cctx, cancel := rs.hostContext()
+			obj, err := client.Get(cctx, apiVersion, kind, namespace, name)
+			cancel()
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -188,7 +190,9 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 		if hasWildcard(listNS) {
 			listNS = ""
 		}
-		objs, err := client.List(rs.ctx, apiVersion, kind, listNS, selector)
+		cctx, cancel := rs.hostContext()
+		objs, err := client.List(cctx, apiVersion, kind, listNS, selector)
+		cancel()
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -45,6 +45,10 @@ type Limits struct {
 	// builds, in bytes of JSON (see jmespath.WithMaxResultSize); an
 	// expression over it gives an error result.
 	MaxJMESPathResultBytes int
+	// HostCallTimeout bounds each call a context entry makes to a host
+	// interface (ConfigMaps, API calls, services, registries, global
+	// context); the request's context bounds them all.
+	HostCallTimeout time.Duration
 }
 
 // DefaultLimits returns the limits used when none are set.
@@ -56,6 +60,7 @@ var defaultLimits = Limits{
 	MaxContextBytes:        2 << 20,
 	MaxSubstitutionDepth:   16,
 	MaxJMESPathResultBytes: 8 << 20,
+	HostCallTimeout:        10 * time.Second,
 }
 
 // WithClock sets the clock used by time functions and reports.
@@ -154,7 +159,7 @@ func WithDefaultRegistry(registry string, mutate bool) Option {
 // WithLimits sets evaluation bounds; zero fields keep their defaults.
 func WithLimits(l Limits) Option {
 	return func(c *config) error {
-		if l.MaxForeachElements < 0 || l.MaxForeachDepth < 0 || l.MaxContextBytes < 0 || l.MaxSubstitutionDepth < 0 || l.MaxJMESPathResultBytes < 0 {
+		if l.MaxForeachElements < 0 || l.MaxForeachDepth < 0 || l.MaxContextBytes < 0 || l.MaxSubstitutionDepth < 0 || l.MaxJMESPathResultBytes < 0 || l.HostCallTimeout < 0 {
 			return fmt.Errorf("WithLimits: negative limit")
 		}
 		if l.MaxForeachElements > 0 {
@@ -171,6 +176,9 @@ func WithLimits(l Limits) Option {
 		}
 		if l.MaxJMESPathResultBytes > 0 {
 			c.limits.MaxJMESPathResultBytes = l.MaxJMESPathResultBytes
+		}
+		if l.HostCallTimeout > 0 {
+			c.limits.HostCallTimeout = l.HostCallTimeout
 		}
 		return nil
 	}

@@ -290,7 +290,9 @@ func (rs *reqState) namespaceLabels() (map[string]string, error) {
 	if ns == "" || rs.e.cfg.namespaces == nil {
 		return nil, nil
 	}
-	rs.nsLabels, rs.nsLabelsErr = callNamespaceLabeler(rs.ctx, rs.e.cfg.namespaces, ns)
+	ctx, cancel := rs.hostContext()
+	rs.nsLabels, rs.nsLabelsErr = callNamespaceLabeler(ctx, rs.e.cfg.namespaces, ns)
+	cancel()
 	if rs.nsLabelsErr != nil {
 		rs.nsLabelsErr = fmt.Errorf("namespace labels of %q: %w", ns, rs.nsLabelsErr)
 	}
