@@ -184,15 +184,24 @@ func hasPodSecurityExemptions(excs []*exceptions.Exception) bool {
 	return false
 }
 
+// exceptions reads the host's exceptions once per request.
+func (rs *reqState) exceptions() (*exceptions.Set, error) {
+	if !rs.excDone {
+		ctx, cancel := rs.hostContext()
+		rs.excSet, rs.excErr = rs.e.cfg.exceptions.Exceptions(ctx)
+		cancel()
+		rs.excDone = true
+	}
+	return rs.excSet, rs.excErr
+}
+
 // matchingExceptions returns the exceptions that apply to the rule and the
 // resource, including their conditions.
 func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*exceptions.Exception, error) {
 	if e.cfg.exceptionsOff || e.cfg.exceptions == nil {
 		return nil, nil
 	}
-	ctx, cancel := rs.hostContext()
-	set, err := e.cfg.exceptions.Exceptions(ctx)
-	cancel()
+	set, err := rs.exceptions()
 	if err != nil || set == nil {
 		return nil, err
 	}

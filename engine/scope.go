@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/gavelpolicy/gavel/exceptions"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,11 @@ type reqState struct {
 	// gen (see rulePreconditions).
 	condMemo []condMemo
 	condBuf  [4]condMemo
+
+	// excSet is the host's exceptions, read once (see exceptions).
+	excSet  *exceptions.Set
+	excErr  error
+	excDone bool
 
 	// spare is a scope released by the last rule, reused by the next.
 	spare *scope
