@@ -40,11 +40,17 @@ func FuzzSearch(f *testing.F) {
 		{"a[::-1]", `{"a":[1,2,3]}`},
 		{"round(@, `400`)", `1.5`},
 		{"truncate(@, `1e300`)", `"abc"`},
+		{"pad_left(@, `1e12`, 'x')", `"abc"`},
+		{"join('', [@, @, @, @])", `"abc"`},
+		{"replace_all(@, '', @)", `"abcdef"`},
+		{"to_string(@ | [@, @] | [@, @] | [@, @])", `{"a":[1]}`},
+		{"@ | [@, @][] | [@, @][] | [@, @][]", `[1]`},
+		{"base64_encode(@)", `"abc"`},
 	}
 	for _, s := range seeds {
 		f.Add(s.expr, []byte(s.data))
 	}
-	intr, err := New(WithRandom(seeded(1)), WithCacheSize(16), WithMaxRandomLength(4096))
+	intr, err := New(WithRandom(seeded(1)), WithCacheSize(16), WithMaxRandomLength(4096), WithMaxResultSize(1<<20))
 	if err != nil {
 		f.Fatal(err)
 	}
