@@ -146,7 +146,7 @@ func (s *scope) loadContext(entries []*contextEntry) error {
 			return err
 		}
 		if raw, err := json.Marshal(v); err == nil && len(raw) > s.rs.e.cfg.limits.MaxContextBytes {
-			return fmt.Errorf("context entry %s: value of %d bytes exceeds the limit of %d", ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)
+			return &LimitError{Limit: "MaxContextBytes", msg: fmt.Sprintf("context entry %s: value of %d bytes exceeds the limit of %d", ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)}
 		}
 		s.set(ce.name, v)
 	}
@@ -174,9 +174,9 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 		if ns == "" {
 			ns = "default"
 		}
-		ctx, cancel := s.rs.hostContext()
+		ctx, done := s.rs.hostContext()
 		cm, err := cms.GetConfigMap(ctx, ns, name)
-		cancel()
+		err = done(err)
 		if err != nil {
 			return nil, fmt.Errorf("failed to retrieve config map for context entry %s: %w", ce.name, err)
 		}
@@ -192,9 +192,9 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, err)
 		}
-		ctx, cancel := s.rs.hostContext()
+		ctx, done := s.rs.hostContext()
 		data, err := rc.ImageData(ctx, ref, src.ImageRegistry.ImageRegistryCredentials)
-		cancel()
+		err = done(err)
 		if err != nil {
 			return nil, fmt.Errorf("failed to fetch image descriptor for context entry %s: %w", ce.name, err)
 		}
@@ -214,9 +214,9 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 		if g == nil {
 			return nil, errSkipped
 		}
-		ctx, cancel := s.rs.hostContext()
+		ctx, done := s.rs.hostContext()
 		v, err := g.GlobalContextEntry(ctx, src.GlobalReference.Name)
-		cancel()
+		err = done(err)
 		if err != nil {
 			return nil, fmt.Errorf("failed to load global context entry %s: %w", src.GlobalReference.Name, err)
 		}
@@ -308,9 +308,9 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 		if perr != nil {
 			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, perr)
 		}
-		ctx, cancel := s.rs.hostContext()
+		ctx, done := s.rs.hostContext()
 		raw, err = client.RawAbsPath(ctx, path, ce.method, body)
-		cancel()
+		err = done(err)
 		if err != nil {
 			err = fmt.Errorf("failed to execute APICall for context entry %s: %w", ce.name, err)
 		}
@@ -327,15 +327,15 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 		for _, h := range ce.service.headers {
 			headers[h.Key] = h.Value
 		}
-		ctx, cancel := s.rs.hostContext()
+		ctx, done := s.rs.hostContext()
 		raw, err = caller.Call(ctx, ServiceRequest{URL: url, Method: ce.method, CABundle: ce.service.caBundle, Headers: headers, Body: body})
-		cancel()
+		err = done(err)
 		if err != nil {
 			err = fmt.Errorf("failed to execute HTTP request for context entry %s: %w", ce.name, err)
 		}
 	}
 	if err == nil && len(raw) > s.rs.e.cfg.limits.MaxContextBytes {
-		err = fmt.Errorf("context entry %s: response of %d bytes exceeds the limit of %d", ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)
+		err = &LimitError{Limit: "MaxContextBytes", msg: fmt.Sprintf("context entry %s: response of %d bytes exceeds the limit of %d", ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)}
 	}
 	var data any
 	if err == nil {
@@ -363,7 +363,19 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 }
 
 // hostContext is the context of one call to a host interface: the
-// request's, with the HostCallTimeout limit.
-func (rs *reqState) hostContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(rs.ctx, rs.e.cfg.limits.HostCallTimeout)
+// request's, with the HostCallTimeout limit. done releases it and returns
+// the call's error, marked as a *LimitError when the limit (not the
+// request's own deadline) stopped the call.
+func (rs *reqState) hostContext() (ctx context.Context, done func(error) error) {
+	d := rs.e.cfg.limits.HostCallTimeout
+	limit := &LimitError{Limit: "HostCallTimeout", msg: "host call exceeded HostCallTimeout of " + d.String(), err: context.DeadlineExceeded}
+	ctx, cancel := context.WithTimeoutCause(rs.ctx, d, limit)
+	return ctx, func(err error) error {
+		timedOut := err != nil && rs.ctx.Err() == nil && context.Cause(ctx) == error(limit)
+		cancel()
+		if timedOut && !errors.Is(err, ErrLimitExceeded) {
+			return fmt.Errorf("%w (%w)", err, limit)
+		}
+		return err
+	}
 }

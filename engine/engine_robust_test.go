@@ -16,6 +16,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/jmespath"
 	"github.com/gavelpolicy/gavel/loader"
 )
 
@@ -447,6 +448,20 @@ spec:
 	return b.String()
 }
 
+// rbCheckLimit checks that a result was stopped by the named limit: its Err
+// matches ErrLimitExceeded and is a *LimitError naming the limit.
+func rbCheckLimit(t *testing.T, got engine.RuleResult, limit string) {
+	t.Helper()
+	var le *engine.LimitError
+	if !errors.Is(got.Err, engine.ErrLimitExceeded) || !errors.As(got.Err, &le) || le.Limit != limit {
+		t.Errorf("Err = %v (%T), want a *LimitError for %s", got.Err, got.Err, limit)
+		return
+	}
+	if got.Status != engine.StatusError || !strings.Contains(got.Message, got.Err.Error()) {
+		t.Errorf("result %s %q does not report %q", got.Status, got.Message, got.Err)
+	}
+}
+
 // TestRobustLimits checks that every engine.Limits field is enforced with
 // an error that says which limit was exceeded.
 func TestRobustLimits(t *testing.T) {
@@ -461,6 +476,7 @@ func TestRobustLimits(t *testing.T) {
 		if got.Status != engine.StatusError || !strings.Contains(got.Message, "has 3 elements, more than the limit of 2") {
 			t.Errorf("got %s %q", got.Status, got.Message)
 		}
+		rbCheckLimit(t, got, "MaxForeachElements")
 		// at the limit the rule runs
 		set = rbCompile(t, rbNestedForeach(1), engine.WithLimits(engine.Limits{MaxForeachElements: 3}))
 		resp, _ = set.Validate(ctx, rbRequest(t, rbPod))
@@ -479,6 +495,7 @@ func TestRobustLimits(t *testing.T) {
 		if got.Status != engine.StatusError || !strings.Contains(got.Message, "has 3 elements, more than the limit of 2") {
 			t.Errorf("got %s %q", got.Status, got.Message)
 		}
+		rbCheckLimit(t, got, "MaxForeachElements")
 		if !reflect.DeepEqual(resp.Resource, req.Object) || resp.Patch != nil {
 			t.Errorf("object patched although the rule failed: %v", resp.Resource)
 		}
@@ -550,6 +567,7 @@ func TestRobustLimits(t *testing.T) {
 				if got.Status != engine.StatusError || !strings.Contains(got.Message, "exceeds the limit of 512") || !strings.Contains(got.Message, tc.want) {
 					t.Errorf("got %s %q", got.Status, got.Message)
 				}
+				rbCheckLimit(t, got, "MaxContextBytes")
 				small := strings.ReplaceAll(strings.ReplaceAll(tc.entry, "big", "small"), big, "y")
 				set = rbCompile(t, rbContextPolicy("p", small, ""), opts...)
 				resp, _ = set.Validate(ctx, rbRequest(t, rbPod))
@@ -617,6 +635,10 @@ func TestRobustLimits(t *testing.T) {
 				}
 				if got.Status != engine.StatusError || !strings.Contains(got.Message, tc.want) {
 					t.Errorf("got %s %q, want an error containing %q", got.Status, got.Message, tc.want)
+				}
+				rbCheckLimit(t, got, "MaxJMESPathResultBytes")
+				if !errors.Is(got.Err, jmespath.ErrTooLarge) {
+					t.Errorf("Err = %v, want it to wrap jmespath.ErrTooLarge", got.Err)
 				}
 			})
 		}
@@ -689,6 +711,10 @@ func TestRobustHostTimeout(t *testing.T) {
 			if got.Status != engine.StatusError || !strings.Contains(got.Message, "context deadline exceeded") {
 				t.Errorf("p/uses-host = %s %q", got.Status, got.Message)
 			}
+			// the caller's deadline is not one of the engine's limits
+			if errors.Is(got.Err, engine.ErrLimitExceeded) || !errors.Is(got.Err, context.DeadlineExceeded) {
+				t.Errorf("Err = %v, want the caller's deadline only", got.Err)
+			}
 		})
 	}
 }
@@ -720,6 +746,10 @@ func TestRobustHostCallTimeout(t *testing.T) {
 			got := rbResults(resp)
 			if r := got["p/uses-host"]; r.Status != engine.StatusError || !strings.Contains(r.Message, "context deadline exceeded") {
 				t.Errorf("p/uses-host = %s %q", r.Status, r.Message)
+			}
+			rbCheckLimit(t, got["p/uses-host"], "HostCallTimeout")
+			if !errors.Is(got["p/uses-host"].Err, context.DeadlineExceeded) {
+				t.Errorf("Err = %v, want it to wrap context.DeadlineExceeded", got["p/uses-host"].Err)
 			}
 			// the exceptions are read for every rule: there the other
 			// rules fail the same way

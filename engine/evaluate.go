@@ -187,9 +187,9 @@ func hasPodSecurityExemptions(excs []*exceptions.Exception) bool {
 // exceptions reads the host's exceptions once per request.
 func (rs *reqState) exceptions() (*exceptions.Set, error) {
 	if !rs.excDone {
-		ctx, cancel := rs.hostContext()
+		ctx, done := rs.hostContext()
 		rs.excSet, rs.excErr = rs.e.cfg.exceptions.Exceptions(ctx)
-		cancel()
+		rs.excErr = done(rs.excErr)
 		rs.excDone = true
 	}
 	return rs.excSet, rs.excErr
@@ -289,5 +289,7 @@ func (r *rule) errorResult(msg string, err error) RuleResult {
 	if err != nil {
 		msg = msg + ": " + err.Error()
 	}
-	return r.result(StatusError, msg)
+	res := r.result(StatusError, msg)
+	res.Err = resultErr(err)
+	return res
 }

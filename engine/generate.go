@@ -566,7 +566,7 @@ func (e *Engine) generateObjects(rs *reqState, p *Policy, r *rule, sc *scope) ([
 			continue
 		}
 		if len(elements) > e.cfg.limits.MaxForeachElements {
-			errs = append(errs, fmt.Errorf("foreach list %s has %d elements, more than the limit of %d", f.list.expr, len(elements), e.cfg.limits.MaxForeachElements))
+			errs = append(errs, fmt.Errorf("foreach %w", e.foreachLimit(f.list.expr, len(elements))))
 			continue
 		}
 		var elemErrs []error
@@ -689,9 +689,9 @@ func (e *Engine) generatePattern(rs *reqState, p *Policy, r *rule, sc *scope, gp
 		var out []map[string]any
 		for _, k := range gp.cloneKinds {
 			apiVersion, kind := splitKindGVK(k)
-			cctx, cancel := rs.hostContext()
+			cctx, done := rs.hostContext()
 			sources, err := client.List(cctx, apiVersion, kind, ns, gp.selector)
-			cancel()
+			err = done(err)
 			if err != nil {
 				return out, fmt.Errorf("failed to list source resource for cloneList %s %s/%s. %w", apiVersion, kind, ns, err)
 			}
@@ -753,9 +753,9 @@ func (e *Engine) cloneOne(rs *reqState, p *Policy, r *rule, client Client, targe
 		}
 		return nil, fmt.Errorf("cannot read clone source %s: client %w", source, ErrNotConfigured)
 	}
-	cctx, cancel := rs.hostContext()
+	cctx, done := rs.hostContext()
 	src, err := client.Get(cctx, source.apiVersion, source.kind, source.namespace, source.name)
-	cancel()
+	err = done(err)
 	if err != nil {
 		return nil, fmt.Errorf("source resource %s not found: %w", target, err)
 	}
@@ -824,9 +824,9 @@ func (e *Engine) desired(rs *reqState, p *Policy, r *rule, client Client, target
 	if client == nil {
 		return []map[string]any{obj}, nil
 	}
-	cctx, cancel := rs.hostContext()
+	cctx, done := rs.hostContext()
 	existing, err := client.Get(cctx, target.apiVersion, target.kind, target.namespace, target.name)
-	cancel()
+	err = done(err)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return []map[string]any{obj}, nil

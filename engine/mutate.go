@@ -330,12 +330,14 @@ func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*ex
 	var patched map[string]any
 	var status Status
 	var msg string
+	var err error
 	if m.foreach != nil {
-		patched, status, msg = e.mutateForeach(rs, r, sc, m.foreach, resource, 0)
+		patched, status, msg, err = e.mutateForeach(rs, r, sc, m.foreach, resource, 0)
 	} else {
-		patched, status, msg = applyMutation(sc, m.patch, resource)
+		patched, status, msg, err = applyMutation(sc, m.patch, resource)
 	}
 	res := r.result(status, msg)
+	res.Err = resultErr(err)
 	res.EmitWarning = p.emitWarning
 	if status == StatusPass {
 		res.Message = mutatedMessage(patched)
@@ -345,22 +347,23 @@ func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*ex
 }
 
 // applyMutation applies one patch: pass when the resource changed, skip
-// when nothing changed, error when the patch failed.
-func applyMutation(sc *scope, ps *patchSpec, resource map[string]any) (map[string]any, Status, string) {
+// when nothing changed, error (with its cause, when there is one) when the
+// patch failed.
+func applyMutation(sc *scope, ps *patchSpec, resource map[string]any) (map[string]any, Status, string, error) {
 	if ps == nil {
-		return resource, StatusError, "empty mutate rule"
+		return resource, StatusError, "empty mutate rule", nil
 	}
 	patched, err := ps.apply(sc, resource)
 	if err != nil {
 		if se, ok := err.(*substError); ok {
-			return resource, StatusError, "variable substitution failed: " + se.Error()
+			return resource, StatusError, "variable substitution failed: " + se.Error(), err
 		}
-		return resource, StatusError, "failed to patch resource: " + err.Error()
+		return resource, StatusError, "failed to patch resource: " + err.Error(), err
 	}
 	if deepEqual(patched, resource) {
-		return resource, StatusSkip, "no patches applied"
+		return resource, StatusSkip, "no patches applied", nil
 	}
-	return patched, StatusPass, ""
+	return patched, StatusPass, "", nil
 }
 
 func mutatedMessage(obj map[string]any) string {
@@ -376,19 +379,20 @@ func mutatedMessage(obj map[string]any) string {
 }
 
 // mutateForeach follows upstream's forEachMutator.
-func (e *Engine) mutateForeach(rs *reqState, r *rule, sc *scope, list []*foreachMutate, resource map[string]any, nesting int) (map[string]any, Status, string) {
+func (e *Engine) mutateForeach(rs *reqState, r *rule, sc *scope, list []*foreachMutate, resource map[string]any, nesting int) (map[string]any, Status, string, error) {
 	applyCount := 0
 	for _, fm := range list {
 		elements, err := fm.list.evaluate(sc)
 		if err != nil {
-			return resource, StatusError, fmt.Sprintf("failed to evaluate list %s: %v", fm.list.expr, err)
+			return resource, StatusError, fmt.Sprintf("failed to evaluate list %s: %v", fm.list.expr, err), err
 		}
 		if len(elements) > e.cfg.limits.MaxForeachElements {
-			return resource, StatusError, fmt.Sprintf("list %s has %d elements, more than the limit of %d", fm.list.expr, len(elements), e.cfg.limits.MaxForeachElements)
+			err := e.foreachLimit(fm.list.expr, len(elements))
+			return resource, StatusError, err.Error(), err
 		}
-		patched, status, msg := e.mutateElements(rs, r, sc, fm, elements, resource, nesting)
+		patched, status, msg, err := e.mutateElements(rs, r, sc, fm, elements, resource, nesting)
 		if status == StatusError || status == StatusFail {
-			return resource, StatusError, "failed to mutate elements: " + msg
+			return resource, StatusError, "failed to mutate elements: " + msg, err
 		}
 		if status != StatusSkip {
 			applyCount++
@@ -399,12 +403,12 @@ func (e *Engine) mutateForeach(rs *reqState, r *rule, sc *scope, list []*foreach
 	}
 	msg := fmt.Sprintf("%d elements processed", applyCount)
 	if applyCount == 0 {
-		return resource, StatusSkip, msg
+		return resource, StatusSkip, msg, nil
 	}
-	return resource, StatusPass, msg
+	return resource, StatusPass, msg, nil
 }
 
-func (e *Engine) mutateElements(rs *reqState, r *rule, sc *scope, fm *foreachMutate, elements []any, resource map[string]any, nesting int) (map[string]any, Status, string) {
+func (e *Engine) mutateElements(rs *reqState, r *rule, sc *scope, fm *foreachMutate, elements []any, resource map[string]any, nesting int) (map[string]any, Status, string, error) {
 	reverse := fm.isSM
 	if fm.order != nil {
 		reverse = *fm.order == api.Descending
@@ -421,17 +425,17 @@ func (e *Engine) mutateElements(rs *reqState, r *rule, sc *scope, fm *foreachMut
 			continue
 		}
 		if err := rs.ctx.Err(); err != nil {
-			return resource, StatusError, err.Error()
+			return resource, StatusError, err.Error(), err
 		}
 		child := sc.child()
 		child.addElement(el, index, nesting)
 		child.element = nil
 		if err := child.loadContext(fm.context); err != nil {
-			return resource, StatusError, fmt.Sprintf("failed to load to mutate.foreach[%d].context: %v", index, err)
+			return resource, StatusError, fmt.Sprintf("failed to load to mutate.foreach[%d].context: %v", index, err), err
 		}
 		ok, _, err := child.checkConditions(fm.preconditions)
 		if err != nil {
-			return resource, StatusError, fmt.Sprintf("failed to evaluate mutate.foreach[%d].preconditions: %v", index, err)
+			return resource, StatusError, fmt.Sprintf("failed to evaluate mutate.foreach[%d].preconditions: %v", index, err), err
 		}
 		if !ok {
 			continue
@@ -440,12 +444,12 @@ func (e *Engine) mutateElements(rs *reqState, r *rule, sc *scope, fm *foreachMut
 		var status Status
 		var msg string
 		if fm.nested != nil {
-			patched, status, msg = e.mutateForeach(rs, r, child, fm.nested, resource, nesting+1)
+			patched, status, msg, err = e.mutateForeach(rs, r, child, fm.nested, resource, nesting+1)
 		} else {
-			patched, status, msg = applyMutation(child, fm.patch, resource)
+			patched, status, msg, err = applyMutation(child, fm.patch, resource)
 		}
 		if status == StatusFail || status == StatusError {
-			return resource, status, msg
+			return resource, status, msg, err
 		}
 		if status == StatusPass {
 			resource = patched
@@ -453,7 +457,7 @@ func (e *Engine) mutateElements(rs *reqState, r *rule, sc *scope, fm *foreachMut
 		}
 	}
 	if !changed {
-		return resource, StatusSkip, "no patches applied"
+		return resource, StatusSkip, "no patches applied", nil
 	}
-	return resource, StatusPass, ""
+	return resource, StatusPass, "", nil
 }

@@ -111,11 +111,12 @@ func (e *Engine) mutateTargets(rs *reqState, p *Policy, r *rule, sc *scope) []Ru
 		var patched map[string]any
 		var status Status
 		if m.foreach != nil {
-			patched, status, msg = e.mutateForeach(rs, r, child, m.foreach, t.obj, 0)
+			patched, status, msg, err = e.mutateForeach(rs, r, child, m.foreach, t.obj, 0)
 		} else {
-			patched, status, msg = applyMutation(child, m.patch, t.obj)
+			patched, status, msg, err = applyMutation(child, m.patch, t.obj)
 		}
 		res := r.result(status, msg)
+		res.Err = resultErr(err)
 		if status == StatusPass {
 			res.Message = mutatedMessage(patched)
 			res.PatchedTargets = []map[string]any{patched}
@@ -174,9 +175,9 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 			namespace = p.src.GetNamespace()
 		}
 		if name != "" && namespace != "" && !hasWildcard(name) && !hasWildcard(namespace) {
-			cctx, cancel := rs.hostContext()
+			cctx, done := rs.hostContext()
 			obj, err := client.Get(cctx, apiVersion, kind, namespace, name)
-			cancel()
+			err = done(err)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -190,9 +191,9 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 		if hasWildcard(listNS) {
 			listNS = ""
 		}
-		cctx, cancel := rs.hostContext()
+		cctx, done := rs.hostContext()
 		objs, err := client.List(cctx, apiVersion, kind, listNS, selector)
-		cancel()
+		err = done(err)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -194,4 +195,43 @@ func WithClient(c Client) Option {
 // are queued at admission.
 func WithUpdateRequestQueue(q UpdateRequestQueue) Option {
 	return func(cfg *config) error { cfg.queue = q; return nil }
+}
+
+// ErrLimitExceeded is matched (errors.Is) by the errors of evaluations
+// stopped by one of the Limits; they are *LimitError values.
+var ErrLimitExceeded = errors.New("engine limit exceeded")
+
+// LimitError reports an evaluation stopped by one of the Limits. Results
+// carry it in RuleResult.Err.
+type LimitError struct {
+	// Limit is the name of the Limits field, e.g. "MaxForeachElements".
+	Limit string
+	msg   string
+	err   error
+}
+
+// Error implements error.
+func (e *LimitError) Error() string { return e.msg }
+
+// Is makes LimitError match ErrLimitExceeded.
+func (e *LimitError) Is(target error) bool { return target == ErrLimitExceeded }
+
+// Unwrap returns the underlying error (jmespath.ErrTooLarge for
+// MaxJMESPathResultBytes, context.DeadlineExceeded for HostCallTimeout),
+// if any.
+func (e *LimitError) Unwrap() error { return e.err }
+
+// foreachLimit is the error of a foreach list longer than the limit.
+func (e *Engine) foreachLimit(list string, n int) *LimitError {
+	return &LimitError{Limit: "MaxForeachElements",
+		msg: fmt.Sprintf("list %s has %d elements, more than the limit of %d", list, n, e.cfg.limits.MaxForeachElements)}
+}
+
+// resultErr is the Err of an error result with cause err: JMESPath's size
+// errors are marked as the MaxJMESPathResultBytes limit.
+func resultErr(err error) error {
+	if err != nil && errors.Is(err, jmespath.ErrTooLarge) && !errors.Is(err, ErrLimitExceeded) {
+		return &LimitError{Limit: "MaxJMESPathResultBytes", msg: err.Error(), err: err}
+	}
+	return err
 }

@@ -47,6 +47,11 @@ type RuleResult struct {
 	PatchedTargets []map[string]any
 	// Patches are the RFC 6902 operations a mutate rule applied.
 	Patches []map[string]any
+	// Err is the cause of an error result when there is one, nil
+	// otherwise: errors.Is(Err, ErrLimitExceeded) tells a result stopped by
+	// one of the engine's Limits (errors.As gives the *LimitError),
+	// errors.Is(Err, context.DeadlineExceeded) one stopped by a deadline.
+	Err error
 }
 
 // PodSecurityCheck is one failed Pod Security control.

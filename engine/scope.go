@@ -296,9 +296,9 @@ func (rs *reqState) namespaceLabels() (map[string]string, error) {
 	if ns == "" || rs.e.cfg.namespaces == nil {
 		return nil, nil
 	}
-	ctx, cancel := rs.hostContext()
+	ctx, done := rs.hostContext()
 	rs.nsLabels, rs.nsLabelsErr = callNamespaceLabeler(ctx, rs.e.cfg.namespaces, ns)
-	cancel()
+	rs.nsLabelsErr = done(rs.nsLabelsErr)
 	if rs.nsLabelsErr != nil {
 		rs.nsLabelsErr = fmt.Errorf("namespace labels of %q: %w", ns, rs.nsLabelsErr)
 	}

@@ -246,7 +246,7 @@ func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*forea
 			continue
 		}
 		if len(elements) > e.cfg.limits.MaxForeachElements {
-			return r.errorResult("failed to process foreach", fmt.Errorf("list %q has %d elements, more than the limit of %d", fe.list.expr, len(elements), e.cfg.limits.MaxForeachElements)), true
+			return r.errorResult("failed to process foreach", e.foreachLimit(strconv.Quote(fe.list.expr), len(elements))), true
 		}
 		res, _, count := e.validateElements(rs, r, sc, fe, elements, nesting)
 		if res.Status != StatusPass {
