@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -283,4 +284,56 @@ spec:
 	// Output:
 	// registry.example.com/web:1.0: pass rule passed
 	// nginx:1.27: fail validation failure: images must come from registry.example.com
+}
+
+// Limits bound what a policy can make the engine do. A rule stopped by a
+// limit is an error result whose Err tells which limit it was.
+func ExampleWithLimits() {
+	eng, err := engine.New(engine.WithLimits(engine.Limits{MaxForeachElements: 2}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	set, err := eng.Compile(decode(`
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: per-container
+spec:
+  rules:
+  - name: named
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      foreach:
+      - list: request.object.spec.containers
+        pattern:
+          name: "?*"
+`).Policies...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: object(`
+apiVersion: v1
+kind: Pod
+metadata: {name: three}
+spec:
+  containers: [{name: a, image: a}, {name: b, image: b}, {name: c, image: c}]
+`)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := resp.Policies[0].Rules[0]
+	var limit *engine.LimitError
+	if errors.As(r.Err, &limit) {
+		fmt.Println(r.Status, limit.Limit)
+	}
+	fmt.Println(r.Message)
+	// Output:
+	// error MaxForeachElements
+	// failed to process foreach: list "request.object.spec.containers" has 3 elements, more than the limit of 2
 }
