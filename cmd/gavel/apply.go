@@ -151,14 +151,19 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	excSource.set = excs
-	var objs []map[string]any
+	objs := make([]map[string]any, 0, len(rset.Resources))
 	for _, d := range rset.Resources {
 		objs = append(objs, d.Object)
 	}
-	// the objects are only read from now on: the cluster may keep them
-	cluster.AddOwned(objs...)
+	rset = nil
+	// the objects are only read from now on: the cluster may keep them;
+	// it keeps only the kinds the policies may read through it, so that
+	// the others can be released once evaluated
+	kinds, all := set.ClientKinds()
+	cluster.AddOwned(clientObjects(objs, kinds, all)...)
 	ev.set = set
 	ev.compact = f.report && f.output != "json"
+	ev.release = ev.compact
 	results := ev.evaluateAll(objs, f.parallel)
 	if f.report {
 		return printReports(stdout, stderr, results, f)
@@ -175,6 +180,23 @@ type evaluator struct {
 	user   *policytest.UserInfoFile
 	// compact keeps only what the YAML reports need of each result
 	compact bool
+	// release drops each resource once evaluated (compact results and the
+	// cluster do not refer to it)
+	release bool
+}
+
+// clientObjects returns the objects of the given kinds, or all of them.
+func clientObjects(objs []map[string]any, kinds []string, all bool) []map[string]any {
+	if all {
+		return objs
+	}
+	var out []map[string]any
+	for _, o := range objs {
+		if k, _ := o["kind"].(string); slices.Contains(kinds, k) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // evaluateAll evaluates resources in parallel, keeping their order.
@@ -197,6 +219,9 @@ func (ev *evaluator) evaluateAll(objs []map[string]any, parallel int) []resource
 					rr.blocked = blocks(rr.policies)
 					rr.compact = c.Compact(nil, rr.policies)
 					rr.policies, rr.resource = nil, nil
+				}
+				if ev.release {
+					objs[i] = nil
 				}
 			}
 		}()

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+// ClientKinds returns the kinds of the objects the set's rules may read
+// through the Client: generate targets (read to find existing downstream
+// resources) and clone sources, cloneList kinds, and mutate-existing
+// targets. A host that keeps objects only to serve the Client (as the CLI's
+// in-memory cluster does) may keep just these kinds. all is true when a
+// kind is known only at evaluation (it holds a variable, or is empty): then
+// any object may be read.
+func (s *PolicySet) ClientKinds() (kinds []string, all bool) {
+	seen := map[string]bool{}
+	add := func(kind string) {
+		if kind == "" || strings.Contains(kind, "{{") {
+			all = true
+			return
+		}
+		// cloneList kinds may name a group and version: "v1/Secret"
+		kind = kind[strings.LastIndex(kind, "/")+1:]
+		if !seen[kind] {
+			seen[kind] = true
+			kinds = append(kinds, kind)
+		}
+	}
+	pattern := func(spec api.ResourceSpec, cloneList *api.CloneList) {
+		// as compile: a cloneList without kinds is no cloneList
+		if cloneList == nil || cloneList.Kinds == nil {
+			add(spec.Kind)
+			return
+		}
+		// a cloneList generates the kinds it lists
+		for _, k := range cloneList.Kinds {
+			add(k)
+		}
+	}
+	for _, p := range s.policies {
+		for _, r := range p.rules {
+			switch {
+			case r.src.Generation != nil:
+				g := r.src.Generation
+				if len(g.ForEachGeneration) == 0 {
+					pattern(g.ResourceSpec, g.CloneList)
+				}
+				for i := range g.ForEachGeneration {
+					f := &g.ForEachGeneration[i]
+					pattern(f.ResourceSpec, f.CloneList)
+				}
+			case r.src.Mutation != nil:
+				for i := range r.src.Mutation.Targets {
+					add(r.src.Mutation.Targets[i].Kind)
+				}
+			}
+		}
+	}
+	sort.Strings(kinds)
+	return kinds, all
+}
