@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/patterns"
 	"maps"
 	"path"
 	"regexp"
@@ -283,20 +284,8 @@ func removeAnchorsFromPath(p string) string {
 // anchorKey returns the key inside an anchor ("(x)", "^(x)", "+(x)", "=(x)",
 // "X(x)", "<(x)"), or s itself when s is not an anchor.
 func anchorKey(s string) string {
-	if len(s) < 2 || s[len(s)-1] != ')' {
-		return s
+	if a, ok := patterns.ParseAnchor(s); ok && a.Key != "" {
+		return a.Key
 	}
-	var key string
-	switch s[0] {
-	case '(':
-		key = s[1 : len(s)-1]
-	case '+', '=', 'X', '^', '<':
-		key = s[2 : len(s)-1]
-	default:
-		return s
-	}
-	if key == "" {
-		return s
-	}
-	return key
+	return s
 }

@@ -212,6 +212,11 @@ func TestRemoveAnchorsFromPath(t *testing.T) {
 		"/a/()/b":                "/a/()/b",
 		"/a//b/../c":             "/a/c",
 		"a/(b)":                  "a/b",
+		// a prefix without "(" is no anchor (found by FuzzSubstitute)
+		"/X)":    "/X)",
+		"/Xab)":  "/Xab)",
+		"/+)":    "/+)",
+		"/<a(b)": "/<a(b)",
 	}
 	for in, want := range tests {
 		if got := removeAnchorsFromPath(in); got != want {
