@@ -320,7 +320,9 @@ func fastKey(s string) (string, bool) {
 		end--
 	}
 	s = s[:end]
-	if s == "" {
+	// YAML limits implicit keys to 1024 characters (yaml.v2 rejects longer
+	// ones): long keys are left to the general path
+	if s == "" || len(s) > 1000 {
 		return "", false
 	}
 	v, ok := fastScalar(s)
