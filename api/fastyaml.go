@@ -3,7 +3,6 @@ package api
 import (
 	"strconv"
 	"strings"
-	"unicode/utf16"
 )
 
 // This file decodes the plain block-style YAML of most Kubernetes manifests
@@ -485,31 +484,16 @@ func doubleQuoted(s string) (any, bool) {
 				return nil, false
 			}
 			n, err := strconv.ParseUint(body[i+1:i+5], 16, 32)
-			// characters outside YAML's printable set are left to the
-			// general path (yaml.v2 refuses some of them)
-			if err != nil || utf16.IsSurrogate(rune(n)) || !yamlPrintable(rune(n)) {
+			// as for raw text, only printable ASCII, tab and line breaks
+			// are decoded here (yaml.v2 refuses some other characters)
+			if err != nil || n >= 0x7f || (n < 0x20 && n != '\t' && n != '\n' && n != '\r') {
 				return nil, false
 			}
-			out = append(out, string(rune(n))...)
+			out = append(out, byte(n))
 			i += 4
 		default:
 			return nil, false
 		}
 	}
 	return string(out), true
-}
-
-// yamlPrintable reports whether r is in YAML's printable character set:
-// tab, line feed, carriage return, printable ASCII, NEL and the printable
-// ranges above it.
-func yamlPrintable(r rune) bool {
-	switch {
-	case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
-		return true
-	case r >= 0x20 && r <= 0x7E:
-		return true
-	case r >= 0xA0 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD:
-		return true
-	}
-	return false
 }
