@@ -365,17 +365,16 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 // hostContext is the context of one call to a host interface: the
 // request's, with the HostCallTimeout limit. done releases it and returns
 // the call's error, marked as a *LimitError when the limit (not the
-// request's own deadline) stopped the call.
+// request's own context) stopped the call.
 func (rs *reqState) hostContext() (ctx context.Context, done func(error) error) {
-	d := rs.e.cfg.limits.HostCallTimeout
-	limit := &LimitError{Limit: "HostCallTimeout", msg: "host call exceeded HostCallTimeout of " + d.String(), err: context.DeadlineExceeded}
-	ctx, cancel := context.WithTimeoutCause(rs.ctx, d, limit)
+	ctx, cancel := context.WithTimeout(rs.ctx, rs.e.cfg.limits.HostCallTimeout)
 	return ctx, func(err error) error {
-		timedOut := err != nil && rs.ctx.Err() == nil && context.Cause(ctx) == error(limit)
+		timedOut := err != nil && ctx.Err() != nil && rs.ctx.Err() == nil
 		cancel()
-		if timedOut && !errors.Is(err, ErrLimitExceeded) {
-			return fmt.Errorf("%w (%w)", err, limit)
+		if !timedOut || errors.Is(err, ErrLimitExceeded) {
+			return err
 		}
-		return err
+		d := rs.e.cfg.limits.HostCallTimeout
+		return fmt.Errorf("%w (%w)", err, &LimitError{Limit: "HostCallTimeout", msg: "host call exceeded HostCallTimeout of " + d.String(), err: context.DeadlineExceeded})
 	}
 }

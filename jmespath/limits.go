@@ -193,38 +193,40 @@ func (i *Interpreter) guarded(name string, h func([]any) (any, error)) func([]an
 // size counted when the walk stopped). Numbers count 8 bytes and string
 // escapes are ignored: the estimate is for bounding, not for layout.
 func jsonSize(v any, limit int) (n int, ok bool) {
-	var walk func(v any) bool
-	walk = func(v any) bool {
-		switch t := v.(type) {
-		case string:
-			n += len(t) + 2
-		case map[string]any:
-			n += 2
-			for k, x := range t {
-				n += len(k) + 4
-				if n > limit || !walk(x) {
-					return false
-				}
-			}
-		case []any:
-			n += 2
-			for _, x := range t {
-				n++
-				if n > limit || !walk(x) {
-					return false
-				}
-			}
-		case nil:
-			n += 4
-		case bool:
-			n += 5
-		default:
-			n += 8
-		}
-		return n <= limit
-	}
-	ok = walk(v)
+	ok = addJSONSize(v, &n, limit)
 	return n, ok
+}
+
+// addJSONSize adds the estimated size of v to *n, stopping (false) once
+// it exceeds limit.
+func addJSONSize(v any, n *int, limit int) bool {
+	switch t := v.(type) {
+	case string:
+		*n += len(t) + 2
+	case map[string]any:
+		*n += 2
+		for k, x := range t {
+			*n += len(k) + 4
+			if *n > limit || !addJSONSize(x, n, limit) {
+				return false
+			}
+		}
+	case []any:
+		*n += 2
+		for _, x := range t {
+			*n++
+			if *n > limit || !addJSONSize(x, n, limit) {
+				return false
+			}
+		}
+	case nil:
+		*n += 4
+	case bool:
+		*n += 5
+	default:
+		*n += 8
+	}
+	return *n <= limit
 }
 
 // buildsValues reports whether an expression may build a value larger
