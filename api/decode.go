@@ -86,15 +86,11 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // "List") is expanded into its items. Malformed documents give a
 // *DecodeError naming source and index.
 func ReadDocuments(r io.Reader, source string) ([]Document, error) {
-	// The YAML reader drops a last line that has no newline and fills its
-	// buffer exactly (the line arrives together with io.EOF): a final
-	// newline makes every line end normally.
-	r = io.MultiReader(r, strings.NewReader("\n"))
-	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 64<<10))
-	var raws [][]byte
+	dr := NewDocumentReader(r, source)
+	var raws []RawDocument
 	var readErr error
 	for {
-		raw, err := reader.Read()
+		raw, err := dr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -106,48 +102,126 @@ func ReadDocuments(r io.Reader, source string) ([]Document, error) {
 	}
 	decoded := decodeAll(raws)
 	var docs []Document
-	index := 0
 	for _, d := range decoded {
 		if d.err != nil {
-			return docs, &DecodeError{Source: source, Index: index, Err: d.err}
+			return docs, d.err
 		}
-		obj := d.obj
-		if obj == nil {
-			continue
-		}
-		if items, ok := listItems(obj); ok {
-			for _, it := range items {
-				m, ok := it.(map[string]any)
-				if !ok {
-					return docs, &DecodeError{Source: source, Index: index, Err: errors.New("list item is not an object")}
-				}
-				docs = append(docs, Document{Source: source, Index: index, Object: m})
-			}
-			index++
-			continue
-		}
-		docs = append(docs, Document{Source: source, Index: index, Object: obj})
-		index++
+		docs = append(docs, d.docs...)
 	}
-	if readErr != nil {
-		return docs, &DecodeError{Source: source, Index: index, Err: readErr}
+	return docs, readErr
+}
+
+// RawDocument is one document of a stream, split from the others but not
+// decoded.
+type RawDocument struct {
+	// Source names the stream, Index is the position of the document
+	// among the stream's documents that are not empty.
+	Source string
+	Index  int
+	// Bytes is the text of the document.
+	Bytes []byte
+}
+
+// Decode decodes the document as ReadDocuments does: into one Document,
+// into the items of a List, or into none for a null document.
+func (d RawDocument) Decode() ([]Document, error) {
+	obj, err := decodeOne(d.Bytes)
+	if err != nil {
+		return nil, &DecodeError{Source: d.Source, Index: d.Index, Err: err}
+	}
+	if obj == nil {
+		return nil, nil
+	}
+	items, ok := listItems(obj)
+	if !ok {
+		return []Document{{Source: d.Source, Index: d.Index, Object: obj}}, nil
+	}
+	docs := make([]Document, 0, len(items))
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, &DecodeError{Source: d.Source, Index: d.Index, Err: errors.New("list item is not an object")}
+		}
+		docs = append(docs, Document{Source: d.Source, Index: d.Index, Object: m})
 	}
 	return docs, nil
 }
 
+// MayBeKind reports whether the document may decode to an object of one
+// of the kinds (or a List holding one), without decoding it: false only
+// when no kind's name appears in its text and the text has no escape
+// sequence (a backslash) that could spell one. YAML has no other way to
+// write a scalar than with its characters, an escape, or an alias of an
+// anchor in the same document.
+func (d RawDocument) MayBeKind(kinds ...string) bool {
+	if bytes.IndexByte(d.Bytes, '\\') >= 0 {
+		return true
+	}
+	for _, k := range kinds {
+		if bytes.Contains(d.Bytes, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// DocumentReader reads the documents of a YAML or JSON stream one at a
+// time without decoding them, so that a long stream need not be in memory
+// at once.
+type DocumentReader struct {
+	reader *utilyaml.YAMLReader
+	source string
+	index  int
+	err    error
+}
+
+// NewDocumentReader returns a reader of the documents of r; source names
+// r in errors.
+func NewDocumentReader(r io.Reader, source string) *DocumentReader {
+	// The YAML reader drops a last line that has no newline and fills its
+	// buffer exactly (the line arrives together with io.EOF): a final
+	// newline makes every line end normally.
+	r = io.MultiReader(r, strings.NewReader("\n"))
+	return &DocumentReader{reader: utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 64<<10)), source: source}
+}
+
+// Next returns the next document that is not empty (blank, or only
+// comments and separators), or io.EOF after the last one. A read error is
+// a *DecodeError naming the source and the index the document would have.
+func (dr *DocumentReader) Next() (RawDocument, error) {
+	for dr.err == nil {
+		raw, err := dr.reader.Read()
+		if errors.Is(err, io.EOF) {
+			dr.err = io.EOF
+			break
+		}
+		if err != nil {
+			dr.err = &DecodeError{Source: dr.source, Index: dr.index, Err: err}
+			break
+		}
+		if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || isOnlyComments(trimmed) {
+			continue
+		}
+		d := RawDocument{Source: dr.source, Index: dr.index, Bytes: raw}
+		dr.index++
+		return d, nil
+	}
+	return RawDocument{}, dr.err
+}
+
 type decoded struct {
-	obj map[string]any
-	err error
+	docs []Document
+	err  error
 }
 
 // decodeAll decodes the documents of a stream, in parallel when there are
 // many: each document is decoded on its own.
-func decodeAll(raws [][]byte) []decoded {
+func decodeAll(raws []RawDocument) []decoded {
 	out := make([]decoded, len(raws))
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 || len(raws) < 64 {
 		for i, raw := range raws {
-			out[i].obj, out[i].err = decodeOne(raw)
+			out[i].docs, out[i].err = raw.Decode()
 		}
 		return out
 	}
@@ -162,7 +236,7 @@ func decodeAll(raws [][]byte) []decoded {
 				if i >= len(raws) {
 					return
 				}
-				out[i].obj, out[i].err = decodeOne(raws[i])
+				out[i].docs, out[i].err = raws[i].Decode()
 			}
 		}()
 	}

@@ -157,3 +157,32 @@ func (s *Set) ReadFile(name string) error {
 	}
 	return nil
 }
+
+// EachDocument calls fn with each document of r in order, without decoding
+// it (see api.RawDocument.Decode), so that a long stream is never in
+// memory at once. It stops at fn's first error and returns it.
+func EachDocument(r io.Reader, source string, fn func(api.RawDocument) error) error {
+	dr := api.NewDocumentReader(r, source)
+	for {
+		raw, err := dr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(raw); err != nil {
+			return err
+		}
+	}
+}
+
+// EachFileDocument is EachDocument for a file.
+func EachFileDocument(name string, fn func(api.RawDocument) error) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return EachDocument(f, name, fn)
+}

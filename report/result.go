@@ -236,7 +236,7 @@ func podSecurityProperties(props map[string]string, p *engine.Policy, rr *engine
 		ids[i] = c.ID
 		controls[i] = control{ID: c.ID, Name: name, Images: c.Images}
 	}
-	raw, err := json.Marshal(controls)
+	raw, err := controlsJSON(controls)
 	if err != nil {
 		return
 	}
@@ -245,6 +245,65 @@ func podSecurityProperties(props map[string]string, p *engine.Policy, rr *engine
 	props[PropertyVersion] = version
 	props[PropertyControls] = strings.Join(ids, ",")
 	props[PropertyControlsJSON] = string(raw)
+}
+
+// controlsJSON is json.Marshal(controls), written directly when every
+// string is plain ASCII that JSON writes as is.
+func controlsJSON(controls []control) ([]byte, error) {
+	if controls == nil {
+		return []byte("null"), nil
+	}
+	n := 2
+	for _, c := range controls {
+		if !jsonPlain(c.ID) || !jsonPlain(c.Name) {
+			return json.Marshal(controls)
+		}
+		n += len(c.ID) + len(c.Name) + 40
+		for _, img := range c.Images {
+			if !jsonPlain(img) {
+				return json.Marshal(controls)
+			}
+			n += len(img) + 3
+		}
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, c := range controls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"ID":"`...)
+		b = append(b, c.ID...)
+		b = append(b, `","Name":"`...)
+		b = append(b, c.Name...)
+		b = append(b, `","Images":`...)
+		if c.Images == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for j, img := range c.Images {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(append(append(b, '"'), img...), '"')
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// jsonPlain reports whether encoding/json writes s between quotes as is:
+// printable ASCII other than the characters it escapes.
+func jsonPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // podSecuritySpec returns the level and version written in the policy's

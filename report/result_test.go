@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -251,5 +252,31 @@ func TestResultNonStringMetadata(t *testing.T) {
 	got := Result(engine.PolicyResult{Resource: obj}, engine.RuleResult{}, Options{})
 	if got.Resources[0] != (api.ObjectReference{}) {
 		t.Errorf("got %+v", got.Resources[0])
+	}
+}
+
+// TestControlsJSON compares the direct writer with encoding/json.
+func TestControlsJSON(t *testing.T) {
+	cases := [][]control{
+		nil,
+		{},
+		{{ID: "privileged", Name: "Privileged Containers", Images: nil}},
+		{{ID: "a", Name: "b", Images: []string{}}},
+		{{ID: "capabilities_restricted", Name: "Capabilities", Images: []string{"nginx:1.2", "ghcr.io/x/y@sha256:abc"}}, {ID: "x", Name: "y", Images: []string{"z"}}},
+		{{ID: "a", Name: "<b>&", Images: []string{"c"}}},
+		{{ID: "a", Name: "b", Images: []string{"quote\"", "back\\slash", "tab\t", "ü", "\x7f", "\xff"}}},
+	}
+	for _, c := range cases {
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := controlsJSON(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("controlsJSON(%+v) = %s, want %s", c, got, want)
+		}
 	}
 }

@@ -3,12 +3,12 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"reflect"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -173,61 +173,18 @@ func WriteYAMLCompact(w io.Writer, results []CompactResult, opts Options) (api.P
 	source := opts.source()
 
 	// group the policy results as Build does, by index
-	type group struct {
-		name, namespace string
-		prs             []int
-	}
-	var clusterOrder []*group
-	byPolicy := map[*engine.Policy]*group{}
-	byKey := map[string]*group{}
+	var gs groups
 	for i := range results {
 		p := results[i].policy
 		if p == nil {
 			return total, &InputError{Path: fmt.Sprintf("results[%d].policy", i), Msg: "no compiled policy"}
 		}
-		g := byPolicy[p]
-		if g == nil {
-			if g = byKey[p.Key()]; g == nil {
-				g = &group{name: p.Name(), namespace: p.Namespace()}
-				byKey[p.Key()] = g
-				if g.namespace == "" {
-					clusterOrder = append(clusterOrder, g)
-				}
-			}
-			byPolicy[p] = g
-		}
+		g := gs.of(p)
 		g.prs = append(g.prs, i)
 	}
-	type doc struct {
-		cluster         bool
-		name, namespace string
-		groups          []*group
-	}
-	var docs []doc
-	if len(clusterOrder) > 0 {
-		docs = append(docs, doc{cluster: true, name: MergedReportName, groups: clusterOrder})
-	}
-	var namespaced []*group
-	for _, g := range byKey {
-		if g.namespace != "" {
-			namespaced = append(namespaced, g)
-		}
-	}
-	sort.Slice(namespaced, func(i, j int) bool {
-		if namespaced[i].namespace != namespaced[j].namespace {
-			return namespaced[i].namespace < namespaced[j].namespace
-		}
-		return namespaced[i].name < namespaced[j].name
-	})
-	for _, g := range namespaced {
-		docs = append(docs, doc{name: g.name, namespace: g.namespace, groups: []*group{g}})
-	}
+	docs := gs.docs()
 
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for i, d := range docs {
-		// the summary first: it is part of the head
-		var sum api.PolicyReportSummary
-		n := 0
+	summarize := func(d *reportDoc) (sum api.PolicyReportSummary, n int) {
 		for _, g := range d.groups {
 			for _, k := range g.prs {
 				cr := &results[k]
@@ -237,32 +194,18 @@ func WriteYAMLCompact(w io.Writer, results []CompactResult, opts Options) (api.P
 				}
 			}
 		}
-		head := newReport(opts.Format, d.cluster, d.name, d.namespace, nil, nil)
-		setSummary(head, sum)
-		if i > 0 {
-			if _, err := bw.WriteString("---\n"); err != nil {
-				return total, err
-			}
-		}
+		return sum, n
+	}
+	entries := func(bw *bufio.Writer, d *reportDoc) error {
 		var prs []int
 		for _, g := range d.groups {
 			prs = append(prs, g.prs...)
 		}
-		err := writeYAMLDoc(bw, head, n, func(*itemEncoder) error {
-			return encodeEntries(bw, results, prs, func(w io.Writer) *entryEncoder {
-				return newEntryEncoder(w, source, ts, opts.AuditWarn)
-			})
+		return encodeEntries(bw, results, prs, func(w io.Writer) *entryEncoder {
+			return newEntryEncoder(w, source, ts, opts.AuditWarn)
 		})
-		if err != nil {
-			return total, err
-		}
-		total.Pass += sum.Pass
-		total.Fail += sum.Fail
-		total.Warn += sum.Warn
-		total.Error += sum.Error
-		total.Skip += sum.Skip
 	}
-	return total, bw.Flush()
+	return writeReportDocs(w, opts.Format, docs, summarize, entries)
 }
 
 // result is the result of the entry of a rule: the status, fail becoming
@@ -405,6 +348,11 @@ type entryEncoder struct {
 	refLines []byte
 	line     []byte
 	scored   []byte // scoredLine
+	// extra caches the properties of entries with exceptions or Pod
+	// Security checks, by policy and by what makes them (sig)
+	extra      map[*engine.Policy]map[string][]byte
+	extraCount int
+	sig        []byte
 }
 
 // scoredLine is the line of a scored entry.
@@ -422,7 +370,7 @@ type policyLines struct {
 
 func newEntryEncoder(w io.Writer, source string, ts metav1.Timestamp, auditWarn bool) *entryEncoder {
 	e := &entryEncoder{itemEncoder: newItemEncoder(w), auditWarn: auditWarn, policies: map[*engine.Policy]*policyLines{},
-		messages: map[string][]byte{}}
+		messages: map[string][]byte{}, extra: map[*engine.Policy]map[string][]byte{}}
 	e.timestamp = fmt.Appendf(nil, "timestamp:\n%snanos: %d\n%sseconds: %d\n", nextRef, ts.Nanos, nextRef, ts.Seconds)
 	e.source, e.sourceErr = e.render("source", source)
 	e.scored = []byte(scoredLine)
@@ -465,6 +413,63 @@ func (e *entryEncoder) policy(p *engine.Policy) (*policyLines, error) {
 	pl.properties = append([]byte(nil), b...)
 	e.policies[p] = pl
 	return pl, nil
+}
+
+// extraProperties renders the properties of an entry with exceptions, Pod
+// Security checks or report properties. Those of the first two kinds
+// repeat across resources: they are cached by what makes them.
+func (e *entryEncoder) extraProperties(cr *CompactResult, r *compactRule) ([]byte, error) {
+	cacheable := len(r.props) == 0
+	var k []byte
+	if cacheable {
+		// every string with its length: the key is unambiguous
+		k = appendSig(e.sig[:0], r.name)
+		k = binary.AppendUvarint(k, uint64(len(r.extra.exceptions)))
+		for _, x := range r.extra.exceptions {
+			k = appendSig(k, x)
+		}
+		k = binary.AppendUvarint(k, uint64(len(r.extra.checks)))
+		for _, c := range r.extra.checks {
+			k = appendSig(appendSig(k, c.ID), c.Name)
+			if c.Images == nil {
+				k = append(k, 0) // null in controlsJSON
+			} else {
+				k = binary.AppendUvarint(k, uint64(len(c.Images))+1)
+			}
+			for _, img := range c.Images {
+				k = appendSig(k, img)
+			}
+		}
+		e.sig = k
+		if b, ok := e.extra[cr.policy][string(k)]; ok {
+			return b, nil
+		}
+	}
+	rr := engine.RuleResult{Name: r.name, Properties: r.props}
+	if r.extra != nil {
+		rr.Exceptions, rr.PodSecurityChecks = r.extra.exceptions, r.extra.checks
+	}
+	props, err := e.properties(entryProperties(&engine.PolicyResult{Policy: cr.policy}, &rr))
+	if err != nil || !cacheable {
+		return props, err
+	}
+	if e.extraCount >= maxCached {
+		clear(e.extra)
+		e.extraCount = 0
+	}
+	byKey := e.extra[cr.policy]
+	if byKey == nil {
+		byKey = map[string][]byte{}
+		e.extra[cr.policy] = byKey
+	}
+	b := append([]byte(nil), props...)
+	byKey[string(k)] = b
+	e.extraCount++
+	return b, nil
+}
+
+func appendSig(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // entry writes the entry of rule r of cr, with the keys and the values of
@@ -518,11 +523,7 @@ func (e *entryEncoder) entry(cr *CompactResult, r *compactRule) error {
 	if len(r.props) == 0 && r.extra == nil {
 		put(pl.properties)
 	} else {
-		rr := engine.RuleResult{Name: r.name, Properties: r.props}
-		if r.extra != nil {
-			rr.Exceptions, rr.PodSecurityChecks = r.extra.exceptions, r.extra.checks
-		}
-		props, err := e.properties(entryProperties(&engine.PolicyResult{Policy: cr.policy}, &rr))
+		props, err := e.extraProperties(cr, r)
 		if err != nil {
 			return err
 		}

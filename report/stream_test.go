@@ -75,6 +75,16 @@ func TestWriteYAMLResultsMatchesBuild(t *testing.T) {
 			if !bytes.Equal(viaCompactor.Bytes(), want.Bytes()) {
 				t.Errorf("%s (%s): reports from a Compactor differ:\n%s\n--- want\n%s", dir, opts.Format, viaCompactor.Bytes(), want.Bytes())
 			}
+			for _, sp := range streamSpills(t) {
+				var streamed bytes.Buffer
+				ssum := streamAll(t, &streamed, results, opts, sp.spill, sp.budget)
+				if !bytes.Equal(streamed.Bytes(), want.Bytes()) {
+					t.Errorf("%s (%s, %s): reports from a Stream differ:\n%s\n--- want\n%s", dir, opts.Format, sp.name, streamed.Bytes(), want.Bytes())
+				}
+				if ssum != Summary(reports) {
+					t.Errorf("%s (%s): Stream summary %+v, want %+v", dir, sp.name, ssum, Summary(reports))
+				}
+			}
 			if dir == "namespaced" && len(reports) != 3 {
 				t.Errorf("namespaced case: %d reports, want the merged one and two namespaced ones", len(reports))
 			}

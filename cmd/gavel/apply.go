@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -40,10 +39,10 @@ type applyFlags struct {
 }
 
 // resourceResult holds the evaluation of one resource. For YAML reports
-// only the compact form of its results is kept (compact, blocked).
+// only its rendered report entries are kept (rendered, blocked).
 type resourceResult struct {
-	compact []report.CompactResult
-	blocked bool
+	rendered *report.Rendered
+	blocked  bool
 
 	resource map[string]any
 	policies []engine.PolicyResult
@@ -84,15 +83,19 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gavel apply: unsupported report format %q (openreports or wgpolicy)\n", f.reportFmt)
 		return exitUsage
 	}
-	// The resources are read while the policies are read and compiled; the
-	// first failing step, in this order, is reported: policies, resources,
-	// exceptions, values, user info, engine, compilation.
-	var rset *loader.Set
+	// The resource files are listed (and standard input read) while the
+	// policies are read and compiled; the first failing step, in this
+	// order, is reported: policies, resources, exceptions, values, user
+	// info, engine, compilation. Resources are then read twice, without
+	// keeping them: once for their PolicyExceptions and the objects the
+	// in-memory cluster serves, once to evaluate them (a resource that
+	// cannot be decoded stops the run there, before any output).
+	var inputs *resourceInputs
 	var rerr error
 	resourcesRead := make(chan struct{})
 	go func() {
 		defer close(resourcesRead)
-		rset, rerr = loader.Load(f.resources...)
+		inputs, rerr = readInputs(f.resources, stdin)
 	}()
 	pset, perr := loader.Load(fs.Args()...)
 	xset, xerr := loader.Load(f.exceptions...)
@@ -127,11 +130,22 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", rerr)
 		return exitUsage
 	}
+	// the cluster keeps only the kinds the policies may read through it
+	var kinds []string
+	all := false
+	if set != nil {
+		kinds, all = set.ClientKinds()
+	}
+	found, serr := inputs.scan(kinds, all)
+	if serr != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", serr)
+		return exitUsage
+	}
 	if xerr != nil {
 		fmt.Fprintln(stderr, "gavel apply: failed to load exceptions:", xerr)
 		return exitUsage
 	}
-	excs, err := exceptions.Compile(append(xset.Exceptions, rset.Exceptions...))
+	excs, err := exceptions.Compile(append(xset.Exceptions, found.exceptions...))
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
@@ -151,20 +165,22 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	excSource.set = excs
-	objs := make([]map[string]any, 0, len(rset.Resources))
-	for _, d := range rset.Resources {
-		objs = append(objs, d.Object)
-	}
-	rset = nil
-	// the objects are only read from now on: the cluster may keep them;
-	// it keeps only the kinds the policies may read through it, so that
-	// the others can be released once evaluated
-	kinds, all := set.ClientKinds()
-	cluster.AddOwned(clientObjects(objs, kinds, all)...)
+	// the objects are only read from now on: the cluster may keep them
+	cluster.AddOwned(found.objects...)
 	ev.set = set
-	ev.compact = f.report && f.output != "json"
-	ev.release = ev.compact
-	results := ev.evaluateAll(objs, f.parallel)
+	feed := inputs.each
+	if found.docs != nil {
+		// every document was decoded by the scan: no need to read again
+		feed = found.each
+	}
+	if f.report && f.output != "json" {
+		return streamReports(stdout, stderr, &ev, feed, f)
+	}
+	var results []resourceResult
+	if err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) { results = append(results, *rr) }); err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
+		return exitUsage
+	}
 	if f.report {
 		return printReports(stdout, stderr, results, f)
 	}
@@ -178,60 +194,6 @@ type evaluator struct {
 	set    *engine.PolicySet
 	values *policytest.Values
 	user   *policytest.UserInfoFile
-	// compact keeps only what the YAML reports need of each result
-	compact bool
-	// release drops each resource once evaluated (compact results and the
-	// cluster do not refer to it)
-	release bool
-}
-
-// clientObjects returns the objects of the given kinds, or all of them.
-func clientObjects(objs []map[string]any, kinds []string, all bool) []map[string]any {
-	if all {
-		return objs
-	}
-	var out []map[string]any
-	for _, o := range objs {
-		if k, _ := o["kind"].(string); slices.Contains(kinds, k) {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// evaluateAll evaluates resources in parallel, keeping their order.
-func (ev *evaluator) evaluateAll(objs []map[string]any, parallel int) []resourceResult {
-	if parallel < 1 {
-		parallel = 1
-	}
-	out := make([]resourceResult, len(objs))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var c report.Compactor
-			for i := range next {
-				out[i] = ev.evaluate(objs[i])
-				if ev.compact && out[i].err == nil {
-					rr := &out[i]
-					rr.blocked = blocks(rr.policies)
-					rr.compact = c.Compact(nil, rr.policies)
-					rr.policies, rr.resource = nil, nil
-				}
-				if ev.release {
-					objs[i] = nil
-				}
-			}
-		}()
-	}
-	for i := range objs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return out
 }
 
 func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
@@ -364,27 +326,6 @@ func printReports(stdout, stderr io.Writer, results []resourceResult, f applyFla
 		opts.Format = report.WGPolicy
 	} else {
 		opts.Format = report.OpenReports
-	}
-	if f.output != "json" {
-		// YAML reports are written entry by entry, from the compact results
-		n := 0
-		for i := range results {
-			n += len(results[i].compact)
-		}
-		compact := make([]report.CompactResult, 0, n)
-		for i := range results {
-			compact = append(compact, results[i].compact...)
-		}
-		sum, err := report.WriteYAMLCompact(stdout, compact, opts)
-		if err != nil {
-			fmt.Fprintln(stderr, "gavel apply:", err)
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+errs, sum.Skip)
-		if blocked {
-			return exitFailed
-		}
-		return exitOK
 	}
 	var all []engine.PolicyResult
 	for i := range results {

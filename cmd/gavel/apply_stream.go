@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/report"
+)
+
+// reportMemory is the memory the rendered report entries of a run may
+// take before they move to a temporary file.
+var reportMemory = 8 << 20
+
+// resourceInputs are the resource files of a run. They are read twice
+// (see runApply) without keeping their documents; standard input, which
+// can be read only once, is kept in memory.
+type resourceInputs struct {
+	files []string
+	stdin []byte
+}
+
+// readInputs lists the resource files and reads standard input ("-").
+func readInputs(paths []string, stdin io.Reader) (*resourceInputs, error) {
+	files, err := loader.Files(paths...)
+	if err != nil {
+		return nil, err
+	}
+	in := &resourceInputs{files: files}
+	if slices.Contains(files, "-") {
+		if in.stdin, err = io.ReadAll(stdin); err != nil {
+			return nil, fmt.Errorf("<stdin>: %w", err)
+		}
+	}
+	return in, nil
+}
+
+// feedFunc calls emit with each document of a run's resources in order,
+// until emit returns false.
+type feedFunc func(emit func(job) bool) error
+
+// job is one document to evaluate: raw, or already decoded (docs).
+type job struct {
+	seq     int
+	raw     api.RawDocument
+	docs    []api.Document
+	decoded bool
+}
+
+// each feeds the documents of the inputs, undecoded.
+func (in *resourceInputs) each(emit func(job) bool) error {
+	errStop := fmt.Errorf("stopped")
+	fn := func(raw api.RawDocument) error {
+		if !emit(job{raw: raw}) {
+			return errStop
+		}
+		return nil
+	}
+	for _, name := range in.files {
+		var err error
+		if name == "-" {
+			err = loader.EachDocument(bytes.NewReader(in.stdin), "<stdin>", fn)
+		} else {
+			err = loader.EachFileDocument(name, fn)
+		}
+		if err == errStop {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanned is what the first reading of the resources finds.
+type scanned struct {
+	exceptions []*api.PolicyException
+	// objects are those of the kinds the cluster serves
+	objects []map[string]any
+	// docs are the documents of the raw documents, when all were decoded
+	docs [][]api.Document
+	err  error
+}
+
+// scan reads the resources for their PolicyExceptions and the objects of
+// the given kinds (all: every object), decoding only the documents that
+// may hold one (see api.RawDocument.MayBeKind). When every document is
+// decoded (all), they are kept for the evaluation.
+func (in *resourceInputs) scan(kinds []string, all bool) (scanned, error) {
+	var s scanned
+	want := append([]string{"PolicyException"}, kinds...)
+	if all {
+		s.docs = [][]api.Document{}
+	}
+	err := in.each(func(j job) bool {
+		if !all && !j.raw.MayBeKind(want...) {
+			return true
+		}
+		docs, err := j.raw.Decode()
+		if err == nil {
+			err = s.add(docs, kinds, all)
+		}
+		if err != nil {
+			s.err = err
+			return false
+		}
+		if all {
+			s.docs = append(s.docs, docs)
+		}
+		return true
+	})
+	if s.err != nil {
+		return s, s.err
+	}
+	return s, err
+}
+
+func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
+	for _, d := range docs {
+		switch {
+		case d.IsPolicyException():
+			e, err := api.DecodePolicyException(d)
+			if err != nil {
+				return err
+			}
+			s.exceptions = append(s.exceptions, e)
+		case d.IsPolicy():
+			if _, err := api.DecodePolicy(d); err != nil {
+				return err
+			}
+		case all || slices.Contains(kinds, d.Kind()):
+			s.objects = append(s.objects, d.Object)
+		}
+	}
+	return nil
+}
+
+// each feeds the documents the scan decoded.
+func (s *scanned) each(emit func(job) bool) error {
+	for _, docs := range s.docs {
+		if !emit(job{docs: docs, decoded: true}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// jobResult is the evaluation of the resources of one job, or the error
+// that its document could not be decoded.
+type jobResult struct {
+	seq     int
+	results []resourceResult
+	err     error
+}
+
+// run evaluates the fed documents on parallel workers and hands the result
+// of each resource to sink, in input order. A few documents per worker
+// are in flight at most, so memory does not grow with the input. Each
+// worker gets a finish function from newFinish (when not nil) that it
+// applies to its results, to keep only what sink needs. A document that
+// cannot be decoded stops the run: its error is returned and nothing
+// after it reaches sink.
+func (ev *evaluator) run(feed feedFunc, parallel int, newFinish func() func(*resourceResult), sink func(*resourceResult)) error {
+	parallel = max(parallel, 1)
+	window := 4 * parallel
+	jobs := make(chan job)
+	done := make(chan jobResult, window)
+	tokens := make(chan struct{}, window)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var finish func(*resourceResult)
+			if newFinish != nil {
+				finish = newFinish()
+			}
+			for j := range jobs {
+				done <- ev.do(j, finish)
+			}
+		}()
+	}
+	var feedErr error
+	go func() {
+		defer close(jobs)
+		seq := 0
+		feedErr = feed(func(j job) bool {
+			select {
+			case tokens <- struct{}{}:
+			case <-stop:
+				return false
+			}
+			j.seq = seq
+			seq++
+			jobs <- j
+			return true
+		})
+	}()
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	pending := map[int]jobResult{}
+	next := 0
+	var loadErr error
+	for r := range done {
+		pending[r.seq] = r
+		for {
+			p, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			<-tokens
+			if loadErr != nil {
+				continue
+			}
+			if p.err != nil {
+				loadErr = p.err
+				close(stop)
+				continue
+			}
+			for i := range p.results {
+				sink(&p.results[i])
+			}
+		}
+	}
+	// done is closed: the workers are gone, so is the feeder
+	if loadErr != nil {
+		return loadErr
+	}
+	return feedErr
+}
+
+// do decodes a job's document and evaluates its resources (policies and
+// PolicyExceptions in resource files are not resources).
+func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
+	out := jobResult{seq: j.seq}
+	docs := j.docs
+	if !j.decoded {
+		if docs, out.err = j.raw.Decode(); out.err != nil {
+			return out
+		}
+	}
+	for _, d := range docs {
+		switch {
+		case d.IsPolicyException():
+			continue // read by the scan
+		case d.IsPolicy():
+			if _, out.err = api.DecodePolicy(d); out.err != nil {
+				return out
+			}
+			continue
+		}
+		rr := ev.evaluate(d.Object)
+		if finish != nil {
+			finish(&rr)
+		}
+		out.results = append(out.results, rr)
+	}
+	return out
+}
+
+// streamReports evaluates the resources and prints the YAML policy reports
+// (see printReports): the entries of each resource are rendered by the
+// worker that evaluated it and kept by a report.Stream, in memory up to
+// reportMemory, then in a temporary file.
+func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+	opts := report.Options{Clock: time.Now, AuditWarn: f.auditWarn, Format: report.OpenReports}
+	if f.reportFmt == "wgpolicy" {
+		opts.Format = report.WGPolicy
+	}
+	var spill report.Spill
+	if tmp, err := os.CreateTemp("", "gavel-report-*"); err == nil {
+		defer os.Remove(tmp.Name())
+		defer tmp.Close()
+		spill = tmp
+	}
+	stream, err := report.NewStream(opts, spill, reportMemory)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	newFinish := func() func(*resourceResult) {
+		r := stream.NewRenderer()
+		return func(rr *resourceResult) {
+			if rr.err != nil {
+				return
+			}
+			rr.blocked = blocks(rr.policies)
+			rr.rendered, rr.err = r.Render(rr.policies)
+			rr.policies, rr.resource = nil, nil
+		}
+	}
+	var evalErrs []error
+	blocked := false
+	var addErr error
+	err = ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
+		if rr.err != nil {
+			evalErrs = append(evalErrs, rr.err)
+			return
+		}
+		blocked = blocked || rr.blocked
+		if addErr == nil {
+			addErr = stream.Add(rr.rendered)
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
+		return exitUsage
+	}
+	for _, e := range evalErrs {
+		fmt.Fprintln(stderr, "gavel apply:", e)
+	}
+	sum, err := stream.WriteReports(stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+len(evalErrs), sum.Skip)
+	if blocked {
+		return exitFailed
+	}
+	return exitOK
+}

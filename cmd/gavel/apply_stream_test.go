@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/report"
+)
+
+func fixedNow() time.Time { return time.Unix(1700000000, 0) }
+
+// seconds drops the report timestamps, the only thing that differs
+// between two runs.
+var seconds = regexp.MustCompile(`(?m)^    seconds: \d+\n`)
+
+func applyRun(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(append([]string{"apply"}, args...), strings.NewReader(stdin), &out, &errOut)
+	return code, seconds.ReplaceAllString(out.String(), ""), errOut.String()
+}
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const streamPolicies = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: team-label
+  annotations:
+    policies.kyverno.io/category: Best Practices
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: team
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      message: "the team label is required"
+      pattern:
+        metadata:
+          labels:
+            team: "?*"
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: no-host-network
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: host-network
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      podSecurity:
+        level: baseline
+        version: latest
+---
+apiVersion: kyverno.io/v1
+kind: Policy
+metadata:
+  name: local
+  namespace: shop
+spec:
+  rules:
+  - name: name-prefix
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      message: "names start with web"
+      pattern:
+        metadata:
+          name: "web-*"
+`
+
+// pods returns n Pods, every third one with host networking, every other
+// one without a team label, in namespaces shop and default.
+func pods(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		ns := "default"
+		if i%2 == 0 {
+			ns = "shop"
+		}
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: web-%d\n  namespace: %s\n", i, ns)
+		if i%2 == 1 {
+			b.WriteString("  labels:\n    team: a\n")
+		}
+		fmt.Fprintf(&b, "spec:\n  hostNetwork: %t\n  containers:\n  - name: c\n    image: nginx:%d\n", i%3 == 0, i)
+	}
+	return b.String()
+}
+
+// wantReports builds the reports of a run in memory, as the library's
+// report.Build and report.WriteYAML make them, to compare with apply's
+// streamed output.
+func wantReports(t *testing.T, policyDir, resources string, auditWarn bool) string {
+	t.Helper()
+	ps, err := loader.Load(policyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := loader.Load(resources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(ps.Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := evaluator{set: set}
+	var all []engine.PolicyResult
+	for _, d := range rs.Resources {
+		all = append(all, ev.evaluate(d.Object).policies...)
+	}
+	opts := report.Options{Clock: fixedNow, AuditWarn: auditWarn, Format: report.OpenReports}
+	reports, err := report.Build(all, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := report.WriteYAML(&b, reports); err != nil {
+		t.Fatal(err)
+	}
+	return seconds.ReplaceAllString(b.String(), "")
+}
+
+// TestApplyStreamedReports: the reports apply streams (rendered by the
+// workers, kept in memory or spilled to a temporary file) are those the
+// library builds from all the results at once, whatever the parallelism.
+func TestApplyStreamedReports(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "pods.yaml": pods(300)})
+	policies, resources := filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "pods.yaml")
+	for _, auditWarn := range []bool{false, true} {
+		want := wantReports(t, policies, resources, auditWarn)
+		for _, tc := range []struct {
+			name     string
+			memory   int
+			parallel string
+		}{
+			{"in memory", 64 << 20, "2"},
+			{"spilled", 1024, "3"},
+			{"one worker", 0, "1"},
+		} {
+			old := reportMemory
+			reportMemory = tc.memory
+			args := []string{policies, "--resource", resources, "--policy-report", "--parallel", tc.parallel}
+			if auditWarn {
+				args = append(args, "--audit-warn")
+			}
+			code, got, stderr := applyRun(t, "", args...)
+			reportMemory = old
+			if code != exitFailed {
+				t.Fatalf("%s: exit %d, want %d (an Enforce rule fails); stderr %s", tc.name, code, exitFailed, stderr)
+			}
+			if got != want {
+				t.Errorf("%s (audit-warn %v): streamed reports differ:\n%s\n--- want\n%s", tc.name, auditWarn, got, want)
+			}
+		}
+	}
+}
+
+// TestApplyStdin: resources from standard input give what the same file
+// gives.
+func TestApplyStdin(t *testing.T) {
+	text := pods(20)
+	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "pods.yaml": text})
+	policies := filepath.Join(dir, "policies.yaml")
+	_, fromFile, _ := applyRun(t, "", policies, "--resource", filepath.Join(dir, "pods.yaml"), "--policy-report")
+	code, fromStdin, stderr := applyRun(t, text, policies, "--resource", "-", "--policy-report")
+	if code != exitFailed || fromStdin != fromFile {
+		t.Errorf("exit %d, stderr %s; stdin report:\n%s\n--- file report:\n%s", code, stderr, fromStdin, fromFile)
+	}
+}
+
+// TestApplyBadResource: a document that cannot be decoded stops the run
+// with exit 2, naming the file and the document, and nothing is printed.
+func TestApplyBadResource(t *testing.T) {
+	bad := pods(50) + "---\nkind: Pod\nmetadata: [\n" + pods(50)
+	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "pods.yaml": bad})
+	for _, args := range [][]string{{"--policy-report"}, {"-o", "json"}, {}} {
+		code, out, stderr := applyRun(t, "", append([]string{filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml")}, args...)...)
+		if code != exitUsage || out != "" {
+			t.Errorf("%v: exit %d, stdout %q", args, code, out)
+		}
+		want := "gavel apply: failed to load resources: " + filepath.Join(dir, "pods.yaml") + "[50]: "
+		if !strings.HasPrefix(stderr, want) {
+			t.Errorf("%v: stderr %q, want it to start with %q", args, stderr, want)
+		}
+	}
+}
+
+// TestApplyExceptionsAmongResources: PolicyExceptions in the resource
+// files apply (the first reading finds them), to resources before and
+// after them; a malformed one is a load error.
+func TestApplyExceptionsAmongResources(t *testing.T) {
+	exception := `apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: web-0-team
+  namespace: shop
+spec:
+  exceptions:
+  - policyName: team-label
+    ruleNames: [team]
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+        names: [web-0, web-4]
+`
+	dir := writeFiles(t, map[string]string{
+		"policies.yaml": streamPolicies,
+		"pods.yaml":     pods(3) + "---\n" + exception + pods(6)[len(pods(3)):],
+		"bad.yaml":      pods(3) + "---\napiVersion: kyverno.io/v2\nkind: PolicyException\nmetadata:\n  name: x\nspec:\n  unknown: 1\n",
+	})
+	code, out, stderr := applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml"), "-o", "json", "--detailed-results")
+	if code != exitFailed {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	for _, name := range []string{"shop/Pod/web-0", "shop/Pod/web-4"} {
+		if !strings.Contains(out, `"resource": "`+name+`",
+      "result": "skip"`) {
+			t.Errorf("%s: no skip by the exception:\n%s", name, out)
+		}
+	}
+	code, _, stderr = applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "bad.yaml"), "--policy-report")
+	if code != exitUsage || !strings.Contains(stderr, "failed to load resources") || !strings.Contains(stderr, "unknown") {
+		t.Errorf("malformed exception: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestApplyAllKindsRead: when a policy may read any kind through the
+// cluster (a target kind known only at evaluation), every resource is
+// decoded once and kept; the reports are the same as without that policy
+// for the other policies.
+func TestApplyAllKindsRead(t *testing.T) {
+	anyTarget := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: touch-any
+spec:
+  rules:
+  - name: touch
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    mutate:
+      targets:
+      - apiVersion: v1
+        kind: "{{ request.object.data.kind }}"
+        name: web-1
+        namespace: default
+      patchStrategicMerge:
+        metadata:
+          labels:
+            touched: "yes"
+`
+	text := pods(10) + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\ndata:\n  kind: Pod\n"
+	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "any.yaml": anyTarget, "pods.yaml": text})
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := loader.Load(filepath.Join(dir, "any.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(ps.Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, all := set.ClientKinds(); !all {
+		t.Fatal("the policy does not read every kind")
+	}
+	code, out, stderr := applyRun(t, "", dir, "--resource", filepath.Join(dir, "pods.yaml"), "-o", "json", "--detailed-results")
+	if code != exitFailed {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	// the target, web-1 (a resource of the run), was found in the cluster
+	if !strings.Contains(out, `"policy": "touch-any",
+      "rule": "touch",
+      "type": "Mutation",
+      "resource": "default/ConfigMap/c",
+      "result": "pass"`) {
+		t.Errorf("output:\n%s", out)
+	}
+	_, reportAll, _ := applyRun(t, "", dir, "--resource", filepath.Join(dir, "pods.yaml"), "--policy-report")
+	_, reportSome, _ := applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml"), "--policy-report")
+	if !strings.Contains(reportAll, "policy: touch-any") || !strings.Contains(reportAll, "name: web-9") || len(reportAll) <= len(reportSome) {
+		t.Errorf("report with every kind read:\n%s", reportAll)
+	}
+}
