@@ -175,14 +175,14 @@ func writeYAMLDoc(w *bufio.Writer, head any, n int, results func(enc *itemEncode
 // since messages, policies and rules repeat across results.
 type itemEncoder struct {
 	w       io.Writer
-	scalars map[scalarKey][]byte
-	props   map[string][]byte
+	scalars lineCache[scalarKey]
+	props   lineCache[string]
 	buf     []byte
 	tmp     []byte
 }
 
 func newItemEncoder(w io.Writer) *itemEncoder {
-	return &itemEncoder{w: w, scalars: map[scalarKey][]byte{}, props: map[string][]byte{}}
+	return &itemEncoder{w: w}
 }
 
 type scalarKey struct {
@@ -190,8 +190,26 @@ type scalarKey struct {
 	key, value string
 }
 
-// maxCached bounds the caches of one itemEncoder.
-const maxCached = 1 << 16
+// maxCacheBytes bounds each cache of rendered lines of an encoder (keys
+// and lines): a cache that would pass it starts over empty. An encoder
+// lives as long as a run, and some lines (Pod Security properties) are
+// long and rarely repeat.
+const maxCacheBytes = 1 << 20
+
+// lineCache maps keys to rendered lines within maxCacheBytes.
+type lineCache[K comparable] struct {
+	m    map[K][]byte
+	size int
+}
+
+func (c *lineCache[K]) put(k K, keyBytes int, line []byte) {
+	c.size += keyBytes + len(line)
+	if c.size > maxCacheBytes || c.m == nil {
+		c.m = map[K][]byte{}
+		c.size = keyBytes + len(line)
+	}
+	c.m[k] = line
+}
 
 // Item prefixes: a sequence item's first key follows "- ", the others are
 // indented to the same column.
@@ -332,7 +350,7 @@ func (e *itemEncoder) scalar(nested bool, key, value string) ([]byte, error) {
 		return b, nil
 	}
 	k := scalarKey{nested, key, value}
-	if b, ok := e.scalars[k]; ok {
+	if b, ok := e.scalars.m[k]; ok {
 		return b, nil
 	}
 	var b []byte
@@ -345,10 +363,7 @@ func (e *itemEncoder) scalar(nested bool, key, value string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(e.scalars) >= maxCached {
-		clear(e.scalars)
-	}
-	e.scalars[k] = b
+	e.scalars.put(k, len(key)+len(value), b)
 	return b, nil
 }
 
@@ -409,7 +424,7 @@ func (e *itemEncoder) properties(props map[string]string) ([]byte, error) {
 		id.WriteString(props[k])
 		id.WriteByte(0)
 	}
-	if b, ok := e.props[id.String()]; ok {
+	if b, ok := e.props.m[id.String()]; ok {
 		return b, nil
 	}
 	m := make(map[string]any, len(props))
@@ -420,10 +435,7 @@ func (e *itemEncoder) properties(props map[string]string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(e.props) >= maxCached {
-		clear(e.props)
-	}
-	e.props[id.String()] = b
+	e.props.put(id.String(), id.Len(), b)
 	return b, nil
 }
 

@@ -342,7 +342,7 @@ type entryEncoder struct {
 	timestamp []byte // "timestamp:\n    nanos: 0\n    seconds: ...\n"
 	policies  map[*engine.Policy]*policyLines
 	// messages are rendered message lines: most messages repeat
-	messages map[string][]byte
+	messages lineCache[string]
 	// refOf and refLines are the resources of the last policy result
 	refOf    *api.ObjectReference
 	refLines []byte
@@ -350,16 +350,13 @@ type entryEncoder struct {
 	scored   []byte // scoredLine
 	// extra caches the properties of entries with exceptions or Pod
 	// Security checks, by policy and by what makes them (sig)
-	extra      map[*engine.Policy]map[string][]byte
-	extraCount int
-	sig        []byte
+	extra     map[*engine.Policy]map[string][]byte
+	extraSize int
+	sig       []byte
 }
 
 // scoredLine is the line of a scored entry.
 const scoredLine = "scored: " + scalarTrue + "\n"
-
-// maxMessages bounds the message cache of an entryEncoder.
-const maxMessages = 4096
 
 // policyLines are the rendered lines shared by the entries of a policy.
 type policyLines struct {
@@ -370,7 +367,7 @@ type policyLines struct {
 
 func newEntryEncoder(w io.Writer, source string, ts metav1.Timestamp, auditWarn bool) *entryEncoder {
 	e := &entryEncoder{itemEncoder: newItemEncoder(w), auditWarn: auditWarn, policies: map[*engine.Policy]*policyLines{},
-		messages: map[string][]byte{}, extra: map[*engine.Policy]map[string][]byte{}}
+		extra: map[*engine.Policy]map[string][]byte{}}
 	e.timestamp = fmt.Appendf(nil, "timestamp:\n%snanos: %d\n%sseconds: %d\n", nextRef, ts.Nanos, nextRef, ts.Seconds)
 	e.source, e.sourceErr = e.render("source", source)
 	e.scored = []byte(scoredLine)
@@ -453,9 +450,9 @@ func (e *entryEncoder) extraProperties(cr *CompactResult, r *compactRule) ([]byt
 	if err != nil || !cacheable {
 		return props, err
 	}
-	if e.extraCount >= maxCached {
+	if e.extraSize += len(k) + len(props); e.extraSize > maxCacheBytes {
 		clear(e.extra)
-		e.extraCount = 0
+		e.extraSize = len(k) + len(props)
 	}
 	byKey := e.extra[cr.policy]
 	if byKey == nil {
@@ -464,7 +461,6 @@ func (e *entryEncoder) extraProperties(cr *CompactResult, r *compactRule) ([]byt
 	}
 	b := append([]byte(nil), props...)
 	byKey[string(k)] = b
-	e.extraCount++
 	return b, nil
 }
 
@@ -505,17 +501,14 @@ func (e *entryEncoder) entry(cr *CompactResult, r *compactRule) error {
 		put(pl.category)
 	}
 	if r.message != "" {
-		line, ok := e.messages[r.message]
+		line, ok := e.messages.m[r.message]
 		if !ok {
 			rendered, err := e.scalar(false, "message", r.message)
 			if err != nil {
 				return err
 			}
-			if len(e.messages) >= maxMessages {
-				clear(e.messages)
-			}
 			line = append([]byte(nil), rendered...)
-			e.messages[r.message] = line
+			e.messages.put(r.message, len(r.message), line)
 		}
 		put(line)
 	}
