@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -167,37 +166,40 @@ func (d RawDocument) MayBeKind(kinds ...string) bool {
 
 // DocumentReader reads the documents of a YAML or JSON stream one at a
 // time without decoding them, so that a long stream need not be in memory
-// at once.
+// at once. It splits as the YAMLReader of k8s.io/apimachinery (which
+// upstream's CLI uses) does: a line that starts with "---" ends a
+// document, and only spaces or a comment may follow the dashes; a first
+// separator stays in the document it opens; "\r\n" line ends become "\n".
 type DocumentReader struct {
-	reader *utilyaml.YAMLReader
+	r      *bufio.Reader
 	source string
 	index  int
 	err    error
+	// hint is the size of the last document, the capacity of the next
+	hint int
 }
 
 // NewDocumentReader returns a reader of the documents of r; source names
 // r in errors.
 func NewDocumentReader(r io.Reader, source string) *DocumentReader {
-	// The YAML reader drops a last line that has no newline and fills its
-	// buffer exactly (the line arrives together with io.EOF): a final
-	// newline makes every line end normally.
-	r = io.MultiReader(r, strings.NewReader("\n"))
-	return &DocumentReader{reader: utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 64<<10)), source: source}
+	return &DocumentReader{r: bufio.NewReaderSize(r, 64<<10), source: source, hint: 4 << 10}
 }
 
 // Next returns the next document that is not empty (blank, or only
-// comments and separators), or io.EOF after the last one. A read error is
-// a *DecodeError naming the source and the index the document would have.
+// comments and separators), or io.EOF after the last one. A read error or
+// a malformed separator is a *DecodeError naming the source and the index
+// the document would have.
 func (dr *DocumentReader) Next() (RawDocument, error) {
 	for dr.err == nil {
-		raw, err := dr.reader.Read()
-		if errors.Is(err, io.EOF) {
-			dr.err = io.EOF
-			break
-		}
+		raw, err := dr.split()
 		if err != nil {
-			dr.err = &DecodeError{Source: dr.source, Index: dr.index, Err: err}
-			break
+			if !errors.Is(err, io.EOF) {
+				err = &DecodeError{Source: dr.source, Index: dr.index, Err: err}
+			}
+			dr.err = err
+			if len(raw) == 0 {
+				break
+			}
 		}
 		if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || isOnlyComments(trimmed) {
 			continue
@@ -208,6 +210,55 @@ func (dr *DocumentReader) Next() (RawDocument, error) {
 	}
 	return RawDocument{}, dr.err
 }
+
+// split reads the next document. At the end of the stream it returns the
+// last document, if any, with io.EOF.
+func (dr *DocumentReader) split() ([]byte, error) {
+	buf := make([]byte, 0, dr.hint)
+	for {
+		line := len(buf)
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = dr.r.ReadSlice('\n')
+			buf = append(buf, chunk...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if len(buf) == line { // end of the stream
+			dr.hint = max(len(buf), 512)
+			return buf, io.EOF
+		}
+		// the line ends with "\n" ("\r\n" and a missing one included)
+		switch {
+		case buf[len(buf)-1] != '\n':
+			buf = append(buf, '\n')
+		case len(buf)-line > 1 && buf[len(buf)-2] == '\r':
+			buf = append(buf[:len(buf)-2], '\n')
+		}
+		if buf[line] == '-' && bytes.HasPrefix(buf[line:], []byte(docSeparator)) {
+			rest := strings.TrimSpace(string(buf[line+len(docSeparator):]))
+			if rest != "" && rest[0] != '#' {
+				return nil, fmt.Errorf("invalid Yaml document separator: %s", rest)
+			}
+			if line > 0 {
+				dr.hint = max(line, 512)
+				return buf[:line:line], err
+			}
+		}
+		if err != nil { // io.EOF after a last line without "\n"
+			dr.hint = max(len(buf), 512)
+			return buf, err
+		}
+	}
+}
+
+// docSeparator starts the line that ends a document.
+const docSeparator = "---"
 
 type decoded struct {
 	docs []Document
@@ -294,7 +345,13 @@ func decodeOne(raw []byte) (map[string]any, error) {
 }
 
 func isOnlyComments(b []byte) bool {
-	for _, line := range bytes.Split(b, []byte("\n")) {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 && line[0] != '#' && !bytes.Equal(line, []byte("---")) {
 			return false
