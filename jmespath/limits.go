@@ -25,7 +25,7 @@ var ErrTooLarge = errors.New("value exceeds the JMESPath size limit")
 //   - the arrays built by flattening ("[]"), counting 16 bytes per
 //     element (its size in memory);
 //   - the result of an expression that builds values (multi-selects,
-//     function calls, flattening), measured as its JSON text would be,
+//     function calls), measured as its JSON text would be,
 //     counting shared values each time they appear.
 //
 // A value over the limit fails the evaluation with an error wrapping
@@ -230,11 +230,13 @@ func addJSONSize(v any, n *int, limit int) bool {
 }
 
 // buildsValues reports whether an expression may build a value larger
-// than the data it reads: it holds a multi-select, a function call or a
-// flattening. The results of other expressions are parts of the data.
+// than the data it reads: it holds a multi-select or a function call. The
+// results of other expressions are parts of the data, each at most once:
+// projections and flattening only gather them (and the arrays flattening
+// builds are bounded on their own).
 func buildsValues(n parsing.ASTNode) bool {
 	switch n.NodeType {
-	case parsing.ASTMultiSelectList, parsing.ASTMultiSelectHash, parsing.ASTFunctionExpression, parsing.ASTFlatten:
+	case parsing.ASTMultiSelectList, parsing.ASTMultiSelectHash, parsing.ASTFunctionExpression:
 		return true
 	}
 	for _, c := range n.Children {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jmespath-community/go-jmespath/pkg/parsing"
 )
 
 // doubling returns an expression that doubles its input n times with
@@ -100,5 +102,31 @@ func TestJSONSize(t *testing.T) {
 	}
 	if _, ok := jsonSize(v, 10); ok {
 		t.Error("jsonSize over the limit reported ok")
+	}
+}
+
+// TestBuildsValues: only expressions that can repeat what they read have
+// their results measured.
+func TestBuildsValues(t *testing.T) {
+	for expr, want := range map[string]bool{
+		"a.b":                  false,
+		"a[*].b":               false,
+		"a[]":                  false,
+		"a[].b[]":              false,
+		"a[?b == 'x'] | [0]":   false,
+		"[a, a]":               true,
+		"{x: a, y: a}":         true,
+		"length(a)":            true,
+		"a[].[b, c][]":         true,
+		"a | zip(@, @)":        true,
+		"a[?contains(b, 'x')]": true,
+	} {
+		ast, err := parsing.NewParser().Parse(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := buildsValues(ast); got != want {
+			t.Errorf("buildsValues(%q) = %v, want %v", expr, got, want)
+		}
 	}
 }
