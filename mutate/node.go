@@ -278,6 +278,25 @@ func (n *node) field(key string) *node {
 	return nil
 }
 
+// peek returns the value of field key for reading only. On a lazy node it
+// reads the value without expanding the node: the node it returns is then
+// a new lazy node, not one of n's fields, and must not be changed.
+func (n *node) peek(key string) (*node, bool) {
+	if n != nil && n.kind == mapNode {
+		if m, ok := n.raw.(map[string]any); ok {
+			v, ok := m[key]
+			if !ok {
+				return nil, false
+			}
+			return lazyNode(v), true
+		}
+	}
+	if i := n.fieldIndex(key); i >= 0 {
+		return n.vals[i], true
+	}
+	return nil, false
+}
+
 // hasField reports whether n is a map with a field named key (whatever its
 // value, null included).
 func (n *node) hasField(key string) bool { return n.fieldIndex(key) >= 0 }

@@ -20,7 +20,8 @@ import (
 // preprocessor carries the state of one preprocessing run.
 type preprocessor struct{}
 
-// preprocess rewrites pattern (owned by the caller) against resource. A
+// preprocess rewrites pattern (owned by the caller) against resource,
+// which it only reads (without expanding its lazy nodes). A
 // *ConditionError means the whole patch must be replaced by an empty patch.
 func preprocess(pattern, resource *node) error {
 	pp := preprocessor{}
@@ -49,10 +50,7 @@ func (pp preprocessor) walkMap(pattern, resource *node, p path) error {
 		if isAnchorForPatch(key) {
 			continue
 		}
-		var rv *node
-		if resource.hasField(key) {
-			rv = resource.field(key)
-		}
+		rv, _ := resource.peek(key)
 		if err := pp.recurse(pattern.field(key), rv, p.key(key)); err != nil {
 			return err
 		}
@@ -146,8 +144,8 @@ func (pp preprocessor) processListOfMaps(pattern, resource *node, p path) error 
 // handlePatternName appends to the patch list a copy of the (processed)
 // patch element bound to the resource element by its name.
 func (pp preprocessor) handlePatternName(pattern, pe, re *node) error {
-	name := re.field("name")
-	if !re.hasField("name") || isNilOrEmpty(name) {
+	name, ok := re.peek("name")
+	if !ok || isNilOrEmpty(name) {
 		return nil
 	}
 	n := copyTree(pe)
@@ -174,7 +172,7 @@ func (pp preprocessor) handleAddIfNotPresent(pattern, resource *node) int {
 			continue
 		}
 		count++
-		if resource.hasField(a.key) {
+		if _, ok := resource.peek(a.key); ok {
 			pattern.clearField(a.String())
 		} else {
 			pattern.renameField(a.String(), a.key)
@@ -202,11 +200,11 @@ func (pp preprocessor) validateConditionsOf(pattern, resource *node, kind anchor
 		fail := func(reason string) error {
 			return &ConditionError{Global: kind == anchorGlobal, Path: p.key(k).String(), Reason: reason}
 		}
-		if !resource.hasField(a.key) {
+		rv, ok := resource.peek(a.key)
+		if !ok {
 			return fail(fmt.Sprintf("could not found %q key in the resource", a.key))
 		}
 		pv := pattern.field(a.String())
-		rv := resource.field(a.key)
 		if pp.handleAddIfNotPresent(pv, rv) > 0 {
 			continue
 		}
