@@ -24,6 +24,11 @@
 // gives exactly sigs.k8s.io/yaml's bytes, about a hundred times faster on
 // large reports), WriteTable prints the summary table of `kubectl get
 // policyreport`, and Summary adds up the counts of several reports.
+// WriteYAMLResults prints what Build and WriteYAML would, without building
+// the reports; Stream does the same for results that arrive one resource
+// at a time, rendering each resource's entries where it was evaluated and
+// keeping them in a bounded memory budget (then in a Spill, such as a
+// temporary file the host provides).
 //
 // Timestamps come from Options.Clock; the package never reads the system
 // clock. Inputs are never modified, and every value returned is new.

@@ -141,3 +141,52 @@ func ExampleStore() {
 	// NAMESPACE   NAME                PASS   FAIL   WARN   ERROR   SKIP
 	// default     cpol-require-team   1      0      0      0       0
 }
+
+// ExampleStream writes the reports of resources evaluated one after the
+// other, rendering each resource's entries as its results come and keeping
+// them in a temporary file beyond a memory budget.
+func ExampleStream() {
+	set := examplePolicySet()
+	spill, err := os.CreateTemp("", "report-*")
+	if err != nil {
+		panic(err)
+	}
+	defer os.Remove(spill.Name())
+	defer spill.Close()
+	stream, err := report.NewStream(report.Options{Clock: clock, Format: report.OpenReports}, spill, 1<<20)
+	if err != nil {
+		panic(err)
+	}
+	renderer := stream.NewRenderer() // one per goroutine
+	for i, labels := range []map[string]any{{"team": "a"}, nil} {
+		resp, err := set.Validate(context.Background(), &engine.Request{Object: examplePod(fmt.Sprintf("web-%d", i), "", labels)})
+		if err != nil {
+			panic(err)
+		}
+		rendered, err := renderer.Render(resp.Policies)
+		if err != nil {
+			panic(err)
+		}
+		// Add takes the resources in order
+		if err := stream.Add(rendered); err != nil {
+			panic(err)
+		}
+	}
+	var out strings.Builder
+	sum, err := stream.WriteReports(&out)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("pass %d, fail %d\n", sum.Pass, sum.Fail)
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "  result:") || strings.HasPrefix(line, "    name:") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// pass 1, fail 1
+	//     name: web-0
+	//   result: pass
+	//     name: web-1
+	//   result: fail
+}
