@@ -19,23 +19,42 @@ import (
 var reportMemory = 8 << 20
 
 // resourceInputs are the resource files of a run. They are read twice
-// (see runApply) without keeping their documents; standard input, which
-// can be read only once, is kept in memory.
+// (see runApply) without keeping their documents; what can be read only
+// once (standard input, a pipe such as a shell's <(...), a device) is
+// read into memory first.
 type resourceInputs struct {
 	files []string
-	stdin []byte
+	// data holds the contents of the inputs kept in memory, by index
+	data map[int][]byte
 }
 
-// readInputs lists the resource files and reads standard input ("-").
+// readInputs lists the resource files and reads those that cannot be read
+// twice.
 func readInputs(paths []string, stdin io.Reader) (*resourceInputs, error) {
 	files, err := loader.Files(paths...)
 	if err != nil {
 		return nil, err
 	}
-	in := &resourceInputs{files: files}
-	if slices.Contains(files, "-") {
-		if in.stdin, err = io.ReadAll(stdin); err != nil {
-			return nil, fmt.Errorf("<stdin>: %w", err)
+	in := &resourceInputs{files: files, data: map[int][]byte{}}
+	for i, name := range files {
+		if name == "-" {
+			b, err := io.ReadAll(stdin)
+			if err != nil {
+				return nil, fmt.Errorf("<stdin>: %w", err)
+			}
+			in.data[i] = b
+			continue
+		}
+		info, err := os.Stat(name)
+		if err != nil {
+			return nil, err
+		}
+		if !info.Mode().IsRegular() {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return nil, err
+			}
+			in.data[i] = b
 		}
 	}
 	return in, nil
@@ -62,11 +81,14 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 		}
 		return nil
 	}
-	for _, name := range in.files {
+	for i, name := range in.files {
 		var err error
-		if name == "-" {
-			err = loader.EachDocument(bytes.NewReader(in.stdin), "<stdin>", fn)
-		} else {
+		switch b, inMemory := in.data[i]; {
+		case name == "-":
+			err = loader.EachDocument(bytes.NewReader(b), "<stdin>", fn)
+		case inMemory:
+			err = loader.EachDocument(bytes.NewReader(b), name, fn)
+		default:
 			err = loader.EachFileDocument(name, fn)
 		}
 		if err == errStop {
