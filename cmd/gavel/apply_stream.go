@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,12 +73,14 @@ type job struct {
 	decoded bool
 }
 
+// errStopped ends the reading of the inputs when emit asks to stop.
+var errStopped = errors.New("stopped")
+
 // each feeds the documents of the inputs, undecoded.
 func (in *resourceInputs) each(emit func(job) bool) error {
-	errStop := fmt.Errorf("stopped")
 	fn := func(raw api.RawDocument) error {
 		if !emit(job{raw: raw}) {
-			return errStop
+			return errStopped
 		}
 		return nil
 	}
@@ -91,7 +94,7 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 		default:
 			err = loader.EachFileDocument(name, fn)
 		}
-		if err == errStop {
+		if err == errStopped {
 			return nil
 		}
 		if err != nil {
@@ -108,7 +111,6 @@ type scanned struct {
 	objects []map[string]any
 	// docs are the documents of the raw documents, when all were decoded
 	docs [][]api.Document
-	err  error
 }
 
 // scan reads the resources for their PolicyExceptions and the objects of
@@ -121,6 +123,7 @@ func (in *resourceInputs) scan(kinds []string, all bool) (scanned, error) {
 	if all {
 		s.docs = [][]api.Document{}
 	}
+	var decodeErr error
 	err := in.each(func(j job) bool {
 		if !all && !j.raw.MayBeKind(want...) {
 			return true
@@ -130,7 +133,7 @@ func (in *resourceInputs) scan(kinds []string, all bool) (scanned, error) {
 			err = s.add(docs, kinds, all)
 		}
 		if err != nil {
-			s.err = err
+			decodeErr = err
 			return false
 		}
 		if all {
@@ -138,8 +141,8 @@ func (in *resourceInputs) scan(kinds []string, all bool) (scanned, error) {
 		}
 		return true
 	})
-	if s.err != nil {
-		return s, s.err
+	if decodeErr != nil {
+		return s, decodeErr
 	}
 	return s, err
 }
@@ -295,7 +298,8 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 // streamReports evaluates the resources and prints the YAML policy reports
 // (see printReports): the entries of each resource are rendered by the
 // worker that evaluated it and kept by a report.Stream, in memory up to
-// reportMemory, then in a temporary file.
+// reportMemory, then in a temporary file (in memory when none can be
+// created).
 func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
 	opts := report.Options{Clock: time.Now, AuditWarn: f.auditWarn, Format: report.OpenReports}
 	if f.reportFmt == "wgpolicy" {
