@@ -173,8 +173,11 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// every document was decoded by the scan: no need to read again
 		feed = found.each
 	}
-	if f.report && f.output != "json" {
+	switch {
+	case f.report && f.output != "json":
 		return streamReports(stdout, stderr, &ev, feed, f)
+	case !f.report && f.output == "":
+		return streamText(stdout, stderr, &ev, feed, f)
 	}
 	var results []resourceResult
 	if err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) { results = append(results, *rr) }); err != nil {
@@ -184,7 +187,7 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if f.report {
 		return printReports(stdout, stderr, results, f)
 	}
-	return printApply(stdout, stderr, set, results, f)
+	return printApply(stdout, stderr, results, f)
 }
 
 // evaluator evaluates resources as the upstream CLI does: with values or
@@ -268,29 +271,36 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 	return rr
 }
 
-func printApply(stdout, stderr io.Writer, set *engine.PolicySet, results []resourceResult, f applyFlags) int {
+// printApply prints the results as json, yaml or junit (-o); the summary
+// goes to stderr so that stdout stays one document.
+func printApply(stdout, stderr io.Writer, results []resourceResult, f applyFlags) int {
 	doc, blocked := applyEntries(results, f.auditWarn)
 	for _, e := range doc.Errors {
 		fmt.Fprintln(stderr, "gavel apply:", e)
 	}
-	if f.output != "" {
-		if err := writeApply(stdout, f.output, doc, f.failOnly); err != nil {
-			fmt.Fprintln(stderr, "gavel apply:", err)
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
-	} else {
-		for _, e := range doc.Results {
-			if e.Result == "fail" || e.Result == "error" || (f.detailed && !f.failOnly) {
-				fmt.Fprintf(stdout, "policy %s -> resource %s: rule %s: %s: %s\n", e.Policy, e.Resource, e.Rule, e.Result, e.Message)
-			}
-		}
-		fmt.Fprintf(stdout, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
+	if err := writeApply(stdout, f.output, doc, f.failOnly); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
 	}
+	fmt.Fprintf(stderr, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
 	if blocked {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writeTextLines prints the lines of the text output: failing and
+// erroring entries, or every entry with --detailed-results.
+func writeTextLines(w io.Writer, entries []applyEntry, f applyFlags) {
+	for _, e := range entries {
+		if e.Result == "fail" || e.Result == "error" || (f.detailed && !f.failOnly) {
+			fmt.Fprintf(w, "policy %s -> resource %s: rule %s: %s: %s\n", e.Policy, e.Resource, e.Rule, e.Result, e.Message)
+		}
+	}
+}
+
+func writeTextSummary(w io.Writer, sum map[string]int) {
+	fmt.Fprintf(w, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum["pass"], sum["fail"], sum["warn"], sum["error"], sum["skip"])
 }
 
 func resourceName(obj map[string]any) string {

@@ -35,34 +35,50 @@ type applyDocument struct {
 // show (scored=false and --audit-warn turn fail into warn), and tells
 // whether an Enforce validate rule failed.
 func applyEntries(results []resourceResult, auditWarn bool) (applyDocument, bool) {
-	doc := applyDocument{Summary: map[string]int{"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0}, Results: []applyEntry{}}
+	doc := newApplyDocument()
 	blocked := false
-	for _, rr := range results {
-		if rr.err != nil {
-			doc.Errors = append(doc.Errors, rr.err.Error())
-			doc.Summary["error"]++
-			continue
-		}
-		for _, pr := range rr.policies {
-			for _, r := range pr.Rules {
-				res := policytest.ReportResult(pr.Policy, r)
-				if res == "fail" && auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
-					res = "warn"
-				}
-				doc.Summary[res]++
-				if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
-					blocked = true
-				}
-				e := applyEntry{Policy: pr.Policy.Key(), Rule: r.Name, Type: string(r.Type), Resource: resourceName(rr.resource), Result: res, Message: r.Message}
-				if r.Type == engine.Validation {
-					e.FailureAction = string(pr.FailureAction)
-				}
-				doc.Results = append(doc.Results, e)
-			}
-		}
+	for i := range results {
+		entries, b := doc.add(&results[i], auditWarn)
+		doc.Results = append(doc.Results, entries...)
+		blocked = blocked || b
 	}
 	doc.Blocked = blocked
 	return doc, blocked
+}
+
+func newApplyDocument() applyDocument {
+	return applyDocument{Summary: map[string]int{"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0}, Results: []applyEntry{}}
+}
+
+// add counts the results of one resource in the summary (an evaluation
+// error goes to Errors) and returns their entries, and whether an Enforce
+// validate rule failed.
+func (doc *applyDocument) add(rr *resourceResult, auditWarn bool) ([]applyEntry, bool) {
+	if rr.err != nil {
+		doc.Errors = append(doc.Errors, rr.err.Error())
+		doc.Summary["error"]++
+		return nil, false
+	}
+	blocked := false
+	var entries []applyEntry
+	for _, pr := range rr.policies {
+		for _, r := range pr.Rules {
+			res := policytest.ReportResult(pr.Policy, r)
+			if res == "fail" && auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
+				res = "warn"
+			}
+			doc.Summary[res]++
+			if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
+				blocked = true
+			}
+			e := applyEntry{Policy: pr.Policy.Key(), Rule: r.Name, Type: string(r.Type), Resource: resourceName(rr.resource), Result: res, Message: r.Message}
+			if r.Type == engine.Validation {
+				e.FailureAction = string(pr.FailureAction)
+			}
+			entries = append(entries, e)
+		}
+	}
+	return entries, blocked
 }
 
 // writeApply writes the results as json, yaml or junit.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -357,4 +358,96 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 		return exitFailed
 	}
 	return exitOK
+}
+
+// streamText evaluates the resources and prints the text output (see
+// printApply) without keeping the results: the lines of each resource go
+// to a spool, in memory up to reportMemory, then in a temporary file, and
+// are printed once every resource was read (a resource that cannot be
+// decoded stops the run before any output, as it always did).
+func streamText(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+	out := newSpool(reportMemory)
+	defer out.Close()
+	doc := newApplyDocument()
+	blocked := false
+	lines := bufio.NewWriterSize(out, 32<<10)
+	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
+		entries, b := doc.add(rr, f.auditWarn)
+		blocked = blocked || b
+		writeTextLines(lines, entries, f)
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
+		return exitUsage
+	}
+	for _, e := range doc.Errors {
+		fmt.Fprintln(stderr, "gavel apply:", e)
+	}
+	if err := lines.Flush(); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	bw := bufio.NewWriter(stdout)
+	if _, err := out.WriteTo(bw); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	writeTextSummary(bw, doc.Summary)
+	if err := bw.Flush(); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	if blocked {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// spool keeps what is written until the run ends: in memory up to a
+// budget, then in a temporary file (in memory when none can be created).
+type spool struct {
+	mem    bytes.Buffer
+	file   *os.File
+	budget int
+}
+
+func newSpool(budget int) *spool { return &spool{budget: budget} }
+
+func (s *spool) Write(p []byte) (int, error) {
+	if s.file == nil && s.mem.Len()+len(p) > s.budget {
+		if f, err := os.CreateTemp("", "gavel-output-*"); err == nil {
+			s.file = f
+			if _, err := s.mem.WriteTo(f); err != nil {
+				return 0, err
+			}
+			s.mem = bytes.Buffer{}
+		}
+	}
+	if s.file != nil {
+		return s.file.Write(p)
+	}
+	return s.mem.Write(p)
+}
+
+// WriteTo writes everything written so far to w.
+func (s *spool) WriteTo(w io.Writer) (int64, error) {
+	if s.file == nil {
+		return s.mem.WriteTo(w)
+	}
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	return io.Copy(w, s.file)
+}
+
+// Close removes the temporary file, if any.
+func (s *spool) Close() error {
+	if s.file == nil {
+		return nil
+	}
+	err := s.file.Close()
+	if rerr := os.Remove(s.file.Name()); err == nil {
+		err = rerr
+	}
+	return err
 }

@@ -319,3 +319,76 @@ spec:
 		t.Errorf("report with every kind read:\n%s", reportAll)
 	}
 }
+
+// TestApplyTextSpooled: the text output is the same whether its lines stay
+// in memory or go to a temporary file, lists every failing rule, and ends
+// with the summary.
+func TestApplyTextSpooled(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "pods.yaml": pods(200)})
+	args := []string{filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml")}
+	var outs []string
+	for _, memory := range []int{64 << 20, 100} {
+		old := reportMemory
+		reportMemory = memory
+		code, out, stderr := applyRun(t, "", args...)
+		reportMemory = old
+		if code != exitFailed {
+			t.Fatalf("exit %d; stderr %s", code, stderr)
+		}
+		outs = append(outs, out)
+	}
+	if outs[0] != outs[1] {
+		t.Fatalf("spooled output differs:\n%s\n--- in memory:\n%s", outs[1], outs[0])
+	}
+	if !strings.Contains(outs[0], "\npass: ") || !strings.HasSuffix(outs[0], "\n") {
+		t.Errorf("no summary at the end:\n%s", outs[0])
+	}
+	fails := strings.Count(outs[0], ": fail: ")
+	var sum struct{ pass, fail, warn, errs, skip int }
+	tail := outs[0][strings.LastIndex(outs[0], "\npass: ")+1:]
+	if _, err := fmt.Sscanf(tail, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d", &sum.pass, &sum.fail, &sum.warn, &sum.errs, &sum.skip); err != nil {
+		t.Fatalf("summary %q: %v", tail, err)
+	}
+	if fails != sum.fail || sum.fail < 100 {
+		t.Errorf("%d failing lines, summary says %d", fails, sum.fail)
+	}
+	if !strings.HasPrefix(outs[0], "policy ") {
+		t.Errorf("output does not start with a result line:\n%.200s", outs[0])
+	}
+}
+
+// TestSpool: a spool moves to a temporary file past its budget, gives back
+// every byte in order, and removes its file.
+func TestSpool(t *testing.T) {
+	s := newSpool(100)
+	var want bytes.Buffer
+	for i := 0; i < 50; i++ {
+		line := fmt.Sprintf("line %d\n", i)
+		want.WriteString(line)
+		if _, err := s.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.file == nil {
+		t.Fatal("the spool stayed in memory past its budget")
+	}
+	name := s.file.Name()
+	var got bytes.Buffer
+	if _, err := s.WriteTo(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("spool gave %q, want %q", got.String(), want.String())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Errorf("temporary file %s left behind: %v", name, err)
+	}
+	small := newSpool(1 << 10)
+	small.Write([]byte("x"))
+	if small.file != nil {
+		t.Error("a small spool went to a file")
+	}
+}
