@@ -136,6 +136,10 @@ func (s *StrategicMerge) apply(resource map[string]any, res *node, share bool) (
 			return Result{}, wrapApply(err)
 		}
 		patch = newMap()
+		if share && res.raw != nil && stableRaw(res.raw, nil) {
+			// merging an empty patch leaves a stable resource as it is
+			return Result{Object: resource, Skipped: true, Message: msgNoPatches, Condition: cond}, nil
+		}
 	}
 	merged, err := merge(res, patch)
 	if err != nil {
