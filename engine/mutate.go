@@ -95,7 +95,7 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 		var r mutate.Result
 		var err error
 		if sc.rs.canonical(resource) {
-			r, err = sm.MutateCanonical(resource)
+			r, err = sm.MutateCanonicalMemo(resource, &sc.rs.mergeMemo)
 		} else {
 			r, err = sm.MutateShared(resource)
 		}

@@ -66,6 +66,9 @@ type reqState struct {
 	results []RuleResult
 	// canon caches mutate.CanonicalTree(obj): 0 unknown, 1 yes, -1 no
 	canon int8
+	// mergeMemo remembers what strategic merges learn about the object
+	// (it starts over when given another one)
+	mergeMemo mutate.Memo
 }
 
 // canonical reports mutate.CanonicalTree(m), remembered for the request's

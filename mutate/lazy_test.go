@@ -168,3 +168,33 @@ func randomPod(r *rand.Rand) map[string]any {
 	}
 	return obj
 }
+
+// TestMemo: patches applied in turn with one Memo give what they give
+// without it, also when the Memo goes from one resource to another (a
+// stable one, then one whose lists merging would change).
+func TestMemo(t *testing.T) {
+	patches, resources := goldenMergePatches(t)
+	rnd := rand.New(rand.NewSource(11))
+	for i := 0; i < 40; i++ {
+		resources = append(resources, randomPod(rnd))
+	}
+	var shared Memo // deliberately reused across resources
+	for j, r := range resources {
+		if !CanonicalTree(r) {
+			continue
+		}
+		var own Memo
+		for i, sm := range patches {
+			want, werr := sm.MutateCanonical(r)
+			for _, memo := range []*Memo{&own, &shared} {
+				got, gerr := sm.MutateCanonicalMemo(r, memo)
+				if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+					t.Fatalf("patch %d on resource %d: error %v, want %v", i, j, gerr, werr)
+				}
+				if werr == nil && (!reflect.DeepEqual(want.Object, got.Object) || want.Skipped != got.Skipped || want.Message != got.Message) {
+					t.Fatalf("patch %d on resource %d: %v %v, want %v %v", i, j, got.Skipped, got.Object, want.Skipped, want.Object)
+				}
+			}
+		}
+	}
+}

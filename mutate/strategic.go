@@ -3,6 +3,7 @@ package mutate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 )
 
 // Result is the outcome of applying a patch to a resource.
@@ -101,10 +102,49 @@ func (s *StrategicMerge) MutateShared(resource map[string]any) (Result, error) {
 // whole resource when several patches apply to it. A resource that is not
 // canonical must go through MutateShared.
 func (s *StrategicMerge) MutateCanonical(resource map[string]any) (Result, error) {
+	return s.MutateCanonicalMemo(resource, nil)
+}
+
+// Memo remembers what merges learn about one resource, so that the
+// patches applied to it in turn do not work it out again (whether merging
+// leaves it as it is, a walk of the whole resource). The zero value knows
+// nothing. A Memo describes the last resource given with it, which must not
+// change while the Memo is used; given another map, it starts over. It is
+// not safe for concurrent use.
+type Memo struct {
+	of     map[string]any
+	stable int8 // 0 unknown, 1 yes, -1 no
+}
+
+// stableTree reports stableRaw(resource), remembered.
+func (m *Memo) stableTree(resource map[string]any) bool {
+	if m == nil {
+		return stableRaw(resource, nil)
+	}
+	if !sameMap(m.of, resource) {
+		*m = Memo{of: resource}
+	}
+	if m.stable == 0 {
+		m.stable = -1
+		if stableRaw(resource, nil) {
+			m.stable = 1
+		}
+	}
+	return m.stable > 0
+}
+
+// sameMap reports whether a and b are the same map.
+func sameMap(a, b map[string]any) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// MutateCanonicalMemo is MutateCanonical with a Memo (nil for none) that
+// the patches applied to the same resource share.
+func (s *StrategicMerge) MutateCanonicalMemo(resource map[string]any, memo *Memo) (Result, error) {
 	if resource == nil {
 		return Result{}, &Error{Err: fmt.Errorf("%w: the resource is nil", ErrApply)}
 	}
-	return s.apply(resource, lazyNode(resource), true)
+	return s.apply(resource, lazyNode(resource), true, memo)
 }
 
 // mutate applies the patch; with lazy, the resource is converted only where
@@ -124,11 +164,11 @@ func (s *StrategicMerge) mutate(resource map[string]any, share, lazy bool) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	return s.apply(resource, res, share)
+	return s.apply(resource, res, share, nil)
 }
 
 // apply merges the patch into res, the converted resource.
-func (s *StrategicMerge) apply(resource map[string]any, res *node, share bool) (Result, error) {
+func (s *StrategicMerge) apply(resource map[string]any, res *node, share bool, memo *Memo) (Result, error) {
 	patch := copyTree(s.patch)
 	var cond *ConditionError
 	if err := preprocess(patch, res); err != nil {
@@ -136,7 +176,7 @@ func (s *StrategicMerge) apply(resource map[string]any, res *node, share bool) (
 			return Result{}, wrapApply(err)
 		}
 		patch = newMap()
-		if share && res.raw != nil && stableRaw(res.raw, nil) {
+		if share && res.raw != nil && memo.stableTree(resource) {
 			// merging an empty patch leaves a stable resource as it is
 			return Result{Object: resource, Skipped: true, Message: msgNoPatches, Condition: cond}, nil
 		}
