@@ -332,6 +332,16 @@ func (n *node) renameField(from, to string) {
 
 // fieldNames returns the keys of a map (in order, duplicates kept); nil for
 // anything else.
+// keysView returns the field names of a map node without copying them: the
+// caller must not change the node's fields while it uses them.
+func (n *node) keysView() []string {
+	if n == nil || n.kind != mapNode {
+		return nil
+	}
+	n.expand()
+	return n.keys
+}
+
 func (n *node) fieldNames() []string {
 	if n == nil || n.kind != mapNode {
 		return nil

@@ -46,7 +46,8 @@ func (pp preprocessor) walkMap(pattern, resource *node, p path) error {
 	if err := pp.validateConditions(pattern, resource, p); err != nil {
 		return err
 	}
-	for _, key := range pattern.fieldNames() {
+	// the loop changes fields of pattern's values, not pattern's own
+	for _, key := range pattern.keysView() {
 		if isAnchorForPatch(key) {
 			continue
 		}
@@ -192,7 +193,8 @@ func (pp preprocessor) validateConditionsOf(pattern, resource *node, kind anchor
 	if pattern.kind != mapNode {
 		return nil
 	}
-	for _, k := range pattern.fieldNames() {
+	// the loop changes fields of pattern's values, not pattern's own
+	for _, k := range pattern.keysView() {
 		a, ok := parseAnchor(k)
 		if !ok || a.kind != kind {
 			continue
