@@ -28,7 +28,7 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
-	object, oldObject, err := req.check()
+	object, oldObject, _, err := req.check()
 	if err != nil {
 		return nil, err
 	}

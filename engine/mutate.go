@@ -278,11 +278,22 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
-	object, oldObject, err := req.check()
+	object, oldObject, canonical, err := req.check()
 	if err != nil {
 		return nil, err
 	}
 	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
+	// check told whether the object is a canonical tree (the strategic
+	// merges need to know)
+	for i, o := range [2]map[string]any{object, oldObject} {
+		if o != nil && sameMap(rs.obj, o) {
+			rs.canon = -1
+			if canonical[i] {
+				rs.canon = 1
+			}
+			break
+		}
+	}
 	original := rs.obj
 	resp := &Response{}
 	cands := s.candidates(&rs.matchRes)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/jmespath"
+	"github.com/gavelpolicy/gavel/mutate"
 )
 
 // GroupVersionKind names a kind.
@@ -59,9 +60,11 @@ type Request struct {
 var ErrInvalidObject = errors.New("invalid request object")
 
 // check rejects objects the engine cannot read. It returns the object and
-// the old object in canonical form (see normalize), for newReqStateFrom.
-func (r *Request) check() (object, oldObject map[string]any, err error) {
-	for _, o := range []struct {
+// the old object in canonical form (see normalize), for newReqStateFrom,
+// and whether each is a canonical tree (mutate.CanonicalTree), which
+// objects decoded from JSON or YAML are: those need no normalizing.
+func (r *Request) check() (object, oldObject map[string]any, canonical [2]bool, err error) {
+	for i, o := range []struct {
 		name string
 		obj  map[string]any
 		out  *map[string]any
@@ -70,31 +73,37 @@ func (r *Request) check() (object, oldObject map[string]any, err error) {
 			*o.out = o.obj
 			continue
 		}
-		n, err := jmespath.Normalize(o.obj)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
+		var obj map[string]any
+		if mutate.CanonicalTree(o.obj) {
+			// Normalize would return it as it is
+			obj, canonical[i] = o.obj, true
+		} else {
+			n, err := jmespath.Normalize(o.obj)
+			if err != nil {
+				return nil, nil, canonical, fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
+			}
+			obj, _ = n.(map[string]any)
 		}
-		obj, _ := n.(map[string]any)
 		*o.out = obj
 		for _, k := range []string{"apiVersion", "kind"} {
 			if v, ok := obj[k]; ok && v != nil {
 				if _, isString := v.(string); !isString {
-					return nil, nil, fmt.Errorf("%w: request.%s.%s is a %T, not a string", ErrInvalidObject, o.name, k, v)
+					return nil, nil, canonical, fmt.Errorf("%w: request.%s.%s is a %T, not a string", ErrInvalidObject, o.name, k, v)
 				}
 			}
 		}
 		if v, ok := obj["metadata"]; ok && v != nil {
 			if _, isMap := v.(map[string]any); !isMap {
-				return nil, nil, fmt.Errorf("%w: request.%s.metadata is a %T, not an object", ErrInvalidObject, o.name, v)
+				return nil, nil, canonical, fmt.Errorf("%w: request.%s.metadata is a %T, not an object", ErrInvalidObject, o.name, v)
 			}
 		}
 	}
 	if r.Kind.Kind == "" {
 		if kind, _ := r.resourceObject()["kind"].(string); kind == "" {
-			return nil, nil, fmt.Errorf("%w: no kind in the request nor in the object", ErrInvalidObject)
+			return nil, nil, canonical, fmt.Errorf("%w: no kind in the request nor in the object", ErrInvalidObject)
 		}
 	}
-	return object, oldObject, nil
+	return object, oldObject, canonical, nil
 }
 
 func (r *Request) operation() api.AdmissionOperation {
