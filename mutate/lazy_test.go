@@ -70,7 +70,7 @@ func sameOutcome(t *testing.T, what string, sm *StrategicMerge, resource map[str
 			continue
 		}
 		if !reflect.DeepEqual(want.Object, got.Object) || want.Skipped != got.Skipped || want.Message != got.Message ||
-			fmt.Sprint(want.Condition) != fmt.Sprint(got.Condition) {
+			!reflect.DeepEqual(want.Condition, got.Condition) {
 			t.Fatalf("%s (share %v):\nlazy  %v %v\neager %v %v", what, share, got.Skipped, got.Object, want.Skipped, want.Object)
 		}
 	}

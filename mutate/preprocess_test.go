@@ -186,3 +186,32 @@ func TestParseAnchor(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionPath: the condition a Result reports names the anchor of
+// the element that decided (the last one), in every mode.
+func TestConditionPath(t *testing.T) {
+	sm, err := CompileStrategicMerge(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{"+(a)": "b"}},
+		"spec": map[string]any{
+			"volumes":    []any{map[string]any{"<(emptyDir)": map[string]any{}}},
+			"containers": []any{map[string]any{"(name)": "x", "image": "y"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": map[string]any{
+		"containers": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}},
+		"volumes":    []any{map[string]any{"name": "v1", "hostPath": map[string]any{"path": "/x"}}, map[string]any{"name": "v2", "secret": map[string]any{}}},
+	}}
+	want := ConditionError{Global: true, Path: "spec.volumes[1].<(emptyDir)", Reason: `could not found "emptyDir" key in the resource`}
+	for name, f := range map[string]func(map[string]any) (Result, error){"Mutate": sm.Mutate, "MutateShared": sm.MutateShared, "MutateCanonical": sm.MutateCanonical} {
+		r, err := f(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Condition == nil || *r.Condition != want || !r.Skipped {
+			t.Errorf("%s: condition %+v (skipped %v), want %+v", name, r.Condition, r.Skipped, want)
+		}
+	}
+}
