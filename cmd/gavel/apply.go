@@ -178,6 +178,8 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return streamReports(stdout, stderr, &ev, feed, f)
 	case !f.report && f.output == "":
 		return streamText(stdout, stderr, &ev, feed, f)
+	case !f.report && (f.output == "json" || f.output == "yaml"):
+		return streamDocument(stdout, stderr, &ev, feed, f)
 	}
 	var results []resourceResult
 	if err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) { results = append(results, *rr) }); err != nil {

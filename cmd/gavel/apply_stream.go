@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/loader"
@@ -450,4 +453,138 @@ func (s *spool) Close() error {
 		err = rerr
 	}
 	return err
+}
+
+// streamDocument evaluates the resources and prints the json or yaml
+// document of -o (see writeApply) without keeping the results: each
+// entry is rendered when its resource is evaluated and spooled (see
+// spool); the summary, whether the run is blocked and the errors, which
+// the document holds around the entries, are written at the end. The
+// bytes are those writeApply writes.
+func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+	out := newSpool(reportMemory)
+	defer out.Close()
+	entries := bufio.NewWriterSize(out, 32<<10)
+	doc := newApplyDocument()
+	blocked := false
+	n := 0
+	var renderErr error
+	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
+		es, b := doc.add(rr, f.auditWarn)
+		blocked = blocked || b
+		for _, e := range es {
+			if f.failOnly && e.Result != "fail" && e.Result != "error" {
+				continue
+			}
+			if renderErr == nil {
+				renderErr = writeEntry(entries, f.output, e, n == 0)
+			}
+			n++
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
+		return exitUsage
+	}
+	for _, e := range doc.Errors {
+		fmt.Fprintln(stderr, "gavel apply:", e)
+	}
+	if renderErr == nil {
+		renderErr = entries.Flush()
+	}
+	if renderErr == nil {
+		doc.Blocked = blocked
+		renderErr = writeDocumentAround(stdout, f.output, doc, n, out)
+	}
+	if renderErr != nil {
+		fmt.Fprintln(stderr, "gavel apply:", renderErr)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
+	if blocked {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// writeEntry writes one entry of the results list as json.MarshalIndent
+// or yaml.Marshal lay it out inside the document.
+func writeEntry(w io.Writer, format string, e applyEntry, first bool) error {
+	if format == "json" {
+		b, err := json.MarshalIndent(e, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n    "
+		if first {
+			sep = "    "
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	b, err := yaml.Marshal([]applyEntry{e})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// writeDocumentAround writes the document with its n entries taken from
+// entries (written by writeEntry).
+func writeDocumentAround(w io.Writer, format string, doc applyDocument, n int, entries io.WriterTo) error {
+	bw := bufio.NewWriter(w)
+	if format == "json" {
+		summary, err := json.MarshalIndent(doc.Summary, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(bw, "{\n  \"summary\": %s,\n  \"blocked\": %t,\n  \"results\": ", summary, doc.Blocked)
+		if n == 0 {
+			bw.WriteString("[]")
+		} else {
+			bw.WriteString("[\n")
+			if _, err := entries.WriteTo(bw); err != nil {
+				return err
+			}
+			bw.WriteString("\n  ]")
+		}
+		if len(doc.Errors) > 0 {
+			errs, err := json.MarshalIndent(doc.Errors, "  ", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(bw, ",\n  \"errors\": %s", errs)
+		}
+		bw.WriteString("\n}\n")
+		return bw.Flush()
+	}
+	// yaml.Marshal sorts the keys: blocked, errors, results, summary
+	head, err := yaml.Marshal(struct {
+		Blocked bool     `json:"blocked"`
+		Errors  []string `json:"errors,omitempty"`
+	}{doc.Blocked, doc.Errors})
+	if err != nil {
+		return err
+	}
+	tail, err := yaml.Marshal(struct {
+		Summary map[string]int `json:"summary"`
+	}{doc.Summary})
+	if err != nil {
+		return err
+	}
+	bw.Write(head)
+	if n == 0 {
+		bw.WriteString("results: []\n")
+	} else {
+		bw.WriteString("results:\n")
+		if _, err := entries.WriteTo(bw); err != nil {
+			return err
+		}
+	}
+	bw.Write(tail)
+	return bw.Flush()
 }

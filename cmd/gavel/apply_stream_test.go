@@ -392,3 +392,68 @@ func TestSpool(t *testing.T) {
 		t.Error("a small spool went to a file")
 	}
 }
+
+// TestApplyDocumentsStreamed: the json and yaml documents of -o, written
+// as the resources are evaluated (entries spooled), are the bytes
+// writeApply makes of all the results at once, with evaluation errors,
+// --fail-only, no entry at all, and entries spilled to a file.
+func TestApplyDocumentsStreamed(t *testing.T) {
+	noKind := "---\napiVersion: v1\nmetadata:\n  name: nokind\n"
+	dir := writeFiles(t, map[string]string{
+		"policies.yaml":  streamPolicies,
+		"pods.yaml":      pods(60) + noKind,
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+	})
+	policies := filepath.Join(dir, "policies.yaml")
+	for _, resources := range []string{"pods.yaml", "configmap.yaml"} {
+		path := filepath.Join(dir, resources)
+		for _, format := range []string{"json", "yaml"} {
+			for _, failOnly := range []bool{false, true} {
+				f := applyFlags{output: format, failOnly: failOnly}
+				// the document of all the results at once
+				inputs, err := readInputs([]string{path}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps, err := loader.Load(policies)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eng, err := engine.New()
+				if err != nil {
+					t.Fatal(err)
+				}
+				set, err := eng.Compile(ps.Policies...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev := evaluator{set: set}
+				var results []resourceResult
+				if err := ev.run(inputs.each, 2, nil, func(rr *resourceResult) { results = append(results, *rr) }); err != nil {
+					t.Fatal(err)
+				}
+				doc, _ := applyEntries(results, false)
+				var want bytes.Buffer
+				if err := writeApply(&want, format, doc, failOnly); err != nil {
+					t.Fatal(err)
+				}
+				for _, memory := range []int{64 << 20, 256} {
+					old := reportMemory
+					reportMemory = memory
+					args := []string{policies, "--resource", path, "-o", format}
+					if failOnly {
+						args = append(args, "--fail-only")
+					}
+					_, got, stderr := applyRun(t, "", args...)
+					reportMemory = old
+					if got != want.String() {
+						t.Errorf("%s %s %+v (memory %d): streamed document differs:\n%s\n--- want\n%s", resources, format, f, memory, got, want.String())
+					}
+					if resources == "pods.yaml" && !strings.Contains(stderr, "no kind in the request") {
+						t.Errorf("%s: the evaluation error is not reported: %s", resources, stderr)
+					}
+				}
+			}
+		}
+	}
+}
