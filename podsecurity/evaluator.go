@@ -71,6 +71,9 @@ type Check struct {
 	ruleName string
 	steps    []step
 	excludes []exclusion
+	// slots is the size of the catalogue: outcomes cached by step index
+	// fit in that many slots
+	slots int
 	// passMessage and failPrefix are the rule's messages, made once.
 	passMessage, failPrefix string
 }
@@ -165,6 +168,7 @@ func (e *Evaluator) Compile(ps api.PodSecurity, opts ...CompileOption) (*Check, 
 		ruleName:    cfg.ruleName,
 		steps:       e.steps(level, version),
 		excludes:    excludes,
+		slots:       e.size,
 		passMessage: fmt.Sprintf("Validation rule '%s' passed.", cfg.ruleName),
 		failPrefix:  fmt.Sprintf(`Validation rule '%s' failed. It violates PodSecurity "%s:%s": `, cfg.ruleName, ps.Level, ps.Version),
 	}, nil

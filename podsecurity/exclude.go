@@ -103,17 +103,24 @@ func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
 		if only != nil && !only.covers(s.id) {
 			continue
 		}
-		r := s.run(&pod.ObjectMeta, &pod.Spec)
-		if r.Allowed {
-			continue
+		if f := runStep(s, pod); f != nil {
+			out = append(out, *f)
 		}
-		out = append(out, failure{
-			id:   s.id,
-			res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
-			errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min),
-		})
 	}
 	return out
+}
+
+// runStep evaluates one step on a pod: its failure, or nil.
+func runStep(s step, pod *corev1.Pod) *failure {
+	r := s.run(&pod.ObjectMeta, &pod.Spec)
+	if r.Allowed {
+		return nil
+	}
+	return &failure{
+		id:   s.id,
+		res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
+		errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min),
+	}
 }
 
 // applyExclusions applies exemptions one after the other, as upstream.
@@ -144,7 +151,7 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
 	removed := make([]bool, len(kept))
 
 	containerLevel := len(x.images) > 0
-	probe, probeFails := d.probeFailures(x, c.steps)
+	probe, probeFails := d.probeFailures(x, c.steps, c.slots)
 	for _, pf := range probeFails {
 		for _, perr := range pf.errs {
 			exField, exRef := locateField(perr.Field, containerLevel, probe)

@@ -85,7 +85,7 @@ type probe struct {
 // probeFailures returns the pod exemption x evaluates and the failures of
 // the steps x covers on it, computed once per pod (the failures are shared:
 // read only).
-func (d *Decoded) probeFailures(x *exclusion, steps []step) (*corev1.Pod, []failure) {
+func (d *Decoded) probeFailures(x *exclusion, steps []step, slots int) (*corev1.Pod, []failure) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	pr := d.probes[x.probeKey]
@@ -101,26 +101,47 @@ func (d *Decoded) probeFailures(x *exclusion, steps []step) (*corev1.Pod, []fail
 		}
 		d.probes[x.probeKey] = pr
 	}
-	var out []failure
+	n := 0
 	for _, s := range steps {
-		if !x.covers(s.id) {
-			continue
-		}
-		if s.index >= len(pr.results) {
-			pr.results = append(pr.results, make([]stepOutcome, s.index+1-len(pr.results)+8)...)
-		}
-		o := &pr.results[s.index]
-		if !o.done {
-			if r := runSteps([]step{s}, nil, pr.pod); len(r) > 0 {
-				o.f = &r[0]
-			}
-			o.done = true
-		}
-		if o.f != nil {
-			out = append(out, *o.f)
+		if x.covers(s.id) && runOnce(&pr.results, slots, s, pr.pod).f != nil {
+			n++
 		}
 	}
-	return pr.pod, out
+	return pr.pod, collect(pr.results, steps, n, x.covers)
+}
+
+// runOnce returns the outcome of step s on pod from outcomes, running the
+// step the first time; outcomes grows to slots entries at once.
+func runOnce(outcomes *[]stepOutcome, slots int, s step, pod *corev1.Pod) *stepOutcome {
+	if s.index >= len(*outcomes) {
+		*outcomes = append(*outcomes, make([]stepOutcome, max(slots, s.index+1)-len(*outcomes))...)
+	}
+	o := &(*outcomes)[s.index]
+	if !o.done {
+		if r := runStep(s, pod); r != nil {
+			o.f = r
+		}
+		o.done = true
+	}
+	return o
+}
+
+// collect copies the n failures that outcomes holds for the steps that
+// covered accepts (all of them when covered is nil), in step order.
+func collect(outcomes []stepOutcome, steps []step, n int, covered func(string) bool) []failure {
+	if n == 0 {
+		return nil
+	}
+	out := make([]failure, 0, n)
+	for _, s := range steps {
+		if covered != nil && !covered(s.id) {
+			continue
+		}
+		if f := outcomes[s.index].f; f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out
 }
 
 type stepOutcome struct {
@@ -130,29 +151,21 @@ type stepOutcome struct {
 
 // runCached evaluates the steps on the decoded pod, reusing the outcome of
 // steps already run on it.
-func (d *Decoded) runCached(steps []step) []failure {
+func (d *Decoded) runCached(steps []step, slots int) []failure {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []failure
+	n := 0
 	for _, s := range steps {
-		if s.index >= len(d.results) {
-			d.results = append(d.results, make([]stepOutcome, s.index+1-len(d.results)+8)...)
-		}
-		o := &d.results[s.index]
-		if !o.done {
-			if r := runSteps([]step{s}, nil, d.pod); len(r) > 0 {
-				o.f = &r[0]
+		o := runOnce(&d.results, slots, s, d.pod)
+		if o.f != nil {
+			if o.f.shared == nil {
+				// shared: exemptions copy errs before removing any
 				o.f.shared = &sharedFailure{}
 			}
-			o.done = true
-		}
-		f := o.f
-		if f != nil {
-			// shared: exemptions copy errs before removing any
-			out = append(out, *f)
+			n++
 		}
 	}
-	return out
+	return collect(d.results, steps, n, nil)
 }
 
 // Decode extracts the pod spec of a Pod or pod controller once, so that
@@ -182,7 +195,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		}
 	}
 	pod, w := d.pod, d.w
-	fails := d.runCached(c.steps)
+	fails := d.runCached(c.steps, c.slots)
 	if len(fails) > 0 && len(c.excludes) > 0 {
 		fails = c.applyExclusions(c.excludes, fails, d)
 	}
