@@ -219,16 +219,29 @@ func valuesAllowed(values []glob, bad any) bool {
 // init or ephemeral containers.
 func podLevelPod(pod *corev1.Pod) *corev1.Pod {
 	p := *pod
-	p.Spec.Containers = []corev1.Container{{Name: "fake"}}
+	p.Spec.Containers = fakeContainers
 	p.Spec.InitContainers = nil
 	p.Spec.EphemeralContainers = nil
 	return &p
 }
 
+// fakeContainers is the container list of podLevelPod, shared: checks
+// only read pods.
+var fakeContainers = []corev1.Container{{Name: "fake"}}
+
+// noContainersPod is the pod matchingContainersPod evaluates when no
+// container matches, shared: checks only read pods, and the outcomes of
+// an exemption's pod are used for their field errors, which come from the
+// spec (the name and namespace it would carry do not show).
+var noContainersPod = &corev1.Pod{}
+
 // matchingContainersPod is the pod upstream evaluates for an exemption with
 // images: only the name and namespace of the pod and the containers whose
 // image matches, without any pod-level field.
 func matchingContainersPod(pod *corev1.Pod, images []glob) *corev1.Pod {
+	if !anyContainerMatches(pod, images) {
+		return noContainersPod
+	}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 	for _, ctr := range pod.Spec.Containers {
 		if matchAny(images, ctr.Image) {
@@ -246,6 +259,24 @@ func matchingContainersPod(pod *corev1.Pod, images []glob) *corev1.Pod {
 		}
 	}
 	return p
+}
+
+// anyContainerMatches reports whether the image of a container of the pod
+// matches one of the patterns.
+func anyContainerMatches(pod *corev1.Pod, images []glob) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if matchAny(images, list[i].Image) {
+				return true
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if matchAny(images, pod.Spec.EphemeralContainers[i].Image) {
+			return true
+		}
+	}
+	return false
 }
 
 // containerRef identifies the container a field path points into.
