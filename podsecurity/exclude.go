@@ -151,7 +151,7 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
 	removed := make([]bool, len(kept))
 
 	containerLevel := len(x.images) > 0
-	probe, probeFails := d.probeFailures(x, c.steps, c.slots)
+	probe, probeFails := d.probeFailures(x, c.steps)
 	for _, pf := range probeFails {
 		for _, perr := range pf.errs {
 			exField, exRef := locateField(perr.Field, containerLevel, probe)

@@ -85,7 +85,7 @@ type probe struct {
 // probeFailures returns the pod exemption x evaluates and the failures of
 // the steps x covers on it, computed once per pod (the failures are shared:
 // read only).
-func (d *Decoded) probeFailures(x *exclusion, steps []step, slots int) (*corev1.Pod, []failure) {
+func (d *Decoded) probeFailures(x *exclusion, steps []step) (*corev1.Pod, []failure) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	pr := d.probes[x.probeKey]
@@ -100,6 +100,14 @@ func (d *Decoded) probeFailures(x *exclusion, steps []step, slots int) (*corev1.
 			d.probes = map[string]*probe{}
 		}
 		d.probes[x.probeKey] = pr
+	}
+	// an exemption covers a step or two: its outcomes need the slots up
+	// to the last of them
+	slots := 0
+	for _, s := range steps {
+		if x.covers(s.id) {
+			slots = s.index + 1
+		}
 	}
 	n := 0
 	for _, s := range steps {
