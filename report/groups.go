@@ -14,10 +14,8 @@ import (
 // cluster report, each namespaced Policy's to a report of its own.
 type group struct {
 	name, namespace string
-	// prs indexes the policy results of the group (WriteYAMLCompact)
-	prs []int
-	// the entries a Stream rendered: their count and summary, the
-	// segments moved to the spill, then the bytes still in memory
+	// the entries rendered: their count and summary, the segments moved
+	// to the spill, then the bytes still in memory
 	n        int
 	sum      api.PolicyReportSummary
 	segments []segment

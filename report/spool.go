@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -61,9 +63,8 @@ func NewStream(opts Options, spill Spill, budget int) (*Stream, error) {
 // Renderer renders the entries of results for a Stream. It keeps caches of
 // rendered lines; use one per goroutine.
 type Renderer struct {
-	s       *Stream
-	enc     *entryEncoder
-	compact []CompactResult
+	s   *Stream
+	enc *entryEncoder
 }
 
 // NewRenderer returns a Renderer for s.
@@ -101,26 +102,70 @@ func (r *Renderer) Render(results []engine.PolicyResult) (*Rendered, error) {
 	}
 	w := appendWriter{b: out.buf[:0]}
 	r.enc.w = &w
-	r.compact = compact(r.compact[:0], results, nil)
+	// the encoder keeps no resource alive once done
+	defer func() { r.enc.w, r.enc.refOf = nil, nil }()
 	parts := out.parts[:0]
-	for i := range r.compact {
-		cr := &r.compact[i]
-		p := renderedPart{policy: cr.policy}
-		for j := range cr.rules {
-			if err := r.enc.entry(cr, &cr.rules[j]); err != nil {
-				r.enc.w = nil
+	for i := range results {
+		pr := &results[i]
+		if len(pr.Rules) == 0 {
+			continue
+		}
+		p := renderedPart{policy: pr.Policy}
+		for j := range pr.Rules {
+			res, err := r.enc.entry(pr, &pr.Rules[j])
+			if err != nil {
 				return nil, err
 			}
-			count(&p.sum, cr.result(&cr.rules[j], r.s.opts.AuditWarn))
+			count(&p.sum, res)
 			p.n++
 		}
 		p.end = len(w.b)
 		parts = append(parts, p)
 	}
-	clear(r.compact) // keep no resource alive
-	r.enc.w = nil
 	out.buf, out.parts = w.b, parts
 	return out, nil
+}
+
+// addAll renders results in chunks on all cores and adds them in order.
+func (s *Stream) addAll(results []engine.PolicyResult) error {
+	const chunkSize = 256 // policy results per chunk
+	n := (len(results) + chunkSize - 1) / chunkSize
+	type chunk struct {
+		rendered *Rendered
+		err      error
+		done     chan struct{}
+	}
+	chunks := make([]chunk, n)
+	for i := range chunks {
+		chunks[i].done = make(chan struct{})
+	}
+	var next atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), n) {
+		go func() {
+			r := s.NewRenderer()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				c := &chunks[i]
+				c.rendered, c.err = r.Render(results[i*chunkSize : min(len(results), (i+1)*chunkSize)])
+				close(c.done)
+			}
+		}()
+	}
+	var err error
+	for i := range chunks {
+		c := &chunks[i]
+		<-c.done
+		if err == nil {
+			err = c.err
+		}
+		if err == nil {
+			err = s.Add(c.rendered)
+		}
+	}
+	return err
 }
 
 // appendWriter appends what is written to b.

@@ -65,16 +65,6 @@ func TestWriteYAMLResultsMatchesBuild(t *testing.T) {
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {
 				t.Errorf("%s (%s): streamed reports differ:\n%s\n--- want\n%s", dir, opts.Format, got.Bytes(), want.Bytes())
 			}
-			// the compact form made by a Compactor (messages and properties
-			// rendered ahead) writes the same bytes
-			var c Compactor
-			var viaCompactor bytes.Buffer
-			if _, err := WriteYAMLCompact(&viaCompactor, c.Compact(nil, results), opts); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(viaCompactor.Bytes(), want.Bytes()) {
-				t.Errorf("%s (%s): reports from a Compactor differ:\n%s\n--- want\n%s", dir, opts.Format, viaCompactor.Bytes(), want.Bytes())
-			}
 			for _, sp := range streamSpills(t) {
 				var streamed bytes.Buffer
 				ssum := streamAll(t, &streamed, results, opts, sp.spill, sp.budget)
@@ -124,17 +114,10 @@ func TestWriteYAMLResultsParallel(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Fatalf("streamed reports differ (%d bytes, want %d)", got.Len(), want.Len())
 	}
-	// per resource, as the CLI compacts them
-	var c Compactor
-	var compact []CompactResult
-	for start := 0; start < len(results); start += 2 {
-		compact = c.Compact(compact, results[start:min(len(results), start+2)])
-	}
-	var viaCompactor bytes.Buffer
-	if _, err := WriteYAMLCompact(&viaCompactor, compact, opts); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(viaCompactor.Bytes(), want.Bytes()) {
-		t.Fatalf("reports from a Compactor differ (%d bytes, want %d)", viaCompactor.Len(), want.Len())
+	// per resource, as the CLI streams them, spilled now and then
+	var perResource bytes.Buffer
+	streamAll(t, &perResource, results, opts, &memSpill{}, 4096)
+	if !bytes.Equal(perResource.Bytes(), want.Bytes()) {
+		t.Fatalf("reports streamed per resource differ (%d bytes, want %d)", perResource.Len(), want.Len())
 	}
 }
