@@ -114,16 +114,10 @@ func pods(n int) string {
 	return b.String()
 }
 
-// wantReports builds the reports of a run in memory, as the library's
-// report.Build and report.WriteYAML make them, to compare with apply's
-// streamed output.
-func wantReports(t *testing.T, policyDir, resources string, auditWarn bool) string {
+// compileFiles compiles the policies under path.
+func compileFiles(t *testing.T, path string) *engine.PolicySet {
 	t.Helper()
-	ps, err := loader.Load(policyDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := loader.Load(resources)
+	ps, err := loader.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +129,19 @@ func wantReports(t *testing.T, policyDir, resources string, auditWarn bool) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := evaluator{set: set}
+	return set
+}
+
+// wantReports builds the reports of a run in memory, as the library's
+// report.Build and report.WriteYAML make them, to compare with apply's
+// streamed output.
+func wantReports(t *testing.T, policyDir, resources string, auditWarn bool) string {
+	t.Helper()
+	rs, err := loader.Load(resources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := evaluator{set: compileFiles(t, policyDir)}
 	var all []engine.PolicyResult
 	for _, d := range rs.Resources {
 		all = append(all, ev.evaluate(d.Object).policies...)
@@ -286,19 +292,7 @@ spec:
 `
 	text := pods(10) + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\ndata:\n  kind: Pod\n"
 	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "any.yaml": anyTarget, "pods.yaml": text})
-	eng, err := engine.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := loader.Load(filepath.Join(dir, "any.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := eng.Compile(ps.Policies...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, all := set.ClientKinds(); !all {
+	if _, all := compileFiles(t, filepath.Join(dir, "any.yaml")).ClientKinds(); !all {
 		t.Fatal("the policy does not read every kind")
 	}
 	code, out, stderr := applyRun(t, "", dir, "--resource", filepath.Join(dir, "pods.yaml"), "-o", "json", "--detailed-results")
@@ -405,6 +399,7 @@ func TestApplyDocumentsStreamed(t *testing.T) {
 		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
 	})
 	policies := filepath.Join(dir, "policies.yaml")
+	ev := evaluator{set: compileFiles(t, policies)}
 	for _, resources := range []string{"pods.yaml", "configmap.yaml"} {
 		path := filepath.Join(dir, resources)
 		for _, format := range []string{"json", "yaml"} {
@@ -415,19 +410,6 @@ func TestApplyDocumentsStreamed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ps, err := loader.Load(policies)
-				if err != nil {
-					t.Fatal(err)
-				}
-				eng, err := engine.New()
-				if err != nil {
-					t.Fatal(err)
-				}
-				set, err := eng.Compile(ps.Policies...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ev := evaluator{set: set}
 				var results []resourceResult
 				if err := ev.run(inputs.each, 2, nil, func(rr *resourceResult) { results = append(results, *rr) }); err != nil {
 					t.Fatal(err)
