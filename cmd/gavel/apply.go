@@ -189,7 +189,7 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if f.report {
 		return printReports(stdout, stderr, results, f)
 	}
-	return printApply(stdout, stderr, results, f)
+	return printJUnit(stdout, stderr, results, f)
 }
 
 // evaluator evaluates resources as the upstream CLI does: with values or
@@ -273,18 +273,19 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 	return rr
 }
 
-// printApply prints the results as json, yaml or junit (-o); the summary
-// goes to stderr so that stdout stays one document.
-func printApply(stdout, stderr io.Writer, results []resourceResult, f applyFlags) int {
+// printJUnit prints the results as JUnit XML (-o junit), the only output
+// that needs every result before printing; the summary goes to stderr so
+// that stdout stays one document.
+func printJUnit(stdout, stderr io.Writer, results []resourceResult, f applyFlags) int {
 	doc, blocked := applyEntries(results, f.auditWarn)
 	for _, e := range doc.Errors {
 		fmt.Fprintln(stderr, "gavel apply:", e)
 	}
-	if err := writeApply(stdout, f.output, doc, f.failOnly); err != nil {
+	if err := writeJUnit(stdout, doc, f.failOnly); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
+	writeSummary(stderr, doc.Summary)
 	if blocked {
 		return exitFailed
 	}
@@ -301,8 +302,9 @@ func writeTextLines(w io.Writer, entries []applyEntry, f applyFlags) {
 	}
 }
 
-func writeTextSummary(w io.Writer, sum map[string]int) {
-	fmt.Fprintf(w, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum["pass"], sum["fail"], sum["warn"], sum["error"], sum["skip"])
+// writeSummary writes the summary line of apply's entries.
+func writeSummary(w io.Writer, sum map[string]int) {
+	fmt.Fprintf(w, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum["pass"], sum["fail"], sum["warn"], sum["error"], sum["skip"])
 }
 
 func resourceName(obj map[string]any) string {

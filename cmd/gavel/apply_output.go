@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/policytest"
@@ -81,71 +78,60 @@ func (doc *applyDocument) add(rr *resourceResult, auditWarn bool) ([]applyEntry,
 	return entries, blocked
 }
 
-// writeApply writes the results as json, yaml or junit.
-func writeApply(w io.Writer, format string, doc applyDocument, failOnly bool) error {
+// failing keeps the entries that failed or errored (--fail-only).
+func failing(entries []applyEntry) []applyEntry {
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if e.Result == "fail" || e.Result == "error" {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+// writeJUnit writes the results as JUnit XML: a test suite per policy, in
+// the order of their first entry. (The json and yaml documents are
+// written as the resources are evaluated: see streamDocument.)
+func writeJUnit(w io.Writer, doc applyDocument, failOnly bool) error {
 	if failOnly {
-		kept := doc.Results[:0:0]
-		for _, e := range doc.Results {
-			if e.Result == "fail" || e.Result == "error" {
-				kept = append(kept, e)
-			}
-		}
-		doc.Results = kept
+		doc.Results = failing(doc.Results)
 	}
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
+	suites := map[string]*junitSuite{}
+	var order []string
+	for _, e := range doc.Results {
+		s, ok := suites[e.Policy]
+		if !ok {
+			s = &junitSuite{Name: e.Policy}
+			suites[e.Policy] = s
+			order = append(order, e.Policy)
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
+		c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
+		switch e.Result {
+		case "fail":
+			c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
+			s.Failures++
+		case "error":
+			c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
+			s.Errors++
 		}
-		_, err = w.Write(b)
-		return err
-	case "junit":
-		suites := map[string]*junitSuite{}
-		var order []string
-		for _, e := range doc.Results {
-			s, ok := suites[e.Policy]
-			if !ok {
-				s = &junitSuite{Name: e.Policy}
-				suites[e.Policy] = s
-				order = append(order, e.Policy)
-			}
-			c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
-			switch e.Result {
-			case "fail":
-				c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
-				s.Failures++
-			case "error":
-				c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
-				s.Errors++
-			}
-			s.Tests++
-			s.Cases = append(s.Cases, c)
-		}
-		out := junitSuites{Name: "gavel apply", Suites: []junitSuite{}}
-		for _, p := range order {
-			s := suites[p]
-			out.Tests += s.Tests
-			out.Failures += s.Failures
-			out.Errors += s.Errors
-			out.Suites = append(out.Suites, *s)
-		}
-		b, err := xml.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		if _, err := io.WriteString(w, xml.Header); err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
+		s.Tests++
+		s.Cases = append(s.Cases, c)
+	}
+	out := junitSuites{Name: "gavel apply", Suites: []junitSuite{}}
+	for _, p := range order {
+		s := suites[p]
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Errors += s.Errors
+		out.Suites = append(out.Suites, *s)
+	}
+	b, err := xml.MarshalIndent(out, "", "  ")
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("unsupported output format %q", format)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

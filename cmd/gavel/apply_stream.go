@@ -395,7 +395,8 @@ func streamText(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyF
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
-	writeTextSummary(bw, doc.Summary)
+	bw.WriteString("\n")
+	writeSummary(bw, doc.Summary)
 	if err := bw.Flush(); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
@@ -456,11 +457,11 @@ func (s *spool) Close() error {
 }
 
 // streamDocument evaluates the resources and prints the json or yaml
-// document of -o (see writeApply) without keeping the results: each
+// document of -o (applyDocument as json.MarshalIndent or yaml.Marshal lay
+// it out) without keeping the results: each
 // entry is rendered when its resource is evaluated and spooled (see
 // spool); the summary, whether the run is blocked and the errors, which
-// the document holds around the entries, are written at the end. The
-// bytes are those writeApply writes.
+// the document holds around the entries, are written at the end.
 func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
 	out := newSpool(reportMemory)
 	defer out.Close()
@@ -472,10 +473,10 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
 		es, b := doc.add(rr, f.auditWarn)
 		blocked = blocked || b
+		if f.failOnly {
+			es = failing(es)
+		}
 		for _, e := range es {
-			if f.failOnly && e.Result != "fail" && e.Result != "error" {
-				continue
-			}
 			if renderErr == nil {
 				renderErr = writeEntry(entries, f.output, e, n == 0)
 			}
@@ -500,7 +501,7 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 		fmt.Fprintln(stderr, "gavel apply:", renderErr)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
+	writeSummary(stderr, doc.Summary)
 	if blocked {
 		return exitFailed
 	}
