@@ -317,7 +317,7 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 			return nil, false
 		}
 		left, right := ch[0], ch[1]
-		return func(value any) (any, error) {
+		project := func(value any) (any, error) {
 			l, err := left(value)
 			if err != nil {
 				return nil, err
@@ -340,7 +340,16 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 				}
 			}
 			return collected, nil
-		}, true
+		}
+		if first, second := node.Children[0], node.Children[1]; first.NodeType == parsing.ASTFlatten && len(first.Children) == 1 &&
+			second.NodeType == parsing.ASTIdentity {
+			// "x[]" at the end of an expression: flatten x and drop its
+			// nulls in one pass (one list instead of two)
+			if inner, ok := c.compile(first.Children[0]); ok {
+				return c.flattenNonNull(inner, project), true
+			}
+		}
+		return project, true
 
 	case parsing.ASTFlatten:
 		ch, ok := c.compileChildren(node)
@@ -450,4 +459,59 @@ func fieldFromStruct(key string, value any) any {
 		return nil
 	}
 	return v.Interface()
+}
+
+// flattenNonNull evaluates the projection "x[]" (a flatten of x projected
+// on the identity): the elements of x, those of its nested lists spliced
+// in, without nulls. general is the same projection evaluated in two steps,
+// for what the single pass does not handle (lists of other slice types,
+// errors).
+func (c *fastCompiler) flattenNonNull(inner, general evalFn) evalFn {
+	return func(value any) (any, error) {
+		l, err := inner(value)
+		s, ok := l.([]any)
+		if err != nil || !ok {
+			return general(value)
+		}
+		// the length of the flattened list (nulls included, as the flatten
+		// counts them) and of the result
+		total, kept := 0, 0
+		for _, el := range s {
+			switch t := el.(type) {
+			case nil:
+				total++
+			case []any:
+				total += len(t)
+				for _, x := range t {
+					if x != nil {
+						kept++
+					}
+				}
+			default:
+				if util.IsSliceType(el) {
+					return general(value)
+				}
+				total++
+				kept++
+			}
+		}
+		if total > c.maxElements {
+			return general(value)
+		}
+		out := make([]any, 0, kept)
+		for _, el := range s {
+			switch t := el.(type) {
+			case nil:
+			case []any:
+				for _, x := range t {
+					if x != nil {
+						out = append(out, x)
+					}
+				}
+			default:
+				out = append(out, el)
+			}
+		}
+		return out, nil
+	}
 }

@@ -35,6 +35,7 @@ var fastCases = []string{
 	"s[0]", "typed[0]", "typed[]", "typed[].x", "typed[-1]", "st.Name", "st.name", "ptr.name", "nilptr.name",
 	"list[?contains(tags, 'x')].name", "list[].tags | [0]", "request.operation || 'BACKGROUND'",
 	"`\"lit\"`", "@", "@.a", "a.@", "list[].[name, n]", "list[][name, n][]",
+	"mixed[]", "mixed[][]", "[missing, nested, b][]", "s[]", "missing[]", "typedmix[]",
 }
 
 type fastStruct struct{ Name string }
@@ -51,11 +52,13 @@ func fastDocs() []any {
 		"nested": []any{[]any{1.0, 2.0}, []any{[]any{3.0}}, 4.0, nil},
 		"obj":    map[string]any{"k1": map[string]any{"name": "one"}, "k2": "two"},
 		"empty":  []any{}, "emptymap": map[string]any{}, "t": true, "f": false, "s": "string",
-		"typed":   []string{"p", "q"},
-		"st":      fastStruct{Name: "struct"},
-		"ptr":     &fastStruct{Name: "pointer"},
-		"nilptr":  (*fastStruct)(nil),
-		"request": map[string]any{"operation": "CREATE"},
+		"typed":    []string{"p", "q"},
+		"mixed":    []any{[]any{nil, 1.0, []any{nil}}, nil, "z", []any{}, map[string]any{"k": nil}},
+		"typedmix": []any{[]any{"a"}, []string{"p"}, nil},
+		"st":       fastStruct{Name: "struct"},
+		"ptr":      &fastStruct{Name: "pointer"},
+		"nilptr":   (*fastStruct)(nil),
+		"request":  map[string]any{"operation": "CREATE"},
 	}
 	docs := []any{base, nil, "text", 1.0, []any{base, base}}
 	r := rand.New(rand.NewSource(5))
@@ -257,4 +260,23 @@ func sortedText(s string) string {
 	b := []byte(s)
 	sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
 	return string(b)
+}
+
+// TestFlattenProjectionAllocations checks that "x[]" builds its result in
+// one pass: the list and its interface value, not an intermediate list.
+func TestFlattenProjectionAllocations(t *testing.T) {
+	intr := mustNew(t)
+	q, err := intr.Compile("spec.[initContainers, containers][]")
+	if err != nil || q.fast == nil {
+		t.Fatalf("not compiled: %v", err)
+	}
+	doc := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a"}, nil}}}
+	got, err := q.SearchNormalized(doc)
+	if err != nil || !reflect.DeepEqual(got, []any{map[string]any{"name": "a"}}) {
+		t.Fatalf("got %#v, %v", got, err)
+	}
+	// the multi-select list (2) and the result (2)
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n > 4 {
+		t.Errorf("%v allocations, want at most 4", n)
+	}
 }
