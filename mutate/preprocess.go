@@ -3,6 +3,7 @@ package mutate
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // This file ports upstream's anchor preprocessing of strategic merge
@@ -18,7 +19,16 @@ import (
 // clean-up (which upstream would turn into a panic; here it is an error).
 
 // preprocessor carries the state of one preprocessing run.
-type preprocessor struct{}
+type preprocessor struct {
+	// inElement is set below an element of a list of maps: a failed
+	// condition there that is not global only skips the element, so its
+	// texts are never read.
+	inElement bool
+}
+
+// elementCondition stands for the failed conditions that only skip a list
+// element (see preprocessor.inElement): shared, never read nor changed.
+var elementCondition = &ConditionError{Reason: "condition failed in a list element"}
 
 // preprocess rewrites pattern (owned by the caller) against resource,
 // which it only reads (without expanding its lazy nodes). A
@@ -106,6 +116,7 @@ func (pp preprocessor) processListOfMaps(pattern, resource *node, p path) error 
 		var lastGlobalErr error
 		// One copy shared by all resource elements, as upstream does.
 		cp := copyTree(pe)
+		pp := preprocessor{inElement: true}
 		for j, re := range resourceElements {
 			if err := pp.recurse(cp, re, p.index(j)); err != nil {
 				var ce *ConditionError
@@ -166,6 +177,9 @@ func (pp preprocessor) handleAddIfNotPresent(pattern, resource *node) int {
 	if pattern == nil || pattern.kind != mapNode {
 		return 0
 	}
+	if !hasAddAnchor(pattern.keysView()) {
+		return 0
+	}
 	count := 0
 	for _, k := range pattern.fieldNames() {
 		a, ok := parseAnchor(k)
@@ -180,6 +194,17 @@ func (pp preprocessor) handleAddIfNotPresent(pattern, resource *node) int {
 		}
 	}
 	return count
+}
+
+// hasAddAnchor reports whether one of keys is an add-if-not-present anchor
+// (handleAddIfNotPresent copies the keys only then: it changes them).
+func hasAddAnchor(keys []string) bool {
+	for _, k := range keys {
+		if a, ok := parseAnchor(k); ok && a.kind == anchorAdd {
+			return true
+		}
+	}
+	return false
 }
 
 func (pp preprocessor) validateConditions(pattern, resource *node, p path) error {
@@ -204,13 +229,19 @@ func (pp preprocessor) validateConditionsOf(pattern, resource *node, kind anchor
 		}
 		rv, ok := resource.peek(a.key)
 		if !ok {
-			return fail(fmt.Sprintf("could not found %q key in the resource", a.key))
+			if pp.inElement && kind != anchorGlobal {
+				return elementCondition
+			}
+			return fail("could not found " + strconv.Quote(a.key) + " key in the resource")
 		}
 		pv := pattern.field(a.String())
 		if pp.handleAddIfNotPresent(pv, rv) > 0 {
 			continue
 		}
 		if err := matchCondition(toJSONAny(rv), toJSONAny(pv)); err != nil {
+			if pp.inElement && kind != anchorGlobal {
+				return elementCondition
+			}
 			return fail(err.Error())
 		}
 	}

@@ -50,6 +50,7 @@ type schemaNode struct {
 	items      *schemaNode
 	array      bool
 	strategy   string
+	merge      bool // strategy lists "merge" (see associative)
 	keys       []string
 }
 
@@ -78,7 +79,12 @@ func (s *schemaNode) associative() bool {
 	if s == nil {
 		return false
 	}
-	for _, st := range strings.Split(s.strategy, ",") {
+	return s.merge
+}
+
+// mergeStrategy reports whether a patchStrategy tag lists "merge".
+func mergeStrategy(strategy string) bool {
+	for _, st := range strings.Split(strategy, ",") {
 		if st == "merge" {
 			return true
 		}
@@ -325,6 +331,7 @@ func (b *schemaBuilder) fieldNode(owner reflect.Type, f reflect.StructField, nam
 		return b.typeNode(ft)
 	}
 	n := &schemaNode{array: true, items: b.typeNode(ft.Elem()), strategy: f.Tag.Get("patchStrategy")}
+	n.merge = mergeStrategy(n.strategy)
 	if n.strategy == "" {
 		return n
 	}
