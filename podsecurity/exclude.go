@@ -243,22 +243,35 @@ func matchingContainersPod(pod *corev1.Pod, images []glob) *corev1.Pod {
 		return noContainersPod
 	}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-	for _, ctr := range pod.Spec.Containers {
-		if matchAny(images, ctr.Image) {
-			p.Spec.Containers = append(p.Spec.Containers, ctr)
-		}
-	}
-	for _, ctr := range pod.Spec.InitContainers {
-		if matchAny(images, ctr.Image) {
-			p.Spec.InitContainers = append(p.Spec.InitContainers, ctr)
-		}
-	}
-	for _, ctr := range pod.Spec.EphemeralContainers {
-		if matchAny(images, ctr.Image) {
-			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, ctr)
-		}
-	}
+	p.Spec.Containers = matchingContainers(pod.Spec.Containers, images, func(c *corev1.Container) string { return c.Image })
+	p.Spec.InitContainers = matchingContainers(pod.Spec.InitContainers, images, func(c *corev1.Container) string { return c.Image })
+	p.Spec.EphemeralContainers = matchingContainers(pod.Spec.EphemeralContainers, images, func(c *corev1.EphemeralContainer) string { return c.Image })
 	return p
+}
+
+// matchingContainers returns the containers of list whose image matches
+// one of the patterns (nil for none). When all match it returns list
+// itself: checks only read pods, and containers are large to copy.
+func matchingContainers[C any](list []C, images []glob, image func(*C) string) []C {
+	n := 0
+	for i := range list {
+		if matchAny(images, image(&list[i])) {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil
+	case len(list):
+		return list
+	}
+	out := make([]C, 0, n)
+	for i := range list {
+		if matchAny(images, image(&list[i])) {
+			out = append(out, list[i])
+		}
+	}
+	return out
 }
 
 // anyContainerMatches reports whether the image of a container of the pod
