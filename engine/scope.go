@@ -338,6 +338,18 @@ type scope struct {
 	// memo holds the results of pure queries on data while owned (reset
 	// on every write).
 	memo queryMemo
+	// pending is a foreach element not yet written into data (see
+	// addElement): the variable map is copied only when something reads
+	// or writes a variable, which the many bodies that only match a
+	// pattern against the element never do.
+	pending pendingElement
+}
+
+// pendingElement is a foreach element addElement has yet to write.
+type pendingElement struct {
+	set            bool
+	el             any
+	index, nesting int
 }
 
 func (rs *reqState) newScope() *scope {
@@ -365,18 +377,26 @@ func (s *scope) child() *scope {
 	return &c
 }
 
-// own copies the shared variable map before the first write.
+// own copies the shared variable map before the first write, and writes
+// a pending foreach element into it.
 func (s *scope) own() {
-	if s.owned {
-		return
+	if !s.owned {
+		data := make(map[string]any, len(s.data)+4)
+		for k, v := range s.data {
+			data[k] = v
+		}
+		s.data = data
+		s.owned = true
+		s.base = false
 	}
-	data := make(map[string]any, len(s.data)+4)
-	for k, v := range s.data {
-		data[k] = v
+	if p := s.pending; p.set {
+		s.pending = pendingElement{}
+		s.data["element"] = p.el
+		s.data[nestedName("element", elementNames[:], p.nesting)] = p.el
+		s.data["elementIndex"] = float64(p.index)
+		s.data[nestedName("elementIndex", elementIndexNames[:], p.nesting)] = float64(p.index)
+		s.memo = nil
 	}
-	s.data = data
-	s.owned = true
-	s.base = false
 }
 
 // Evaluate implements variables.Evaluator.
@@ -385,6 +405,9 @@ func (s *scope) Evaluate(expr string) (any, error) { return s.query(expr) }
 func (s *scope) query(expr string) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.pending.set {
+		s.own()
 	}
 	q, err := s.rs.e.jp.Query(expr)
 	if err != nil {
@@ -409,7 +432,11 @@ func (s *scope) query(expr string) (any, error) {
 		return r.v, r.err
 	}
 	v, err := q.SearchNormalized(s.data)
-	if len(*memo) < maxMemo {
+	switch n := len(*memo); {
+	case n == 0 && cap(*memo) == 0:
+		// a few results per scope: one allocation instead of growing
+		*memo = append(make(queryMemo, 0, 4), memoResult{expr, v, err})
+	case n < maxMemo:
 		*memo = append(*memo, memoResult{expr, v, err})
 	}
 	return v, err
@@ -555,13 +582,15 @@ func setPath(data map[string]any, name string, v any) {
 	}
 }
 
-// addElement adds a foreach element as upstream's AddElement does.
+// addElement adds a foreach element as upstream's AddElement does: the
+// variables element, elementN, elementIndex and elementIndexN. They are
+// written by own, when a variable is first read or written.
 func (s *scope) addElement(el any, index, nesting int) {
-	s.own()
-	s.data["element"] = el
-	s.data[nestedName("element", elementNames[:], nesting)] = el
-	s.data["elementIndex"] = float64(index)
-	s.data[nestedName("elementIndex", elementIndexNames[:], nesting)] = float64(index)
+	if s.pending.set {
+		s.own() // the element of an enclosing foreach goes first
+	}
+	s.pending = pendingElement{set: true, el: el, index: index, nesting: nesting}
+	s.base = false
 	s.memo = nil
 }
 

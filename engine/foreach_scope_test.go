@@ -1,0 +1,145 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// TestForeachElementVariables checks the variables a foreach element adds
+// (element, elementN, elementIndex, elementIndexN) wherever a body reads
+// them: nested lists, context entries set before and after they are read,
+// preconditions, messages, and bodies that read no variable at all (the
+// scope's variables are then never copied, see scope.addElement).
+func TestForeachElementVariables(t *testing.T) {
+	const pod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: a
+    image: nginx:1
+  - name: b
+    image: redis:latest
+`
+	const head = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: scope
+spec:
+  rules:
+  - name: r
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+`
+	for _, tc := range []struct {
+		name, body string
+		status     engine.Status
+		message    string
+	}{
+		{"pattern only", `
+      message: "tag"
+      foreach:
+      - list: request.object.spec.containers
+        pattern:
+          image: "!*:latest"
+`, engine.StatusFail, "validation failure: validation error: tag. rule r failed at path /image/"},
+		{"deny reads element and elementIndex", `
+      foreach:
+      - list: request.object.spec.containers
+        deny:
+          conditions:
+            any:
+            - key: "{{ element.name }}-{{ elementIndex }}-{{ element0.name }}-{{ elementIndex0 }}"
+              operator: Equals
+              value: b-1-b-1
+`, engine.StatusFail, ""},
+		{"nested lists see both elements", `
+      foreach:
+      - list: request.object.spec.containers
+        foreach:
+        - list: request.object.spec.containers
+          deny:
+            conditions:
+              any:
+              - key: "{{ element0.name }}{{ elementIndex0 }}/{{ element1.name }}{{ elementIndex1 }}/{{ element.name }}{{ elementIndex }}"
+                operator: Equals
+                value: b1/a0/a0
+`, engine.StatusFail, ""},
+		{"nested lists: the inner element wins", `
+      foreach:
+      - list: request.object.spec.containers
+        foreach:
+        - list: request.object.spec.containers
+          deny:
+            conditions:
+              any:
+              - key: "{{ element.name }}"
+                operator: NotEquals
+                value: "{{ element1.name }}"
+`, engine.StatusPass, ""},
+		{"context entry reads the element", `
+      foreach:
+      - list: request.object.spec.containers
+        context:
+        - name: tagged
+          variable:
+            jmesPath: "element.image"
+        - name: element
+          variable:
+            value: replaced
+        deny:
+          conditions:
+            any:
+            - key: "{{ tagged }}/{{ element }}/{{ element0.name }}"
+              operator: Equals
+              value: redis:latest/replaced/b
+`, engine.StatusFail, ""},
+		{"preconditions read the element", `
+      foreach:
+      - list: request.object.spec.containers
+        preconditions:
+          all:
+          - key: "{{ element.name }}"
+            operator: Equals
+            value: a
+        pattern:
+          image: "*:latest"
+`, engine.StatusFail, ""},
+		{"elements do not leak into the next one", `
+      foreach:
+      - list: request.object.spec.containers
+        context:
+        - name: first
+          variable:
+            jmesPath: "element.name"
+            default: none
+        deny:
+          conditions:
+            any:
+            - key: "{{ first }}"
+              operator: NotEquals
+              value: "{{ element.name }}"
+`, engine.StatusPass, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := rbCompile(t, head+tc.body)
+			resp, err := set.Validate(context.Background(), rbRequest(t, pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rbResults(resp)["scope/r"]
+			if got.Status != tc.status || !strings.Contains(got.Message, tc.message) {
+				t.Errorf("got %s %q, want %s containing %q", got.Status, got.Message, tc.status, tc.message)
+			}
+		})
+	}
+}
