@@ -77,3 +77,33 @@ func BenchmarkSearchNormalizedImages(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkSearchToUpperDrop(b *testing.B) {
+	intr := mustNew(b)
+	el := map[string]any{"element": map[string]any{"name": "c", "securityContext": map[string]any{"capabilities": map[string]any{"drop": []any{"all", "net_raw"}}}}}
+	q, err := intr.Compile("element.securityContext.capabilities.drop[].to_upper(@) || `[]`")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := q.SearchNormalized(el); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSearchKeysFlatten(b *testing.B) {
+	intr := mustNew(b)
+	el := map[string]any{"element": map[string]any{"name": "c", "image": "x", "securityContext": map[string]any{}}}
+	q, err := intr.Compile("element.keys(@)[]")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := q.SearchNormalized(el); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package jmespath
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -415,10 +417,10 @@ func TestCachesDisabledAndBounded(t *testing.T) {
 			}
 		}
 	}
-	if n := len(intr.queries.m); n > 2 {
+	if n := intr.queries.size(); n > 2 {
 		t.Fatalf("query cache holds %d entries, bound is 2", n)
 	}
-	if n := len(intr.regexes.m); n > 1 {
+	if n := intr.regexes.size(); n > 1 {
 		t.Fatalf("regex cache holds %d entries, bound is 1", n)
 	}
 	off := mustNew(t, WithCacheSize(0), WithRegexCacheSize(0))
@@ -426,7 +428,7 @@ func TestCachesDisabledAndBounded(t *testing.T) {
 	if err != nil || got != true {
 		t.Fatalf("uncached search = %v, %v", got, err)
 	}
-	if len(off.queries.m) != 0 || len(off.regexes.m) != 0 {
+	if off.queries.size() != 0 || off.regexes.size() != 0 {
 		t.Fatal("disabled caches stored entries")
 	}
 	_, err = off.Search("regex_match('(', 'abc')", nil)
@@ -492,5 +494,30 @@ func TestZeroArgFunctionArity(t *testing.T) {
 	intr := mustNew(t, WithClock(func() time.Time { return time.Unix(0, 0) }))
 	if _, err := intr.Search("time_now('x')", nil); err == nil || !strings.Contains(err.Error(), "invalid arity") {
 		t.Fatalf("time_now('x') error = %v", err)
+	}
+}
+
+// TestCacheConcurrentBound: evaluations from many goroutines share the
+// caches, which stay within their bound and give every caller its query.
+func TestCacheConcurrentBound(t *testing.T) {
+	intr := mustNew(t, WithCacheSize(8))
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 200; k++ {
+				expr := fmt.Sprintf("a.f%d", (g*7+k)%40)
+				got, err := intr.Search(expr, map[string]any{"a": map[string]any{fmt.Sprintf("f%d", (g*7+k)%40): 1.0}})
+				if err != nil || got != 1.0 {
+					t.Errorf("%s = %v, %v", expr, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := intr.queries.size(); n > 8 {
+		t.Fatalf("query cache holds %d entries, bound is 8", n)
 	}
 }

@@ -353,26 +353,27 @@ func (i *Interpreter) regexp(pattern string) (*regexp.Regexp, error) {
 }
 
 // boundedCache is a small concurrency-safe map that holds at most max
-// entries; when full, an arbitrary entry is evicted.
+// entries; when full, an arbitrary entry is evicted. Reads take no lock:
+// every rule evaluation looks its expressions up here, from all cores at
+// once, and a shared read lock would bounce between them.
 type boundedCache[V any] struct {
-	mu  sync.RWMutex
+	m   sync.Map // string -> V
+	mu  sync.Mutex
+	n   int // entries in m, guarded by mu
 	max int
-	m   map[string]V
 }
 
 func newBoundedCache[V any](max int) *boundedCache[V] {
-	return &boundedCache[V]{max: max, m: make(map[string]V)}
+	return &boundedCache[V]{max: max}
 }
 
 func (c *boundedCache[V]) get(k string) (V, bool) {
-	if c.max == 0 {
+	v, ok := c.m.Load(k)
+	if !ok {
 		var zero V
 		return zero, false
 	}
-	c.mu.RLock()
-	v, ok := c.m[k]
-	c.mu.RUnlock()
-	return v, ok
+	return v.(V), true
 }
 
 func (c *boundedCache[V]) put(k string, v V) {
@@ -381,11 +382,22 @@ func (c *boundedCache[V]) put(k string, v V) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[k]; !ok && len(c.m) >= c.max {
-		for old := range c.m {
-			delete(c.m, old)
-			break
+	if _, ok := c.m.Load(k); !ok {
+		if c.n >= c.max {
+			c.m.Range(func(old, _ any) bool {
+				c.m.Delete(old)
+				c.n--
+				return false
+			})
 		}
+		c.n++
 	}
-	c.m[k] = v
+	c.m.Store(k, v)
+}
+
+// size counts the entries (for tests).
+func (c *boundedCache[V]) size() int {
+	n := 0
+	c.m.Range(func(_, _ any) bool { n++; return true })
+	return n
 }
