@@ -71,6 +71,9 @@ var (
 
 // resourcePath rewrites a field path of the pod into the resource's path.
 func (w workload) resourcePath(field string) string {
+	if w.specPrefix == "spec" && w.metaPrefix == "metadata" {
+		return field // a Pod: the paths are the pod's
+	}
 	switch {
 	case field == "spec" || strings.HasPrefix(field, "spec."):
 		return w.specPrefix + field[len("spec"):]
