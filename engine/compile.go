@@ -299,6 +299,9 @@ type PolicySet struct {
 	policies []*Policy
 	// needsImages is set when a rule reads the images variable.
 	needsImages bool
+	// mergesObject is set when a mutate rule merges strategic merge
+	// patches into the object (see Request.checkMemo).
+	mergesObject bool
 	// validatePolicies counts the policies with validate (or verifyImages)
 	// rules, to size Response.Policies once.
 	validatePolicies int
@@ -354,6 +357,9 @@ func newPolicySet(e *Engine, policies []*Policy) *PolicySet {
 		for _, r := range p.rules {
 			if r.needsImages {
 				s.needsImages = true
+			}
+			if r.mutate.strategic() {
+				s.mergesObject = true
 			}
 		}
 	}

@@ -35,6 +35,27 @@ type mutateSpec struct {
 	targets []api.TargetResource
 }
 
+// strategic reports whether the rule merges a strategic merge patch into
+// the object, at the top or in a foreach.
+func (m *mutateSpec) strategic() bool {
+	if m == nil {
+		return false
+	}
+	if m.patch != nil && (m.patch.sm != nil || m.patch.smTree != nil) {
+		return true
+	}
+	return foreachStrategic(m.foreach)
+}
+
+func foreachStrategic(list []*foreachMutate) bool {
+	for _, fe := range list {
+		if fe.isSM || foreachStrategic(fe.nested) {
+			return true
+		}
+	}
+	return false
+}
+
 type foreachMutate struct {
 	list          *listExpr
 	order         *api.ForeachOrder
@@ -278,11 +299,17 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
-	object, oldObject, canonical, err := req.check()
+	var memo mutate.Memo
+	var memoPtr *mutate.Memo
+	if s.mergesObject {
+		memoPtr = &memo // one walk tells canonical and what merges need
+	}
+	object, oldObject, canonical, err := req.checkMemo(memoPtr)
 	if err != nil {
 		return nil, err
 	}
 	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
+	rs.mergeMemo = memo
 	// check told whether the object is a canonical tree (the strategic
 	// merges need to know)
 	for i, o := range [2]map[string]any{object, oldObject} {

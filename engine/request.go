@@ -64,6 +64,12 @@ var ErrInvalidObject = errors.New("invalid request object")
 // and whether each is a canonical tree (mutate.CanonicalTree), which
 // objects decoded from JSON or YAML are: those need no normalizing.
 func (r *Request) check() (object, oldObject map[string]any, canonical [2]bool, err error) {
+	return r.checkMemo(nil)
+}
+
+// checkMemo is check; with memo, the walk of the object rules look at also
+// fills memo for strategic merges into it (see mutate.CanonicalMemo).
+func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any, canonical [2]bool, err error) {
 	for i, o := range []struct {
 		name string
 		obj  map[string]any
@@ -74,7 +80,13 @@ func (r *Request) check() (object, oldObject map[string]any, canonical [2]bool, 
 			continue
 		}
 		var obj map[string]any
-		if mutate.CanonicalTree(o.obj) {
+		isCanonical := false
+		if memo != nil && sameMap(o.obj, r.resourceObject()) {
+			isCanonical, *memo = mutate.CanonicalMemo(o.obj)
+		} else {
+			isCanonical = mutate.CanonicalTree(o.obj)
+		}
+		if isCanonical {
 			// Normalize would return it as it is
 			obj, canonical[i] = o.obj, true
 		} else {

@@ -198,3 +198,67 @@ func TestMemo(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalMemo: the single walk of CanonicalMemo agrees with
+// CanonicalTree and with the walk a Memo makes (stableRaw), on the golden
+// resources, random Pods (stable or not: duplicate merge keys, null
+// elements), the same with non-canonical values planted in them, and a
+// Memo it returns serves merges as one built by merging.
+func TestCanonicalMemo(t *testing.T) {
+	patches, resources := goldenMergePatches(t)
+	rnd := rand.New(rand.NewSource(13))
+	n := 120
+	if testing.Short() {
+		n = 30
+	}
+	for i := 0; i < n; i++ {
+		resources = append(resources, randomPod(rnd))
+	}
+	for i := 0; i < 40; i++ {
+		pod := randomPod(rnd)
+		// a value no JSON decoder produces, somewhere in the pod
+		switch i % 4 {
+		case 0:
+			pod["spec"].(map[string]any)["replicas"] = 3
+		case 1:
+			pod["metadata"].(map[string]any)["labels"] = map[string]string{"a": "b"}
+		case 2:
+			pod["spec"].(map[string]any)["containers"] = append(pod["spec"].(map[string]any)["containers"].([]any), []string{"x"})
+		case 3:
+			pod["metadata"].(map[string]any)["annotations"] = map[string]any(nil)
+		}
+		resources = append(resources, pod)
+	}
+	stableSeen, unstableSeen := 0, 0
+	for j, r := range resources {
+		canonical, memo := CanonicalMemo(r)
+		if canonical != CanonicalTree(r) {
+			t.Fatalf("resource %d: canonical %v, CanonicalTree %v", j, canonical, CanonicalTree(r))
+		}
+		if !canonical {
+			if memo.of != nil || memo.stable != 0 {
+				t.Fatalf("resource %d: a Memo for a tree that is not canonical", j)
+			}
+			continue
+		}
+		if want := stableRaw(r, nil); (memo.stable > 0) != want || memo.stable == 0 || !sameMap(memo.of, r) {
+			t.Fatalf("resource %d: memo %+v, stableRaw %v", j, memo.stable, want)
+		}
+		if memo.stable > 0 {
+			stableSeen++
+		} else {
+			unstableSeen++
+		}
+		for i, sm := range patches {
+			want, werr := sm.MutateCanonical(r)
+			m := memo
+			got, gerr := sm.MutateCanonicalMemo(r, &m)
+			if fmt.Sprint(werr) != fmt.Sprint(gerr) || (werr == nil && (!reflect.DeepEqual(want.Object, got.Object) || want.Skipped != got.Skipped)) {
+				t.Fatalf("patch %d on resource %d: %v %v, want %v %v", i, j, got.Object, gerr, want.Object, werr)
+			}
+		}
+	}
+	if stableSeen == 0 || unstableSeen == 0 {
+		t.Fatalf("stable %d, unstable %d: both kinds must be tested", stableSeen, unstableSeen)
+	}
+}

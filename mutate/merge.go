@@ -736,6 +736,26 @@ func rawText(v any) string {
 }
 
 func stableAssociative(list []any, sch *schemaNode) bool {
+	if !associativeKeysStable(list, sch) {
+		return false
+	}
+	if len(sch.keys) == 0 {
+		return true // scalars
+	}
+	elem := sch.elements()
+	for _, e := range list {
+		if !stableRaw(e, elem) {
+			return false
+		}
+	}
+	return true
+}
+
+// associativeKeysStable is stableAssociative without looking into the
+// elements: a list of distinct non-empty scalars, or, with merge keys, of
+// non-empty maps whose merge keys are set to scalars that differ from those
+// of every earlier element (compared as texts, as kyaml does).
+func associativeKeysStable(list []any, sch *schemaNode) bool {
 	keys := sch.keys
 	if len(keys) == 0 {
 		for i, e := range list {
@@ -754,7 +774,6 @@ func stableAssociative(list []any, sch *schemaNode) bool {
 		}
 		return true
 	}
-	elem := sch.elements()
 	for i, e := range list {
 		m, ok := e.(map[string]any)
 		if !ok || len(m) == 0 {
@@ -770,8 +789,6 @@ func stableAssociative(list []any, sch *schemaNode) bool {
 				}
 			}
 		}
-		// the merge key values must differ from those of every earlier
-		// element (compared as texts, as kyaml does)
 		for _, prev := range list[:i] {
 			pm := prev.(map[string]any)
 			same := true
@@ -785,11 +802,65 @@ func stableAssociative(list []any, sch *schemaNode) bool {
 				return false
 			}
 		}
-		if !stableRaw(m, elem) {
-			return false
-		}
 	}
 	return true
+}
+
+// canonicalStable is canonicalTree(v) and, for a canonical tree,
+// stableRaw(v, sch), in one walk.
+func canonicalStable(v any, sch *schemaNode) (canonical, stable bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		if t == nil {
+			return false, false
+		}
+		if sch == nil {
+			sch = rawSchema(t)
+		}
+		stable = true
+		for k, c := range t {
+			cc, cs := false, false
+			if stable {
+				cc, cs = canonicalStable(c, sch.field(k))
+			} else {
+				cc = canonicalTree(c)
+			}
+			if !cc {
+				return false, false
+			}
+			stable = cs
+		}
+		return true, stable
+	case []any:
+		if t == nil {
+			return false, false
+		}
+		if !sch.associative() {
+			return canonicalTree(t), true
+		}
+		if !associativeKeysStable(t, sch) {
+			return canonicalTree(t), false
+		}
+		if len(sch.keys) == 0 {
+			return canonicalTree(t), true // scalars
+		}
+		elem := sch.elements()
+		stable = true
+		for _, e := range t {
+			cc, cs := false, false
+			if stable {
+				cc, cs = canonicalStable(e, elem)
+			} else {
+				cc = canonicalTree(e)
+			}
+			if !cc {
+				return false, false
+			}
+			stable = cs
+		}
+		return true, stable
+	}
+	return canonicalTree(v), true
 }
 
 // sameText reports whether two scalars of a canonical tree have the same

@@ -116,6 +116,22 @@ type Memo struct {
 	stable int8 // 0 unknown, 1 yes, -1 no
 }
 
+// CanonicalMemo reports CanonicalTree(resource) and, when it is one,
+// returns a Memo for it that already knows what the merges would work out
+// by walking it: a single walk for both, for callers that check the
+// resource first and merge patches into it next.
+func CanonicalMemo(resource map[string]any) (bool, Memo) {
+	canonical, stable := canonicalStable(resource, nil)
+	if !canonical {
+		return false, Memo{}
+	}
+	m := Memo{of: resource, stable: -1}
+	if stable {
+		m.stable = 1
+	}
+	return true, m
+}
+
 // stableTree reports stableRaw(resource), remembered.
 func (m *Memo) stableTree(resource map[string]any) bool {
 	if m == nil {
