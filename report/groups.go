@@ -2,6 +2,9 @@ package report
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"sort"
 
@@ -103,6 +106,60 @@ func writeReportDocs(w io.Writer, format Format, docs []reportDoc,
 		}
 		err := writeYAMLDoc(bw, head, n, func(*itemEncoder) error { return entries(bw, d) })
 		if err != nil {
+			return total, err
+		}
+		total.Pass += sum.Pass
+		total.Fail += sum.Fail
+		total.Warn += sum.Warn
+		total.Error += sum.Error
+		total.Skip += sum.Skip
+	}
+	return total, bw.Flush()
+}
+
+// writeJSONReportDocs writes the reports as WriteJSON does: each a line of
+// JSON, separated by "---" lines. The head of each report is marshaled
+// with a marker for its one result, which the entries replace.
+func writeJSONReportDocs(w io.Writer, format Format, docs []reportDoc,
+	summarize func(d *reportDoc) (api.PolicyReportSummary, int),
+	entries func(bw *bufio.Writer, d *reportDoc) error,
+) (api.PolicyReportSummary, error) {
+	var total api.PolicyReportSummary
+	marker := api.PolicyReportResult{Policy: "\x00gavel-entries\x00"}
+	m, err := json.Marshal(&marker)
+	if err != nil {
+		return total, err
+	}
+	m = append(append([]byte{'['}, m...), ']')
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for i := range docs {
+		d := &docs[i]
+		sum, _ := summarize(d)
+		head := newReport(format, d.cluster, d.name, d.namespace, nil, []api.PolicyReportResult{marker})
+		setSummary(head, sum)
+		b, err := json.Marshal(head)
+		if err != nil {
+			return total, err
+		}
+		at := bytes.Index(b, m)
+		if at < 0 {
+			return total, fmt.Errorf("report: no results in the JSON of report %q", d.name)
+		}
+		if i > 0 {
+			if _, err := bw.WriteString("---\n"); err != nil {
+				return total, err
+			}
+		}
+		if _, err := bw.Write(b[:at+1]); err != nil {
+			return total, err
+		}
+		if err := entries(bw, d); err != nil {
+			return total, err
+		}
+		if _, err := bw.Write(b[at+len(m)-1:]); err != nil {
+			return total, err
+		}
+		if err := bw.WriteByte('\n'); err != nil {
 			return total, err
 		}
 		total.Pass += sum.Pass

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,10 @@ type Stream struct {
 	spill  Spill
 	budget int
 
+	// json is set for a Stream of NewJSONStream: entries are rendered as
+	// JSON, each after a comma
+	json bool
+
 	gs       groups
 	buffered int   // bytes of the groups' bufs
 	spilled  int64 // bytes written to the spill
@@ -58,6 +63,17 @@ func NewStream(opts Options, spill Spill, budget int) (*Stream, error) {
 		return nil, ErrNoClock
 	}
 	return &Stream{opts: opts, source: opts.source(), ts: opts.now(), spill: spill, budget: budget}, nil
+}
+
+// NewJSONStream is NewStream for the reports WriteJSON writes (one JSON
+// document per report) instead of the YAML ones.
+func NewJSONStream(opts Options, spill Spill, budget int) (*Stream, error) {
+	s, err := NewStream(opts, spill, budget)
+	if err != nil {
+		return nil, err
+	}
+	s.json = true
+	return s, nil
 }
 
 // Renderer renders the entries of results for a Stream. It keeps caches of
@@ -111,8 +127,18 @@ func (r *Renderer) Render(results []engine.PolicyResult) (*Rendered, error) {
 			continue
 		}
 		p := renderedPart{policy: pr.Policy}
+		var ref api.ObjectReference
+		if r.s.json {
+			ref = resourceRef(pr.Resource)
+		}
 		for j := range pr.Rules {
-			res, err := r.enc.entry(pr, &pr.Rules[j])
+			var res api.PolicyResult
+			var err error
+			if r.s.json {
+				res, err = r.jsonEntry(&w, pr, &pr.Rules[j], ref)
+			} else {
+				res, err = r.enc.entry(pr, &pr.Rules[j])
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -124,6 +150,19 @@ func (r *Renderer) Render(results []engine.PolicyResult) (*Rendered, error) {
 	}
 	out.buf, out.parts = w.b, parts
 	return out, nil
+}
+
+// jsonEntry appends a comma and the JSON of the entry Build makes of rule
+// result rr of pr (encoding/json writes the elements of a list so, and
+// WriteReports drops the comma before the first).
+func (r *Renderer) jsonEntry(w *appendWriter, pr *engine.PolicyResult, rr *engine.RuleResult, ref api.ObjectReference) (api.PolicyResult, error) {
+	e := convert(pr, rr, r.s.source, r.s.ts, r.s.opts.AuditWarn, ref)
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return "", err
+	}
+	w.b = append(append(w.b, ','), b...)
+	return e.Result, nil
 }
 
 // addAll renders results in chunks on all cores and adds them in order.
@@ -247,20 +286,42 @@ func (s *Stream) WriteReports(w io.Writer) (api.PolicyReportSummary, error) {
 		return sum, n
 	}
 	entries := func(bw *bufio.Writer, d *reportDoc) error {
+		var out io.Writer = bw
+		if s.json {
+			out = &skipFirst{w: bw} // the comma before the first entry
+		}
 		for _, g := range d.groups {
 			for _, seg := range g.segments {
-				if _, err := io.Copy(bw, io.NewSectionReader(s.spill, seg.off, seg.n)); err != nil {
+				if _, err := io.Copy(out, io.NewSectionReader(s.spill, seg.off, seg.n)); err != nil {
 					if errors.Is(err, io.EOF) {
 						err = io.ErrUnexpectedEOF
 					}
 					return fmt.Errorf("report: reading spilled entries: %w", err)
 				}
 			}
-			if _, err := bw.Write(g.buf); err != nil {
+			if _, err := out.Write(g.buf); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	if s.json {
+		return writeJSONReportDocs(w, s.opts.Format, s.gs.docs(), summarize, entries)
+	}
 	return writeReportDocs(w, s.opts.Format, s.gs.docs(), summarize, entries)
+}
+
+// skipFirst writes to w all but the first byte written to it.
+type skipFirst struct {
+	w       io.Writer
+	skipped bool
+}
+
+func (s *skipFirst) Write(p []byte) (int, error) {
+	if s.skipped || len(p) == 0 {
+		return s.w.Write(p)
+	}
+	s.skipped = true
+	n, err := s.w.Write(p[1:])
+	return n + 1, err
 }

@@ -78,7 +78,14 @@ func perResource(results []engine.PolicyResult) [][]engine.PolicyResult {
 // adds them in order, as the CLI does.
 func streamAll(t *testing.T, w io.Writer, results []engine.PolicyResult, opts Options, spill Spill, budget int) api.PolicyReportSummary {
 	t.Helper()
-	s, err := NewStream(opts, spill, budget)
+	return streamAllWith(t, NewStream, w, results, opts, spill, budget)
+}
+
+// streamAllWith is streamAll with a Stream of newStream (NewStream or
+// NewJSONStream).
+func streamAllWith(t *testing.T, newStream func(Options, Spill, int) (*Stream, error), w io.Writer, results []engine.PolicyResult, opts Options, spill Spill, budget int) api.PolicyReportSummary {
+	t.Helper()
+	s, err := newStream(opts, spill, budget)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,20 @@ func TestWriteYAMLResultsMatchesBuild(t *testing.T) {
 					t.Errorf("%s (%s): Stream summary %+v, want %+v", dir, sp.name, ssum, Summary(reports))
 				}
 			}
+			var wantJSON bytes.Buffer
+			if err := WriteJSON(&wantJSON, reports); err != nil {
+				t.Fatal(err)
+			}
+			for _, sp := range streamSpills(t) {
+				var streamed bytes.Buffer
+				ssum := streamAllWith(t, NewJSONStream, &streamed, results, opts, sp.spill, sp.budget)
+				if !bytes.Equal(streamed.Bytes(), wantJSON.Bytes()) {
+					t.Errorf("%s (%s, %s): JSON reports from a Stream differ:\n%s\n--- want\n%s", dir, opts.Format, sp.name, streamed.Bytes(), wantJSON.Bytes())
+				}
+				if ssum != Summary(reports) {
+					t.Errorf("%s (%s, JSON): Stream summary %+v, want %+v", dir, sp.name, ssum, Summary(reports))
+				}
+			}
 			if dir == "namespaced" && len(reports) != 3 {
 				t.Errorf("namespaced case: %d reports, want the merged one and two namespaced ones", len(reports))
 			}
@@ -119,5 +133,13 @@ func TestWriteYAMLResultsParallel(t *testing.T) {
 	streamAll(t, &perResource, results, opts, &memSpill{}, 4096)
 	if !bytes.Equal(perResource.Bytes(), want.Bytes()) {
 		t.Fatalf("reports streamed per resource differ (%d bytes, want %d)", perResource.Len(), want.Len())
+	}
+	var wantJSON, gotJSON bytes.Buffer
+	if err := WriteJSON(&wantJSON, reports); err != nil {
+		t.Fatal(err)
+	}
+	streamAllWith(t, NewJSONStream, &gotJSON, results, opts, &memSpill{}, 4096)
+	if !bytes.Equal(gotJSON.Bytes(), wantJSON.Bytes()) {
+		t.Fatalf("JSON reports streamed per resource differ (%d bytes, want %d)", gotJSON.Len(), wantJSON.Len())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -174,7 +173,7 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		feed = found.each
 	}
 	switch {
-	case f.report && f.output != "json":
+	case f.report:
 		return streamReports(stdout, stderr, &ev, feed, f)
 	case !f.report && f.output == "":
 		return streamText(stdout, stderr, &ev, feed, f)
@@ -185,9 +184,6 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) { results = append(results, *rr) }); err != nil {
 		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
 		return exitUsage
-	}
-	if f.report {
-		return printReports(stdout, stderr, results, f)
 	}
 	return printJUnit(stdout, stderr, results, f)
 }
@@ -316,50 +312,6 @@ func resourceName(obj map[string]any) string {
 		return ns + "/" + kind + "/" + name
 	}
 	return kind + "/" + name
-}
-
-// printReports prints the policy reports of the run as the upstream CLI's
-// --policy-report does: the merged cluster report of every ClusterPolicy,
-// then one report per namespaced Policy, as YAML documents separated by
-// "---" (or JSON documents with -o json). The total summary goes to stderr
-// so that stdout stays a clean stream of documents.
-func printReports(stdout, stderr io.Writer, results []resourceResult, f applyFlags) int {
-	errs := 0
-	blocked := false
-	for i := range results {
-		rr := &results[i]
-		if rr.err != nil {
-			fmt.Fprintln(stderr, "gavel apply:", rr.err)
-			errs++
-			continue
-		}
-		blocked = blocked || rr.blocked || blocks(rr.policies)
-	}
-	opts := report.Options{Clock: time.Now, AuditWarn: f.auditWarn}
-	if f.reportFmt == "wgpolicy" {
-		opts.Format = report.WGPolicy
-	} else {
-		opts.Format = report.OpenReports
-	}
-	var all []engine.PolicyResult
-	for i := range results {
-		all = append(all, results[i].policies...)
-	}
-	reports, err := report.Build(all, opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
-	}
-	if err := report.WriteJSON(stdout, reports); err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
-	}
-	sum := report.Summary(reports)
-	fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+errs, sum.Skip)
-	if blocked {
-		return exitFailed
-	}
-	return exitOK
 }
 
 // blocks reports whether an Enforce validate rule failed in the results.

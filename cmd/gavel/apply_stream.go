@@ -299,11 +299,14 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 	return out
 }
 
-// streamReports evaluates the resources and prints the YAML policy reports
-// (see printReports): the entries of each resource are rendered by the
-// worker that evaluated it and kept by a report.Stream, in memory up to
-// reportMemory, then in a temporary file (in memory when none can be
-// created).
+// streamReports evaluates the resources and prints the policy reports of
+// the run as the upstream CLI's --policy-report does: the merged cluster
+// report of every ClusterPolicy, then one report per namespaced Policy, as
+// YAML documents separated by "---" (JSON documents with -o json); the
+// summary goes to stderr so that stdout stays a clean stream of documents.
+// The entries of each resource are rendered by the worker that evaluated
+// it and kept by a report.Stream, in memory up to reportMemory, then in a
+// temporary file (in memory when none can be created).
 func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
 	opts := report.Options{Clock: time.Now, AuditWarn: f.auditWarn, Format: report.OpenReports}
 	if f.reportFmt == "wgpolicy" {
@@ -315,7 +318,11 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 		defer tmp.Close()
 		spill = tmp
 	}
-	stream, err := report.NewStream(opts, spill, reportMemory)
+	newStream := report.NewStream
+	if f.output == "json" {
+		newStream = report.NewJSONStream
+	}
+	stream, err := newStream(opts, spill, reportMemory)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage

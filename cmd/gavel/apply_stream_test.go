@@ -22,13 +22,21 @@ func fixedNow() time.Time { return time.Unix(1700000000, 0) }
 
 // seconds drops the report timestamps, the only thing that differs
 // between two runs.
-var seconds = regexp.MustCompile(`(?m)^    seconds: \d+\n`)
+var (
+	seconds     = regexp.MustCompile(`(?m)^    seconds: \d+\n`)
+	jsonSeconds = regexp.MustCompile(`"seconds":\d+`)
+)
+
+// noSeconds drops the timestamps of YAML and JSON reports.
+func noSeconds(s string) string {
+	return jsonSeconds.ReplaceAllString(seconds.ReplaceAllString(s, ""), `"seconds":0`)
+}
 
 func applyRun(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(append([]string{"apply"}, args...), strings.NewReader(stdin), &out, &errOut)
-	return code, seconds.ReplaceAllString(out.String(), ""), errOut.String()
+	return code, noSeconds(out.String()), errOut.String()
 }
 
 func writeFiles(t *testing.T, files map[string]string) string {
@@ -136,9 +144,9 @@ func compileFiles(t *testing.T, path string) *engine.PolicySet {
 }
 
 // wantReports builds the reports of a run in memory, as the library's
-// report.Build and report.WriteYAML make them, to compare with apply's
-// streamed output.
-func wantReports(t *testing.T, policyDir, resources string, auditWarn bool) string {
+// report.Build and report.WriteYAML (report.WriteJSON with asJSON) make
+// them, to compare with apply's streamed output.
+func wantReports(t *testing.T, policyDir, resources string, auditWarn, asJSON bool) string {
 	t.Helper()
 	rs, err := loader.Load(resources)
 	if err != nil {
@@ -155,10 +163,14 @@ func wantReports(t *testing.T, policyDir, resources string, auditWarn bool) stri
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := report.WriteYAML(&b, reports); err != nil {
+	write := report.WriteYAML
+	if asJSON {
+		write = report.WriteJSON
+	}
+	if err := write(&b, reports); err != nil {
 		t.Fatal(err)
 	}
-	return seconds.ReplaceAllString(b.String(), "")
+	return noSeconds(b.String())
 }
 
 // TestApplyStreamedReports: the reports apply streams (rendered by the
@@ -167,8 +179,9 @@ func wantReports(t *testing.T, policyDir, resources string, auditWarn bool) stri
 func TestApplyStreamedReports(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "pods.yaml": pods(300)})
 	policies, resources := filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "pods.yaml")
-	for _, auditWarn := range []bool{false, true} {
-		want := wantReports(t, policies, resources, auditWarn)
+	for _, run := range []struct{ auditWarn, json bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		auditWarn := run.auditWarn
+		want := wantReports(t, policies, resources, auditWarn, run.json)
 		for _, tc := range []struct {
 			name     string
 			memory   int
@@ -184,13 +197,16 @@ func TestApplyStreamedReports(t *testing.T) {
 			if auditWarn {
 				args = append(args, "--audit-warn")
 			}
+			if run.json {
+				args = append(args, "-o", "json")
+			}
 			code, got, stderr := applyRun(t, "", args...)
 			reportMemory = old
 			if code != exitFailed {
 				t.Fatalf("%s: exit %d, want %d (an Enforce rule fails); stderr %s", tc.name, code, exitFailed, stderr)
 			}
 			if got != want {
-				t.Errorf("%s (audit-warn %v): streamed reports differ:\n%s\n--- want\n%s", tc.name, auditWarn, got, want)
+				t.Errorf("%s (audit-warn %v, json %v): streamed reports differ:\n%s\n--- want\n%s", tc.name, auditWarn, run.json, got, want)
 			}
 		}
 	}
