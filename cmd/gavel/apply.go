@@ -180,12 +180,7 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case !f.report && (f.output == "json" || f.output == "yaml"):
 		return streamDocument(stdout, stderr, &ev, feed, f)
 	}
-	var results []resourceResult
-	if err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) { results = append(results, *rr) }); err != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
-		return exitUsage
-	}
-	return printJUnit(stdout, stderr, results, f)
+	return streamJUnit(stdout, stderr, &ev, feed, f)
 }
 
 // evaluator evaluates resources as the upstream CLI does: with values or
@@ -267,25 +262,6 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 	keep(g.Policies)
 	rr.resource = m.Resource
 	return rr
-}
-
-// printJUnit prints the results as JUnit XML (-o junit), the only output
-// that needs every result before printing; the summary goes to stderr so
-// that stdout stays one document.
-func printJUnit(stdout, stderr io.Writer, results []resourceResult, f applyFlags) int {
-	doc, blocked := applyEntries(results, f.auditWarn)
-	for _, e := range doc.Errors {
-		fmt.Fprintln(stderr, "gavel apply:", e)
-	}
-	if err := writeJUnit(stdout, doc, f.failOnly); err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
-	}
-	writeSummary(stderr, doc.Summary)
-	if blocked {
-		return exitFailed
-	}
-	return exitOK
 }
 
 // writeTextLines prints the lines of the text output: failing and

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"encoding/xml"
-	"fmt"
-	"io"
-
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/policytest"
 )
@@ -26,21 +22,6 @@ type applyDocument struct {
 	Blocked bool           `json:"blocked"`
 	Results []applyEntry   `json:"results"`
 	Errors  []string       `json:"errors,omitempty"`
-}
-
-// applyEntries flattens results, with the result a policy report would
-// show (scored=false and --audit-warn turn fail into warn), and tells
-// whether an Enforce validate rule failed.
-func applyEntries(results []resourceResult, auditWarn bool) (applyDocument, bool) {
-	doc := newApplyDocument()
-	blocked := false
-	for i := range results {
-		entries, b := doc.add(&results[i], auditWarn)
-		doc.Results = append(doc.Results, entries...)
-		blocked = blocked || b
-	}
-	doc.Blocked = blocked
-	return doc, blocked
 }
 
 func newApplyDocument() applyDocument {
@@ -87,51 +68,4 @@ func failing(entries []applyEntry) []applyEntry {
 		}
 	}
 	return kept
-}
-
-// writeJUnit writes the results as JUnit XML: a test suite per policy, in
-// the order of their first entry. (The json and yaml documents are
-// written as the resources are evaluated: see streamDocument.)
-func writeJUnit(w io.Writer, doc applyDocument, failOnly bool) error {
-	if failOnly {
-		doc.Results = failing(doc.Results)
-	}
-	suites := map[string]*junitSuite{}
-	var order []string
-	for _, e := range doc.Results {
-		s, ok := suites[e.Policy]
-		if !ok {
-			s = &junitSuite{Name: e.Policy}
-			suites[e.Policy] = s
-			order = append(order, e.Policy)
-		}
-		c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
-		switch e.Result {
-		case "fail":
-			c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
-			s.Failures++
-		case "error":
-			c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
-			s.Errors++
-		}
-		s.Tests++
-		s.Cases = append(s.Cases, c)
-	}
-	out := junitSuites{Name: "gavel apply", Suites: []junitSuite{}}
-	for _, p := range order {
-		s := suites[p]
-		out.Tests += s.Tests
-		out.Failures += s.Failures
-		out.Errors += s.Errors
-		out.Suites = append(out.Suites, *s)
-	}
-	b, err := xml.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
 }

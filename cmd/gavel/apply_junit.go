@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// junitStream writes the JUnit XML of gavel apply (-o junit) for entries
+// that arrive one resource after the other: a test suite per policy, in
+// the order of their first entry, with the bytes xml.MarshalIndent writes
+// for the whole document. The suites' counts open them, so the test cases
+// of each policy are kept until the end: in memory up to a budget, then
+// appended to one temporary file (a segment per suite each time the budget
+// is passed). The memory a run needs is then bounded.
+type junitStream struct {
+	suites  []*junitGroup
+	byName  map[string]*junitGroup
+	budget  int
+	held    int    // bytes of the suites' bufs
+	spilled *spool // the segments (a temporary file, see spool)
+	off     int64
+	err     error
+}
+
+// junitGroup is a suite: its counts (no cases), the segments of its cases
+// in the spill, then the cases still in memory.
+type junitGroup struct {
+	suite    junitSuite
+	segments [][2]int64 // offset, length
+	buf      []byte
+}
+
+func newJUnitStream(budget int) *junitStream {
+	return &junitStream{byName: map[string]*junitGroup{}, budget: budget, spilled: newSpool(0)}
+}
+
+// add takes the next entry.
+func (j *junitStream) add(e applyEntry) error {
+	if j.err != nil {
+		return j.err
+	}
+	g := j.byName[e.Policy]
+	if g == nil {
+		g = &junitGroup{suite: junitSuite{Name: e.Policy}}
+		j.byName[e.Policy] = g
+		j.suites = append(j.suites, g)
+	}
+	c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
+	switch e.Result {
+	case "fail":
+		c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
+		g.suite.Failures++
+	case "error":
+		c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
+		g.suite.Errors++
+	}
+	g.suite.Tests++
+	// a case is the third level of the document
+	b, err := marshalIndent(c, "    ", "testcase")
+	if err != nil {
+		j.err = err
+		return err
+	}
+	n := len(g.buf)
+	g.buf = append(append(g.buf, '\n'), b...)
+	j.held += len(g.buf) - n
+	if j.held > j.budget {
+		j.err = j.spill()
+	}
+	return j.err
+}
+
+// spill moves the cases held in memory to the temporary file.
+func (j *junitStream) spill() error {
+	for _, g := range j.suites {
+		if len(g.buf) == 0 {
+			continue
+		}
+		if _, err := j.spilled.Write(g.buf); err != nil {
+			return fmt.Errorf("spilling test cases: %w", err)
+		}
+		g.segments = append(g.segments, [2]int64{j.off, int64(len(g.buf))})
+		j.off += int64(len(g.buf))
+		g.buf = g.buf[:0]
+	}
+	j.held = 0
+	return nil
+}
+
+// writeTo writes the document.
+func (j *junitStream) writeTo(w io.Writer) error {
+	if j.err != nil {
+		return j.err
+	}
+	top := junitSuites{Name: "gavel apply"}
+	for _, g := range j.suites {
+		top.Tests += g.suite.Tests
+		top.Failures += g.suite.Failures
+		top.Errors += g.suite.Errors
+	}
+	// the tags are those of the elements marshaled without children
+	open, err := openTag(top, "", "testsuites")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(xml.Header)
+	bw.WriteString(open)
+	if len(j.suites) == 0 {
+		bw.WriteString("</testsuites>\n")
+		return bw.Flush()
+	}
+	for _, g := range j.suites {
+		open, err := openTag(g.suite, "  ", "testsuite")
+		if err != nil {
+			return err
+		}
+		bw.WriteString("\n" + open)
+		for _, seg := range g.segments {
+			if _, err := io.Copy(bw, j.spilled.section(seg[0], seg[1])); err != nil {
+				return fmt.Errorf("reading spilled test cases: %w", err)
+			}
+		}
+		bw.Write(g.buf)
+		bw.WriteString("\n  </testsuite>")
+	}
+	bw.WriteString("\n</testsuites>\n")
+	return bw.Flush()
+}
+
+// marshalIndent is xml.MarshalIndent(v, prefix, "  ") for v as element
+// name (the name the field of its parent gives it).
+func marshalIndent(v any, prefix, name string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := xml.NewEncoder(&b)
+	enc.Indent(prefix, "  ")
+	if err := enc.EncodeElement(v, xml.StartElement{Name: xml.Name{Local: name}}); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// openTag returns the start tag of v (an element without children) as
+// xml.MarshalIndent writes it with prefix.
+func openTag(v any, prefix, name string) (string, error) {
+	b, err := marshalIndent(v, prefix, name)
+	if err != nil {
+		return "", err
+	}
+	s, ok := strings.CutSuffix(string(b), "</"+name+">")
+	if !ok {
+		return "", fmt.Errorf("junit: unexpected %s element %q", name, b)
+	}
+	return s, nil
+}
+
+// close removes the temporary file, if any.
+func (j *junitStream) close() error { return j.spilled.Close() }
+
+// section returns the n bytes written to the spool from offset off.
+func (s *spool) section(off, n int64) io.Reader {
+	if s.file != nil {
+		return io.NewSectionReader(s.file, off, n)
+	}
+	return bytes.NewReader(s.mem.Bytes()[off : off+n])
+}
+
+// streamJUnit evaluates the resources and prints the results as JUnit XML
+// (-o junit) without keeping them (see junitStream); the summary goes to
+// stderr so that stdout stays one document.
+func streamJUnit(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+	js := newJUnitStream(reportMemory)
+	defer js.close()
+	doc := newApplyDocument()
+	blocked := false
+	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
+		es, b := doc.add(rr, f.auditWarn)
+		blocked = blocked || b
+		if f.failOnly {
+			es = failing(es)
+		}
+		for _, e := range es {
+			js.add(e) // an error is kept and returned by writeTo
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
+		return exitUsage
+	}
+	for _, e := range doc.Errors {
+		fmt.Fprintln(stderr, "gavel apply:", e)
+	}
+	if err := js.writeTo(stdout); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return exitUsage
+	}
+	writeSummary(stderr, doc.Summary)
+	if blocked {
+		return exitFailed
+	}
+	return exitOK
+}
