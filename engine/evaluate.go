@@ -71,7 +71,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 	// the results of the request's policies share one growing array;
 	// each policy's slice is capped so that appending to it copies
 	start := len(rs.results)
-	key := keyOf(&rs.matchRes)
+	// the kind can change only when a mutation changes the object (a new
+	// generation of the request's base)
+	gen, key := rs.gen, keyOf(&rs.matchRes)
 	for j, r := range p.rules {
 		// verifyImages rules are unsupported: Validate reports them as
 		// errors rather than letting images through unverified.
@@ -79,7 +81,7 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 			continue
 		}
 		if cands != nil && !cands[j] {
-			if keyOf(&rs.matchRes) == key {
+			if rs.gen == gen || keyOf(&rs.matchRes) == key {
 				continue
 			}
 			// a mutation changed the kind
