@@ -138,15 +138,34 @@ func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) 
 // container fields of an image exemption, the same container).
 func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
 	pod := d.pod
-	byID := make(map[string]int, len(fails))
 	kept := make([]failure, 0, len(fails))
+	// indexOf finds the failure of a check in kept (a few dozen at most)
+	indexOf := func(id string) int {
+		for i := range kept {
+			if kept[i].id == id {
+				return i
+			}
+		}
+		return -1
+	}
 	for _, f := range fails {
-		if i, ok := byID[f.id]; ok {
+		if i := indexOf(f.id); i >= 0 {
 			kept[i] = f
 			continue
 		}
-		byID[f.id] = len(kept)
 		kept = append(kept, f)
+	}
+	covered := false
+	for i := range kept {
+		if x.covers(kept[i].id) {
+			covered = true
+			break
+		}
+	}
+	if !covered {
+		// no failure the exemption could remove: its pod need not be
+		// evaluated
+		return kept
 	}
 	removed := make([]bool, len(kept))
 
@@ -161,8 +180,8 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
 			if !valuesAllowed(x.values, perr.BadValue) {
 				continue
 			}
-			i, ok := byID[pf.id]
-			if !ok || removed[i] {
+			i := indexOf(pf.id)
+			if i < 0 || removed[i] {
 				continue
 			}
 			d := &kept[i]
