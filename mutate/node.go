@@ -356,20 +356,92 @@ func copyTree(n *node) *node {
 	if n == nil {
 		return nil
 	}
+	// one allocation each for the nodes, the keys and the children of
+	// the copy, however many maps and lists it has
+	var sz treeSize
+	sz.add(n)
+	sl := slab{nodes: make([]node, sz.nodes), keys: make([]string, sz.keys), kids: make([]*node, sz.kids)}
+	return sl.copy(n)
+}
+
+// treeSize counts what copyTree allocates for a tree: its maps, lists and
+// lazy nodes, their keys, and their children.
+type treeSize struct{ nodes, keys, kids int }
+
+func (sz *treeSize) add(n *node) {
+	if n == nil {
+		return
+	}
 	if n.raw != nil {
-		return &node{kind: n.kind, raw: n.raw}
+		sz.nodes++
+		return
 	}
 	switch n.kind {
 	case mapNode:
-		c := &node{kind: mapNode, keys: append([]string(nil), n.keys...), vals: make([]*node, len(n.vals))}
+		sz.nodes++
+		sz.keys += len(n.keys)
+		sz.kids += len(n.vals)
+		for _, v := range n.vals {
+			sz.add(v)
+		}
+	case seqNode:
+		sz.nodes++
+		sz.kids += len(n.items)
+		for _, v := range n.items {
+			sz.add(v)
+		}
+	}
+}
+
+// slab hands out the parts of a copy. Each map's keys and values and each
+// list's items get a full slice expression of the backing arrays, so that
+// appending to one never writes into another.
+type slab struct {
+	nodes []node
+	keys  []string
+	kids  []*node
+}
+
+func (sl *slab) node() *node {
+	n := &sl.nodes[0]
+	sl.nodes = sl.nodes[1:]
+	return n
+}
+
+func (sl *slab) children(k int) []*node {
+	out := sl.kids[:k:k]
+	sl.kids = sl.kids[k:]
+	return out
+}
+
+// copy deep-copies maps and lists; scalars, and the (immutable) values of
+// lazy nodes, are shared.
+func (sl *slab) copy(n *node) *node {
+	if n == nil {
+		return nil
+	}
+	if n.raw != nil {
+		c := sl.node()
+		*c = node{kind: n.kind, raw: n.raw}
+		return c
+	}
+	switch n.kind {
+	case mapNode:
+		c := sl.node()
+		k := len(n.keys)
+		keys := sl.keys[:k:k]
+		sl.keys = sl.keys[k:]
+		copy(keys, n.keys)
+		*c = node{kind: mapNode, keys: keys, vals: sl.children(len(n.vals))}
 		for i, v := range n.vals {
-			c.vals[i] = copyTree(v)
+			c.vals[i] = sl.copy(v)
 		}
 		return c
 	case seqNode:
-		c := &node{kind: seqNode, items: make([]*node, len(n.items))}
+		c := sl.node()
+		*c = node{kind: seqNode, items: sl.children(len(n.items))}
 		for i, v := range n.items {
-			c.items[i] = copyTree(v)
+			c.items[i] = sl.copy(v)
 		}
 		return c
 	}
