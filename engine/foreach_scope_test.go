@@ -143,3 +143,77 @@ spec:
 		})
 	}
 }
+
+// TestMutateTargetVariable: a mutate rule reads the object as "target",
+// at the top and in a foreach next to the element, and a rule that reads
+// no variable sets none.
+func TestMutateTargetVariable(t *testing.T) {
+	const policy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: target
+spec:
+  rules:
+  - name: top
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            from-target: "{{ target.metadata.name }}"
+  - name: plain
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            plain: "yes"
+  - name: each
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      foreach:
+      - list: request.object.spec.containers
+        patchStrategicMerge:
+          metadata:
+            annotations:
+              "{{ element.name }}": "{{ target.metadata.labels.\"from-target\" }}-{{ elementIndex }}"
+`
+	const pod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: a
+    image: nginx
+  - name: b
+    image: nginx
+`
+	set := rbCompile(t, policy)
+	resp, err := set.Mutate(context.Background(), rbRequest(t, pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := resp.Resource["metadata"].(map[string]any)
+	labels, _ := md["labels"].(map[string]any)
+	annotations, _ := md["annotations"].(map[string]any)
+	if labels["from-target"] != "p" || labels["plain"] != "yes" || annotations["a"] != "p-0" || annotations["b"] != "p-1" {
+		t.Errorf("labels %v, annotations %v", labels, annotations)
+	}
+	for name, r := range rbResults(resp) {
+		if r.Status != engine.StatusPass {
+			t.Errorf("%s: %s %s", name, r.Status, r.Message)
+		}
+	}
+}

@@ -364,7 +364,7 @@ func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*ex
 		return e.mutateTargets(rs, p, r, sc)
 	}
 	resource := rs.obj
-	sc.setCanonical("target", resource)
+	sc.setTarget(resource)
 	var patched map[string]any
 	var status Status
 	var msg string

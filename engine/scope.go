@@ -343,6 +343,9 @@ type scope struct {
 	// or writes a variable, which the many bodies that only match a
 	// pattern against the element never do.
 	pending pendingElement
+	// target is a "target" variable not yet written into data (see
+	// setTarget), for the same reason.
+	target map[string]any
 }
 
 // pendingElement is a foreach element addElement has yet to write.
@@ -389,6 +392,11 @@ func (s *scope) own() {
 		s.owned = true
 		s.base = false
 	}
+	if t := s.target; t != nil {
+		s.target = nil
+		s.data["target"] = t
+		s.memo = nil
+	}
 	if p := s.pending; p.set {
 		s.pending = pendingElement{}
 		s.data["element"] = p.el
@@ -406,7 +414,7 @@ func (s *scope) query(expr string) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s.pending.set {
+	if s.pending.set || s.target != nil {
 		s.own()
 	}
 	q, err := s.rs.e.jp.Query(expr)
@@ -446,6 +454,18 @@ func (s *scope) query(expr string) (any, error) {
 // changing maps shared with other scopes.
 func (s *scope) set(name string, v any) {
 	s.setCanonical(name, normalize(v))
+}
+
+// setTarget sets the variable "target" of a mutate rule to the object, a
+// canonical tree; it is written by own, when a variable is first read or
+// written (most patches read none).
+func (s *scope) setTarget(obj map[string]any) {
+	if s.pending.set {
+		s.own() // keep the order of the writes
+	}
+	s.target = obj
+	s.base = false
+	s.memo = nil
 }
 
 // setCanonical is set for a value already in canonical form (the
