@@ -702,7 +702,7 @@ func (e *Engine) generatePattern(rs *reqState, p *Policy, r *rule, sc *scope, gp
 				}
 				sav, _ := src["apiVersion"].(string)
 				skind, _ := src["kind"].(string)
-				sname, sns, _, _ := objectMeta(src)
+				sname, sns := objectMeta(src)
 				if sns == target.namespace {
 					continue // self-clone
 				}
@@ -777,7 +777,7 @@ func (e *Engine) cloneFrom(rs *reqState, p *Policy, r *rule, client Client, targ
 	md := metaOf(obj)
 	sav, _ := src["apiVersion"].(string)
 	skind, _ := src["kind"].(string)
-	sname, sns, _, _ := objectMeta(src)
+	sname, sns := objectMeta(src)
 	suid, _ := md["uid"].(string)
 	group, version := splitAPIVersion(sav)
 	labels := labelsOf(md)
@@ -851,7 +851,7 @@ func (e *Engine) trackingLabels(labels map[string]any, rs *reqState, p *Policy, 
 	tav, _ := trigger["apiVersion"].(string)
 	group, version := splitAPIVersion(tav)
 	tkind, _ := trigger["kind"].(string)
-	tname, tns, _, _ := objectMeta(trigger)
+	tname, tns := objectMeta(trigger)
 	tmd, _ := trigger["metadata"].(map[string]any)
 	tuid, _ := tmd["uid"].(string)
 	labels[LabelManagedBy] = ValueManagedByKyverno
@@ -982,7 +982,7 @@ func ruleMatchesOperation(r *api.Rule, op api.AdmissionOperation) bool {
 func TriggerSpec(obj map[string]any) api.ResourceSpec {
 	av, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
-	name, ns, _, _ := objectMeta(obj)
+	name, ns := objectMeta(obj)
 	md, _ := obj["metadata"].(map[string]any)
 	uid, _ := md["uid"].(string)
 	return api.ResourceSpec{APIVersion: av, Kind: kind, Namespace: ns, Name: name, UID: uid}
@@ -1066,10 +1066,12 @@ func (e *Engine) newUpdateRequest(rs *reqState, p *Policy, typ api.UpdateRequest
 // (an admissionv1.AdmissionRequest in JSON form) with the requesting user.
 func (e *Engine) updateRequestContext(rs *reqState) api.UpdateRequestContext {
 	req := rs.req
+	// the object's name, not the generateName matching falls back to
+	name, _ := objectMeta(rs.obj)
 	ar := map[string]any{
 		"uid":       req.UID,
 		"operation": string(rs.op),
-		"name":      rs.matchRes.Name,
+		"name":      name,
 		"namespace": rs.matchRes.Namespace,
 		"kind":      map[string]any{"group": rs.gvk.Group, "version": rs.gvk.Version, "kind": rs.gvk.Kind},
 		"userInfo":  userInfoMap(req.UserInfo),

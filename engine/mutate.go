@@ -408,7 +408,7 @@ func mutatedMessage(obj map[string]any) string {
 	if len(obj) == 0 {
 		return "mutated resource"
 	}
-	name, ns, _, _ := objectMeta(obj)
+	name, ns := objectMeta(obj)
 	kind, _ := obj["kind"].(string)
 	if ns == "" {
 		return fmt.Sprintf("mutated %s/%s", kind, name)

@@ -203,7 +203,7 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 			if !ok {
 				continue
 			}
-			oname, ons, _, _ := objectMeta(o)
+			oname, ons := objectMeta(o)
 			if !targetMatches(namespace, name, ons, oname) {
 				continue
 			}

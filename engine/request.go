@@ -153,23 +153,10 @@ func splitAPIVersion(av string) (group, version string) {
 	return "", av
 }
 
-func objectMeta(obj map[string]any) (name, namespace string, labels, annotations map[string]string) {
+// objectMeta returns the name and namespace of an object's metadata.
+func objectMeta(obj map[string]any) (name, namespace string) {
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ = md["name"].(string)
 	namespace, _ = md["namespace"].(string)
-	return name, namespace, stringMap(md["labels"]), stringMap(md["annotations"])
-}
-
-func stringMap(v any) map[string]string {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, x := range m {
-		if s, ok := x.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
+	return name, namespace
 }

@@ -172,18 +172,17 @@ func (rs *reqState) setNormalized(obj map[string]any) {
 	rs.obj = obj
 	rs.canon = 0
 	rs.gvk = rs.req.gvk(obj)
-	name, ns, labels, annotations := objectMeta(obj)
-	if rs.req.Name != "" && name == "" {
-		name = rs.req.Name
+	// name (metadata.generateName when there is no name, as upstream
+	// matches a Pod its controller creates), namespace, labels and
+	// annotations (absent when one of them is not a string, as
+	// unstructured reads them) from the object; the kind of the request
+	rs.matchRes = match.ResourceFromObject(obj, rs.req.SubResource)
+	rs.matchRes.Group, rs.matchRes.Version, rs.matchRes.Kind = rs.gvk.Group, rs.gvk.Version, rs.gvk.Kind
+	if rs.req.Name != "" && rs.matchRes.Name == "" {
+		rs.matchRes.Name = rs.req.Name
 	}
-	if ns == "" && rs.req.Namespace != "" {
-		ns = rs.req.Namespace
-	}
-	rs.matchRes = match.Resource{
-		Group: rs.gvk.Group, Version: rs.gvk.Version, Kind: rs.gvk.Kind,
-		Subresource: rs.req.SubResource,
-		Name:        name, Namespace: ns,
-		Labels: labels, Annotations: annotations,
+	if rs.matchRes.Namespace == "" && rs.req.Namespace != "" {
+		rs.matchRes.Namespace = rs.req.Namespace
 	}
 	rs.base = rs.buildBase()
 	rs.gen++
