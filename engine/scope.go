@@ -342,9 +342,10 @@ type scope struct {
 	// or writes a variable, which the many bodies that only match a
 	// pattern against the element never do.
 	pending pendingElement
-	// target is a "target" variable not yet written into data (see
-	// setTarget), for the same reason.
-	target map[string]any
+	// target is a "target" variable not yet written into data when
+	// hasTarget is set (see setTarget), for the same reason.
+	target    map[string]any
+	hasTarget bool
 }
 
 // pendingElement is a foreach element addElement has yet to write.
@@ -380,7 +381,7 @@ func (s *scope) child() *scope {
 }
 
 // own copies the shared variable map before the first write, and writes
-// a pending foreach element into it.
+// into it the pending target and foreach element.
 func (s *scope) own() {
 	if !s.owned {
 		data := make(map[string]any, len(s.data)+4)
@@ -391,9 +392,9 @@ func (s *scope) own() {
 		s.owned = true
 		s.base = false
 	}
-	if t := s.target; t != nil {
-		s.target = nil
-		s.data["target"] = t
+	if s.hasTarget {
+		s.data["target"] = s.target
+		s.target, s.hasTarget = nil, false
 		s.memo = nil
 	}
 	if p := s.pending; p.set {
@@ -413,7 +414,7 @@ func (s *scope) query(expr string) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s.pending.set || s.target != nil {
+	if s.pending.set || s.hasTarget {
 		s.own()
 	}
 	q, err := s.rs.e.jp.Query(expr)
@@ -462,7 +463,7 @@ func (s *scope) setTarget(obj map[string]any) {
 	if s.pending.set {
 		s.own() // keep the order of the writes
 	}
-	s.target = obj
+	s.target, s.hasTarget = obj, true
 	s.base = false
 	s.memo = nil
 }
