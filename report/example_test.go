@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -189,4 +190,56 @@ func ExampleStream() {
 	//   result: pass
 	//     name: web-1
 	//   result: fail
+}
+
+// ExampleNewJSONStream streams JSON policy reports (one JSON document per
+// report, as WriteJSON writes them) with entries kept in memory (no spill).
+func ExampleNewJSONStream() {
+	set := examplePolicySet()
+	stream, err := report.NewJSONStream(report.Options{Clock: clock, Format: report.OpenReports}, nil, 0)
+	if err != nil {
+		panic(err)
+	}
+	renderer := stream.NewRenderer()
+	for i, labels := range []map[string]any{{"team": "a"}, nil} {
+		resp, err := set.Validate(context.Background(), &engine.Request{Object: examplePod(fmt.Sprintf("web-%d", i), "", labels)})
+		if err != nil {
+			panic(err)
+		}
+		rendered, err := renderer.Render(resp.Policies)
+		if err != nil {
+			panic(err)
+		}
+		if err := stream.Add(rendered); err != nil {
+			panic(err)
+		}
+	}
+	var out strings.Builder
+	if _, err := stream.WriteReports(&out); err != nil {
+		panic(err)
+	}
+	var doc struct {
+		Kind    string `json:"kind"`
+		Summary struct {
+			Pass int `json:"pass"`
+			Fail int `json:"fail"`
+		} `json:"summary"`
+		Results []struct {
+			Result    string `json:"result"`
+			Resources []struct {
+				Name string `json:"name"`
+			} `json:"resources"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		panic(err)
+	}
+	fmt.Println(doc.Kind, doc.Summary.Pass, doc.Summary.Fail)
+	for _, r := range doc.Results {
+		fmt.Println(r.Resources[0].Name, r.Result)
+	}
+	// Output:
+	// ClusterReport 1 1
+	// web-0 pass
+	// web-1 fail
 }

@@ -29,7 +29,8 @@ type segment struct{ off, n int64 }
 
 // Stream writes the YAML policy reports of a run whose results arrive one
 // resource after the other, with the bytes WriteYAMLResults writes for all
-// the results at once. Each resource's entries are rendered when its
+// the results at once (the JSON ones WriteJSON writes, with
+// NewJSONStream). Each resource's entries are rendered when its
 // results come (by Renderers, one per goroutine, so rendering runs where
 // the evaluation runs) and kept with the entries of their policy: in
 // memory up to a budget, then in the Spill. The memory a run needs is then
