@@ -140,3 +140,40 @@ spec:
 	// Output:
 	// [{"op":"add","path":"/metadata/labels","value":{"a/b":"x"}},{"op":"add","path":"/spec/containers/0","value":{"name":"sidecar"}}]
 }
+
+// ExampleCanonicalMemo checks a decoded resource once and merges several
+// patches into it with the Memo that check returns.
+func ExampleCanonicalMemo() {
+	pod := mustYAML(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  volumes:
+  - name: data
+    hostPath:
+      path: /data
+`)
+	canonical, memo := mutate.CanonicalMemo(pod)
+	fmt.Println("canonical:", canonical)
+	for _, p := range []string{
+		"metadata:\n  annotations:\n    +(safe-to-evict): \"true\"\nspec:\n  volumes:\n  - <(emptyDir): {}\n",
+		"metadata:\n  annotations:\n    +(safe-to-evict): \"true\"\nspec:\n  volumes:\n  - hostPath:\n      <(path): \"*\"\n",
+	} {
+		patch, err := mutate.CompileStrategicMerge(mustYAML(p))
+		if err != nil {
+			panic(err)
+		}
+		res, err := patch.MutateCanonicalMemo(pod, &memo)
+		if err != nil {
+			panic(err)
+		}
+		ann, _ := res.Object["metadata"].(map[string]any)["annotations"].(map[string]any)
+		fmt.Println(res.Skipped, ann)
+	}
+	// Output:
+	// canonical: true
+	// true map[]
+	// false map[safe-to-evict:true]
+}
