@@ -39,23 +39,36 @@ type FieldError struct {
 // "<field> is forbidden, forbidden values found: <value>" for a forbidden
 // value, "<field>: Forbidden" or "<field>: Required value" otherwise.
 func (e FieldError) String() string {
+	return string(e.appendTo(nil))
+}
+
+// appendTo appends String's text to b.
+func (e FieldError) appendTo(b []byte) []byte {
 	if e.Type == FieldErrorForbidden && hasBadValue(e.BadValue) {
-		const sep = " is forbidden, forbidden values found: "
+		b = append(append(b, e.Field...), " is forbidden, forbidden values found: "...)
 		switch v := e.BadValue.(type) {
 		case string:
-			return e.Field + sep + v
+			return append(b, v...)
 		case bool:
-			return e.Field + sep + strconv.FormatBool(v)
+			return strconv.AppendBool(b, v)
 		case int:
-			return e.Field + sep + strconv.Itoa(v)
+			return strconv.AppendInt(b, int64(v), 10)
 		case []string:
 			// as %+v writes it
-			return e.Field + sep + "[" + strings.Join(v, " ") + "]"
+			b = append(b, '[')
+			for i, s := range v {
+				if i > 0 {
+					b = append(b, ' ')
+				}
+				b = append(b, s...)
+			}
+			return append(b, ']')
 		}
-		return fmt.Sprintf("%s is forbidden, forbidden values found: %+v", e.Field, e.BadValue)
+		return fmt.Appendf(b, "%+v", e.BadValue)
 	}
-	return e.Field + ": " + string(e.Type)
+	return append(append(append(b, e.Field...), ": "...), e.Type...)
 }
+
 
 func hasBadValue(v any) bool {
 	s, ok := v.(string)

@@ -290,18 +290,19 @@ func FormatChecks(checks []CheckResult) string {
 }
 
 func formatCheck(ch *CheckResult) string {
-	var b strings.Builder
-	b.WriteString("(Forbidden reason: ")
-	b.WriteString(ch.ForbiddenReason)
-	b.WriteString(", field error list: [")
+	n := len("(Forbidden reason: , field error list: [])") + len(ch.ForbiddenReason)
+	for _, e := range ch.FieldErrors {
+		n += len(e.Field) + 48 // the field and most texts around it
+	}
+	b := make([]byte, 0, n)
+	b = append(append(append(b, "(Forbidden reason: "...), ch.ForbiddenReason...), ", field error list: ["...)
 	for i, e := range ch.FieldErrors {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		b.WriteString(e.String())
+		b = e.appendTo(b)
 	}
-	b.WriteString("])")
-	return b.String()
+	return string(append(b, "])"...))
 }
 
 // detailImages lists the images of the containers a forbidden detail such
@@ -312,13 +313,26 @@ func detailImages(detail string, pod *corev1.Pod) []string {
 	if !ok {
 		return nil
 	}
-	list := strings.ReplaceAll(strings.ReplaceAll(group, `"`, ""), " ", "")
-	names := strings.Split(list, ",")
-	images := make([]string, 0, len(names))
-	for _, n := range names {
-		images = append(images, imageOf(n, pod))
+	// the names are the group without quotes and spaces, split at commas
+	images := make([]string, 0, strings.Count(group, ",")+1)
+	for {
+		part, rest, more := strings.Cut(group, ",")
+		images = append(images, imageOf(withoutQuotesAndSpaces(part), pod))
+		if !more {
+			return images
+		}
+		group = rest
 	}
-	return images
+}
+
+// withoutQuotesAndSpaces removes every '"' and ' ' of s (a substring of s
+// when they only surround the rest).
+func withoutQuotesAndSpaces(s string) string {
+	s = strings.Trim(s, `" `)
+	if !strings.ContainsAny(s, `" `) {
+		return s
+	}
+	return strings.NewReplacer(`"`, "", " ", "").Replace(s)
 }
 
 // imageOf returns the image of the named container, looking at containers,
