@@ -69,7 +69,6 @@ func (e FieldError) appendTo(b []byte) []byte {
 	return append(append(append(b, e.Field...), ": "...), e.Type...)
 }
 
-
 func hasBadValue(v any) bool {
 	s, ok := v.(string)
 	return !ok || s != ""
