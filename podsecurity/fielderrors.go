@@ -139,16 +139,31 @@ func unknownCheckErrs(*metav1.ObjectMeta, *corev1.PodSpec, psaapi.Version) []Fie
 
 // visitContainers calls fn for every container with its field path, in the
 // library's order: init containers, containers, ephemeral containers.
-func visitContainers(spec *corev1.PodSpec, fn func(c *corev1.Container, path string)) {
+func visitContainers(spec *corev1.PodSpec, fn func(c *corev1.Container, path containerPath)) {
 	for i := range spec.InitContainers {
-		fn(&spec.InitContainers[i], "spec.initContainers["+strconv.Itoa(i)+"]")
+		fn(&spec.InitContainers[i], containerPath{"spec.initContainers[", i})
 	}
 	for i := range spec.Containers {
-		fn(&spec.Containers[i], "spec.containers["+strconv.Itoa(i)+"]")
+		fn(&spec.Containers[i], containerPath{"spec.containers[", i})
 	}
 	for i := range spec.EphemeralContainers {
-		fn((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), "spec.ephemeralContainers["+strconv.Itoa(i)+"]")
+		fn((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), containerPath{"spec.ephemeralContainers[", i})
 	}
+}
+
+// containerPath is the field path of a container, written only for a
+// field error (at): "spec.containers[0]" and the like.
+type containerPath struct {
+	list  string // "spec.containers[" and the like
+	index int
+}
+
+// at returns the path of a field of the container (suffix starts with a
+// dot), in one allocation.
+func (p containerPath) at(suffix string) string {
+	b := make([]byte, 0, len(p.list)+4+len(suffix))
+	b = strconv.AppendInt(append(b, p.list...), int64(p.index), 10)
+	return string(append(append(b, ']'), suffix...))
 }
 
 func sortedUnique(items []string) []string {
@@ -167,8 +182,8 @@ func sortedUnique(items []string) []string {
 
 func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path string) {
-		p := path + ".securityContext.allowPrivilegeEscalation"
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+		p := path.at(".securityContext.allowPrivilegeEscalation")
 		switch {
 		case c.SecurityContext == nil:
 			errs = append(errs, required(p))
@@ -196,9 +211,9 @@ func appArmorProfileErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi
 	if sc := spec.SecurityContext; sc != nil && sc.AppArmorProfile != nil && !appArmorTypeAllowed(sc.AppArmorProfile.Type) {
 		errs = append(errs, forbidden("spec.securityContext.appArmorProfile.type", string(sc.AppArmorProfile.Type)))
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.AppArmorProfile != nil && !appArmorTypeAllowed(sc.AppArmorProfile.Type) {
-			errs = append(errs, forbidden(path+".securityContext.appArmorProfile.type", string(sc.AppArmorProfile.Type)))
+			errs = append(errs, forbidden(path.at(".securityContext.appArmorProfile.type"), string(sc.AppArmorProfile.Type)))
 		}
 	})
 	keys := make([]string, 0, len(meta.Annotations))
@@ -222,7 +237,7 @@ var baselineCapabilities = map[string]struct{}{
 
 func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			return
 		}
@@ -233,7 +248,7 @@ func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaa
 			}
 		}
 		if len(bad) > 0 {
-			errs = append(errs, forbidden(path+".securityContext.capabilities.add", sortedUnique(bad)))
+			errs = append(errs, forbidden(path.at(".securityContext.capabilities.add"), sortedUnique(bad)))
 		}
 	})
 	return errs
@@ -241,8 +256,8 @@ func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaa
 
 func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var dropErrs, addErrs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path string) {
-		dropPath := path + ".securityContext.capabilities.drop"
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+		dropPath := path.at(".securityContext.capabilities.drop")
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			dropErrs = append(dropErrs, required(dropPath))
 			return
@@ -273,7 +288,7 @@ func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ ps
 			}
 		}
 		if len(bad) > 0 {
-			addErrs = append(addErrs, forbidden(path+".securityContext.capabilities.add", sortedUnique(bad)))
+			addErrs = append(addErrs, forbidden(path.at(".securityContext.capabilities.add"), sortedUnique(bad)))
 		}
 	})
 	return append(dropErrs, addErrs...)
@@ -305,10 +320,10 @@ func hostPathVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Ve
 
 func hostPortsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		for i, p := range c.Ports {
 			if p.HostPort != 0 {
-				errs = append(errs, forbidden(path+".ports["+strconv.Itoa(i)+"].hostPort", int(p.HostPort)))
+				errs = append(errs, forbidden(path.at(".ports["+strconv.Itoa(i)+"].hostPort"), int(p.HostPort)))
 			}
 		}
 	})
@@ -330,16 +345,16 @@ func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 			handler(path, p.HTTPGet, p.TCPSocket)
 		}
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
-		probe(path+".livenessProbe", c.LivenessProbe)
-		probe(path+".readinessProbe", c.ReadinessProbe)
-		probe(path+".startupProbe", c.StartupProbe)
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+		probe(path.at(".livenessProbe"), c.LivenessProbe)
+		probe(path.at(".readinessProbe"), c.ReadinessProbe)
+		probe(path.at(".startupProbe"), c.StartupProbe)
 		if c.Lifecycle != nil {
 			if h := c.Lifecycle.PostStart; h != nil {
-				handler(path+".lifecycle.postStart", h.HTTPGet, h.TCPSocket)
+				handler(path.at(".lifecycle.postStart"), h.HTTPGet, h.TCPSocket)
 			}
 			if h := c.Lifecycle.PreStop; h != nil {
-				handler(path+".lifecycle.preStop", h.HTTPGet, h.TCPSocket)
+				handler(path.at(".lifecycle.preStop"), h.HTTPGet, h.TCPSocket)
 			}
 		}
 	})
@@ -348,9 +363,9 @@ func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 
 func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-			errs = append(errs, forbidden(path+".securityContext.privileged", true))
+			errs = append(errs, forbidden(path.at(".securityContext.privileged"), true))
 		}
 	})
 	return errs
@@ -358,9 +373,9 @@ func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 
 func procMountErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.ProcMount != nil && *c.SecurityContext.ProcMount != corev1.DefaultProcMount {
-			errs = append(errs, forbidden(path+".securityContext.procMount", string(*c.SecurityContext.ProcMount)))
+			errs = append(errs, forbidden(path.at(".securityContext.procMount"), string(*c.SecurityContext.ProcMount)))
 		}
 	})
 	return errs
@@ -439,8 +454,8 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 			explicit = append(explicit, forbidden("spec.securityContext.runAsNonRoot", false))
 		}
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
-		p := path + ".securityContext.runAsNonRoot"
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+		p := path.at(".securityContext.runAsNonRoot")
 		if c.SecurityContext != nil && c.SecurityContext.RunAsNonRoot != nil {
 			if !*c.SecurityContext.RunAsNonRoot {
 				explicit = append(explicit, forbidden(p, false))
@@ -459,9 +474,9 @@ func runAsUserErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version)
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser == 0 {
 		errs = append(errs, forbidden("spec.securityContext.runAsUser", 0))
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil && *c.SecurityContext.RunAsUser == 0 {
-			errs = append(errs, forbidden(path+".securityContext.runAsUser", 0))
+			errs = append(errs, forbidden(path.at(".securityContext.runAsUser"), 0))
 		}
 	})
 	return errs
@@ -493,9 +508,9 @@ func seLinuxOptionsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.V
 	if sc := spec.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
 		add("spec.securityContext", sc.SELinuxOptions)
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.SELinuxOptions != nil {
-			add(path+".securityContext", c.SecurityContext.SELinuxOptions)
+			add(path.at(".securityContext"), c.SecurityContext.SELinuxOptions)
 		}
 	})
 	return errs
@@ -522,9 +537,9 @@ func seccompBaselineErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaa
 	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil && !seccompTypeAllowed(sc.SeccompProfile.Type) {
 		errs = append(errs, forbidden("spec.securityContext.seccompProfile.type", string(sc.SeccompProfile.Type)))
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil && !seccompTypeAllowed(sc.SeccompProfile.Type) {
-			errs = append(errs, forbidden(path+".securityContext.seccompProfile.type", string(sc.SeccompProfile.Type)))
+			errs = append(errs, forbidden(path.at(".securityContext.seccompProfile.type"), string(sc.SeccompProfile.Type)))
 		}
 	})
 	return errs
@@ -549,7 +564,7 @@ func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Fiel
 		entries = append(entries, entry{fmt.Sprintf("%s=%q", key, v), forbidden("metadata.annotations["+key+"]", v)})
 	}
 	check(seccompPodAnnotation)
-	visitContainers(spec, func(c *corev1.Container, _ string) {
+	visitContainers(spec, func(c *corev1.Container, _ containerPath) {
 		check(seccompContainerAnnotationPrefix + c.Name)
 	})
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].sortKey < entries[j].sortKey })
@@ -570,8 +585,8 @@ func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.
 			explicit = append(explicit, forbidden("spec.securityContext.seccompProfile.type", string(sc.SeccompProfile.Type)))
 		}
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
-		p := path + ".securityContext.seccompProfile.type"
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+		p := path.at(".securityContext.seccompProfile.type")
 		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil {
 			if !seccompTypeAllowed(sc.SeccompProfile.Type) {
 				explicit = append(explicit, forbidden(p, string(sc.SeccompProfile.Type)))
@@ -633,9 +648,9 @@ func windowsHostProcessErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi
 	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
 		errs = append(errs, forbidden("spec.securityContext.windowsOptions.hostProcess", true))
 	}
-	visitContainers(spec, func(c *corev1.Container, path string) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
-			errs = append(errs, forbidden(path+".securityContext.windowsOptions.hostProcess", true))
+			errs = append(errs, forbidden(path.at(".securityContext.windowsOptions.hostProcess"), true))
 		}
 	})
 	return errs
