@@ -183,14 +183,14 @@ func sortedUnique(items []string) []string {
 func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	visitContainers(spec, func(c *corev1.Container, path containerPath) {
-		p := path.at(".securityContext.allowPrivilegeEscalation")
+		const field = ".securityContext.allowPrivilegeEscalation"
 		switch {
 		case c.SecurityContext == nil:
-			errs = append(errs, required(p))
+			errs = append(errs, required(path.at(field)))
 		case c.SecurityContext.AllowPrivilegeEscalation == nil:
-			errs = append(errs, forbidden(p, "nil"))
+			errs = append(errs, forbidden(path.at(field), "nil"))
 		case *c.SecurityContext.AllowPrivilegeEscalation:
-			errs = append(errs, forbidden(p, true))
+			errs = append(errs, forbidden(path.at(field), true))
 		}
 	})
 	return errs
@@ -257,9 +257,9 @@ func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaa
 func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var dropErrs, addErrs []FieldError
 	visitContainers(spec, func(c *corev1.Container, path containerPath) {
-		dropPath := path.at(".securityContext.capabilities.drop")
+		const dropPath = ".securityContext.capabilities.drop"
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
-			dropErrs = append(dropErrs, required(dropPath))
+			dropErrs = append(dropErrs, required(path.at(dropPath)))
 			return
 		}
 		caps := c.SecurityContext.Capabilities
@@ -272,13 +272,13 @@ func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ ps
 		}
 		if !droppedAll {
 			if len(caps.Drop) == 0 {
-				dropErrs = append(dropErrs, required(dropPath))
+				dropErrs = append(dropErrs, required(path.at(dropPath)))
 			} else {
 				dropped := make([]string, len(caps.Drop))
 				for i, cp := range caps.Drop {
 					dropped[i] = string(cp)
 				}
-				dropErrs = append(dropErrs, forbidden(dropPath, sortedUnique(dropped)))
+				dropErrs = append(dropErrs, forbidden(path.at(dropPath), sortedUnique(dropped)))
 			}
 		}
 		var bad []string
@@ -332,29 +332,30 @@ func hostPortsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version)
 
 func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	handler := func(path string, httpGet *corev1.HTTPGetAction, tcp *corev1.TCPSocketAction) {
+	// field is the handler's field of the container (".livenessProbe")
+	handler := func(path containerPath, field string, httpGet *corev1.HTTPGetAction, tcp *corev1.TCPSocketAction) {
 		if httpGet != nil && httpGet.Host != "" {
-			errs = append(errs, forbidden(path+".httpGet.host", httpGet.Host))
+			errs = append(errs, forbidden(path.at(field+".httpGet.host"), httpGet.Host))
 		}
 		if tcp != nil && tcp.Host != "" {
-			errs = append(errs, forbidden(path+".tcpSocket.host", tcp.Host))
+			errs = append(errs, forbidden(path.at(field+".tcpSocket.host"), tcp.Host))
 		}
 	}
-	probe := func(path string, p *corev1.Probe) {
+	probe := func(path containerPath, field string, p *corev1.Probe) {
 		if p != nil {
-			handler(path, p.HTTPGet, p.TCPSocket)
+			handler(path, field, p.HTTPGet, p.TCPSocket)
 		}
 	}
 	visitContainers(spec, func(c *corev1.Container, path containerPath) {
-		probe(path.at(".livenessProbe"), c.LivenessProbe)
-		probe(path.at(".readinessProbe"), c.ReadinessProbe)
-		probe(path.at(".startupProbe"), c.StartupProbe)
+		probe(path, ".livenessProbe", c.LivenessProbe)
+		probe(path, ".readinessProbe", c.ReadinessProbe)
+		probe(path, ".startupProbe", c.StartupProbe)
 		if c.Lifecycle != nil {
 			if h := c.Lifecycle.PostStart; h != nil {
-				handler(path.at(".lifecycle.postStart"), h.HTTPGet, h.TCPSocket)
+				handler(path, ".lifecycle.postStart", h.HTTPGet, h.TCPSocket)
 			}
 			if h := c.Lifecycle.PreStop; h != nil {
-				handler(path.at(".lifecycle.preStop"), h.HTTPGet, h.TCPSocket)
+				handler(path, ".lifecycle.preStop", h.HTTPGet, h.TCPSocket)
 			}
 		}
 	})
@@ -455,15 +456,15 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 		}
 	}
 	visitContainers(spec, func(c *corev1.Container, path containerPath) {
-		p := path.at(".securityContext.runAsNonRoot")
+		const field = ".securityContext.runAsNonRoot"
 		if c.SecurityContext != nil && c.SecurityContext.RunAsNonRoot != nil {
 			if !*c.SecurityContext.RunAsNonRoot {
-				explicit = append(explicit, forbidden(p, false))
+				explicit = append(explicit, forbidden(path.at(field), false))
 			}
 			return
 		}
 		if !podNonRoot {
-			implicit = append(implicit, required(p))
+			implicit = append(implicit, required(path.at(field)))
 		}
 	})
 	return append(explicit, implicit...)
@@ -586,15 +587,15 @@ func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.
 		}
 	}
 	visitContainers(spec, func(c *corev1.Container, path containerPath) {
-		p := path.at(".securityContext.seccompProfile.type")
+		const field = ".securityContext.seccompProfile.type"
 		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil {
 			if !seccompTypeAllowed(sc.SeccompProfile.Type) {
-				explicit = append(explicit, forbidden(p, string(sc.SeccompProfile.Type)))
+				explicit = append(explicit, forbidden(path.at(field), string(sc.SeccompProfile.Type)))
 			}
 			return
 		}
 		if !podSet {
-			implicit = append(implicit, required(p))
+			implicit = append(implicit, required(path.at(field)))
 		}
 	})
 	// Upstream reports the explicit offenders only when there are some.
