@@ -380,6 +380,16 @@ func (s *scope) child() *scope {
 	return &c
 }
 
+// childInto makes c, a scope of child that nothing refers to any more, a
+// new child of s (its memo keeps its capacity, not its results).
+func (s *scope) childInto(c *scope) {
+	memo := c.memo
+	clear(memo)
+	*c = *s
+	c.owned = false
+	c.memo = memo[:0]
+}
+
 // own copies the shared variable map before the first write, and writes
 // into it the pending target and foreach element.
 func (s *scope) own() {

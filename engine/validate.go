@@ -262,6 +262,9 @@ func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*forea
 
 func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int) (RuleResult, bool, int) {
 	applyCount := 0
+	// one scope serves the elements in turn: nothing keeps an element's
+	// scope once its body is evaluated
+	var child *scope
 	for index, el := range elements {
 		if el == nil {
 			continue
@@ -269,7 +272,11 @@ func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachV
 		if rs.ctx.Err() != nil {
 			return r.errorResult("failed to process foreach", rs.ctx.Err()), true, applyCount
 		}
-		child := sc.child()
+		if child == nil {
+			child = sc.child()
+		} else {
+			sc.childInto(child)
+		}
 		child.addElement(el, index, nesting)
 		m, isMap := el.(map[string]any)
 		scoped := isMap
