@@ -29,6 +29,9 @@ func (s *scope) renderString(t *template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
+	if text, ok := t.Literal(); ok {
+		return text, nil
+	}
 	v, err := t.Render(s, s.evalOpts()...)
 	if err != nil {
 		return "", err

@@ -121,6 +121,9 @@ func (e *Engine) denyMessage(r *rule, sc *scope) string {
 	if v.rawMessage == "" {
 		return fmt.Sprintf("validation error: rule %s failed", r.name)
 	}
+	if text, ok := v.message.Literal(); ok {
+		return text
+	}
 	out, err := v.message.Render(sc, sc.evalOpts()...)
 	if err != nil {
 		return v.rawMessage
@@ -224,9 +227,15 @@ func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) stri
 		}
 		return fmt.Sprintf("validation error: rule %s execution error: %s", r.name, err.Error())
 	}
-	out, serr := v.message.Render(sc, sc.evalOpts()...)
-	msg, ok := out.(string)
-	if serr != nil || !ok {
+	msg, ok := v.message.Literal()
+	if !ok {
+		var out any
+		var serr error
+		out, serr = v.message.Render(sc, sc.evalOpts()...)
+		msg, ok = out.(string)
+		ok = ok && serr == nil
+	}
+	if !ok {
 		return fmt.Sprintf("validation error: variables substitution error in rule %s execution error: %s", r.name, err.Error())
 	}
 	if !strings.HasSuffix(msg, ".") {

@@ -304,6 +304,15 @@ func renderLiteral(toks []int32) string {
 // HasVariables reports whether the string contains at least one expression.
 func (t *Template) HasVariables() bool { return len(t.nodes) > 0 }
 
+// Literal returns what Render returns for a template without variables
+// (its text, escapes resolved), and false for one with variables.
+func (t *Template) Literal() (string, bool) {
+	if len(t.nodes) > 0 {
+		return "", false
+	}
+	return t.text, true
+}
+
 // String returns the template as written.
 func (t *Template) String() string { return t.src }
 
