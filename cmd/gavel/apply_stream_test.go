@@ -230,7 +230,7 @@ func TestApplyStdin(t *testing.T) {
 func TestApplyBadResource(t *testing.T) {
 	bad := pods(50) + "---\nkind: Pod\nmetadata: [\n" + pods(50)
 	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "pods.yaml": bad})
-	for _, args := range [][]string{{"--policy-report"}, {"-o", "json"}, {}} {
+	for _, args := range [][]string{{"--policy-report"}, {"--policy-report", "-o", "json"}, {"-o", "json"}, {"-o", "junit"}, {}} {
 		code, out, stderr := applyRun(t, "", append([]string{filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml")}, args...)...)
 		if code != exitUsage || out != "" {
 			t.Errorf("%v: exit %d, stdout %q", args, code, out)
