@@ -158,6 +158,10 @@ func (r *Renderer) Render(results []engine.PolicyResult) (*Rendered, error) {
 // WriteReports drops the comma before the first).
 func (r *Renderer) jsonEntry(w *appendWriter, pr *engine.PolicyResult, rr *engine.RuleResult, ref api.ObjectReference) (api.PolicyResult, error) {
 	e := convert(pr, rr, r.s.source, r.s.ts, r.s.opts.AuditWarn, ref)
+	if b, ok := appendEntryJSON(append(w.b, ','), &e); ok {
+		w.b = b
+		return e.Result, nil
+	}
 	b, err := json.Marshal(&e)
 	if err != nil {
 		return "", err
