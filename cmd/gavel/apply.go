@@ -42,6 +42,10 @@ type applyFlags struct {
 type resourceResult struct {
 	rendered *report.Rendered
 	blocked  bool
+	// entries and cases are the entries of the resource and the JUnit
+	// test cases rendered from them (see streamJUnit)
+	entries []applyEntry
+	cases   []renderedCase
 
 	resource map[string]any
 	policies []engine.PolicyResult

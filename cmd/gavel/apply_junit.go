@@ -38,36 +38,63 @@ func newJUnitStream(budget int) *junitStream {
 	return &junitStream{byName: map[string]*junitGroup{}, budget: budget, spilled: newSpool(0)}
 }
 
+// renderedCase is an entry rendered as a test case, with what its suite
+// counts.
+type renderedCase struct {
+	policy, result string
+	xml            []byte // the case, on its own lines
+}
+
+// renderCase renders an entry as the test case of its policy's suite.
+func renderCase(e applyEntry) (renderedCase, error) {
+	c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
+	switch e.Result {
+	case "fail":
+		c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
+	case "error":
+		c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
+	}
+	// a case is the third level of the document
+	b, err := marshalIndent(c, "    ", "testcase")
+	if err != nil {
+		return renderedCase{}, err
+	}
+	return renderedCase{policy: e.Policy, result: e.Result, xml: append([]byte{'\n'}, b...)}, nil
+}
+
 // add takes the next entry.
 func (j *junitStream) add(e applyEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	g := j.byName[e.Policy]
-	if g == nil {
-		g = &junitGroup{suite: junitSuite{Name: e.Policy}}
-		j.byName[e.Policy] = g
-		j.suites = append(j.suites, g)
-	}
-	c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
-	switch e.Result {
-	case "fail":
-		c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
-		g.suite.Failures++
-	case "error":
-		c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
-		g.suite.Errors++
-	}
-	g.suite.Tests++
-	// a case is the third level of the document
-	b, err := marshalIndent(c, "    ", "testcase")
+	rc, err := renderCase(e)
 	if err != nil {
 		j.err = err
 		return err
 	}
-	n := len(g.buf)
-	g.buf = append(append(g.buf, '\n'), b...)
-	j.held += len(g.buf) - n
+	return j.addRendered(rc)
+}
+
+// addRendered takes the next entry, rendered.
+func (j *junitStream) addRendered(rc renderedCase) error {
+	if j.err != nil {
+		return j.err
+	}
+	g := j.byName[rc.policy]
+	if g == nil {
+		g = &junitGroup{suite: junitSuite{Name: rc.policy}}
+		j.byName[rc.policy] = g
+		j.suites = append(j.suites, g)
+	}
+	switch rc.result {
+	case "fail":
+		g.suite.Failures++
+	case "error":
+		g.suite.Errors++
+	}
+	g.suite.Tests++
+	g.buf = append(g.buf, rc.xml...)
+	j.held += len(rc.xml)
 	if j.held > j.budget {
 		j.err = j.spill()
 	}
@@ -173,21 +200,45 @@ func (s *spool) section(off, n int64) io.Reader {
 }
 
 // streamJUnit evaluates the resources and prints the results as JUnit XML
-// (-o junit) without keeping them (see junitStream); the summary goes to
-// stderr so that stdout stays one document.
+// (-o junit) without keeping them (see junitStream): the test cases of
+// each resource are rendered by the worker that evaluated it. The summary
+// goes to stderr so that stdout stays one document.
 func streamJUnit(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
 	js := newJUnitStream(reportMemory)
 	defer js.close()
+	newFinish := func() func(*resourceResult) {
+		return func(rr *resourceResult) {
+			if rr.err != nil {
+				return
+			}
+			rr.entries, rr.blocked = resourceEntries(rr, f.auditWarn)
+			shown := rr.entries
+			if f.failOnly {
+				shown = failing(shown)
+			}
+			rr.cases = make([]renderedCase, 0, len(shown))
+			for _, e := range shown {
+				rc, err := renderCase(e)
+				if err != nil {
+					rr.err = err
+					return
+				}
+				rr.cases = append(rr.cases, rc)
+			}
+			rr.policies, rr.resource = nil, nil
+		}
+	}
 	doc := newApplyDocument()
 	blocked := false
-	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
-		es, b := doc.add(rr, f.auditWarn)
-		blocked = blocked || b
-		if f.failOnly {
-			es = failing(es)
+	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
+		if rr.err != nil {
+			doc.addError(rr.err)
+			return
 		}
-		for _, e := range es {
-			js.add(e) // an error is kept and returned by writeTo
+		doc.count(rr.entries)
+		blocked = blocked || rr.blocked
+		for _, rc := range rr.cases {
+			js.addRendered(rc) // an error is kept and returned by writeTo
 		}
 	})
 	if err != nil {

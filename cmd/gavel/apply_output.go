@@ -33,10 +33,31 @@ func newApplyDocument() applyDocument {
 // validate rule failed.
 func (doc *applyDocument) add(rr *resourceResult, auditWarn bool) ([]applyEntry, bool) {
 	if rr.err != nil {
-		doc.Errors = append(doc.Errors, rr.err.Error())
-		doc.Summary["error"]++
+		doc.addError(rr.err)
 		return nil, false
 	}
+	entries, blocked := resourceEntries(rr, auditWarn)
+	doc.count(entries)
+	return entries, blocked
+}
+
+// addError records an evaluation error.
+func (doc *applyDocument) addError(err error) {
+	doc.Errors = append(doc.Errors, err.Error())
+	doc.Summary["error"]++
+}
+
+// count adds entries to the summary.
+func (doc *applyDocument) count(entries []applyEntry) {
+	for i := range entries {
+		doc.Summary[entries[i].Result]++
+	}
+}
+
+// resourceEntries returns the entries of the results of one resource, with
+// the result a policy report would show (scored=false and --audit-warn
+// turn fail into warn), and whether an Enforce validate rule failed.
+func resourceEntries(rr *resourceResult, auditWarn bool) ([]applyEntry, bool) {
 	blocked := false
 	var entries []applyEntry
 	for _, pr := range rr.policies {
@@ -45,7 +66,6 @@ func (doc *applyDocument) add(rr *resourceResult, auditWarn bool) ([]applyEntry,
 			if res == "fail" && auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
 				res = "warn"
 			}
-			doc.Summary[res]++
 			if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
 				blocked = true
 			}
