@@ -14,6 +14,7 @@ import (
 	goyaml "sigs.k8s.io/yaml/goyaml.v2"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/yamltext"
 )
 
 // WriteYAML writes the reports as YAML documents separated by "---" lines,
@@ -367,31 +368,8 @@ func (e *itemEncoder) scalar(nested bool, key, value string) ([]byte, error) {
 	return b, nil
 }
 
-// plainSafe reports whether yaml.v2 writes the string as is, unquoted and
-// on one line, after a simple key: it starts with a letter, holds only
-// letters, digits, '.', '_', '/' and '-', and is not one of the words
-// YAML 1.1 reads as a boolean or null.
-func plainSafe(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	if c := s[0]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '/' || c == '-') {
-			return false
-		}
-	}
-	if len(s) <= 5 {
-		switch strings.ToLower(s) {
-		case "y", "yes", "n", "no", "on", "off", "true", "false", "null":
-			return false
-		}
-	}
-	return true
-}
+// plainSafe is yamltext.PlainSafe.
+func plainSafe(s string) bool { return yamltext.PlainSafe(s) }
 
 // properties renders the properties of a result, cached by content.
 func (e *itemEncoder) properties(props map[string]string) ([]byte, error) {

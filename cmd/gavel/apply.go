@@ -43,7 +43,8 @@ type resourceResult struct {
 	rendered *report.Rendered
 	blocked  bool
 	// entries and cases are the entries of the resource and the JUnit
-	// test cases rendered from them (see streamJUnit)
+	// test cases (streamJUnit) or document entries (streamDocument)
+	// rendered from them
 	entries []applyEntry
 	cases   []renderedCase
 

@@ -42,7 +42,7 @@ func newJUnitStream(budget int) *junitStream {
 // counts.
 type renderedCase struct {
 	policy, result string
-	xml            []byte // the case, on its own lines
+	text           []byte // the case, on its own lines
 }
 
 // renderCase renders an entry as the test case of its policy's suite.
@@ -59,7 +59,7 @@ func renderCase(e applyEntry) (renderedCase, error) {
 	if err != nil {
 		return renderedCase{}, err
 	}
-	return renderedCase{policy: e.Policy, result: e.Result, xml: append([]byte{'\n'}, b...)}, nil
+	return renderedCase{policy: e.Policy, result: e.Result, text: append([]byte{'\n'}, b...)}, nil
 }
 
 // add takes the next entry.
@@ -93,8 +93,8 @@ func (j *junitStream) addRendered(rc renderedCase) error {
 		g.suite.Errors++
 	}
 	g.suite.Tests++
-	g.buf = append(g.buf, rc.xml...)
-	j.held += len(rc.xml)
+	g.buf = append(g.buf, rc.text...)
+	j.held += len(rc.text)
 	if j.held > j.budget {
 		j.err = j.spill()
 	}

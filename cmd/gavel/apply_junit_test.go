@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"math/rand"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/loader"
 )
@@ -173,3 +176,57 @@ func TestApplyJUnitStreamed(t *testing.T) {
 }
 
 var _ io.Writer = (*spool)(nil)
+
+// TestAppendEntries compares the entries of -o json and -o yaml with
+// json.MarshalIndent and yaml.Marshal, on entries with every field set or
+// omitted and random messages; the YAML entries it cannot write go to
+// yaml.Marshal.
+func TestAppendEntries(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	frags := []string{"validation error", ": ", "'", `"`, " #", "#", "yes", "\n", "é", "[", " ", "rule r failed at path /spec/", "a"}
+	entries := []applyEntry{
+		{Policy: "p", Rule: "r", Type: "Validation", Resource: "default/Pod/web", Result: "pass", FailureAction: "Audit", Message: "validation rule 'r' passed."},
+		{Policy: "ns/p", Rule: "r", Type: "Mutation", Resource: "Pod/x", Result: "skip"},
+		{Policy: "p", Rule: "", Type: "Validation", Resource: "Pod/", Result: "error"},
+		{Policy: "yes", Rule: "no", Type: "Generation", Resource: "a: b", Result: "fail", Message: strings.Repeat("long message ", 12)},
+	}
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		for j := r.Intn(10); j >= 0; j-- {
+			b.WriteString(frags[r.Intn(len(frags))])
+		}
+		e := entries[i%len(entries)]
+		e.Message = b.String()
+		entries = append(entries, e)
+	}
+	for _, e := range entries {
+		want, err := json.MarshalIndent(e, "    ", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendEntryJSON([]byte("x"), e); string(got) != "x"+string(want) {
+			t.Fatalf("%+v as JSON:\n got %q\nwant %q", e, got[1:], want)
+		}
+	}
+	fast := 0
+	for _, e := range entries {
+		want, err := yaml.Marshal([]applyEntry{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendEntryYAML([]byte("x"), e)
+		if !ok {
+			if string(got) != "x" {
+				t.Fatalf("%+v: %q appended when falling back", e, got)
+			}
+			continue
+		}
+		fast++
+		if string(got) != "x"+string(want) {
+			t.Fatalf("%+v:\n got %q\nwant %q", e, got[1:], want)
+		}
+	}
+	if fast < 200 {
+		t.Fatalf("only %d of %d entries took the fast path", fast, len(entries))
+	}
+}

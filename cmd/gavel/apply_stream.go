@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/jsontext"
+	"github.com/gavelpolicy/gavel/internal/yamltext"
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/report"
 )
@@ -465,27 +467,49 @@ func (s *spool) Close() error {
 
 // streamDocument evaluates the resources and prints the json or yaml
 // document of -o (applyDocument as json.MarshalIndent or yaml.Marshal lay
-// it out) without keeping the results: each
-// entry is rendered when its resource is evaluated and spooled (see
-// spool); the summary, whether the run is blocked and the errors, which
-// the document holds around the entries, are written at the end.
+// it out) without keeping the results: the entries of each resource are
+// rendered by the worker that evaluated it and spooled (see spool); the
+// summary, whether the run is blocked and the errors, which the document
+// holds around the entries, are written at the end.
 func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
 	out := newSpool(reportMemory)
 	defer out.Close()
 	entries := bufio.NewWriterSize(out, 32<<10)
+	newFinish := func() func(*resourceResult) {
+		return func(rr *resourceResult) {
+			if rr.err != nil {
+				return
+			}
+			rr.entries, rr.blocked = resourceEntries(rr, f.auditWarn)
+			shown := rr.entries
+			if f.failOnly {
+				shown = failing(shown)
+			}
+			for _, e := range shown {
+				b, err := renderEntry(f.output, e)
+				if err != nil {
+					rr.err = err
+					return
+				}
+				rr.cases = append(rr.cases, renderedCase{text: b})
+			}
+			rr.policies, rr.resource = nil, nil
+		}
+	}
 	doc := newApplyDocument()
 	blocked := false
 	n := 0
 	var renderErr error
-	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
-		es, b := doc.add(rr, f.auditWarn)
-		blocked = blocked || b
-		if f.failOnly {
-			es = failing(es)
+	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
+		if rr.err != nil {
+			doc.addError(rr.err)
+			return
 		}
-		for _, e := range es {
+		doc.count(rr.entries)
+		blocked = blocked || rr.blocked
+		for _, c := range rr.cases {
 			if renderErr == nil {
-				renderErr = writeEntry(entries, f.output, e, n == 0)
+				renderErr = writeEntry(entries, f.output, c.text, n == 0)
 			}
 			n++
 		}
@@ -515,14 +539,88 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 	return exitOK
 }
 
-// writeEntry writes one entry of the results list as json.MarshalIndent
-// or yaml.Marshal lay it out inside the document.
-func writeEntry(w io.Writer, format string, e applyEntry, first bool) error {
+// renderEntry renders one entry of the results list as json.MarshalIndent
+// or yaml.Marshal lay it out inside the document (without the separator
+// before a JSON entry, see writeEntry).
+func renderEntry(format string, e applyEntry) ([]byte, error) {
 	if format == "json" {
-		b, err := json.MarshalIndent(e, "    ", "  ")
-		if err != nil {
-			return err
+		return appendEntryJSON(nil, e), nil
+	}
+	if b, ok := appendEntryYAML(nil, e); ok {
+		return b, nil
+	}
+	return yaml.Marshal([]applyEntry{e})
+}
+
+// appendEntryYAML appends the YAML yaml.Marshal([]applyEntry{e}) writes
+// (a list item, keys in alphabetical order) without its encoder, or
+// reports false, appending nothing, when a value needs yaml.v2.
+func appendEntryYAML(b []byte, e applyEntry) ([]byte, bool) {
+	start := len(b)
+	first := true
+	for _, f := range [...]struct {
+		key, value string
+		omitEmpty  bool
+	}{
+		{"failureAction", e.FailureAction, true},
+		{"message", e.Message, true},
+		{"policy", e.Policy, false},
+		{"resource", e.Resource, false},
+		{"result", e.Result, false},
+		{"rule", e.Rule, false},
+		{"type", e.Type, false},
+	} {
+		if f.value == "" && f.omitEmpty {
+			continue
 		}
+		if first {
+			b = append(b, "- "...)
+			first = false
+		} else {
+			b = append(b, "  "...)
+		}
+		var ok bool
+		if b, ok = yamltext.AppendKeyString(b, 2, f.key, f.value); !ok {
+			return b[:start], false
+		}
+	}
+	return b, true
+}
+
+// appendEntryJSON appends what json.MarshalIndent(e, "    ", "  ") writes,
+// without reflection.
+func appendEntryJSON(b []byte, e applyEntry) []byte {
+	b = append(b, '{')
+	first := true
+	for _, f := range [...]struct {
+		key, value string
+		omitEmpty  bool
+	}{
+		{"policy", e.Policy, false},
+		{"rule", e.Rule, false},
+		{"type", e.Type, false},
+		{"resource", e.Resource, false},
+		{"result", e.Result, false},
+		{"failureAction", e.FailureAction, true},
+		{"message", e.Message, true},
+	} {
+		if f.value == "" && f.omitEmpty {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(append(append(b, "\n      \""...), f.key...), "\": "...)
+		b = jsontext.AppendString(b, f.value)
+	}
+	return append(b, "\n    }"...)
+}
+
+// writeEntry writes one rendered entry of the results list, after the
+// separator JSON needs between entries.
+func writeEntry(w io.Writer, format string, entry []byte, first bool) error {
+	if format == "json" {
 		sep := ",\n    "
 		if first {
 			sep = "    "
@@ -530,14 +628,8 @@ func writeEntry(w io.Writer, format string, e applyEntry, first bool) error {
 		if _, err := io.WriteString(w, sep); err != nil {
 			return err
 		}
-		_, err = w.Write(b)
-		return err
 	}
-	b, err := yaml.Marshal([]applyEntry{e})
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
+	_, err := w.Write(entry)
 	return err
 }
 
