@@ -194,7 +194,13 @@ func (f *failingSpill) ReadAt(p []byte, off int64) (int, error) {
 // TestStreamErrors: a failing spill, a missing clock and a result without
 // policy are errors, never a report with entries missing.
 func TestStreamErrors(t *testing.T) {
-	if _, err := NewStream(Options{}, nil, 0); !errors.Is(err, ErrNoClock) {
+	for _, newStream := range []func(Options, Spill, int) (*Stream, error){NewStream, NewJSONStream} {
+		streamErrors(t, newStream)
+	}
+}
+
+func streamErrors(t *testing.T, newStream func(Options, Spill, int) (*Stream, error)) {
+	if _, err := newStream(Options{}, nil, 0); !errors.Is(err, ErrNoClock) {
 		t.Errorf("NewStream without clock: %v, want ErrNoClock", err)
 	}
 	eng := newEngine(t)
@@ -209,7 +215,7 @@ func TestStreamErrors(t *testing.T) {
 		{"write", &failingSpill{failWrite: true}, "report: spilling entries: disk full"},
 		{"read", &failingSpill{failRead: true}, "report: reading spilled entries: disk full"},
 	} {
-		s, err := NewStream(opts, tc.spill, 0)
+		s, err := newStream(opts, tc.spill, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +233,7 @@ func TestStreamErrors(t *testing.T) {
 			t.Errorf("%s: WriteReports: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	s, err := NewStream(opts, nil, 0)
+	s, err := newStream(opts, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
