@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // junitStream writes the JUnit XML of gavel apply (-o junit) for entries
@@ -45,21 +46,96 @@ type renderedCase struct {
 	text           []byte // the case, on its own lines
 }
 
-// renderCase renders an entry as the test case of its policy's suite.
+// renderCase renders an entry as the test case of its policy's suite, as
+// xml.MarshalIndent writes it at the third level of the document.
 func renderCase(e applyEntry) (renderedCase, error) {
-	c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
-	switch e.Result {
-	case "fail":
-		c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
-	case "error":
-		c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
+	b := append(make([]byte, 0, 160+2*len(e.Message)), "\n    <testcase name=\""...)
+	b = appendXMLEscaped(b, "rule="+e.Rule+" resource="+e.Resource)
+	b = append(b, `" classname="`...)
+	b = appendXMLEscaped(b, e.Policy)
+	b = append(b, `">`...)
+	if e.Result == "fail" || e.Result == "error" {
+		b = append(b, "\n      <"...)
+		b = append(b, e.Result...) // the element and its type: failure/fail, error/error
+		if e.Result == "fail" {
+			b = append(b, "ure"...)
+		}
+		b = append(b, ` message="`...)
+		b = appendXMLEscaped(b, e.Message)
+		b = append(append(append(b, `" type="`...), e.Result...), `">`...)
+		b = appendCDATA(b, e.Message)
+		b = append(b, "</"...)
+		b = append(b, e.Result...)
+		if e.Result == "fail" {
+			b = append(b, "ure"...)
+		}
+		b = append(b, ">\n    "...)
 	}
-	// a case is the third level of the document
-	b, err := marshalIndent(c, "    ", "testcase")
-	if err != nil {
-		return renderedCase{}, err
+	b = append(b, "</testcase>"...)
+	return renderedCase{policy: e.Policy, result: e.Result, text: b}, nil
+}
+
+// appendXMLEscaped appends s as encoding/xml escapes attribute values:
+// quotes, ampersands, angle brackets, tabs and line breaks as character
+// references, and the runes XML cannot hold (and invalid UTF-8) as U+FFFD.
+func appendXMLEscaped(b []byte, s string) []byte {
+	last := 0
+	for i := 0; i < len(s); {
+		r, width := utf8.DecodeRuneInString(s[i:])
+		var esc string
+		switch r {
+		case '"':
+			esc = "&#34;"
+		case '\'':
+			esc = "&#39;"
+		case '&':
+			esc = "&amp;"
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '\t':
+			esc = "&#x9;"
+		case '\n':
+			esc = "&#xA;"
+		case '\r':
+			esc = "&#xD;"
+		default:
+			if !xmlChar(r) || (r == utf8.RuneError && width == 1) {
+				esc = "\uFFFD"
+			}
+		}
+		if esc != "" {
+			b = append(append(b, s[last:i]...), esc...)
+			last = i + width
+		}
+		i += width
 	}
-	return renderedCase{policy: e.Policy, result: e.Result, text: append([]byte{'\n'}, b...)}, nil
+	return append(b, s[last:]...)
+}
+
+// xmlChar reports whether r is in XML's character range.
+func xmlChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
+}
+
+// appendCDATA appends s as encoding/xml writes a ",cdata" field: nothing
+// for the empty string, else one CDATA section, split where s holds "]]>".
+func appendCDATA(b []byte, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = append(b, "<![CDATA["...)
+	for {
+		before, after, found := strings.Cut(s, "]]>")
+		if !found {
+			break
+		}
+		b = append(append(b, before...), "]]]]><![CDATA[>"...)
+		s = after
+	}
+	return append(append(b, s...), "]]>"...)
 }
 
 // add takes the next entry.

@@ -230,3 +230,54 @@ func TestAppendEntries(t *testing.T) {
 		t.Fatalf("only %d of %d entries took the fast path", fast, len(entries))
 	}
 }
+
+// renderCaseXML is renderCase through encoding/xml, the reference of the
+// tests.
+func renderCaseXML(e applyEntry) (renderedCase, error) {
+	c := junitCase{Classname: e.Policy, Name: fmt.Sprintf("rule=%s resource=%s", e.Rule, e.Resource)}
+	switch e.Result {
+	case "fail":
+		c.Failure = &junitProblem{Message: e.Message, Type: "fail", Text: e.Message}
+	case "error":
+		c.Error = &junitProblem{Message: e.Message, Type: "error", Text: e.Message}
+	}
+	// a case is the third level of the document
+	b, err := marshalIndent(c, "    ", "testcase")
+	if err != nil {
+		return renderedCase{}, err
+	}
+	return renderedCase{policy: e.Policy, result: e.Result, text: append([]byte{'\n'}, b...)}, nil
+}
+
+// TestRenderCase compares the test cases written directly with those of
+// encoding/xml, on entries whose names and messages hold the characters
+// XML escapes, runes it cannot hold, invalid UTF-8 and CDATA ends.
+func TestRenderCase(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	frags := []string{"a", "\"", "'", "&", "<", ">", "\t", "\n", "\r", "]]>", "]]", "]", "\x00", "\x01", "\x7f", "é", "\ufffe", "\uFFFD", "\xff", "\U0001F600", "\xed\xa0\x80", " "}
+	random := func() string {
+		var b strings.Builder
+		for j := r.Intn(8); j >= 0; j-- {
+			b.WriteString(frags[r.Intn(len(frags))])
+		}
+		return b.String()
+	}
+	results := []string{"pass", "fail", "error", "skip", "warn"}
+	for i := 0; i < 3000; i++ {
+		e := applyEntry{Policy: random(), Rule: random(), Resource: random(), Result: results[i%len(results)], Message: random()}
+		if i%7 == 0 {
+			e.Message = ""
+		}
+		want, err := renderCaseXML(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := renderCase(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.text) != string(want.text) || got.policy != want.policy || got.result != want.result {
+			t.Fatalf("%+v:\n got %q\nwant %q", e, got.text, want.text)
+		}
+	}
+}
