@@ -130,6 +130,10 @@ func (l *listExpr) evaluate(s *scope) ([]any, error) {
 	if list, ok := v.([]any); ok {
 		return list, nil
 	}
+	if v == nil {
+		// a list of one null, which every foreach skips: no element
+		return nil, nil
+	}
 	return []any{v}, nil
 }
 
