@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -136,6 +137,11 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 		args, ok := c.compileChildren(node)
 		if !ok {
 			return nil, false
+		}
+		if len(args) == 1 {
+			if f := c.direct(name, args[0]); f != nil {
+				return f, true
+			}
 		}
 		return func(value any) (any, error) {
 			resolved := make([]any, 0, len(args))
@@ -513,5 +519,56 @@ func (c *fastCompiler) flattenNonNull(inner, general evalFn) evalFn {
 			}
 		}
 		return out, nil
+	}
+}
+
+// direct returns, for a few one-argument functions that rules call once
+// per element (keys, to_upper, to_lower), an evaluation that computes them
+// in place for the argument type they take, without the function table's
+// argument checks; any other argument goes to the function table, which
+// gives its errors.
+func (c *fastCompiler) direct(name string, arg evalFn) evalFn {
+	var fn func(v any) (any, bool)
+	switch name {
+	case "to_upper":
+		fn = func(v any) (any, bool) {
+			s, ok := v.(string)
+			if !ok {
+				return nil, false
+			}
+			return strings.ToUpper(s), true
+		}
+	case "to_lower":
+		fn = func(v any) (any, bool) {
+			s, ok := v.(string)
+			if !ok {
+				return nil, false
+			}
+			return strings.ToLower(s), true
+		}
+	case "keys":
+		fn = func(v any) (any, bool) {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			out := make([]any, 0, len(m))
+			for k := range m {
+				out = append(out, k)
+			}
+			return out, true
+		}
+	default:
+		return nil
+	}
+	return func(value any) (any, error) {
+		v, err := arg(value)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := fn(v); ok {
+			return r, nil
+		}
+		return c.caller.CallFunction(name, []any{v})
 	}
 }

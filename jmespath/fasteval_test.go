@@ -36,6 +36,8 @@ var fastCases = []string{
 	"list[?contains(tags, 'x')].name", "list[].tags | [0]", "request.operation || 'BACKGROUND'",
 	"`\"lit\"`", "@", "@.a", "a.@", "list[].[name, n]", "list[][name, n][]",
 	"mixed[]", "mixed[][]", "[missing, nested, b][]", "s[]", "missing[]", "typedmix[]",
+	"keys(list)", "keys(@)", "keys(emptymap)", "keys(missing)", "keys(st)", "list[].keys(@)", "obj.*.keys(@)",
+	"to_lower(s)", "to_lower(missing)", "to_lower(`1`)", "to_upper(list)", "list[].tags[].to_lower(@)", "to_upper('ﬀ ß ǆ')",
 }
 
 type fastStruct struct{ Name string }
