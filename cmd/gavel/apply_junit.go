@@ -48,31 +48,25 @@ type renderedCase struct {
 
 // renderCase renders an entry as the test case of its policy's suite, as
 // xml.MarshalIndent writes it at the third level of the document.
-func renderCase(e applyEntry) (renderedCase, error) {
+func renderCase(e applyEntry) renderedCase {
 	b := append(make([]byte, 0, 160+2*len(e.Message)), "\n    <testcase name=\""...)
 	b = appendXMLEscaped(b, "rule="+e.Rule+" resource="+e.Resource)
 	b = append(b, `" classname="`...)
 	b = appendXMLEscaped(b, e.Policy)
 	b = append(b, `">`...)
 	if e.Result == "fail" || e.Result == "error" {
-		b = append(b, "\n      <"...)
-		b = append(b, e.Result...) // the element and its type: failure/fail, error/error
+		elem := "error"
 		if e.Result == "fail" {
-			b = append(b, "ure"...)
+			elem = "failure"
 		}
-		b = append(b, ` message="`...)
+		b = append(append(append(b, "\n      <"...), elem...), ` message="`...)
 		b = appendXMLEscaped(b, e.Message)
 		b = append(append(append(b, `" type="`...), e.Result...), `">`...)
 		b = appendCDATA(b, e.Message)
-		b = append(b, "</"...)
-		b = append(b, e.Result...)
-		if e.Result == "fail" {
-			b = append(b, "ure"...)
-		}
-		b = append(b, ">\n    "...)
+		b = append(append(append(b, "</"...), elem...), ">\n    "...)
 	}
 	b = append(b, "</testcase>"...)
-	return renderedCase{policy: e.Policy, result: e.Result, text: b}, nil
+	return renderedCase{policy: e.Policy, result: e.Result, text: b}
 }
 
 // appendXMLEscaped appends s as encoding/xml escapes attribute values:
@@ -140,15 +134,7 @@ func appendCDATA(b []byte, s string) []byte {
 
 // add takes the next entry.
 func (j *junitStream) add(e applyEntry) error {
-	if j.err != nil {
-		return j.err
-	}
-	rc, err := renderCase(e)
-	if err != nil {
-		j.err = err
-		return err
-	}
-	return j.addRendered(rc)
+	return j.addRendered(renderCase(e))
 }
 
 // addRendered takes the next entry, rendered.
@@ -282,36 +268,13 @@ func (s *spool) section(off, n int64) io.Reader {
 func streamJUnit(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
 	js := newJUnitStream(reportMemory)
 	defer js.close()
-	newFinish := func() func(*resourceResult) {
-		return func(rr *resourceResult) {
-			if rr.err != nil {
-				return
-			}
-			rr.entries, rr.blocked = resourceEntries(rr, f.auditWarn)
-			shown := rr.entries
-			if f.failOnly {
-				shown = failing(shown)
-			}
-			rr.cases = make([]renderedCase, 0, len(shown))
-			for _, e := range shown {
-				rc, err := renderCase(e)
-				if err != nil {
-					rr.err = err
-					return
-				}
-				rr.cases = append(rr.cases, rc)
-			}
-			rr.policies, rr.resource = nil, nil
-		}
-	}
+	newFinish := entryFinish(f, func(e applyEntry) (renderedCase, error) { return renderCase(e), nil })
 	doc := newApplyDocument()
 	blocked := false
 	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
-		if rr.err != nil {
-			doc.addError(rr.err)
+		if !doc.take(rr) {
 			return
 		}
-		doc.count(rr.entries)
 		blocked = blocked || rr.blocked
 		for _, rc := range rr.cases {
 			js.addRendered(rc) // an error is kept and returned by writeTo

@@ -272,10 +272,7 @@ func TestRenderCase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := renderCase(e)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := renderCase(e)
 		if string(got.text) != string(want.text) || got.policy != want.policy || got.result != want.result {
 			t.Fatalf("%+v:\n got %q\nwant %q", e, got.text, want.text)
 		}

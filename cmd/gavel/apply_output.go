@@ -41,6 +41,17 @@ func (doc *applyDocument) add(rr *resourceResult, auditWarn bool) ([]applyEntry,
 	return entries, blocked
 }
 
+// take counts the entries of a resource rendered by entryFinish, or
+// records its error; it reports whether the resource has entries to write.
+func (doc *applyDocument) take(rr *resourceResult) bool {
+	if rr.err != nil {
+		doc.addError(rr.err)
+		return false
+	}
+	doc.count(rr.entries)
+	return true
+}
+
 // addError records an evaluation error.
 func (doc *applyDocument) addError(err error) {
 	doc.Errors = append(doc.Errors, err.Error())

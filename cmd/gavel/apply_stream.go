@@ -475,37 +475,18 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 	out := newSpool(reportMemory)
 	defer out.Close()
 	entries := bufio.NewWriterSize(out, 32<<10)
-	newFinish := func() func(*resourceResult) {
-		return func(rr *resourceResult) {
-			if rr.err != nil {
-				return
-			}
-			rr.entries, rr.blocked = resourceEntries(rr, f.auditWarn)
-			shown := rr.entries
-			if f.failOnly {
-				shown = failing(shown)
-			}
-			for _, e := range shown {
-				b, err := renderEntry(f.output, e)
-				if err != nil {
-					rr.err = err
-					return
-				}
-				rr.cases = append(rr.cases, renderedCase{text: b})
-			}
-			rr.policies, rr.resource = nil, nil
-		}
-	}
+	newFinish := entryFinish(f, func(e applyEntry) (renderedCase, error) {
+		b, err := renderEntry(f.output, e)
+		return renderedCase{text: b}, err
+	})
 	doc := newApplyDocument()
 	blocked := false
 	n := 0
 	var renderErr error
 	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
-		if rr.err != nil {
-			doc.addError(rr.err)
+		if !doc.take(rr) {
 			return
 		}
-		doc.count(rr.entries)
 		blocked = blocked || rr.blocked
 		for _, c := range rr.cases {
 			if renderErr == nil {
@@ -537,6 +518,35 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 		return exitFailed
 	}
 	return exitOK
+}
+
+// entryFinish is the newFinish of a run that prints entries (see
+// evaluator.run): each worker works out the entries of its resource and
+// renders with render those the output shows, so that the sink only
+// counts and writes them.
+func entryFinish(f applyFlags, render func(applyEntry) (renderedCase, error)) func() func(*resourceResult) {
+	return func() func(*resourceResult) {
+		return func(rr *resourceResult) {
+			if rr.err != nil {
+				return
+			}
+			rr.entries, rr.blocked = resourceEntries(rr, f.auditWarn)
+			shown := rr.entries
+			if f.failOnly {
+				shown = failing(shown)
+			}
+			rr.cases = make([]renderedCase, 0, len(shown))
+			for _, e := range shown {
+				rc, err := render(e)
+				if err != nil {
+					rr.err = err
+					return
+				}
+				rr.cases = append(rr.cases, rc)
+			}
+			rr.policies, rr.resource = nil, nil
+		}
+	}
 }
 
 // renderEntry renders one entry of the results list as json.MarshalIndent
