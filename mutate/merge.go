@@ -819,16 +819,9 @@ func canonicalStable(v any, sch *schemaNode) (canonical, stable bool) {
 		}
 		stable = true
 		for k, c := range t {
-			cc, cs := false, false
-			if stable {
-				cc, cs = canonicalStable(c, sch.field(k))
-			} else {
-				cc = canonicalTree(c)
-			}
-			if !cc {
+			if canonical, stable = canonicalStableWhile(stable, c, sch.field(k)); !canonical {
 				return false, false
 			}
-			stable = cs
 		}
 		return true, stable
 	case []any:
@@ -847,20 +840,23 @@ func canonicalStable(v any, sch *schemaNode) (canonical, stable bool) {
 		elem := sch.elements()
 		stable = true
 		for _, e := range t {
-			cc, cs := false, false
-			if stable {
-				cc, cs = canonicalStable(e, elem)
-			} else {
-				cc = canonicalTree(e)
-			}
-			if !cc {
+			if canonical, stable = canonicalStableWhile(stable, e, elem); !canonical {
 				return false, false
 			}
-			stable = cs
 		}
 		return true, stable
 	}
 	return canonicalTree(v), true
+}
+
+// canonicalStableWhile is canonicalStable(v, sch) while the walk has found
+// the tree stable, and canonicalTree(v) after (stability no longer
+// matters).
+func canonicalStableWhile(stable bool, v any, sch *schemaNode) (canonical, stillStable bool) {
+	if !stable {
+		return canonicalTree(v), false
+	}
+	return canonicalStable(v, sch)
 }
 
 // sameText reports whether two scalars of a canonical tree have the same
