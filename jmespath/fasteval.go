@@ -528,24 +528,21 @@ func (c *fastCompiler) flattenNonNull(inner, general evalFn) evalFn {
 // argument checks; any other argument goes to the function table, which
 // gives its errors.
 func (c *fastCompiler) direct(name string, arg evalFn) evalFn {
+	onString := func(f func(string) string) func(v any) (any, bool) {
+		return func(v any) (any, bool) {
+			s, ok := v.(string)
+			if !ok {
+				return nil, false
+			}
+			return f(s), true
+		}
+	}
 	var fn func(v any) (any, bool)
 	switch name {
 	case "to_upper":
-		fn = func(v any) (any, bool) {
-			s, ok := v.(string)
-			if !ok {
-				return nil, false
-			}
-			return strings.ToUpper(s), true
-		}
+		fn = onString(strings.ToUpper)
 	case "to_lower":
-		fn = func(v any) (any, bool) {
-			s, ok := v.(string)
-			if !ok {
-				return nil, false
-			}
-			return strings.ToLower(s), true
-		}
+		fn = onString(strings.ToLower)
 	case "keys":
 		fn = func(v any) (any, bool) {
 			m, ok := v.(map[string]any)
