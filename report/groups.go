@@ -84,28 +84,25 @@ func (gs *groups) docs() []reportDoc {
 	return docs
 }
 
-// writeReportDocs writes the reports as YAML documents separated by "---":
-// each head with its summary, its entries written by entries in place of
-// the results. It returns the summary of all of them.
-func writeReportDocs(w io.Writer, format Format, docs []reportDoc,
-	summarize func(d *reportDoc) (api.PolicyReportSummary, int),
-	entries func(bw *bufio.Writer, d *reportDoc) error,
-) (api.PolicyReportSummary, error) {
+// docWriter writes one report: its head with summary sum (of n entries),
+// the entries written by entries in place of the results.
+type docWriter func(bw *bufio.Writer, d *reportDoc, sum api.PolicyReportSummary, n int) error
+
+// writeReportDocs writes the reports with writeDoc, separated by "---"
+// lines, and returns the summary of all of them.
+func writeReportDocs(w io.Writer, docs []reportDoc, summarize func(d *reportDoc) (api.PolicyReportSummary, int), writeDoc docWriter) (api.PolicyReportSummary, error) {
 	var total api.PolicyReportSummary
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for i := range docs {
 		d := &docs[i]
 		// the summary first: it is part of the head
 		sum, n := summarize(d)
-		head := newReport(format, d.cluster, d.name, d.namespace, nil, nil)
-		setSummary(head, sum)
 		if i > 0 {
 			if _, err := bw.WriteString("---\n"); err != nil {
 				return total, err
 			}
 		}
-		err := writeYAMLDoc(bw, head, n, func(*itemEncoder) error { return entries(bw, d) })
-		if err != nil {
+		if err := writeDoc(bw, d, sum, n); err != nil {
 			return total, err
 		}
 		total.Pass += sum.Pass
@@ -117,56 +114,44 @@ func writeReportDocs(w io.Writer, format Format, docs []reportDoc,
 	return total, bw.Flush()
 }
 
-// writeJSONReportDocs writes the reports as WriteJSON does: each a line of
-// JSON, separated by "---" lines. The head of each report is marshaled
-// with a marker for its one result, which the entries replace.
-func writeJSONReportDocs(w io.Writer, format Format, docs []reportDoc,
-	summarize func(d *reportDoc) (api.PolicyReportSummary, int),
-	entries func(bw *bufio.Writer, d *reportDoc) error,
-) (api.PolicyReportSummary, error) {
-	var total api.PolicyReportSummary
+// yamlDoc writes a report as a YAML document, as WriteYAML does.
+func yamlDoc(format Format, entries func(bw *bufio.Writer, d *reportDoc) error) docWriter {
+	return func(bw *bufio.Writer, d *reportDoc, sum api.PolicyReportSummary, n int) error {
+		head := newReport(format, d.cluster, d.name, d.namespace, nil, nil)
+		setSummary(head, sum)
+		return writeYAMLDoc(bw, head, n, func(*itemEncoder) error { return entries(bw, d) })
+	}
+}
+
+// jsonDoc writes a report as a line of JSON, as WriteJSON does: the head
+// is marshaled with a marker for its one result, which the entries replace.
+func jsonDoc(format Format, entries func(bw *bufio.Writer, d *reportDoc) error) (docWriter, error) {
 	marker := api.PolicyReportResult{Policy: "\x00gavel-entries\x00"}
 	m, err := json.Marshal(&marker)
 	if err != nil {
-		return total, err
+		return nil, err
 	}
 	m = append(append([]byte{'['}, m...), ']')
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for i := range docs {
-		d := &docs[i]
-		sum, _ := summarize(d)
+	return func(bw *bufio.Writer, d *reportDoc, sum api.PolicyReportSummary, _ int) error {
 		head := newReport(format, d.cluster, d.name, d.namespace, nil, []api.PolicyReportResult{marker})
 		setSummary(head, sum)
 		b, err := json.Marshal(head)
 		if err != nil {
-			return total, err
+			return err
 		}
 		at := bytes.Index(b, m)
 		if at < 0 {
-			return total, fmt.Errorf("report: no results in the JSON of report %q", d.name)
-		}
-		if i > 0 {
-			if _, err := bw.WriteString("---\n"); err != nil {
-				return total, err
-			}
+			return fmt.Errorf("report: no results in the JSON of report %q", d.name)
 		}
 		if _, err := bw.Write(b[:at+1]); err != nil {
-			return total, err
+			return err
 		}
 		if err := entries(bw, d); err != nil {
-			return total, err
+			return err
 		}
 		if _, err := bw.Write(b[at+len(m)-1:]); err != nil {
-			return total, err
+			return err
 		}
-		if err := bw.WriteByte('\n'); err != nil {
-			return total, err
-		}
-		total.Pass += sum.Pass
-		total.Fail += sum.Fail
-		total.Warn += sum.Warn
-		total.Error += sum.Error
-		total.Skip += sum.Skip
-	}
-	return total, bw.Flush()
+		return bw.WriteByte('\n')
+	}, nil
 }

@@ -310,10 +310,14 @@ func (s *Stream) WriteReports(w io.Writer) (api.PolicyReportSummary, error) {
 		}
 		return nil
 	}
+	writeDoc := yamlDoc(s.opts.Format, entries)
 	if s.json {
-		return writeJSONReportDocs(w, s.opts.Format, s.gs.docs(), summarize, entries)
+		var err error
+		if writeDoc, err = jsonDoc(s.opts.Format, entries); err != nil {
+			return api.PolicyReportSummary{}, err
+		}
 	}
-	return writeReportDocs(w, s.opts.Format, s.gs.docs(), summarize, entries)
+	return writeReportDocs(w, s.gs.docs(), summarize, writeDoc)
 }
 
 // skipFirst writes to w all but the first byte written to it.
