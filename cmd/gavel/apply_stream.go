@@ -562,24 +562,34 @@ func renderEntry(format string, e applyEntry) ([]byte, error) {
 	return yaml.Marshal([]applyEntry{e})
 }
 
+// entryField is a field of an entry as its JSON tags name it.
+type entryField struct {
+	key, value string
+	omitEmpty  bool
+}
+
+// fields lists the fields of e in the order of applyEntry.
+func (e applyEntry) fields() [7]entryField {
+	return [7]entryField{
+		{"policy", e.Policy, false},
+		{"rule", e.Rule, false},
+		{"type", e.Type, false},
+		{"resource", e.Resource, false},
+		{"result", e.Result, false},
+		{"failureAction", e.FailureAction, true},
+		{"message", e.Message, true},
+	}
+}
+
 // appendEntryYAML appends the YAML yaml.Marshal([]applyEntry{e}) writes
 // (a list item, keys in alphabetical order) without its encoder, or
 // reports false, appending nothing, when a value needs yaml.v2.
 func appendEntryYAML(b []byte, e applyEntry) ([]byte, bool) {
 	start := len(b)
 	first := true
-	for _, f := range [...]struct {
-		key, value string
-		omitEmpty  bool
-	}{
-		{"failureAction", e.FailureAction, true},
-		{"message", e.Message, true},
-		{"policy", e.Policy, false},
-		{"resource", e.Resource, false},
-		{"result", e.Result, false},
-		{"rule", e.Rule, false},
-		{"type", e.Type, false},
-	} {
+	fields := e.fields()
+	for _, i := range [...]int{5, 6, 0, 3, 4, 1, 2} { // the keys sorted
+		f := fields[i]
 		if f.value == "" && f.omitEmpty {
 			continue
 		}
@@ -602,18 +612,7 @@ func appendEntryYAML(b []byte, e applyEntry) ([]byte, bool) {
 func appendEntryJSON(b []byte, e applyEntry) []byte {
 	b = append(b, '{')
 	first := true
-	for _, f := range [...]struct {
-		key, value string
-		omitEmpty  bool
-	}{
-		{"policy", e.Policy, false},
-		{"rule", e.Rule, false},
-		{"type", e.Type, false},
-		{"resource", e.Resource, false},
-		{"result", e.Result, false},
-		{"failureAction", e.FailureAction, true},
-		{"message", e.Message, true},
-	} {
+	for _, f := range e.fields() {
 		if f.value == "" && f.omitEmpty {
 			continue
 		}
