@@ -24,9 +24,11 @@ var ErrTooLarge = errors.New("value exceeds the JMESPath size limit")
 //     and base64_encode (checked before they are built);
 //   - the arrays built by flattening ("[]"), counting 16 bytes per
 //     element (its size in memory);
-//   - the result of an expression that builds values (multi-selects,
-//     function calls), measured as its JSON text would be,
-//     counting shared values each time they appear.
+//   - the result of an expression that builds values (function calls,
+//     multi-selects that can read a part of the data twice: not
+//     spec.[initContainers, containers], whose branches are disjoint
+//     paths), measured as its JSON text would be, counting shared values
+//     each time they appear.
 //
 // A value over the limit fails the evaluation with an error wrapping
 // ErrTooLarge. Values read from the data are not limited (their size is
@@ -230,17 +232,64 @@ func addJSONSize(v any, n *int, limit int) bool {
 }
 
 // buildsValues reports whether an expression may build a value larger
-// than the data it reads: it holds a multi-select or a function call. The
-// results of other expressions are parts of the data, each at most once:
-// projections and flattening only gather them (and the arrays flattening
-// builds are bounded on their own).
+// than the data it reads: it holds a function call or a multi-select that
+// can read a part of the data twice. The results of other expressions are
+// parts of the data, each at most once: projections and flattening only
+// gather them (and the arrays flattening builds are bounded on their own),
+// and so does a multi-select of disjoint plain paths, such as
+// spec.[initContainers, containers] (see disjointSelect).
 func buildsValues(n parsing.ASTNode) bool {
 	switch n.NodeType {
-	case parsing.ASTMultiSelectList, parsing.ASTMultiSelectHash, parsing.ASTFunctionExpression:
+	case parsing.ASTFunctionExpression:
 		return true
+	case parsing.ASTMultiSelectList, parsing.ASTMultiSelectHash:
+		// the branches of a disjoint select are plain paths: nothing
+		// below it builds
+		return !disjointSelect(n)
 	}
 	for _, c := range n.Children {
 		if buildsValues(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// disjointSelect reports whether a multi-select's branches are plain paths
+// (fields and non-negative indices) none of which reaches a part of the
+// data another one reaches (see disjointPaths). [a.b, a.c] and
+// [a[0], a[1]] are disjoint; [a, a.b] and [a, a] are not.
+func disjointSelect(n parsing.ASTNode) bool {
+	paths := make([][]pathStep, 0, len(n.Children))
+	for _, c := range n.Children {
+		if n.NodeType == parsing.ASTMultiSelectHash {
+			if c.NodeType != parsing.ASTKeyValPair || len(c.Children) != 1 {
+				return false
+			}
+			c = c.Children[0]
+		}
+		p, ok := plainPath(c)
+		if !ok {
+			return false
+		}
+		for _, q := range paths {
+			if !disjointPaths(p, q) {
+				return false
+			}
+		}
+		paths = append(paths, p)
+	}
+	return true
+}
+
+// disjointPaths reports whether two plain paths reach different parts of
+// any data: they differ at a step both have, so neither is a prefix of the
+// other. Two fields or two indices that differ select different members;
+// a field and an index never select the same value (one reads objects,
+// the other arrays).
+func disjointPaths(p, q []pathStep) bool {
+	for i := 0; i < len(p) && i < len(q); i++ {
+		if p[i] != q[i] {
 			return true
 		}
 	}

@@ -109,15 +109,26 @@ func TestJSONSize(t *testing.T) {
 // their results measured.
 func TestBuildsValues(t *testing.T) {
 	for expr, want := range map[string]bool{
-		"a.b":                  false,
-		"a[*].b":               false,
-		"a[]":                  false,
-		"a[].b[]":              false,
-		"a[?b == 'x'] | [0]":   false,
-		"[a, a]":               true,
-		"{x: a, y: a}":         true,
-		"length(a)":            true,
-		"a[].[b, c][]":         true,
+		"a.b":                false,
+		"a[*].b":             false,
+		"a[]":                false,
+		"a[].b[]":            false,
+		"a[?b == 'x'] | [0]": false,
+		"[a, a]":             true,
+		"{x: a, y: a}":       true,
+		"length(a)":          true,
+		"a[].[b, c][]":       false, // disjoint fields: each part once
+		"spec.[ephemeralContainers, initContainers, containers][]": false,
+		"{x: a.b, y: a.c}":     false,
+		"[a[0], a[1]]":         false,
+		"[a, a.b]":             true, // a.b is part of a
+		"[a.b, a]":             true,
+		"[a[0].b, a[0]]":       true,
+		"{x: a, y: b, z: a}":   true,
+		"[a, b.c, @]":          true, // @ is not a plain path
+		"[a, [b, c]]":          true, // nested selects repeat the spine
+		"[a, b] | [@, @]":      true,
+		"[a, to_string(b)]":    true,
 		"a | zip(@, @)":        true,
 		"a[?contains(b, 'x')]": true,
 	} {
