@@ -1,7 +1,6 @@
 package conditions
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/patterns"
@@ -22,11 +21,6 @@ const (
 	opLessEqual
 	opInRange
 	opNotInRange
-)
-
-var (
-	inRangeRE    = regexp.MustCompile(`^([-|+]?\d+(?:\.\d+)?[A-Za-z]*)-([-|+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
-	notInRangeRE = regexp.MustCompile(`^([-|+]?\d+(?:\.\d+)?[A-Za-z]*)!-([-|+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
 )
 
 // classify returns the operator a pattern string starts with, the way
@@ -51,13 +45,59 @@ func classify(p string) patternOp {
 	if !strings.Contains(p, "-") || !(numberStart(p) || p[0] == '|' && numberStart(p[1:])) {
 		return opEqual
 	}
-	if notInRangeRE.MatchString(p) {
-		return opNotInRange
+	return rangeForm(p)
+}
+
+// rangeForm classifies p as upstream's range expressions do:
+// opNotInRange for B!-B, opInRange for B-B, where B is a bound
+// [-|+]?\d+(\.\d+)?[A-Za-z]* (ASCII digits and letters), else opEqual.
+// A bound read as far as it goes is the only one that can be followed by
+// "-" or "!-" (the characters it takes are neither), so one pass decides.
+func rangeForm(p string) patternOp {
+	n := rangeBound(p)
+	if n < 0 {
+		return opEqual
 	}
-	if inRangeRE.MatchString(p) {
-		return opInRange
+	op, rest := opInRange, p[n:]
+	switch {
+	case strings.HasPrefix(rest, "!-"):
+		op, rest = opNotInRange, rest[2:]
+	case strings.HasPrefix(rest, "-"):
+		rest = rest[1:]
+	default:
+		return opEqual
 	}
-	return opEqual
+	if rangeBound(rest) != len(rest) {
+		return opEqual
+	}
+	return op
+}
+
+// rangeBound returns the length of the longest prefix of s that is a
+// range bound, [-|+]?\d+(\.\d+)?[A-Za-z]*, or -1 when none is.
+func rangeBound(s string) int {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '|' || s[i] == '+') {
+		i++
+	}
+	digits := func() {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	start := i
+	digits()
+	if i == start {
+		return -1
+	}
+	if i+1 < len(s) && s[i] == '.' && s[i+1] >= '0' && s[i+1] <= '9' {
+		i++
+		digits()
+	}
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+		i++
+	}
+	return i
 }
 
 func (o patternOp) prefixLen() int {
