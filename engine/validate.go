@@ -20,15 +20,37 @@ func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs 
 	if v.podSecurity != nil {
 		return e.validatePodSecurity(rs, r, excs)
 	}
-	res, ok := e.validateBody(rs, r, sc, v.body, 0)
+	o, ok := e.validateBody(rs, r, sc, v.body, 0)
 	if !ok {
 		return nil
 	}
-	if res.Status == StatusFail && e.existingViolation(rs, p, r) {
-		res = r.result(StatusSkip, "skipping the rule evaluation as pre-existing violations are allowed")
+	if o.status == StatusFail && e.existingViolation(rs, p, r) {
+		o = outcome{status: StatusSkip, msg: "skipping the rule evaluation as pre-existing violations are allowed"}
 	}
+	res := r.result(o.status, o.msg)
+	res.Err = o.err
 	res.EmitWarning = p.emitWarning
 	return rs.single(res)
+}
+
+// outcome is what a validate body decides: the status, message and error
+// cause of the rule's result. The evaluation of a body passes it up
+// through every level (foreach, nested foreach, patterns) instead of the
+// much larger RuleResult, which validateRule makes once.
+type outcome struct {
+	status Status
+	msg    string
+	err    error
+}
+
+func decided(status Status, msg string) outcome { return outcome{status: status, msg: msg} }
+
+// failedTo is errorResult's outcome: "<msg>: <err>", with err as the cause.
+func failedTo(msg string, err error) outcome {
+	if err != nil {
+		msg = msg + ": " + err.Error()
+	}
+	return outcome{status: StatusError, msg: msg, err: resultErr(err)}
 }
 
 // existingViolation implements allowExistingViolations (default true) for
@@ -78,21 +100,21 @@ func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
 		return false
 	}
 	prior, ok := e.validateBody(ors, r, sc, r.validate.body, 0)
-	return ok && prior.Status == StatusFail
+	return ok && prior.status == StatusFail
 }
 
 // validateBody follows upstream's validator: context, preconditions, then
 // deny, pattern/anyPattern or foreach.
-func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody, nesting int) (RuleResult, bool) {
+func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody, nesting int) (outcome, bool) {
 	if err := sc.loadContext(b.context); err != nil {
-		return r.errorResult("failed to load context", err), true
+		return failedTo("failed to load context", err), true
 	}
 	ok, _, err := sc.checkConditions(b.preconditions)
 	if err != nil {
-		return r.errorResult("failed to evaluate preconditions", err), true
+		return failedTo("failed to evaluate preconditions", err), true
 	}
 	if !ok {
-		return r.result(StatusSkip, "preconditions not met"), true
+		return decided(StatusSkip, "preconditions not met"), true
 	}
 	switch {
 	case b.deny != nil:
@@ -102,18 +124,18 @@ func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody,
 	case b.foreach != nil:
 		return e.validateForeach(rs, r, sc, b.foreach, nesting)
 	}
-	return RuleResult{}, false
+	return outcome{}, false
 }
 
-func (e *Engine) validateDeny(r *rule, sc *scope, deny *condSet) (RuleResult, bool) {
+func (e *Engine) validateDeny(r *rule, sc *scope, deny *condSet) (outcome, bool) {
 	denied, _, err := sc.checkConditions(deny)
 	if err != nil {
-		return r.errorResult("failed to check deny conditions", err), true
+		return failedTo("failed to check deny conditions", err), true
 	}
 	if !denied {
-		return r.result(StatusPass, r.passMessage), true
+		return decided(StatusPass, r.passMessage), true
 	}
-	return r.result(StatusFail, e.denyMessage(r, sc)), true
+	return decided(StatusFail, e.denyMessage(r, sc)), true
 }
 
 func (e *Engine) denyMessage(r *rule, sc *scope) string {
@@ -135,44 +157,44 @@ func (e *Engine) denyMessage(r *rule, sc *scope) string {
 	return s
 }
 
-func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateBody) (RuleResult, bool) {
+func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateBody) (outcome, bool) {
 	var target any
 	switch {
 	case sc.element != nil:
 		target = sc.element
 	case sc.deleteRequest:
-		return RuleResult{}, false
+		return outcome{}, false
 	default:
 		target = rs.obj
 	}
 	if b.pattern != nil {
 		pat, err := b.pattern.get(sc)
 		if err != nil {
-			return r.errorResult("variable substitution failed", err), true
+			return failedTo("variable substitution failed", err), true
 		}
 		if err := pat.Match(target); err != nil {
 			if pe, ok := asPatternError(err); ok {
 				if pe.Skip {
-					return r.result(StatusSkip, pe.Error()), true
+					return decided(StatusSkip, pe.Error()), true
 				}
 				if pe.Path == "" {
-					return r.result(StatusError, e.patternMessage(r, sc, err, "")), true
+					return decided(StatusError, e.patternMessage(r, sc, err, "")), true
 				}
-				return r.result(StatusFail, e.patternMessage(r, sc, err, pe.Path)), true
+				return decided(StatusFail, e.patternMessage(r, sc, err, pe.Path)), true
 			}
-			return r.result(StatusError, e.patternMessage(r, sc, err, "")), true
+			return decided(StatusError, e.patternMessage(r, sc, err, "")), true
 		}
-		return r.result(StatusPass, r.passMessage), true
+		return decided(StatusPass, r.passMessage), true
 	}
 	var failed, skipped []string
 	for i, ps := range b.anyPattern {
 		pat, err := ps.get(sc)
 		if err != nil {
-			return r.errorResult("variable substitution failed", err), true
+			return failedTo("variable substitution failed", err), true
 		}
 		err = pat.Match(target)
 		if err == nil {
-			return r.result(StatusPass, "validation rule '"+r.name+"' anyPattern["+strconv.Itoa(i)+"] passed."), true
+			return decided(StatusPass, "validation rule '"+r.name+"' anyPattern["+strconv.Itoa(i)+"] passed."), true
 		}
 		if pe, ok := asPatternError(err); ok {
 			switch {
@@ -186,12 +208,12 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		}
 	}
 	if len(skipped) > 0 && len(failed) == 0 {
-		return r.result(StatusSkip, strings.Join(skipped, " ")), true
+		return decided(StatusSkip, strings.Join(skipped, " ")), true
 	}
 	if len(failed) > 0 {
-		return r.result(StatusFail, anyPatternMessage(r.validate.rawMessage, failed)), true
+		return decided(StatusFail, anyPatternMessage(r.validate.rawMessage, failed)), true
 	}
-	return r.result(StatusPass, r.validate.rawMessage), true
+	return decided(StatusPass, r.validate.rawMessage), true
 }
 
 // asPatternError is errors.As for the *patterns.Error Match returns,
@@ -247,7 +269,7 @@ func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) stri
 	return fmt.Sprintf("validation error: %s rule %s execution error: %s", msg, r.name, err.Error())
 }
 
-func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*foreachValidate, nesting int) (RuleResult, bool) {
+func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*foreachValidate, nesting int) (outcome, bool) {
 	applyCount := 0
 	for _, fe := range list {
 		elements, err := fe.list.evaluate(sc)
@@ -255,21 +277,21 @@ func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*forea
 			continue
 		}
 		if len(elements) > e.cfg.limits.MaxForeachElements {
-			return r.errorResult("failed to process foreach", e.foreachLimit(strconv.Quote(fe.list.expr), len(elements))), true
+			return failedTo("failed to process foreach", e.foreachLimit(strconv.Quote(fe.list.expr), len(elements))), true
 		}
 		res, _, count := e.validateElements(rs, r, sc, fe, elements, nesting)
-		if res.Status != StatusPass {
+		if res.status != StatusPass {
 			return res, true
 		}
 		applyCount += count
 	}
 	if applyCount == 0 {
-		return r.result(StatusSkip, "rule skipped"), true
+		return decided(StatusSkip, "rule skipped"), true
 	}
-	return r.result(StatusPass, "rule passed"), true
+	return decided(StatusPass, "rule passed"), true
 }
 
-func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int) (RuleResult, bool, int) {
+func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int) (outcome, bool, int) {
 	applyCount := 0
 	// one scope serves the elements in turn: nothing keeps an element's
 	// scope once its body is evaluated
@@ -279,7 +301,7 @@ func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachV
 			continue
 		}
 		if rs.ctx.Err() != nil {
-			return r.errorResult("failed to process foreach", rs.ctx.Err()), true, applyCount
+			return failedTo("failed to process foreach", rs.ctx.Err()), true, applyCount
 		}
 		if child == nil {
 			child = sc.child()
@@ -291,7 +313,7 @@ func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachV
 		scoped := isMap
 		if fe.elementScope != nil {
 			if *fe.elementScope && !isMap {
-				return r.errorResult("failed to process foreach", fmt.Errorf("cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=%T", el)), true, applyCount
+				return failedTo("failed to process foreach", fmt.Errorf("cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=%T", el)), true, applyCount
 			}
 			scoped = *fe.elementScope
 		}
@@ -299,16 +321,16 @@ func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachV
 			child.element = m
 		}
 		res, ok := e.validateBody(rs, r, child, fe.body, nesting+1)
-		if !ok || res.Status == StatusSkip {
+		if !ok || res.status == StatusSkip {
 			continue
 		}
-		if res.Status != StatusPass {
-			if res.Status == StatusError && index < len(elements)-1 {
+		if res.status != StatusPass {
+			if res.status == StatusError && index < len(elements)-1 {
 				continue
 			}
-			return r.result(res.Status, "validation failure: "+res.Message), true, applyCount
+			return decided(res.status, "validation failure: "+res.msg), true, applyCount
 		}
 		applyCount++
 	}
-	return r.result(StatusPass, ""), true, applyCount
+	return decided(StatusPass, ""), true, applyCount
 }
