@@ -217,3 +217,101 @@ spec:
 		}
 	}
 }
+
+// TestForeachScopesDoNotLeakBetweenRules: the element scopes of validate
+// foreach loops, and their variable maps, are reused across the loops,
+// rules and policies of a request (scope.recycled); a rule must never see
+// a variable that only an earlier rule had, such as its own context entry
+// or the element1 of its nested loop.
+func TestForeachScopesDoNotLeakBetweenRules(t *testing.T) {
+	const pod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: a
+    image: nginx:1
+  - name: b
+    image: redis:latest
+`
+	const policies = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: first
+spec:
+  rules:
+  - name: nested
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    context:
+    - name: leaked
+      variable:
+        value: "yes"
+    validate:
+      foreach:
+      - list: request.object.spec.containers
+        foreach:
+        - list: request.object.spec.containers
+          deny:
+            conditions:
+              any:
+              - key: "{{ leaked }}/{{ element1.name }}"
+                operator: NotIn
+                value: [yes/a, yes/b]
+  - name: flat
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      foreach:
+      - list: request.object.spec.containers
+        deny:
+          conditions:
+            any:
+            - key: "{{ leaked || 'absent' }}/{{ element1.name || 'absent' }}/{{ elementIndex1 || 'absent' }}"
+              operator: NotEquals
+              value: absent/absent/absent
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: second
+spec:
+  rules:
+  - name: flat
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      foreach:
+      - list: request.object.spec.containers
+        foreach:
+        - list: request.object.spec.initContainers || request.object.spec.containers
+          deny:
+            conditions:
+              any:
+              - key: "{{ leaked || 'absent' }}"
+                operator: NotEquals
+                value: absent
+`
+	set := rbCompile(t, policies)
+	for range 3 { // the same request state serves every rule; run it more than once
+		resp, err := set.Validate(context.Background(), rbRequest(t, pod))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rbResults(resp)
+		for _, key := range []string{"first/nested", "first/flat", "second/flat"} {
+			if got[key].Status != engine.StatusPass {
+				t.Errorf("%s: %s %q, want pass", key, got[key].Status, got[key].Message)
+			}
+		}
+	}
+}

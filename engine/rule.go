@@ -121,6 +121,28 @@ type foreachValidate struct {
 	list         *listExpr
 	elementScope *bool
 	body         *validateBody
+	// recycle is set when the body, at every depth, loads no context
+	// entries: the variables of its elements then reach nothing but the
+	// body's own evaluation (no host call), and an element's scope and
+	// variable map are reused for the next one (see scope.recycled).
+	recycle bool
+}
+
+// loadsContext reports whether a validate body or a foreach in it, at any
+// depth, has context entries.
+func (b *validateBody) loadsContext() bool {
+	if b == nil {
+		return false
+	}
+	if len(b.context) > 0 {
+		return true
+	}
+	for _, fe := range b.foreach {
+		if fe.body.loadsContext() {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Engine) compileValidate(name string, v *api.Validation, path *field.Path, errs field.ErrorList) (*validateSpec, field.ErrorList) {
@@ -206,6 +228,7 @@ func (e *Engine) compileValidateBody(ctxEntries []api.ContextEntry, pre any, pat
 			}
 		}
 		fv.body, errs = e.compileValidateBody(f.Context, f.Preconditions, f.Pattern, f.AnyPattern, f.Deny, nested, fp, fmt.Sprintf("%s/foreach/%d", base, i), depth+1, errs)
+		fv.recycle = !fv.body.loadsContext()
 		b.foreach = append(b.foreach, fv)
 	}
 	return b, errs

@@ -56,8 +56,11 @@ type reqState struct {
 	excErr  error
 	excDone bool
 
-	// spare is a scope released by the last rule, reused by the next.
-	spare *scope
+	// spare is a scope released by the last rule, reused by the next;
+	// spareChildren are element scopes of validate foreach loops that
+	// ended (see recycledChild).
+	spare         *scope
+	spareChildren []*scope
 
 	// scratch holds the one result most rule handlers return (see single).
 	scratch [1]RuleResult
@@ -346,6 +349,14 @@ type scope struct {
 	// hasTarget is set (see setTarget), for the same reason.
 	target    map[string]any
 	hasTarget bool
+	// recycled is set on the scopes of validate foreach elements whose
+	// bodies load no context (foreachValidate.recycle): their variables
+	// are read only while the element is evaluated, and a validate body
+	// produces a status and texts, never a value that holds them. own then
+	// refills spareData, the map this scope owned for an earlier element,
+	// instead of allocating one per element.
+	recycled  bool
+	spareData map[string]any
 }
 
 // pendingElement is a foreach element addElement has yet to write.
@@ -377,24 +388,58 @@ func (s *scope) child() *scope {
 	c := *s
 	c.owned = false
 	c.memo = nil
+	c.recycled, c.spareData = false, nil
 	return &c
 }
 
-// childInto makes c, a scope of child that nothing refers to any more, a
-// new child of s (its memo keeps its capacity, not its results).
+// childInto makes c, a scope that nothing refers to any more, a new child
+// of s: its memo keeps its capacity (not its results), and its spare map
+// stays its own.
 func (s *scope) childInto(c *scope) {
-	memo := c.memo
+	memo, spare := c.memo, c.spareData
 	clear(memo)
 	*c = *s
 	c.owned = false
 	c.memo = memo[:0]
+	c.recycled, c.spareData = false, spare
+}
+
+// recycledChild returns a child of s for the elements of a validate
+// foreach whose body loads no context (see scope.recycled), from the
+// request's spare scopes when there is one; give it back with
+// releaseChild once the last element is evaluated.
+func (rs *reqState) recycledChild(s *scope) *scope {
+	var c *scope
+	if n := len(rs.spareChildren); n > 0 {
+		c, rs.spareChildren = rs.spareChildren[n-1], rs.spareChildren[:n-1]
+		s.childInto(c)
+	} else {
+		c = s.child()
+	}
+	c.recycled = true
+	return c
+}
+
+func (rs *reqState) releaseChild(c *scope) {
+	clear(c.memo)
+	c.data, c.element, c.pending = nil, nil, pendingElement{}
+	rs.spareChildren = append(rs.spareChildren, c)
 }
 
 // own copies the shared variable map before the first write, and writes
 // into it the pending target and foreach element.
 func (s *scope) own() {
 	if !s.owned {
-		data := make(map[string]any, len(s.data)+4)
+		var data map[string]any
+		if s.recycled && s.spareData != nil {
+			data = s.spareData
+			clear(data)
+		} else {
+			data = make(map[string]any, len(s.data)+4)
+			if s.recycled {
+				s.spareData = data
+			}
+		}
 		for k, v := range s.data {
 			data[k] = v
 		}
@@ -413,7 +458,7 @@ func (s *scope) own() {
 		s.data[nestedName("element", elementNames[:], p.nesting)] = p.el
 		s.data["elementIndex"] = float64(p.index)
 		s.data[nestedName("elementIndex", elementIndexNames[:], p.nesting)] = float64(p.index)
-		s.memo = nil
+		s.resetMemo()
 	}
 }
 
@@ -621,7 +666,15 @@ func (s *scope) addElement(el any, index, nesting int) {
 	}
 	s.pending = pendingElement{set: true, el: el, index: index, nesting: nesting}
 	s.base = false
-	s.memo = nil
+	s.resetMemo()
+}
+
+// resetMemo forgets the remembered query results, keeping the memo's
+// capacity: a scope's memo is its own (child and childInto never share
+// one).
+func (s *scope) resetMemo() {
+	clear(s.memo)
+	s.memo = s.memo[:0]
 }
 
 // The variable names of the first nesting levels, to spare a Sprintf per

@@ -292,10 +292,20 @@ func (e *Engine) validateForeach(rs *reqState, r *rule, sc *scope, list []*forea
 }
 
 func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int) (outcome, bool, int) {
+	if !fe.recycle {
+		return e.eachElement(rs, r, sc, fe, elements, nesting, nil)
+	}
+	child := rs.recycledChild(sc)
+	o, ok, n := e.eachElement(rs, r, sc, fe, elements, nesting, child)
+	rs.releaseChild(child)
+	return o, ok, n
+}
+
+// eachElement evaluates the body for each element. One scope serves the
+// elements in turn (child, or a new child of sc when nil): nothing keeps
+// an element's scope once its body is evaluated.
+func (e *Engine) eachElement(rs *reqState, r *rule, sc *scope, fe *foreachValidate, elements []any, nesting int, child *scope) (outcome, bool, int) {
 	applyCount := 0
-	// one scope serves the elements in turn: nothing keeps an element's
-	// scope once its body is evaluated
-	var child *scope
 	for index, el := range elements {
 		if el == nil {
 			continue
@@ -307,6 +317,7 @@ func (e *Engine) validateElements(rs *reqState, r *rule, sc *scope, fe *foreachV
 			child = sc.child()
 		} else {
 			sc.childInto(child)
+			child.recycled = fe.recycle
 		}
 		child.addElement(el, index, nesting)
 		m, isMap := el.(map[string]any)
