@@ -70,13 +70,14 @@ func (r *Request) check() (object, oldObject map[string]any, canonical [2]bool, 
 // checkMemo is check; with memo, the walk of the object rules look at also
 // fills memo for strategic merges into it (see mutate.CanonicalMemo).
 func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any, canonical [2]bool, err error) {
-	for i, o := range []struct {
+	// out[i] rather than pointers to the results, which would move them
+	// to the heap
+	var out [2]map[string]any
+	for i, o := range [2]struct {
 		name string
 		obj  map[string]any
-		out  *map[string]any
-	}{{"object", r.Object, &object}, {"oldObject", r.OldObject, &oldObject}} {
+	}{{"object", r.Object}, {"oldObject", r.OldObject}} {
 		if o.obj == nil {
-			*o.out = o.obj
 			continue
 		}
 		var obj map[string]any
@@ -96,8 +97,8 @@ func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any
 			}
 			obj, _ = n.(map[string]any)
 		}
-		*o.out = obj
-		for _, k := range []string{"apiVersion", "kind"} {
+		out[i] = obj
+		for _, k := range [...]string{"apiVersion", "kind"} {
 			if v, ok := obj[k]; ok && v != nil {
 				if _, isString := v.(string); !isString {
 					return nil, nil, canonical, fmt.Errorf("%w: request.%s.%s is a %T, not a string", ErrInvalidObject, o.name, k, v)
@@ -115,7 +116,7 @@ func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any
 			return nil, nil, canonical, fmt.Errorf("%w: no kind in the request nor in the object", ErrInvalidObject)
 		}
 	}
-	return object, oldObject, canonical, nil
+	return out[0], out[1], canonical, nil
 }
 
 func (r *Request) operation() api.AdmissionOperation {
