@@ -25,7 +25,11 @@ type Policy struct {
 	applyOne      bool
 	failureAction api.ValidationFailureAction
 	overrides     []override
-	emitWarning   bool
+	// action and actionOverrides are what failureActionFor starts from:
+	// the first validate rule's action and overrides, else the policy's
+	action          api.ValidationFailureAction
+	actionOverrides []override
+	emitWarning     bool
 	rules         []*rule
 	kinds         []match.KindSelector // union of rule kinds, for the index
 	// types holds one bit per rule type present (see typeBit)
@@ -200,6 +204,7 @@ func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 		cp.kinds = append(cp.kinds, r.match.Kinds()...)
 		cp.types |= typeBit(r.typ)
 	}
+	cp.action, cp.actionOverrides = cp.baseFailureAction()
 	return cp, nil
 }
 

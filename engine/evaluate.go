@@ -77,15 +77,15 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 	for j, r := range p.rules {
 		// verifyImages rules are unsupported: Validate reports them as
 		// errors rather than letting images through unverified.
-		if r.typ != typ && !(typ == Validation && r.typ == ImageVerify) {
-			continue
-		}
 		if cands != nil && !cands[j] {
 			if rs.gen == gen || keyOf(&rs.matchRes) == key {
 				continue
 			}
 			// a mutation changed the kind
 			cands = nil
+		}
+		if r.typ != typ && !(typ == Validation && r.typ == ImageVerify) {
+			continue
 		}
 		if rs.ctx.Err() != nil {
 			break

@@ -49,25 +49,11 @@ func compileOverrides(in []api.ValidationFailureActionOverride, path *field.Path
 // request's resource: the first validate rule's action (or the policy's),
 // with the first matching override by namespace and namespace selector.
 func (p *Policy) failureActionFor(rs *reqState) api.ValidationFailureAction {
-	action := p.failureAction
-	overrides := p.overrides
-	for _, r := range p.rules {
-		if r.typ != Validation {
-			continue
-		}
-		if r.failureAction != nil {
-			action = *r.failureAction
-		}
-		if len(r.overrides) > 0 {
-			overrides = r.overrides
-		}
-		break
-	}
-	if action == "" {
-		action = api.Audit
+	if len(p.actionOverrides) == 0 {
+		return p.action
 	}
 	ns := rs.matchRes.Namespace
-	for _, o := range overrides {
+	for _, o := range p.actionOverrides {
 		if o.namespaces == nil {
 			if o.selector != nil {
 				if l, err := rs.namespaceLabels(); err == nil && o.selector.matches(l) {
@@ -88,7 +74,27 @@ func (p *Policy) failureActionFor(rs *reqState) api.ValidationFailureAction {
 			}
 		}
 	}
-	return normalizeAction(action)
+	return p.action
+}
+
+// baseFailureAction returns, for Compile, the failure action
+// failureActionFor starts from (normalized) and the overrides it checks.
+func (p *Policy) baseFailureAction() (api.ValidationFailureAction, []override) {
+	action := p.failureAction
+	overrides := p.overrides
+	for _, r := range p.rules {
+		if r.typ != Validation {
+			continue
+		}
+		if r.failureAction != nil {
+			action = *r.failureAction
+		}
+		if len(r.overrides) > 0 {
+			overrides = r.overrides
+		}
+		break
+	}
+	return normalizeAction(action), overrides
 }
 
 func normalizeAction(a api.ValidationFailureAction) api.ValidationFailureAction {

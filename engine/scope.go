@@ -96,6 +96,14 @@ func (rs *reqState) single(res RuleResult) []RuleResult {
 	return rs.scratch[:1]
 }
 
+// singleResult is single for r.result(status, msg), written in place;
+// the caller may set more fields through the pointer before returning
+// rs.scratch[:1].
+func (rs *reqState) singleResult(r *rule, status Status, msg string) *RuleResult {
+	rs.scratch[0] = RuleResult{Name: r.name, Type: r.typ, Status: status, Message: msg, Properties: r.properties}
+	return &rs.scratch[0]
+}
+
 // memoResult is a remembered query result. Query results are shared, never
 // modified: every consumer treats variables' values as read-only.
 type memoResult struct {

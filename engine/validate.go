@@ -27,10 +27,10 @@ func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs 
 	if o.status == StatusFail && e.existingViolation(rs, p, r) {
 		o = outcome{status: StatusSkip, msg: "skipping the rule evaluation as pre-existing violations are allowed"}
 	}
-	res := r.result(o.status, o.msg)
+	res := rs.singleResult(r, o.status, o.msg)
 	res.Err = o.err
 	res.EmitWarning = p.emitWarning
-	return rs.single(res)
+	return rs.scratch[:1]
 }
 
 // outcome is what a validate body decides: the status, message and error
