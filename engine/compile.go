@@ -30,8 +30,8 @@ type Policy struct {
 	action          api.ValidationFailureAction
 	actionOverrides []override
 	emitWarning     bool
-	rules         []*rule
-	kinds         []match.KindSelector // union of rule kinds, for the index
+	rules           []*rule
+	kinds           []match.KindSelector // union of rule kinds, for the index
 	// types holds one bit per rule type present (see typeBit)
 	types uint8
 }
