@@ -90,7 +90,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 		if rs.ctx.Err() != nil {
 			break
 		}
-		results := e.runRule(rs, p, r, handler)
+		// the index's flag stands for the kind it was computed for
+		kindSelected := cands != nil && (rs.gen == gen || keyOf(&rs.matchRes) == key)
+		results := e.runRule(rs, p, r, handler, kindSelected)
 		rs.results = append(rs.results, results...)
 		pr.PatchedResource = rs.obj
 		if p.applyOne && applied(results) {
@@ -114,18 +116,24 @@ func applied(results []RuleResult) bool {
 
 // runRule applies the upstream order: match/exclude, exceptions, context,
 // preconditions, body. A panic in a rule becomes an error result.
-func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler) (results []RuleResult) {
+// kindSelected tells that the kind index found one of the rule's kind
+// selectors selecting the resource's current kind: a rule whose match
+// depends on nothing else (match.Rule.KindsOnly) then matches without
+// being evaluated.
+func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler, kindSelected bool) (results []RuleResult) {
 	defer func() {
 		if v := recover(); v != nil {
 			results = []RuleResult{r.errorResult("rule evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())))}
 		}
 	}()
-	ok, _, err := r.match.Matches(rs.matchRes, rs.matchReq)
-	if err != nil {
-		return []RuleResult{r.errorResult("failed to match the resource", err)}
-	}
-	if !ok {
-		return nil
+	if !kindSelected || !r.match.KindsOnly() {
+		ok, _, err := r.match.Matches(rs.matchRes, rs.matchReq)
+		if err != nil {
+			return []RuleResult{r.errorResult("failed to match the resource", err)}
+		}
+		if !ok {
+			return nil
+		}
 	}
 	if r.unsupported != "" {
 		return []RuleResult{r.result(StatusError, r.unsupported)}

@@ -473,7 +473,7 @@ func (e *Engine) runMutateExisting(rs *reqState, p *Policy) []RuleResult {
 		if rs.ctx.Err() != nil {
 			break
 		}
-		out = append(out, e.runRule(rs, p, r, e.mutateExistingAdmission)...)
+		out = append(out, e.runRule(rs, p, r, e.mutateExistingAdmission, false)...)
 	}
 	return out
 }
@@ -519,7 +519,7 @@ func (e *Engine) triggerChangeResults(rs *reqState, p *Policy, results []RuleRes
 			oldReq.NamespaceLabels = rs.nsLabels
 			old = e.newReqState(rs.ctx, &oldReq)
 		}
-		oldRes := e.runRule(old, p, r, pass)
+		oldRes := e.runRule(old, p, r, pass, false)
 		if len(oldRes) != 1 || oldRes[0].Status != StatusPass {
 			continue
 		}

@@ -66,6 +66,44 @@ type Rule struct {
 	match   block
 	exclude block
 	kinds   []KindSelector
+	// kindsOnly: see KindsOnly
+	kindsOnly bool
+}
+
+// KindsOnly reports whether the rule's outcome depends on nothing but the
+// group, version, kind and subresource of the resource: every filter of
+// its match block names kinds and nothing else (no operations, names,
+// namespaces, annotations, selectors or user criteria), they combine with
+// any (or there is one), and its exclude block has no criteria at all.
+// For such a rule, Matches(res, req) is true exactly when one of Kinds()
+// selects res (KindSelector.Matches), whatever the request, and never
+// fails: a caller that already knows that may skip Matches.
+func (r *Rule) KindsOnly() bool { return r.kindsOnly }
+
+// computeKindsOnly works out KindsOnly at compile time.
+func (r *Rule) computeKindsOnly() bool {
+	if r.match.mode == modeAll && len(r.match.filters) != 1 {
+		return false
+	}
+	if len(r.match.filters) == 0 {
+		return false
+	}
+	for i := range r.match.filters {
+		f := &r.match.filters[i]
+		if len(f.kinds) == 0 || f.ops != 0 || f.hasName || len(f.names) > 0 || len(f.namespaces) > 0 ||
+			len(f.annotations) > 0 || f.selector != nil || f.nsSelector != nil || !f.userEmpty {
+			return false
+		}
+	}
+	// an exclude filter without criteria is skipped (any), ends the block
+	// (all) or is the block (inline): none of them checks anything
+	for i := range r.exclude.filters {
+		f := &r.exclude.filters[i]
+		if !f.descEmpty || !f.userEmpty {
+			return false
+		}
+	}
+	return true
 }
 
 // Filter is one compiled match (or exclude) block evaluated as upstream
@@ -135,6 +173,7 @@ func Compile(match api.MatchResources, exclude *api.MatchResources, fldPath *fie
 			}
 		}
 	}
+	r.kindsOnly = r.computeKindsOnly()
 	return r, nil
 }
 
