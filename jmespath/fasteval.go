@@ -335,15 +335,21 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 				}
 				return nil, nil
 			}
-			collected := make([]any, 0, len(s))
-			for _, el := range s {
+			var collected []any // made at the first element kept
+			for i, el := range s {
 				cur, err := right(el)
 				if err != nil {
 					return nil, err
 				}
 				if cur != nil {
+					if collected == nil {
+						collected = make([]any, 0, len(s)-i)
+					}
 					collected = append(collected, cur)
 				}
+			}
+			if collected == nil {
+				return emptyList, nil
 			}
 			return collected, nil
 		}
@@ -399,6 +405,9 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 					flattened = append(flattened, el)
 				}
 			}
+			if len(flattened) == 0 {
+				return emptyList, nil
+			}
 			return flattened, nil
 		}, true
 
@@ -423,7 +432,7 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 				}
 				return nil, nil
 			}
-			collected := []any{}
+			var collected []any
 			for _, el := range s {
 				r, err := cond(el)
 				if err != nil {
@@ -439,11 +448,20 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 					}
 				}
 			}
+			if collected == nil {
+				return emptyList, nil
+			}
 			return collected, nil
 		}, true
 	}
 	return nil, false
 }
+
+// emptyList is the empty list projections, filters and flattening
+// evaluate to when nothing is kept, shared rather than allocated (with the
+// interface that holds it) each time: results are read-only, and a list
+// of capacity 0 cannot be written through, even by append.
+var emptyList any = make([]any, 0)
 
 // fieldFromStruct is the library's lookup of a field in a struct (or a
 // pointer to one), by the name with its first letter upper-cased.
@@ -503,6 +521,9 @@ func (c *fastCompiler) flattenNonNull(inner, general evalFn) evalFn {
 		}
 		if total > c.maxElements {
 			return general(value)
+		}
+		if kept == 0 {
+			return emptyList, nil
 		}
 		out := make([]any, 0, kept)
 		for _, el := range s {

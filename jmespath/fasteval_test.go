@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
 )
 
 // The compiled evaluator must give exactly what the library's interpreter
@@ -280,5 +282,46 @@ func TestFlattenProjectionAllocations(t *testing.T) {
 	// the multi-select list (2) and the result (2)
 	if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n > 4 {
 		t.Errorf("%v allocations, want at most 4", n)
+	}
+}
+
+// TestEmptyResultsAreShared: projections, filters and flattening that keep
+// nothing evaluate to the library's empty list without allocating it.
+func TestEmptyResultsAreShared(t *testing.T) {
+	intr := mustNew(t)
+	doc := map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}},
+		"empty":      []any{},
+		"nulls":      []any{nil, []any{}, nil},
+	}}
+	for expr, allocs := range map[string]float64{
+		// flattening spec.containers copies the containers (2), the
+		// empty ports make nothing
+		"spec.containers[].ports[].hostPort": 2,
+		"spec.containers[].ports[]":          2,
+		"spec.containers[*].hostPort":        0,
+		"spec.containers[?name == 'z'].name": 0,
+		"spec.empty[]":                       0,
+		"spec.nulls[]":                       0,
+		"spec.nulls[][]":                     0,
+	} {
+		q, err := intr.Compile(expr)
+		if err != nil || q.fast == nil {
+			t.Fatalf("%s: not compiled: %v", expr, err)
+		}
+		got, err := q.SearchNormalized(doc)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		lib, err := interpreter.NewInterpreter(doc, intr.caller, nil).Execute(q.node, doc)
+		if err != nil {
+			t.Fatalf("%s: library: %v", expr, err)
+		}
+		if !reflect.DeepEqual(got, []any{}) || !reflect.DeepEqual(got, lib) {
+			t.Errorf("%s = %#v, library %#v, want []", expr, got, lib)
+		}
+		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != allocs {
+			t.Errorf("%s: %v allocations, want %v", expr, n, allocs)
+		}
 	}
 }
