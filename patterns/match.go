@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // step is one element of the path of the value being matched.
@@ -50,27 +51,39 @@ func (m *matcher) step(i int) step {
 	return m.deep[i-len(m.steps)]
 }
 
-// at renders the current path the way Kyverno does.
+// at renders the current path the way Kyverno does, in one allocation.
 func (m *matcher) at() string {
 	n := 1
 	for i := 0; i < m.depth; i++ {
 		if s := m.step(i); s.isIdx {
-			n += len(strconv.Itoa(s.idx)) + 1
+			n += digits(s.idx) + 1
 		} else {
 			n += len(s.key) + 1
 		}
 	}
-	buf := make([]byte, 1, n)
-	buf[0] = '/'
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('/')
+	var num [20]byte
 	for i := 0; i < m.depth; i++ {
 		if s := m.step(i); s.isIdx {
-			buf = strconv.AppendInt(buf, int64(s.idx), 10)
+			b.Write(strconv.AppendInt(num[:0], int64(s.idx), 10))
 		} else {
-			buf = append(buf, s.key...)
+			b.WriteString(s.key)
 		}
-		buf = append(buf, '/')
+		b.WriteByte('/')
 	}
-	return string(buf)
+	return b.String()
+}
+
+// digits is the length of the decimal form of a list index (not negative).
+func digits(i int) int {
+	n := 1
+	for i >= 10 {
+		i /= 10
+		n++
+	}
+	return n
 }
 
 // mark records that anchor key id was compared with a resource map, and

@@ -655,3 +655,31 @@ func TestMatchMissingAnchorKeyBookkeeping(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 }
+
+func TestMatchPathIndexes(t *testing.T) {
+	// Paths with list indexes of every width up to four digits, and deeper
+	// than the inline path stack.
+	for _, fail := range []int{0, 9, 10, 99, 100, 999, 1000, 1234} {
+		list := make([]any, fail+1)
+		for i := range list {
+			list[i] = map[string]any{"v": "ok"}
+		}
+		list[fail] = map[string]any{"v": "bad"}
+		var res, pat any = list, []any{map[string]any{"v": "ok"}}
+		want := fmt.Sprintf("/%d/v/", fail)
+		for i := range 35 {
+			k := fmt.Sprintf("n%d", 34-i)
+			res, pat = map[string]any{k: res}, map[string]any{k: pat}
+			want = "/" + k + want
+		}
+		p, err := Compile(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Match(res)
+		e, ok := err.(*Error)
+		if !ok || e.Path != want || e.Error() != "resource value 'bad' does not match 'ok' at path "+want {
+			t.Errorf("index %d: got %v, want path %s", fail, err, want)
+		}
+	}
+}
