@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// step is one element of the path of the value being matched.
+// step is one element of the path of the value being matched: a key, or a
+// list index when idx is not negative.
 type step struct {
-	key   string
-	idx   int
-	isIdx bool
+	key string
+	idx int
 }
 
 // matcher holds the state of one Match call: the path of the value being
@@ -22,16 +22,16 @@ type step struct {
 type matcher struct {
 	p     *Pattern
 	depth int
-	steps [32]step
-	deep  []step // the path below len(steps)
+	steps [16]step // the top of the path: Match zeroes it, so it is kept short
+	deep  []step   // the path below len(steps)
 
 	seen, found   [2]uint64 // anchor keys 0-127
 	seenX, foundX []uint64  // anchor keys 128 and more
 	dyn           map[string]bool
 }
 
-func (m *matcher) pushKey(k string) { m.push(step{key: k}) }
-func (m *matcher) pushIdx(i int)    { m.push(step{idx: i, isIdx: true}) }
+func (m *matcher) pushKey(k string) { m.push(step{key: k, idx: -1}) }
+func (m *matcher) pushIdx(i int)    { m.push(step{idx: i}) }
 
 func (m *matcher) push(s step) {
 	if m.depth < len(m.steps) {
@@ -55,7 +55,7 @@ func (m *matcher) step(i int) step {
 func (m *matcher) at() string {
 	n := 1
 	for i := 0; i < m.depth; i++ {
-		if s := m.step(i); s.isIdx {
+		if s := m.step(i); s.idx >= 0 {
 			n += digits(s.idx) + 1
 		} else {
 			n += len(s.key) + 1
@@ -66,7 +66,7 @@ func (m *matcher) at() string {
 	b.WriteByte('/')
 	var num [20]byte
 	for i := 0; i < m.depth; i++ {
-		if s := m.step(i); s.isIdx {
+		if s := m.step(i); s.idx >= 0 {
 			b.Write(strconv.AppendInt(num[:0], int64(s.idx), 10))
 		} else {
 			b.WriteString(s.key)
