@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // step is one element of the path of the value being matched: a key, or a
@@ -51,7 +50,9 @@ func (m *matcher) step(i int) step {
 	return m.deep[i-len(m.steps)]
 }
 
-// at renders the current path the way Kyverno does, in one allocation.
+// at renders the current path the way Kyverno does. The path is written in
+// a buffer on the stack when it fits, so that the string is the only
+// allocation.
 func (m *matcher) at() string {
 	n := 1
 	for i := 0; i < m.depth; i++ {
@@ -61,19 +62,21 @@ func (m *matcher) at() string {
 			n += len(s.key) + 1
 		}
 	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteByte('/')
-	var num [20]byte
+	var local [256]byte
+	buf := local[:0]
+	if n > len(local) {
+		buf = make([]byte, 0, n)
+	}
+	buf = append(buf, '/')
 	for i := 0; i < m.depth; i++ {
 		if s := m.step(i); s.idx >= 0 {
-			b.Write(strconv.AppendInt(num[:0], int64(s.idx), 10))
+			buf = strconv.AppendInt(buf, int64(s.idx), 10)
 		} else {
-			b.WriteString(s.key)
+			buf = append(buf, s.key...)
 		}
-		b.WriteByte('/')
+		buf = append(buf, '/')
 	}
-	return b.String()
+	return string(buf)
 }
 
 // digits is the length of the decimal form of a list index (not negative).

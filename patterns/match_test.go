@@ -657,8 +657,9 @@ func TestMatchMissingAnchorKeyBookkeeping(t *testing.T) {
 }
 
 func TestMatchPathIndexes(t *testing.T) {
-	// Paths with list indexes of every width up to four digits, and deeper
-	// than the inline path stack.
+	// Paths with list indexes of every width up to four digits, deeper than
+	// the inline path stack, and some longer than the path buffer on the
+	// stack (keys padded with fail%10 x's).
 	for _, fail := range []int{0, 9, 10, 99, 100, 999, 1000, 1234} {
 		list := make([]any, fail+1)
 		for i := range list {
@@ -668,7 +669,7 @@ func TestMatchPathIndexes(t *testing.T) {
 		var res, pat any = list, []any{map[string]any{"v": "ok"}}
 		want := fmt.Sprintf("/%d/v/", fail)
 		for i := range 35 {
-			k := fmt.Sprintf("n%d", 34-i)
+			k := fmt.Sprintf("n%d%s", 34-i, strings.Repeat("x", fail%10))
 			res, pat = map[string]any{k: res}, map[string]any{k: pat}
 			want = "/" + k + want
 		}
