@@ -186,7 +186,9 @@ func (m *matcher) element(res any, n *node) (string, error) {
 			path := m.at()
 			return path, &structureError{path: path, resource: res}
 		}
-		m.record(n, rm)
+		if len(n.track) > 0 {
+			m.record(n, rm)
+		}
 		return m.mapFields(rm, n)
 	case arrayNode:
 		ra, ok := res.([]any)
@@ -229,22 +231,25 @@ func (m *matcher) leafList(res any, ra []any, n *node) (string, error) {
 // only when none did. Any other failure ends the evaluation. Then the other
 // keys are evaluated, and the first failure (or skip) ends the evaluation.
 func (m *matcher) mapFields(rm map[string]any, n *node) (string, error) {
-	var meta *node
+	// The metadata pattern with its wildcard keys expanded, if any, replaces
+	// the value of entry metaIdx.
+	metaIdx, meta := -1, (*node)(nil)
 	if n.meta != nil {
 		if md := rm["metadata"]; md != nil {
-			meta = m.expandMeta(n.meta, md)
+			if meta = m.expandMeta(n.meta, md); meta != nil {
+				metaIdx = n.meta.metaIdx
+			}
 		}
-	}
-	value := func(i int) *node {
-		if meta != nil && i == n.meta.metaIdx {
-			return meta
-		}
-		return n.entries[i].value
 	}
 	var skips []error
 	applied, direct := 0, false
 	for i := 0; i < n.nAnchors; i++ {
-		path, err := m.field(rm, &n.entries[i], value(i))
+		e := &n.entries[i]
+		value := e.value
+		if i == metaIdx {
+			value = meta
+		}
+		path, err := m.field(rm, e, value)
 		switch {
 		case err == nil:
 			applied++
@@ -266,7 +271,12 @@ func (m *matcher) mapFields(rm map[string]any, n *node) (string, error) {
 		return path, &SkipError{Path: path, Errs: skips}
 	}
 	for i := n.nAnchors; i < len(n.entries); i++ {
-		if path, err := m.field(rm, &n.entries[i], value(i)); err != nil {
+		e := &n.entries[i]
+		value := e.value
+		if i == metaIdx {
+			value = meta
+		}
+		if path, err := m.field(rm, e, value); err != nil {
 			return path, err
 		}
 	}
@@ -276,22 +286,29 @@ func (m *matcher) mapFields(rm map[string]any, n *node) (string, error) {
 // field applies one key of a map pattern to the resource map, according to
 // its anchor.
 func (m *matcher) field(rm map[string]any, e *entry, value *node) (string, error) {
-	if e.h == defaultHandler && e.star {
-		if rm[e.key] != nil {
-			return "", nil
+	v, present := rm[e.key]
+	if e.h == defaultHandler {
+		if e.star {
+			if v != nil {
+				return "", nil
+			}
+			path := m.at()
+			return path, fmt.Errorf("%s/%s not found", path, e.key)
 		}
-		path := m.at()
-		return path, fmt.Errorf("%s/%s not found", path, e.key)
+		m.pushKey(e.key)
+		path, err := m.element(v, value)
+		m.pop()
+		return path, err
 	}
 	m.pushKey(e.key)
-	path, err := m.anchored(rm, e, value)
+	path, err := m.anchored(v, present, e, value)
 	m.pop()
 	return path, err
 }
 
-// anchored is field with the key pushed on the path.
-func (m *matcher) anchored(rm map[string]any, e *entry, value *node) (string, error) {
-	v, present := rm[e.key]
+// anchored is field for an anchored key, with the key pushed on the path and
+// looked up in the resource map: v, present.
+func (m *matcher) anchored(v any, present bool, e *entry, value *node) (string, error) {
 	switch e.h {
 	case negationHandler:
 		if present {
