@@ -33,19 +33,26 @@ func wildcardMatch[S string | []byte](pattern string, s S) bool {
 	star, mark := -1, 0 // last star seen in pattern, and how far into s it reaches
 	for i < len(s) {
 		if p < len(pattern) {
-			pc, pw := utf8.DecodeRuneInString(pattern[p:])
+			// ASCII characters are read in place; others are decoded.
+			pc, pw := rune(pattern[p]), 1
+			if pc >= utf8.RuneSelf {
+				pc, pw = utf8.DecodeRuneInString(pattern[p:])
+			}
+			sc, sw := rune(s[i]), 1
+			if sc >= utf8.RuneSelf {
+				sc, sw = runeAt(s, i)
+			}
 			switch pc {
 			case '*':
 				star, mark = p, i
 				p += pw
 				continue
 			case '?':
-				_, sw := runeAt(s, i)
 				p += pw
 				i += sw
 				continue
 			default:
-				if sc, sw := runeAt(s, i); sc == pc {
+				if sc == pc {
 					p += pw
 					i += sw
 					continue
@@ -56,8 +63,12 @@ func wildcardMatch[S string | []byte](pattern string, s S) bool {
 			return false
 		}
 		// Let the last star absorb one more character of s and retry.
-		_, sw := runeAt(s, mark)
-		mark += sw
+		if s[mark] < utf8.RuneSelf {
+			mark++
+		} else {
+			_, sw := runeAt(s, mark)
+			mark += sw
+		}
 		i = mark
 		p = star + 1
 	}
