@@ -198,8 +198,17 @@ func (m *matcher) element(res any, n *node) (string, error) {
 		}
 		return m.array(res, ra, n)
 	}
-	if ra, ok := res.([]any); ok {
-		return m.leafList(res, ra, n)
+	switch t := res.(type) {
+	case []any:
+		return m.leafList(res, t, n)
+	case string:
+		if l := n.leaf; l.k == vString && l.str.plain {
+			if l.str.matchString(t) {
+				return "", nil
+			}
+			path := m.at()
+			return path, &MismatchError{Path: path, Value: res, Pattern: l.orig}
+		}
 	}
 	if v := toVal(res); !n.leaf.match(&v) {
 		path := m.at()

@@ -264,7 +264,7 @@ func (t *term) match(v *val) bool {
 	var matched bool
 	switch v.k {
 	case vString:
-		matched = matchWild(&t.wild, v.s)
+		matched = matchWildString(&t.wild, v.s)
 	case vFloat:
 		matched = matchWild(&t.wild, strconv.AppendFloat(buf[:0], v.f, 'E', -1, 64))
 	case vInt:
@@ -386,6 +386,10 @@ func compareQuantity(v *val, q *resource.Quantity) (int, bool) {
 type stringPattern struct {
 	raw  string
 	alts [][]*term
+	// plain reports that every term is an equality or an inequality whose
+	// operand is neither a duration nor a quantity: a string value is then
+	// only compared with wildcards (matchString).
+	plain bool
 }
 
 func parseStringPattern(s string) *stringPattern {
@@ -397,7 +401,36 @@ func parseStringPattern(s string) *stringPattern {
 		}
 		sp.alts = append(sp.alts, terms)
 	}
+	sp.plain = true
+	for _, alt := range sp.alts {
+		for _, t := range alt {
+			if (t.op != opEqual && t.op != opNotEqual) || t.durOK || t.qtyOK {
+				sp.plain = false
+			}
+		}
+	}
 	return sp
+}
+
+// matchString is match for a string value when sp is plain: what term.match
+// does for such terms, without classifying the value.
+func (sp *stringPattern) matchString(s string) bool {
+	if s == sp.raw {
+		return true
+	}
+	for _, alt := range sp.alts {
+		ok := true
+		for _, t := range alt {
+			if matchWildString(&t.wild, s) == (t.op == opNotEqual) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (sp *stringPattern) match(v *val) bool {

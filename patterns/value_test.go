@@ -305,3 +305,58 @@ func BenchmarkMatchValue(b *testing.B) {
 		m.Match("1536Mi")
 	}
 }
+
+// TestPlainStringPatternAgrees compares the string fast path of plain string
+// patterns (matchString) with the general one (match on a classified value)
+// on patterns and texts that exercise operators, alternatives, wildcards,
+// durations and quantities.
+func TestPlainStringPatternAgrees(t *testing.T) {
+	pats := []string{"", "*", "?*", "*?", "a", "!a", "!*", "!?*", "nginx", "!*:latest", "*:*", "!*tiller*",
+		"eu.foo.io/* | bar.io/*", "a|b", "a & !b", "!a & !b", " a | b ", "a&", "|", "&", "!", "!!a",
+		"null", "true", "false", "0", "1", "!0", "10m", "!10s", "1Gi", "*Mi", "1-5", "1!-5", ">1", "<=2Gi",
+		"!/var/run/docker.sock", "RuntimeDefault | Localhost", "?*|", "*é", "caf?", "a\xffc", "Always",
+		"!Always", "*.corp.example.com/*:v?.*", "*a*b", "a?c", "*abc*", "abc*", "*abc"}
+	texts := []string{"", "a", "b", "ab", "nginx", "nginx:latest", "nginx:1.2", "tiller", "x-tiller-y",
+		"eu.foo.io/app", "bar.io/x", "baz.io/x", "0", "1", "10m", "10s", "1Gi", "2Gi", "512Mi", "3", "7",
+		"/var/run/docker.sock", "RuntimeDefault", "Localhost", "Unconfined", "é", "café", "a\xffc", "\xff",
+		"Always", "IfNotPresent", "true", "false", "null", "*", "?", "a|b", "a & !b", "registry.corp.example.com/a:v1.2",
+		"abc", "xabcx", "a?c"}
+	plain := 0
+	for _, p := range pats {
+		sp := parseStringPattern(p)
+		if !sp.plain {
+			continue
+		}
+		plain++
+		for _, s := range texts {
+			v := val{k: vString, s: s}
+			if got, want := sp.matchString(s), sp.match(&v); got != want {
+				t.Errorf("pattern %q, text %q: matchString %v, match %v", p, s, got, want)
+			}
+		}
+	}
+	if plain < len(pats)/2 {
+		t.Errorf("only %d plain patterns", plain)
+	}
+	for _, p := range []string{"10m", "1Gi", "1-5", ">1", "!10s", "a|1Gi"} {
+		if parseStringPattern(p).plain {
+			t.Errorf("%q is plain", p)
+		}
+	}
+}
+
+func FuzzPlainStringPattern(f *testing.F) {
+	f.Add("!*:latest", "nginx:latest")
+	f.Add("eu.foo.io/* | bar.io/*", "bar.io/x")
+	f.Add("a & !b|c?", "c\xff")
+	f.Fuzz(func(t *testing.T, pattern, s string) {
+		sp := parseStringPattern(pattern)
+		if !sp.plain {
+			return
+		}
+		v := val{k: vString, s: s}
+		if got, want := sp.matchString(s), sp.match(&v); got != want {
+			t.Fatalf("pattern %q, text %q: matchString %v, match %v", pattern, s, got, want)
+		}
+	})
+}

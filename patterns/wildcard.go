@@ -179,3 +179,23 @@ func matchWild[S string | []byte](w *wild, s S) bool {
 	}
 	return wildcardMatch(w.pat, s)
 }
+
+// matchWildString is matchWild for a string, with the string comparisons of
+// the standard library.
+func matchWildString(w *wild, s string) bool {
+	switch w.kind {
+	case wildAny:
+		return true
+	case wildNonEmpty:
+		return s != ""
+	case wildLiteral:
+		return s == w.lit
+	case wildPrefix:
+		return strings.HasPrefix(s, w.lit)
+	case wildSuffix:
+		return strings.HasSuffix(s, w.lit)
+	case wildContains:
+		return strings.Contains(s, w.lit)
+	}
+	return wildcardMatch(w.pat, s)
+}

@@ -86,6 +86,9 @@ func TestCompiledWildcardAgrees(t *testing.T) {
 			if got, want := matchWild(&w, s), wildcardMatch(p, s); got != want {
 				t.Errorf("pattern %q (kind %d), text %q: compiled %v, glob %v", p, w.kind, s, got, want)
 			}
+			if got, want := matchWildString(&w, s), wildcardMatch(p, s); got != want {
+				t.Errorf("pattern %q (kind %d), text %q: compiled for strings %v, glob %v", p, w.kind, s, got, want)
+			}
 		}
 	}
 }
@@ -98,6 +101,9 @@ func FuzzWildcard(f *testing.F) {
 		w := compileWild(pattern)
 		if got, want := matchWild(&w, s), wildcardMatch(pattern, s); got != want {
 			t.Fatalf("pattern %q, text %q: compiled %v, glob %v", pattern, s, got, want)
+		}
+		if got, want := matchWildString(&w, s), wildcardMatch(pattern, s); got != want {
+			t.Fatalf("pattern %q, text %q: compiled for strings %v, glob %v", pattern, s, got, want)
 		}
 		if got, want := wildcardMatch(pattern, s), referenceMatch(pattern, s); got != want {
 			t.Fatalf("pattern %q, text %q: glob %v, reference %v", pattern, s, got, want)
