@@ -3,6 +3,7 @@ package podsecurity
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -74,6 +75,12 @@ type Check struct {
 	// slots is the size of the catalogue: outcomes cached by step index
 	// fit in that many slots
 	slots int
+	// setKey names the steps (their indexes): Checks with the same key
+	// share their failures on a Decoded (see Decoded.stepSet)
+	setKey string
+	// dupIDs is set when two steps are revisions of the same check (a
+	// pinned version): exemptions then keep one failure per check
+	dupIDs bool
 	// passMessage and failPrefix are the rule's messages, made once.
 	passMessage, failPrefix string
 }
@@ -162,16 +169,41 @@ func (e *Evaluator) Compile(ps api.PodSecurity, opts ...CompileOption) (*Check, 
 	if len(errs) > 0 {
 		return nil, &CompileError{Errs: errs}
 	}
+	steps := e.steps(level, version)
 	return &Check{
 		level:       ps.Level,
 		version:     ps.Version,
 		ruleName:    cfg.ruleName,
-		steps:       e.steps(level, version),
+		steps:       steps,
+		setKey:      stepsKey(steps),
+		dupIDs:      hasDuplicateIDs(steps),
 		excludes:    excludes,
 		slots:       e.size,
 		passMessage: fmt.Sprintf("Validation rule '%s' passed.", cfg.ruleName),
 		failPrefix:  fmt.Sprintf(`Validation rule '%s' failed. It violates PodSecurity "%s:%s": `, cfg.ruleName, ps.Level, ps.Version),
 	}, nil
+}
+
+// stepsKey names a list of steps by their catalogue indexes.
+func stepsKey(steps []step) string {
+	b := make([]byte, 0, 3*len(steps))
+	for _, s := range steps {
+		b = strconv.AppendInt(b, int64(s.index), 10)
+		b = append(b, ',')
+	}
+	return string(b)
+}
+
+// hasDuplicateIDs reports whether two steps are revisions of one check.
+func hasDuplicateIDs(steps []step) bool {
+	for i := range steps {
+		for j := range i {
+			if steps[j].id == steps[i].id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parseVersion accepts "", "latest" or "v1.N".

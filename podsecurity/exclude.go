@@ -112,33 +112,49 @@ func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
 
 // runStep evaluates one step on a pod: its failure, or nil.
 func runStep(s step, pod *corev1.Pod) *failure {
+	if f, failed := evalStep(&s, pod); failed {
+		return &f
+	}
+	return nil
+}
+
+// evalStep evaluates one step on a pod: its failure, if it failed.
+func evalStep(s *step, pod *corev1.Pod) (failure, bool) {
 	r := s.run(&pod.ObjectMeta, &pod.Spec)
 	if r.Allowed {
-		return nil
+		return failure{}, false
 	}
-	return &failure{
+	return failure{
 		id:   s.id,
 		res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
 		errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min),
-	}
+	}, true
 }
 
-// applyExclusions applies exemptions one after the other, as upstream.
-func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) []failure {
+// applyExclusions applies exemptions one after the other, as upstream. It
+// reports whether they changed the failures; when they did not, fails
+// itself is returned.
+func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) ([]failure, bool) {
+	changed := false
 	for i := range excls {
-		fails = c.exempt(&excls[i], fails, d)
+		var ch bool
+		fails, ch = c.exempt(&excls[i], fails, d)
+		changed = changed || ch
 	}
-	return fails
+	return fails, changed
 }
 
 // exempt applies one exemption. Upstream keys the failures by check ID
 // (a check failing in several revisions keeps its last result), evaluates
 // the reduced pod, and lets each field error of an excluded check there
-// remove one field error of the full pod on the same field (and, for
-// container fields of an image exemption, the same container).
-func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
+// remove one matching field error of the full pod on the same field (and,
+// for container fields of an image exemption, the same container).
+//
+// fails is only read: when the exemption changes nothing, it is returned
+// as it is with changed false; otherwise the failures are copied first.
+func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failure, changed bool) {
 	pod := d.pod
-	kept := make([]failure, 0, len(fails))
+	kept = fails
 	// indexOf finds the failure of a check in kept (a few dozen at most)
 	indexOf := func(id string) int {
 		for i := range kept {
@@ -148,13 +164,19 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
 		}
 		return -1
 	}
-	for _, f := range fails {
-		if i := indexOf(f.id); i >= 0 {
-			kept[i] = f
-			continue
+	if c.dupIDs {
+		kept = make([]failure, 0, len(fails))
+		for _, f := range fails {
+			if i := indexOf(f.id); i >= 0 {
+				kept[i] = f
+				continue
+			}
+			kept = append(kept, f)
 		}
-		kept = append(kept, f)
+		changed = len(kept) != len(fails)
 	}
+	// owned: kept is a copy of fails that can be changed
+	owned := c.dupIDs
 	covered := false
 	for i := range kept {
 		if x.covers(kept[i].id) {
@@ -165,13 +187,38 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
 	if !covered {
 		// no failure the exemption could remove: its pod need not be
 		// evaluated
-		return kept
+		return kept, changed
 	}
-	removed := make([]bool, len(kept))
+	var removedBuf [32]bool
+	var removed []bool // made with the first change
+	anyRemoved := false
+	// own makes kept a copy of fails, before the first change
+	own := func() {
+		if !owned {
+			kept = append([]failure(nil), kept...)
+			owned = true
+		}
+		if removed == nil {
+			if len(kept) <= len(removedBuf) {
+				removed = removedBuf[:len(kept)]
+			} else {
+				removed = make([]bool, len(kept))
+			}
+		}
+		changed = true
+	}
 
 	containerLevel := len(x.images) > 0
-	probe, probeFails := d.probeFailures(x, c.steps)
-	for _, pf := range probeFails {
+	probe, outcomes := d.probeOutcomes(x, c.steps)
+	for si := range c.steps {
+		s := &c.steps[si]
+		if !x.covers(s.id) {
+			continue
+		}
+		pf := outcomes[s.index].f
+		if pf == nil {
+			continue
+		}
 		for _, perr := range pf.errs {
 			exField, exRef := locateField(perr.Field, containerLevel, probe)
 			if x.restrictedField != "" && exField != x.restrictedField {
@@ -181,42 +228,47 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) []failure {
 				continue
 			}
 			i := indexOf(pf.id)
-			if i < 0 || removed[i] {
+			if i < 0 || (removed != nil && removed[i]) {
 				continue
 			}
-			d := &kept[i]
-			for j, derr := range d.errs {
-				dField, dRef := locateField(derr.Field, containerLevel, pod)
+			for j := range kept[i].errs {
+				dField, dRef := locateField(kept[i].errs[j].Field, containerLevel, pod)
 				if exField != dField {
 					continue
 				}
 				if dRef.isContainer && exRef.name != dRef.name {
 					continue
 				}
-				if d.shared != nil {
+				own()
+				f := &kept[i]
+				if f.shared != nil {
 					// copy on write: the cached failure stays intact
-					d.errs = append([]FieldError(nil), d.errs...)
-					d.shared = nil
+					f.errs = append([]FieldError(nil), f.errs...)
+					f.shared = nil
 				}
 				// Upstream removes by swapping in the last element.
-				last := len(d.errs) - 1
-				d.errs[j] = d.errs[last]
-				d.errs = d.errs[:last]
+				last := len(f.errs) - 1
+				f.errs[j] = f.errs[last]
+				f.errs = f.errs[:last]
 				break
 			}
-			if len(d.errs) == 0 {
+			if len(kept[i].errs) == 0 {
+				own()
 				removed[i] = true
+				anyRemoved = true
 			}
 		}
 	}
-
+	if !anyRemoved {
+		return kept, changed
+	}
 	out := kept[:0]
 	for i, f := range kept {
 		if !removed[i] {
 			out = append(out, f)
 		}
 	}
-	return out
+	return out, changed
 }
 
 // valuesAllowed reports whether every value of a field error matches one of

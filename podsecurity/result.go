@@ -40,7 +40,7 @@ type Result struct {
 	// Level and Version are the rule's level and version as written.
 	Level, Version string
 	// Checks are the failed checks, in the library's order. Empty when
-	// Allowed.
+	// Allowed. Results of one Decoded may share them: read only.
 	Checks []CheckResult
 	// Message is upstream's rule message: "Validation rule '<rule>' passed."
 	// or "Validation rule '<rule>' failed. It violates PodSecurity
@@ -72,84 +72,104 @@ type Decoded struct {
 	// check once.
 	mu      sync.Mutex
 	results []stepOutcome
-	// probes are the reduced pods exemptions evaluate, by probe key, with
-	// the outcomes of the checks on them
-	probes map[string]*probe
+	// sets are the failures of the step sets the rules ran on this pod
+	// (every Check of a level and version runs the same steps), with the
+	// results made from them
+	sets []*stepSet
+	// probes are the reduced pods exemptions evaluate, with the outcomes
+	// of the checks on them
+	probes []*probe
 }
 
 type probe struct {
+	key     string // exclusion.probeKey
 	pod     *corev1.Pod
 	results []stepOutcome
 }
 
-// probeFailures returns the pod exemption x evaluates and the failures of
-// the steps x covers on it, computed once per pod (the failures are shared:
-// read only).
-func (d *Decoded) probeFailures(x *exclusion, steps []step) (*corev1.Pod, []failure) {
+// stepSet holds the failures of a set of steps on a pod, shared by the
+// rules that run those steps (read only), and, made once, the check results
+// and message texts of rules whose exemptions leave them as they are.
+type stepSet struct {
+	key   string // Check.setKey
+	fails []failure
+	once  sync.Once
+	// checks and tail are the results of fails and their texts in rule
+	// messages, concatenated (see FormatChecks)
+	checks []CheckResult
+	tail   string
+}
+
+// probeOutcomes returns the pod exemption x evaluates and the outcomes of
+// the checks on it, by step index, with those of the steps x covers
+// computed (once per pod). The outcomes are shared: read only.
+func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.Pod, []stepOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	pr := d.probes[x.probeKey]
+	var pr *probe
+	for _, p := range d.probes {
+		if p.key == x.probeKey {
+			pr = p
+			break
+		}
+	}
 	if pr == nil {
-		pr = &probe{}
+		pr = &probe{key: x.probeKey}
 		if len(x.images) > 0 {
 			pr.pod = matchingContainersPod(d.pod, x.images)
 		} else {
 			pr.pod = podLevelPod(d.pod)
 		}
-		if d.probes == nil {
-			d.probes = map[string]*probe{}
-		}
-		d.probes[x.probeKey] = pr
+		d.probes = append(d.probes, pr)
 	}
 	// an exemption covers a step or two: its outcomes need the slots up
 	// to the last of them
 	slots := 0
-	for _, s := range steps {
-		if x.covers(s.id) {
-			slots = s.index + 1
+	for i := range steps {
+		if x.covers(steps[i].id) {
+			slots = steps[i].index + 1
 		}
 	}
-	n := 0
-	for _, s := range steps {
-		if x.covers(s.id) && runOnce(&pr.results, slots, s, pr.pod).f != nil {
-			n++
+	for i := range steps {
+		if x.covers(steps[i].id) {
+			runOnce(&pr.results, slots, &steps[i], pr.pod, false)
 		}
 	}
-	return pr.pod, collect(pr.results, steps, n, x.covers)
+	// the slice read under the lock: growing it later copies the outcomes
+	// into a new array, this one is not written again where it is read
+	return pr.pod, pr.results
 }
 
 // runOnce returns the outcome of step s on pod from outcomes, running the
-// step the first time; outcomes grows to slots entries at once.
-func runOnce(outcomes *[]stepOutcome, slots int, s step, pod *corev1.Pod) *stepOutcome {
+// step the first time; outcomes grows to slots entries at once. With shared,
+// a failure is allocated with the cache of its results (see failure.result).
+func runOnce(outcomes *[]stepOutcome, slots int, s *step, pod *corev1.Pod, shared bool) *stepOutcome {
 	if s.index >= len(*outcomes) {
 		*outcomes = append(*outcomes, make([]stepOutcome, max(slots, s.index+1)-len(*outcomes))...)
 	}
 	o := &(*outcomes)[s.index]
 	if !o.done {
-		if r := runStep(s, pod); r != nil {
-			o.f = r
+		if f, failed := evalStep(s, pod); failed {
+			if shared {
+				// shared: exemptions copy errs before removing any
+				sf := &sharedStepFailure{f: f}
+				sf.f.shared = &sf.shared
+				o.f = &sf.f
+			} else {
+				o.f = new(failure)
+				*o.f = f
+			}
 		}
 		o.done = true
 	}
 	return o
 }
 
-// collect copies the n failures that outcomes holds for the steps that
-// covered accepts (all of them when covered is nil), in step order.
-func collect(outcomes []stepOutcome, steps []step, n int, covered func(string) bool) []failure {
-	if n == 0 {
-		return nil
-	}
-	out := make([]failure, 0, n)
-	for _, s := range steps {
-		if covered != nil && !covered(s.id) {
-			continue
-		}
-		if f := outcomes[s.index].f; f != nil {
-			out = append(out, *f)
-		}
-	}
-	return out
+// sharedStepFailure is a failure cached on a Decoded with the cache of its
+// results, in one allocation.
+type sharedStepFailure struct {
+	f      failure
+	shared sharedFailure
 }
 
 type stepOutcome struct {
@@ -157,23 +177,56 @@ type stepOutcome struct {
 	f    *failure // nil when the check passed
 }
 
-// runCached evaluates the steps on the decoded pod, reusing the outcome of
-// steps already run on it.
-func (d *Decoded) runCached(steps []step, slots int) []failure {
+// stepSet returns the failures of c's steps on the decoded pod, running the
+// steps not run yet on it, and computed once per pod for every Check that
+// runs the same steps.
+func (d *Decoded) stepSet(c *Check) *stepSet {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for _, set := range d.sets {
+		if set.key == c.setKey {
+			return set
+		}
+	}
 	n := 0
-	for _, s := range steps {
-		o := runOnce(&d.results, slots, s, d.pod)
-		if o.f != nil {
-			if o.f.shared == nil {
-				// shared: exemptions copy errs before removing any
-				o.f.shared = &sharedFailure{}
-			}
+	for i := range c.steps {
+		if runOnce(&d.results, c.slots, &c.steps[i], d.pod, true).f != nil {
 			n++
 		}
 	}
-	return collect(d.results, steps, n, nil)
+	set := &stepSet{key: c.setKey}
+	if n > 0 {
+		set.fails = make([]failure, 0, n)
+		for i := range c.steps {
+			if f := d.results[c.steps[i].index].f; f != nil {
+				set.fails = append(set.fails, *f)
+			}
+		}
+	}
+	d.sets = append(d.sets, set)
+	return set
+}
+
+// results returns the check results of the set's failures and their texts
+// concatenated, made once (shared: read only).
+func (s *stepSet) results(pod *corev1.Pod, w workload) ([]CheckResult, string) {
+	s.once.Do(func() {
+		s.checks = make([]CheckResult, len(s.fails))
+		n := 0
+		for i := range s.fails {
+			var text string
+			s.checks[i], text = s.fails[i].result(pod, w)
+			n += len(text)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		for i := range s.fails {
+			// every failure of a set is a cached one: its text is kept
+			b.WriteString(s.fails[i].shared.text)
+		}
+		s.tail = b.String()
+	})
+	return s.checks, s.tail
 }
 
 // Decode extracts the pod spec of a Pod or pod controller once, so that
@@ -187,6 +240,9 @@ func Decode(resource map[string]any) (*Decoded, error) {
 }
 
 // EvaluateDecoded is Evaluate on a resource decoded with Decode.
+//
+// Results of the same Decoded may share their Checks (and the slices in
+// them) when they report the same failures: they are read only.
 func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStandard) (Result, error) {
 	if c == nil {
 		return Result{}, fmt.Errorf("podsecurity: nil Check")
@@ -203,9 +259,10 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		}
 	}
 	pod, w := d.pod, d.w
-	fails := d.runCached(c.steps, c.slots)
+	set := d.stepSet(c)
+	fails, changed := set.fails, false
 	if len(fails) > 0 && len(c.excludes) > 0 {
-		fails = c.applyExclusions(c.excludes, fails, d)
+		fails, changed = c.applyExclusions(c.excludes, fails, d)
 	}
 	res := Result{Level: c.level, Version: c.version}
 	if len(fails) == 0 {
@@ -214,19 +271,32 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		return res, nil
 	}
 	if len(extra) > 0 {
-		fails = c.applyExclusions(extra, fails, d)
+		var more bool
+		fails, more = c.applyExclusions(extra, fails, d)
+		changed = changed || more
 		if len(fails) == 0 {
 			res.Allowed = true
 			res.Exempted = true
 			return res, nil
 		}
 	}
+	if !changed {
+		// the failures of every rule running these steps with no effective
+		// exemption: their results and texts are made once
+		checks, tail := set.results(pod, w)
+		res.Checks = checks
+		res.Message = c.failPrefix + tail
+		return res, nil
+	}
 	res.Checks = make([]CheckResult, len(fails))
-	texts := make([]string, len(fails))
+	var textBuf [16]string
+	texts := textBuf[:0]
 	n := len(c.failPrefix)
 	for i := range fails {
-		res.Checks[i], texts[i] = fails[i].result(pod, w)
-		n += len(texts[i])
+		var text string
+		res.Checks[i], text = fails[i].result(pod, w)
+		texts = append(texts, text)
+		n += len(text)
 	}
 	var msg strings.Builder
 	msg.Grow(n)
