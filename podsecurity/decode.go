@@ -69,9 +69,14 @@ var (
 	}
 )
 
+// isPod reports whether the paths of the resource are those of the pod.
+func (w workload) isPod() bool {
+	return w.specPrefix == "spec" && w.metaPrefix == "metadata"
+}
+
 // resourcePath rewrites a field path of the pod into the resource's path.
 func (w workload) resourcePath(field string) string {
-	if w.specPrefix == "spec" && w.metaPrefix == "metadata" {
+	if w.isPod() {
 		return field // a Pod: the paths are the pod's
 	}
 	switch {

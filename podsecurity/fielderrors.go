@@ -39,34 +39,83 @@ type FieldError struct {
 // "<field> is forbidden, forbidden values found: <value>" for a forbidden
 // value, "<field>: Forbidden" or "<field>: Required value" otherwise.
 func (e FieldError) String() string {
-	return string(e.appendTo(nil))
+	var b strings.Builder
+	b.Grow(e.textLen())
+	e.writeTo(&b)
+	return b.String()
 }
 
-// appendTo appends String's text to b.
-func (e FieldError) appendTo(b []byte) []byte {
+// forbiddenValues is what String writes between the field and the value.
+const forbiddenValues = " is forbidden, forbidden values found: "
+
+// writeTo writes String's text to b.
+func (e FieldError) writeTo(b *strings.Builder) {
 	if e.Type == FieldErrorForbidden && hasBadValue(e.BadValue) {
-		b = append(append(b, e.Field...), " is forbidden, forbidden values found: "...)
+		b.WriteString(e.Field)
+		b.WriteString(forbiddenValues)
 		switch v := e.BadValue.(type) {
 		case string:
-			return append(b, v...)
+			b.WriteString(v)
 		case bool:
-			return strconv.AppendBool(b, v)
+			b.WriteString(strconv.FormatBool(v))
 		case int:
-			return strconv.AppendInt(b, int64(v), 10)
+			var digits [20]byte
+			b.Write(strconv.AppendInt(digits[:0], int64(v), 10))
 		case []string:
 			// as %+v writes it
-			b = append(b, '[')
+			b.WriteByte('[')
 			for i, s := range v {
 				if i > 0 {
-					b = append(b, ' ')
+					b.WriteByte(' ')
 				}
-				b = append(b, s...)
+				b.WriteString(s)
 			}
-			return append(b, ']')
+			b.WriteByte(']')
+		default:
+			fmt.Fprintf(b, "%+v", e.BadValue)
 		}
-		return fmt.Appendf(b, "%+v", e.BadValue)
+		return
 	}
-	return append(append(append(b, e.Field...), ": "...), e.Type...)
+	b.WriteString(e.Field)
+	b.WriteString(": ")
+	b.WriteString(string(e.Type))
+}
+
+// textLen is the length of String's text, to size buffers (a guess for
+// values of other types than writeTo's own).
+func (e FieldError) textLen() int {
+	if e.Type == FieldErrorForbidden && hasBadValue(e.BadValue) {
+		n := len(e.Field) + len(forbiddenValues)
+		switch v := e.BadValue.(type) {
+		case string:
+			return n + len(v)
+		case bool:
+			if v {
+				return n + len("true")
+			}
+			return n + len("false")
+		case int:
+			d := 1
+			if v < 0 {
+				d++
+			}
+			for x := v / 10; x != 0; x /= 10 {
+				d++
+			}
+			return n + d
+		case []string:
+			n += 2
+			for i, s := range v {
+				if i > 0 {
+					n++
+				}
+				n += len(s)
+			}
+			return n
+		}
+		return n + 16
+	}
+	return len(e.Field) + len(": ") + len(e.Type)
 }
 
 func hasBadValue(v any) bool {

@@ -333,6 +333,14 @@ func TestEvaluateDecodedMatchesReference(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("object %d rule %q extra %v:\n got %#v\nwant %#v", n, c.ruleName, extra, got, want)
 				}
+				for _, ch := range got.Checks {
+					for _, e := range ch.FieldErrors {
+						// the texts are sized exactly
+						if e.textLen() != len(e.String()) {
+							t.Fatalf("%+v: textLen %d, text %q", e, e.textLen(), e.String())
+						}
+					}
+				}
 				evaluated++
 				if !got.Allowed {
 					failed++

@@ -333,10 +333,20 @@ func (f *failure) result(pod *corev1.Pod, w workload) (CheckResult, string) {
 }
 
 func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
-	errs := make([]FieldError, len(f.errs))
-	for i, e := range f.errs {
-		e.Field = w.resourcePath(e.Field)
-		errs[i] = e
+	var errs []FieldError
+	switch {
+	case f.errs == nil:
+		errs = []FieldError{}
+	case w.isPod():
+		// the paths are the pod's: the field errors are shared, read
+		// only (the cached ones are never changed: exemptions copy them)
+		errs = f.errs[:len(f.errs):len(f.errs)]
+	default:
+		errs = make([]FieldError, len(f.errs))
+		for i, e := range f.errs {
+			e.Field = w.resourcePath(e.Field)
+			errs[i] = e
+		}
 	}
 	return CheckResult{
 		ID:              f.id,
@@ -360,19 +370,27 @@ func FormatChecks(checks []CheckResult) string {
 }
 
 func formatCheck(ch *CheckResult) string {
-	n := len("(Forbidden reason: , field error list: [])") + len(ch.ForbiddenReason)
-	for _, e := range ch.FieldErrors {
-		n += len(e.Field) + 48 // the field and most texts around it
-	}
-	b := make([]byte, 0, n)
-	b = append(append(append(b, "(Forbidden reason: "...), ch.ForbiddenReason...), ", field error list: ["...)
-	for i, e := range ch.FieldErrors {
+	const head, middle, end = "(Forbidden reason: ", ", field error list: [", "])"
+	n := len(head) + len(ch.ForbiddenReason) + len(middle) + len(end)
+	for i := range ch.FieldErrors {
 		if i > 0 {
-			b = append(b, ", "...)
+			n += len(", ")
 		}
-		b = e.appendTo(b)
+		n += ch.FieldErrors[i].textLen()
 	}
-	return string(append(b, "])"...))
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(head)
+	b.WriteString(ch.ForbiddenReason)
+	b.WriteString(middle)
+	for i := range ch.FieldErrors {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		ch.FieldErrors[i].writeTo(&b)
+	}
+	b.WriteString(end)
+	return b.String()
 }
 
 // detailImages lists the images of the containers a forbidden detail such
@@ -398,28 +416,37 @@ func detailImages(detail string, pod *corev1.Pod) []string {
 // withoutQuotesAndSpaces removes every '"' and ' ' of s (a substring of s
 // when they only surround the rest).
 func withoutQuotesAndSpaces(s string) string {
-	s = strings.Trim(s, `" `)
-	if !strings.ContainsAny(s, `" `) {
-		return s
+	i, j := 0, len(s)
+	for i < j && (s[i] == '"' || s[i] == ' ') {
+		i++
 	}
-	return strings.NewReplacer(`"`, "", " ", "").Replace(s)
+	for j > i && (s[j-1] == '"' || s[j-1] == ' ') {
+		j--
+	}
+	s = s[i:j]
+	for k := 0; k < len(s); k++ {
+		if s[k] == '"' || s[k] == ' ' {
+			return strings.NewReplacer(`"`, "", " ", "").Replace(s)
+		}
+	}
+	return s
 }
 
 // imageOf returns the image of the named container, looking at containers,
 // then init containers, then ephemeral containers, or the name itself.
 func imageOf(name string, pod *corev1.Pod) string {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
+	for i := range pod.Spec.Containers {
+		if c := &pod.Spec.Containers[i]; c.Name == name {
 			return c.Image
 		}
 	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name {
 			return c.Image
 		}
 	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
+	for i := range pod.Spec.EphemeralContainers {
+		if c := &pod.Spec.EphemeralContainers[i]; c.Name == name {
 			return c.Image
 		}
 	}
@@ -459,21 +486,22 @@ func containerNames(s string) (string, bool) {
 }
 
 // lazyUntilMust returns the smallest end >= start such that s[start:end]
-// holds no line break and s[end:] starts with optional spaces and "must".
+// holds no line break and s[end:] starts with optional spaces and "must":
+// the start of the spaces before the first "must" from start, when no line
+// break comes before it.
 func lazyUntilMust(s string, start int) (int, bool) {
-	for p := start; p <= len(s); p++ {
-		q := p
-		for q < len(s) && isRESpace(s[q]) {
-			q++
-		}
-		if strings.HasPrefix(s[q:], "must") {
-			return p, true
-		}
-		if p < len(s) && s[p] == '\n' {
-			return 0, false
-		}
+	i := strings.Index(s[start:], "must")
+	if i < 0 {
+		return 0, false
 	}
-	return 0, false
+	end := start + i
+	for end > start && isRESpace(s[end-1]) {
+		end--
+	}
+	if strings.IndexByte(s[start:end], '\n') >= 0 {
+		return 0, false
+	}
+	return end, true
 }
 
 // isRESpace is the \s class of Go's regexp.

@@ -48,6 +48,15 @@ func TestFieldErrorText(t *testing.T) {
 	for _, e := range []FieldError{
 		{Type: FieldErrorForbidden, Field: "spec.hostNetwork", BadValue: true},
 		{Type: FieldErrorForbidden, Field: "spec.containers[0].ports[1].hostPort", BadValue: 80},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: 0},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: 9},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: 10},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: -1},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: -2147483648},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: 65535},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: false},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: []string{"A"}},
+		{Type: FieldErrorForbidden, Field: "x", BadValue: []string{"", ""}},
 		{Type: FieldErrorForbidden, Field: "spec.securityContext.seccompProfile.type", BadValue: "Unconfined"},
 		{Type: FieldErrorForbidden, Field: "spec.containers[0].securityContext.capabilities.add", BadValue: []string{"NET_RAW", "SYS_ADMIN"}},
 		{Type: FieldErrorForbidden, Field: "spec.volumes[0].hostPath", BadValue: ""},
@@ -59,6 +68,14 @@ func TestFieldErrorText(t *testing.T) {
 	} {
 		if got, want := e.String(), stringRef(e); got != want {
 			t.Errorf("%+v: %q, want %q", e, got, want)
+		}
+		switch e.BadValue.(type) {
+		case string, bool, int, []string:
+		default:
+			continue // textLen guesses
+		}
+		if e.textLen() != len(e.String()) {
+			t.Errorf("%+v: textLen %d, text %q", e, e.textLen(), e.String())
 		}
 	}
 }
