@@ -220,8 +220,7 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 			continue
 		}
 		for _, perr := range pf.errs {
-			exField, exRef := locateField(perr.Field, containerLevel, probe)
-			if x.restrictedField != "" && exField != x.restrictedField {
+			if x.restrictedField != "" && !patternIs(perr.Field, x.restrictedField) {
 				continue
 			}
 			if !valuesAllowed(x.values, perr.BadValue) {
@@ -231,12 +230,13 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 			if i < 0 || (removed != nil && removed[i]) {
 				continue
 			}
+			exRef := locateField(perr.Field, containerLevel, probe)
 			for j := range kept[i].errs {
-				dField, dRef := locateField(kept[i].errs[j].Field, containerLevel, pod)
-				if exField != dField {
+				dField := kept[i].errs[j].Field
+				if !samePattern(perr.Field, dField) {
 					continue
 				}
-				if dRef.isContainer && exRef.name != dRef.name {
+				if dRef := locateField(dField, containerLevel, pod); dRef.isContainer && exRef.name != dRef.name {
 					continue
 				}
 				own()
@@ -369,16 +369,16 @@ type containerRef struct {
 	name        string
 }
 
-// locateField turns a field path into the comparable form upstream uses:
-// every run of digits replaced by '*'. For container-level exemptions it
-// also resolves the container the path points into (the second word of the
-// path is containers, initContainers or ephemeralContainers, the first
-// number its index).
-func locateField(f string, containerLevel bool, pod *corev1.Pod) (string, containerRef) {
-	pattern, firstIndex, hasIndex, secondWord := scanField(f)
+// locateField resolves, for container-level exemptions, the container a
+// field path points into (the second word of the path is containers,
+// initContainers or ephemeralContainers, the first number its index).
+// Upstream compares the paths themselves with every run of digits replaced
+// by '*' (see samePattern and patternIs).
+func locateField(f string, containerLevel bool, pod *corev1.Pod) containerRef {
 	if !containerLevel {
-		return pattern, containerRef{}
+		return containerRef{}
 	}
+	firstIndex, hasIndex, secondWord := scanField(f)
 	var name string
 	switch secondWord {
 	case "containers":
@@ -394,15 +394,54 @@ func locateField(f string, containerLevel bool, pod *corev1.Pod) (string, contai
 			name = pod.Spec.EphemeralContainers[firstIndex].Name
 		}
 	default:
-		return pattern, containerRef{}
+		return containerRef{}
 	}
-	return pattern, containerRef{isContainer: true, name: name}
+	return containerRef{isContainer: true, name: name}
 }
 
-// scanField returns the path with digit runs replaced by '*', the first
-// number in it, and its second run of ASCII letters.
-func scanField(f string) (pattern string, firstIndex int, hasIndex bool, secondWord string) {
-	buf := make([]byte, 0, len(f))
+// patternByte returns the byte of f's pattern (f with every run of digits
+// replaced by '*') that f[i] starts, and where the next one starts in f.
+func patternByte(f string, i int) (byte, int) {
+	c := f[i]
+	if c < '0' || c > '9' {
+		return c, i + 1
+	}
+	for i++; i < len(f) && f[i] >= '0' && f[i] <= '9'; i++ {
+	}
+	return '*', i
+}
+
+// samePattern reports whether the patterns of two field paths are equal
+// (every run of digits replaced by '*'), without writing them.
+func samePattern(a, b string) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ca, ni := patternByte(a, i)
+		cb, nj := patternByte(b, j)
+		if ca != cb {
+			return false
+		}
+		i, j = ni, nj
+	}
+	return i == len(a) && j == len(b)
+}
+
+// patternIs reports whether the pattern of field path f is lit.
+func patternIs(f, lit string) bool {
+	i, j := 0, 0
+	for i < len(f) && j < len(lit) {
+		c, ni := patternByte(f, i)
+		if c != lit[j] {
+			return false
+		}
+		i, j = ni, j+1
+	}
+	return i == len(f) && j == len(lit)
+}
+
+// scanField returns the first number in a field path and its second run of
+// ASCII letters.
+func scanField(f string) (firstIndex int, hasIndex bool, secondWord string) {
 	words := 0
 	for i := 0; i < len(f); {
 		ch := f[i]
@@ -418,8 +457,10 @@ func scanField(f string) (pattern string, firstIndex int, hasIndex bool, secondW
 			}
 			if !hasIndex {
 				firstIndex, hasIndex = n, true
+				if words >= 2 {
+					return firstIndex, hasIndex, secondWord
+				}
 			}
-			buf = append(buf, '*')
 			i = j
 		case isLetter(ch):
 			j := i
@@ -429,15 +470,16 @@ func scanField(f string) (pattern string, firstIndex int, hasIndex bool, secondW
 			words++
 			if words == 2 {
 				secondWord = f[i:j]
+				if hasIndex {
+					return firstIndex, hasIndex, secondWord
+				}
 			}
-			buf = append(buf, f[i:j]...)
 			i = j
 		default:
-			buf = append(buf, ch)
 			i++
 		}
 	}
-	return string(buf), firstIndex, hasIndex, secondWord
+	return firstIndex, hasIndex, secondWord
 }
 
 func isLetter(ch byte) bool {

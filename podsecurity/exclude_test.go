@@ -1,8 +1,12 @@
 package podsecurity
 
 import (
+	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestExemptionMechanics pins the upstream exemption algorithm: each field
@@ -182,9 +186,64 @@ func TestScanField(t *testing.T) {
 		{"spec.securityContext.sysctls[2].name", "spec.securityContext.sysctls[*].name", "securityContext", 2, true},
 	}
 	for _, tt := range tests {
-		p, idx, has, w := scanField(tt.in)
-		if p != tt.pattern || idx != tt.index || has != tt.has || w != tt.word {
-			t.Errorf("scanField(%q) = %q %d %v %q", tt.in, p, idx, has, w)
+		idx, has, w := scanField(tt.in)
+		if idx != tt.index || has != tt.has || w != tt.word {
+			t.Errorf("scanField(%q) = %d %v %q", tt.in, idx, has, w)
+		}
+		if !patternIs(tt.in, tt.pattern) || !samePattern(tt.in, tt.pattern) || !samePattern(tt.pattern, tt.in) {
+			t.Errorf("%q: pattern is not %q", tt.in, tt.pattern)
+		}
+		if p, _, _ := refLocate(tt.in, false, nil); p != tt.pattern {
+			t.Errorf("refLocate(%q) = %q", tt.in, p)
+		}
+	}
+}
+
+// TestFieldPatterns compares samePattern, patternIs and locateField with
+// the patterns and containers of refLocate (paths with digit runs written
+// as '*') on random paths.
+func TestFieldPatterns(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers:          []corev1.Container{{Name: "a"}, {Name: "b"}},
+		InitContainers:      []corev1.Container{{Name: "i"}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "e"}}},
+	}}
+	r := rand.New(rand.NewSource(2))
+	frags := []string{"spec", ".", "containers", "initContainers", "ephemeralContainers", "volumes", "[", "]", "0", "1", "2", "10", "*", "x", "é", "securityContext", "/"}
+	path := func() string {
+		s := ""
+		for n := r.Intn(9); n > 0; n-- {
+			s += frags[r.Intn(len(frags))]
+		}
+		return s
+	}
+	for i := 0; i < 100000; i++ {
+		a, b := path(), path()
+		if i%3 == 0 {
+			// same shape, other numbers
+			b = strings.Map(func(c rune) rune {
+				if c >= '0' && c <= '9' {
+					return '0' + (c-'0'+1)%10
+				}
+				return c
+			}, a)
+		}
+		pa, na, ca := refLocate(a, true, pod)
+		pb, _, _ := refLocate(b, true, pod)
+		if got := samePattern(a, b); got != (pa == pb) {
+			t.Fatalf("samePattern(%q, %q) = %v, patterns %q %q", a, b, got, pa, pb)
+		}
+		if got := patternIs(a, b); got != (pa == b) {
+			t.Fatalf("patternIs(%q, %q) = %v, pattern %q", a, b, got, pa)
+		}
+		if got := patternIs(a, pa); !got {
+			t.Fatalf("patternIs(%q, %q) = false", a, pa)
+		}
+		if ref := locateField(a, true, pod); ref.isContainer != ca || ref.name != na {
+			t.Fatalf("locateField(%q) = %+v, want %v %q", a, ref, ca, na)
+		}
+		if ref := locateField(a, false, pod); ref != (containerRef{}) {
+			t.Fatalf("locateField(%q, pod level) = %+v", a, ref)
 		}
 	}
 }
