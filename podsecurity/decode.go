@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -39,8 +40,8 @@ func (e *ResourceError) Unwrap() error { return e.Err }
 // field paths of the pod are rewritten into paths of the resource.
 type workload struct {
 	meta, spec []string // paths in the resource
-	metaPrefix string   // replaces the leading "metadata" of a field path
-	specPrefix string   // replaces the leading "spec" of a field path
+	metaPrefix string   // replaces the leading "metadata" of a field path,
+	specPrefix string   // and the leading "spec": also the paths joined
 }
 
 var (
@@ -102,10 +103,10 @@ func decodePod(obj map[string]any) (*corev1.Pod, workload, error) {
 	d := &decoder{}
 	pod := &corev1.Pod{}
 	if meta := d.walk(obj, w.meta); meta != nil {
-		d.meta(meta, strings.Join(w.meta, "."), pod)
+		d.meta(meta, &jsonPath{key: w.metaPrefix}, pod)
 	}
 	if spec := d.walk(obj, w.spec); spec != nil {
-		d.spec(spec, strings.Join(w.spec, "."), &pod.Spec)
+		d.spec(spec, &jsonPath{key: w.specPrefix}, &pod.Spec)
 	}
 	if d.err != nil {
 		return nil, w, d.err
@@ -113,14 +114,58 @@ func decodePod(obj map[string]any) (*corev1.Pod, workload, error) {
 	return pod, w, nil
 }
 
+// jsonPath is the path of a value in the resource, written only for an
+// error: a key or an index under a parent (the root is a dotted path).
+type jsonPath struct {
+	parent  *jsonPath
+	key     string
+	index   int
+	isIndex bool
+}
+
+// child is the path of p's field key.
+func (p *jsonPath) child(key string) jsonPath {
+	return jsonPath{parent: p, key: key}
+}
+
+// at is the path of p's element i.
+func (p *jsonPath) at(i int) jsonPath {
+	return jsonPath{parent: p, index: i, isIndex: true}
+}
+
+// String writes the path: "spec.containers[0].securityContext".
+func (p *jsonPath) String() string {
+	return string(p.appendTo(nil))
+}
+
+func (p *jsonPath) appendTo(b []byte) []byte {
+	if p.parent == nil {
+		return append(b, p.key...)
+	}
+	b = p.parent.appendTo(b)
+	if p.isIndex {
+		return append(strconv.AppendInt(append(b, '['), int64(p.index), 10), ']')
+	}
+	return append(append(b, '.'), p.key...)
+}
+
 // decoder reads JSON-like trees into the typed pod, keeping the first error.
 type decoder struct {
 	err error
 }
 
-func (d *decoder) fail(path string, format string, args ...any) {
+// fail records an error on the value at p (the first one only).
+func (d *decoder) fail(p *jsonPath, format string, args ...any) {
 	if d.err == nil {
-		d.err = &ResourceError{Path: path, Err: fmt.Errorf(format, args...)}
+		d.err = &ResourceError{Path: p.String(), Err: fmt.Errorf(format, args...)}
+	}
+}
+
+// failKey records an error on p's field key.
+func (d *decoder) failKey(p *jsonPath, key string, format string, args ...any) {
+	if d.err == nil {
+		c := p.child(key)
+		d.fail(&c, format, args...)
 	}
 }
 
@@ -135,7 +180,7 @@ func (d *decoder) walk(obj map[string]any, path []string) map[string]any {
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			d.fail(strings.Join(path[:i+1], "."), "expected an object, got %s", typeName(v))
+			d.fail(&jsonPath{key: strings.Join(path[:i+1], ".")}, "expected an object, got %s", typeName(v))
 			return nil
 		}
 		cur = m
@@ -160,63 +205,62 @@ func typeName(v any) string {
 }
 
 // object returns m[key] as an object (nil when absent or null).
-func (d *decoder) object(m map[string]any, key, path string) map[string]any {
+func (d *decoder) object(m map[string]any, key string, p *jsonPath) map[string]any {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return nil
 	}
+	return d.asObject(v, key, p)
+}
+
+// asObject returns v, the value of p's field key, as an object.
+func (d *decoder) asObject(v any, key string, p *jsonPath) map[string]any {
 	o, ok := v.(map[string]any)
 	if !ok {
-		d.fail(path+"."+key, "expected an object, got %s", typeName(v))
+		d.failKey(p, key, "expected an object, got %s", typeName(v))
 		return nil
 	}
 	return o
 }
 
-// present reports whether m[key] is set and not null (an object is
-// expected, as for volume sources).
-func (d *decoder) present(m map[string]any, key, path string) bool {
-	return d.object(m, key, path) != nil
-}
-
-func (d *decoder) list(m map[string]any, key, path string) []any {
+func (d *decoder) list(m map[string]any, key string, p *jsonPath) []any {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return nil
 	}
 	l, ok := v.([]any)
 	if !ok {
-		d.fail(path+"."+key, "expected an array, got %s", typeName(v))
+		d.failKey(p, key, "expected an array, got %s", typeName(v))
 		return nil
 	}
 	return l
 }
 
-func (d *decoder) str(m map[string]any, key, path string) string {
+func (d *decoder) str(m map[string]any, key string, p *jsonPath) string {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return ""
 	}
 	s, ok := v.(string)
 	if !ok {
-		d.fail(path+"."+key, "expected a string, got %s", typeName(v))
+		d.failKey(p, key, "expected a string, got %s", typeName(v))
 	}
 	return s
 }
 
-func (d *decoder) boolean(m map[string]any, key, path string) bool {
-	b := d.boolPtr(m, key, path)
+func (d *decoder) boolean(m map[string]any, key string, p *jsonPath) bool {
+	b := d.boolPtr(m, key, p)
 	return b != nil && *b
 }
 
-func (d *decoder) boolPtr(m map[string]any, key, path string) *bool {
+func (d *decoder) boolPtr(m map[string]any, key string, p *jsonPath) *bool {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return nil
 	}
 	b, ok := v.(bool)
 	if !ok {
-		d.fail(path+"."+key, "expected a boolean, got %s", typeName(v))
+		d.failKey(p, key, "expected a boolean, got %s", typeName(v))
 		return nil
 	}
 	return &b
@@ -224,7 +268,7 @@ func (d *decoder) boolPtr(m map[string]any, key, path string) *bool {
 
 // integer reads an integral number of any of the numeric types JSON-like
 // trees carry, within [min, max].
-func (d *decoder) integer(m map[string]any, key, path string, min, max int64) (int64, bool) {
+func (d *decoder) integer(m map[string]any, key string, p *jsonPath, min, max int64) (int64, bool) {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return 0, false
@@ -233,14 +277,14 @@ func (d *decoder) integer(m map[string]any, key, path string, min, max int64) (i
 	switch t := v.(type) {
 	case float64:
 		if t != math.Trunc(t) || t < math.MinInt64 || t >= math.MaxInt64 {
-			d.fail(path+"."+key, "expected an integer, got %v", t)
+			d.failKey(p, key, "expected an integer, got %v", t)
 			return 0, false
 		}
 		n = int64(t)
 	case float32:
 		f := float64(t)
 		if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-			d.fail(path+"."+key, "expected an integer, got %v", t)
+			d.failKey(p, key, "expected an integer, got %v", t)
 			return 0, false
 		}
 		n = int64(f)
@@ -256,7 +300,7 @@ func (d *decoder) integer(m map[string]any, key, path string, min, max int64) (i
 		n = t
 	case uint:
 		if uint64(t) > math.MaxInt64 {
-			d.fail(path+"."+key, "integer %d out of range", t)
+			d.failKey(p, key, "integer %d out of range", t)
 			return 0, false
 		}
 		n = int64(t)
@@ -268,46 +312,48 @@ func (d *decoder) integer(m map[string]any, key, path string, min, max int64) (i
 		n = int64(t)
 	case uint64:
 		if t > math.MaxInt64 {
-			d.fail(path+"."+key, "integer %d out of range", t)
+			d.failKey(p, key, "integer %d out of range", t)
 			return 0, false
 		}
 		n = int64(t)
 	case json.Number:
 		i, err := strconv.ParseInt(string(t), 10, 64)
 		if err != nil {
-			d.fail(path+"."+key, "expected an integer, got %s", t)
+			d.failKey(p, key, "expected an integer, got %s", t)
 			return 0, false
 		}
 		n = i
 	default:
-		d.fail(path+"."+key, "expected an integer, got %s", typeName(v))
+		d.failKey(p, key, "expected an integer, got %s", typeName(v))
 		return 0, false
 	}
 	if n < min || n > max {
-		d.fail(path+"."+key, "integer %d out of range", n)
+		d.failKey(p, key, "integer %d out of range", n)
 		return 0, false
 	}
 	return n, true
 }
 
-func (d *decoder) int64Ptr(m map[string]any, key, path string) *int64 {
-	n, ok := d.integer(m, key, path, math.MinInt64, math.MaxInt64)
+func (d *decoder) int64Ptr(m map[string]any, key string, p *jsonPath) *int64 {
+	n, ok := d.integer(m, key, p, math.MinInt64, math.MaxInt64)
 	if !ok {
 		return nil
 	}
 	return &n
 }
 
-func (d *decoder) strings(m map[string]any, key, path string) []string {
-	l := d.list(m, key, path)
+func (d *decoder) strings(m map[string]any, key string, p *jsonPath) []string {
+	l := d.list(m, key, p)
 	if l == nil {
 		return nil
 	}
+	lp := p.child(key)
 	out := make([]string, len(l))
 	for i, v := range l {
 		s, ok := v.(string)
 		if !ok && v != nil {
-			d.fail(path+"."+key+"["+strconv.Itoa(i)+"]", "expected a string, got %s", typeName(v))
+			ip := lp.at(i)
+			d.fail(&ip, "expected a string, got %s", typeName(v))
 		}
 		out[i] = s
 	}
@@ -315,13 +361,14 @@ func (d *decoder) strings(m map[string]any, key, path string) []string {
 }
 
 // meta reads name, namespace and annotations.
-func (d *decoder) meta(m map[string]any, path string, pod *corev1.Pod) {
-	pod.Name = d.str(m, "name", path)
-	pod.Namespace = d.str(m, "namespace", path)
-	ann := d.object(m, "annotations", path)
+func (d *decoder) meta(m map[string]any, p *jsonPath, pod *corev1.Pod) {
+	pod.Name = d.str(m, "name", p)
+	pod.Namespace = d.str(m, "namespace", p)
+	ann := d.object(m, "annotations", p)
 	if ann == nil {
 		return
 	}
+	ap := p.child("annotations")
 	pod.Annotations = make(map[string]string, len(ann))
 	for k, v := range ann {
 		if v == nil {
@@ -329,220 +376,359 @@ func (d *decoder) meta(m map[string]any, path string, pod *corev1.Pod) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			d.fail(path+".annotations."+k, "expected a string, got %s", typeName(v))
+			d.failKey(&ap, k, "expected a string, got %s", typeName(v))
 			continue
 		}
 		pod.Annotations[k] = s
 	}
 }
 
-func (d *decoder) spec(m map[string]any, path string, spec *corev1.PodSpec) {
-	spec.HostNetwork = d.boolean(m, "hostNetwork", path)
-	spec.HostPID = d.boolean(m, "hostPID", path)
-	spec.HostIPC = d.boolean(m, "hostIPC", path)
-	spec.HostUsers = d.boolPtr(m, "hostUsers", path)
-	if os := d.object(m, "os", path); os != nil {
-		spec.OS = &corev1.PodOS{Name: corev1.OSName(d.str(os, "name", path+".os"))}
+func (d *decoder) spec(m map[string]any, p *jsonPath, spec *corev1.PodSpec) {
+	spec.HostNetwork = d.boolean(m, "hostNetwork", p)
+	spec.HostPID = d.boolean(m, "hostPID", p)
+	spec.HostIPC = d.boolean(m, "hostIPC", p)
+	spec.HostUsers = d.boolPtr(m, "hostUsers", p)
+	if os := d.object(m, "os", p); os != nil {
+		op := p.child("os")
+		spec.OS = &corev1.PodOS{Name: corev1.OSName(d.str(os, "name", &op))}
 	}
-	if sc := d.object(m, "securityContext", path); sc != nil {
-		spec.SecurityContext = d.podSecurityContext(sc, path+".securityContext")
+	if sc := d.object(m, "securityContext", p); sc != nil {
+		sp := p.child("securityContext")
+		spec.SecurityContext = d.podSecurityContext(sc, &sp)
 	}
-	for i, v := range d.list(m, "volumes", path) {
-		p := path + ".volumes[" + strconv.Itoa(i) + "]"
-		vm, ok := v.(map[string]any)
-		if !ok {
-			if v != nil {
-				d.fail(p, "expected an object, got %s", typeName(v))
+	if vols := d.list(m, "volumes", p); len(vols) > 0 {
+		vp := p.child("volumes")
+		spec.Volumes = make([]corev1.Volume, len(vols))
+		for i, v := range vols {
+			ip := vp.at(i)
+			vm, ok := v.(map[string]any)
+			if !ok {
+				if v != nil {
+					d.fail(&ip, "expected an object, got %s", typeName(v))
+				}
+				continue
 			}
-			spec.Volumes = append(spec.Volumes, corev1.Volume{})
-			continue
+			d.volume(vm, &ip, &spec.Volumes[i])
 		}
-		spec.Volumes = append(spec.Volumes, d.volume(vm, p))
 	}
-	spec.InitContainers = d.containers(m, "initContainers", path)
-	spec.Containers = d.containers(m, "containers", path)
-	for _, c := range d.containers(m, "ephemeralContainers", path) {
+	spec.InitContainers = d.containers(m, "initContainers", p)
+	spec.Containers = d.containers(m, "containers", p)
+	for _, c := range d.containers(m, "ephemeralContainers", p) {
 		spec.EphemeralContainers = append(spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon(c)})
 	}
 }
 
-func (d *decoder) podSecurityContext(m map[string]any, path string) *corev1.PodSecurityContext {
+func (d *decoder) podSecurityContext(m map[string]any, p *jsonPath) *corev1.PodSecurityContext {
 	sc := &corev1.PodSecurityContext{
-		RunAsNonRoot:    d.boolPtr(m, "runAsNonRoot", path),
-		RunAsUser:       d.int64Ptr(m, "runAsUser", path),
-		SeccompProfile:  d.seccomp(m, path),
-		SELinuxOptions:  d.seLinux(m, path),
-		WindowsOptions:  d.windows(m, path),
-		AppArmorProfile: d.appArmor(m, path),
+		RunAsNonRoot:    d.boolPtr(m, "runAsNonRoot", p),
+		RunAsUser:       d.int64Ptr(m, "runAsUser", p),
+		SeccompProfile:  d.seccomp(m, p),
+		SELinuxOptions:  d.seLinux(m, p),
+		WindowsOptions:  d.windows(m, p),
+		AppArmorProfile: d.appArmor(m, p),
 	}
-	for i, v := range d.list(m, "sysctls", path) {
-		p := path + ".sysctls[" + strconv.Itoa(i) + "]"
-		s, ok := v.(map[string]any)
-		if !ok {
-			if v != nil {
-				d.fail(p, "expected an object, got %s", typeName(v))
+	if list := d.list(m, "sysctls", p); len(list) > 0 {
+		lp := p.child("sysctls")
+		sc.Sysctls = make([]corev1.Sysctl, len(list))
+		for i, v := range list {
+			ip := lp.at(i)
+			s, ok := v.(map[string]any)
+			if !ok {
+				if v != nil {
+					d.fail(&ip, "expected an object, got %s", typeName(v))
+				}
+				continue
 			}
-			sc.Sysctls = append(sc.Sysctls, corev1.Sysctl{})
-			continue
+			sc.Sysctls[i] = corev1.Sysctl{Name: d.str(s, "name", &ip), Value: d.str(s, "value", &ip)}
 		}
-		sc.Sysctls = append(sc.Sysctls, corev1.Sysctl{Name: d.str(s, "name", p), Value: d.str(s, "value", p)})
 	}
 	return sc
 }
 
-func (d *decoder) seccomp(m map[string]any, path string) *corev1.SeccompProfile {
-	o := d.object(m, "seccompProfile", path)
+func (d *decoder) seccomp(m map[string]any, p *jsonPath) *corev1.SeccompProfile {
+	o := d.object(m, "seccompProfile", p)
 	if o == nil {
 		return nil
 	}
-	return &corev1.SeccompProfile{Type: corev1.SeccompProfileType(d.str(o, "type", path+".seccompProfile"))}
+	op := p.child("seccompProfile")
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileType(d.str(o, "type", &op))}
 }
 
-func (d *decoder) appArmor(m map[string]any, path string) *corev1.AppArmorProfile {
-	o := d.object(m, "appArmorProfile", path)
+func (d *decoder) appArmor(m map[string]any, p *jsonPath) *corev1.AppArmorProfile {
+	o := d.object(m, "appArmorProfile", p)
 	if o == nil {
 		return nil
 	}
-	return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileType(d.str(o, "type", path+".appArmorProfile"))}
+	op := p.child("appArmorProfile")
+	return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileType(d.str(o, "type", &op))}
 }
 
-func (d *decoder) seLinux(m map[string]any, path string) *corev1.SELinuxOptions {
-	o := d.object(m, "seLinuxOptions", path)
+func (d *decoder) seLinux(m map[string]any, p *jsonPath) *corev1.SELinuxOptions {
+	o := d.object(m, "seLinuxOptions", p)
 	if o == nil {
 		return nil
 	}
-	p := path + ".seLinuxOptions"
+	op := p.child("seLinuxOptions")
 	return &corev1.SELinuxOptions{
-		User:  d.str(o, "user", p),
-		Role:  d.str(o, "role", p),
-		Type:  d.str(o, "type", p),
-		Level: d.str(o, "level", p),
+		User:  d.str(o, "user", &op),
+		Role:  d.str(o, "role", &op),
+		Type:  d.str(o, "type", &op),
+		Level: d.str(o, "level", &op),
 	}
 }
 
-func (d *decoder) windows(m map[string]any, path string) *corev1.WindowsSecurityContextOptions {
-	o := d.object(m, "windowsOptions", path)
+func (d *decoder) windows(m map[string]any, p *jsonPath) *corev1.WindowsSecurityContextOptions {
+	o := d.object(m, "windowsOptions", p)
 	if o == nil {
 		return nil
 	}
-	return &corev1.WindowsSecurityContextOptions{HostProcess: d.boolPtr(o, "hostProcess", path+".windowsOptions")}
+	op := p.child("windowsOptions")
+	return &corev1.WindowsSecurityContextOptions{HostProcess: d.boolPtr(o, "hostProcess", &op)}
+}
+
+// volumeSourceKeys are the volume sources the checks tell apart, in the
+// order the decoder reads them (see volumeSourceIndex and
+// setVolumeSource); hostPath is read first, on its own.
+var volumeSourceKeys = [...]string{
+	"emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs", "iscsi",
+	"glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker",
+	"downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
+	"photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos", "csi",
+	"ephemeral", "image",
+}
+
+// volumeSourceIndex is the index of a key in volumeSourceKeys, or -1.
+func volumeSourceIndex(key string) int {
+	switch key {
+	case "emptyDir":
+		return 0
+	case "gcePersistentDisk":
+		return 1
+	case "awsElasticBlockStore":
+		return 2
+	case "gitRepo":
+		return 3
+	case "secret":
+		return 4
+	case "nfs":
+		return 5
+	case "iscsi":
+		return 6
+	case "glusterfs":
+		return 7
+	case "persistentVolumeClaim":
+		return 8
+	case "rbd":
+		return 9
+	case "flexVolume":
+		return 10
+	case "cinder":
+		return 11
+	case "cephfs":
+		return 12
+	case "flocker":
+		return 13
+	case "downwardAPI":
+		return 14
+	case "fc":
+		return 15
+	case "azureFile":
+		return 16
+	case "configMap":
+		return 17
+	case "vsphereVolume":
+		return 18
+	case "quobyte":
+		return 19
+	case "azureDisk":
+		return 20
+	case "photonPersistentDisk":
+		return 21
+	case "projected":
+		return 22
+	case "portworxVolume":
+		return 23
+	case "scaleIO":
+		return 24
+	case "storageos":
+		return 25
+	case "csi":
+		return 26
+	case "ephemeral":
+		return 27
+	case "image":
+		return 28
+	}
+	return -1
+}
+
+// setVolumeSource marks the source volumeSourceKeys[i] as used (the checks
+// only test for presence).
+func setVolumeSource(s *corev1.VolumeSource, i int) {
+	switch i {
+	case 0:
+		s.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	case 1:
+		s.GCEPersistentDisk = &corev1.GCEPersistentDiskVolumeSource{}
+	case 2:
+		s.AWSElasticBlockStore = &corev1.AWSElasticBlockStoreVolumeSource{}
+	case 3:
+		s.GitRepo = &corev1.GitRepoVolumeSource{}
+	case 4:
+		s.Secret = &corev1.SecretVolumeSource{}
+	case 5:
+		s.NFS = &corev1.NFSVolumeSource{}
+	case 6:
+		s.ISCSI = &corev1.ISCSIVolumeSource{}
+	case 7:
+		s.Glusterfs = &corev1.GlusterfsVolumeSource{}
+	case 8:
+		s.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{}
+	case 9:
+		s.RBD = &corev1.RBDVolumeSource{}
+	case 10:
+		s.FlexVolume = &corev1.FlexVolumeSource{}
+	case 11:
+		s.Cinder = &corev1.CinderVolumeSource{}
+	case 12:
+		s.CephFS = &corev1.CephFSVolumeSource{}
+	case 13:
+		s.Flocker = &corev1.FlockerVolumeSource{}
+	case 14:
+		s.DownwardAPI = &corev1.DownwardAPIVolumeSource{}
+	case 15:
+		s.FC = &corev1.FCVolumeSource{}
+	case 16:
+		s.AzureFile = &corev1.AzureFileVolumeSource{}
+	case 17:
+		s.ConfigMap = &corev1.ConfigMapVolumeSource{}
+	case 18:
+		s.VsphereVolume = &corev1.VsphereVirtualDiskVolumeSource{}
+	case 19:
+		s.Quobyte = &corev1.QuobyteVolumeSource{}
+	case 20:
+		s.AzureDisk = &corev1.AzureDiskVolumeSource{}
+	case 21:
+		s.PhotonPersistentDisk = &corev1.PhotonPersistentDiskVolumeSource{}
+	case 22:
+		s.Projected = &corev1.ProjectedVolumeSource{}
+	case 23:
+		s.PortworxVolume = &corev1.PortworxVolumeSource{}
+	case 24:
+		s.ScaleIO = &corev1.ScaleIOVolumeSource{}
+	case 25:
+		s.StorageOS = &corev1.StorageOSVolumeSource{}
+	case 26:
+		s.CSI = &corev1.CSIVolumeSource{}
+	case 27:
+		s.Ephemeral = &corev1.EphemeralVolumeSource{}
+	case 28:
+		s.Image = &corev1.ImageVolumeSource{}
+	}
 }
 
 // volume reads the volume's name and which source it uses (the checks only
-// test for presence, and read the hostPath path).
-func (d *decoder) volume(m map[string]any, path string) corev1.Volume {
-	v := corev1.Volume{Name: d.str(m, "name", path)}
+// test for presence, and read the hostPath path). The sources are found in
+// one pass over the volume's keys (a volume has a few), and read in the
+// order of volumeSourceKeys, so that the first error is always the same.
+func (d *decoder) volume(m map[string]any, p *jsonPath, v *corev1.Volume) {
+	v.Name = d.str(m, "name", p)
 	s := &v.VolumeSource
-	if hp := d.object(m, "hostPath", path); hp != nil {
-		s.HostPath = &corev1.HostPathVolumeSource{Path: d.str(hp, "path", path+".hostPath")}
+	if hp := d.object(m, "hostPath", p); hp != nil {
+		hpp := p.child("hostPath")
+		s.HostPath = &corev1.HostPathVolumeSource{Path: d.str(hp, "path", &hpp)}
 	}
-	set := func(key string, assign func()) {
-		if d.present(m, key, path) {
-			assign()
+	var values [len(volumeSourceKeys)]any
+	var found uint64
+	for k, val := range m {
+		if i := volumeSourceIndex(k); i >= 0 && val != nil {
+			values[i] = val
+			found |= 1 << i
 		}
 	}
-	set("emptyDir", func() { s.EmptyDir = &corev1.EmptyDirVolumeSource{} })
-	set("gcePersistentDisk", func() { s.GCEPersistentDisk = &corev1.GCEPersistentDiskVolumeSource{} })
-	set("awsElasticBlockStore", func() { s.AWSElasticBlockStore = &corev1.AWSElasticBlockStoreVolumeSource{} })
-	set("gitRepo", func() { s.GitRepo = &corev1.GitRepoVolumeSource{} })
-	set("secret", func() { s.Secret = &corev1.SecretVolumeSource{} })
-	set("nfs", func() { s.NFS = &corev1.NFSVolumeSource{} })
-	set("iscsi", func() { s.ISCSI = &corev1.ISCSIVolumeSource{} })
-	set("glusterfs", func() { s.Glusterfs = &corev1.GlusterfsVolumeSource{} })
-	set("persistentVolumeClaim", func() { s.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{} })
-	set("rbd", func() { s.RBD = &corev1.RBDVolumeSource{} })
-	set("flexVolume", func() { s.FlexVolume = &corev1.FlexVolumeSource{} })
-	set("cinder", func() { s.Cinder = &corev1.CinderVolumeSource{} })
-	set("cephfs", func() { s.CephFS = &corev1.CephFSVolumeSource{} })
-	set("flocker", func() { s.Flocker = &corev1.FlockerVolumeSource{} })
-	set("downwardAPI", func() { s.DownwardAPI = &corev1.DownwardAPIVolumeSource{} })
-	set("fc", func() { s.FC = &corev1.FCVolumeSource{} })
-	set("azureFile", func() { s.AzureFile = &corev1.AzureFileVolumeSource{} })
-	set("configMap", func() { s.ConfigMap = &corev1.ConfigMapVolumeSource{} })
-	set("vsphereVolume", func() { s.VsphereVolume = &corev1.VsphereVirtualDiskVolumeSource{} })
-	set("quobyte", func() { s.Quobyte = &corev1.QuobyteVolumeSource{} })
-	set("azureDisk", func() { s.AzureDisk = &corev1.AzureDiskVolumeSource{} })
-	set("photonPersistentDisk", func() { s.PhotonPersistentDisk = &corev1.PhotonPersistentDiskVolumeSource{} })
-	set("projected", func() { s.Projected = &corev1.ProjectedVolumeSource{} })
-	set("portworxVolume", func() { s.PortworxVolume = &corev1.PortworxVolumeSource{} })
-	set("scaleIO", func() { s.ScaleIO = &corev1.ScaleIOVolumeSource{} })
-	set("storageos", func() { s.StorageOS = &corev1.StorageOSVolumeSource{} })
-	set("csi", func() { s.CSI = &corev1.CSIVolumeSource{} })
-	set("ephemeral", func() { s.Ephemeral = &corev1.EphemeralVolumeSource{} })
-	set("image", func() { s.Image = &corev1.ImageVolumeSource{} })
-	return v
+	for found != 0 {
+		i := bits.TrailingZeros64(found)
+		found &= found - 1
+		if o := d.asObject(values[i], volumeSourceKeys[i], p); o != nil {
+			setVolumeSource(s, i)
+		}
+	}
 }
 
-func (d *decoder) containers(m map[string]any, key, path string) []corev1.Container {
-	l := d.list(m, key, path)
+func (d *decoder) containers(m map[string]any, key string, p *jsonPath) []corev1.Container {
+	l := d.list(m, key, p)
 	if l == nil {
 		return nil
 	}
+	lp := p.child(key)
 	out := make([]corev1.Container, len(l))
 	for i, v := range l {
-		p := path + "." + key + "[" + strconv.Itoa(i) + "]"
+		ip := lp.at(i)
 		c, ok := v.(map[string]any)
 		if !ok {
 			if v != nil {
-				d.fail(p, "expected an object, got %s", typeName(v))
+				d.fail(&ip, "expected an object, got %s", typeName(v))
 			}
 			continue
 		}
-		d.container(c, p, &out[i])
+		d.container(c, &ip, &out[i])
 	}
 	return out
 }
 
-func (d *decoder) container(m map[string]any, path string, c *corev1.Container) {
-	c.Name = d.str(m, "name", path)
-	c.Image = d.str(m, "image", path)
-	for i, v := range d.list(m, "ports", path) {
-		p := path + ".ports[" + strconv.Itoa(i) + "]"
-		pm, ok := v.(map[string]any)
-		if !ok {
-			if v != nil {
-				d.fail(p, "expected an object, got %s", typeName(v))
+func (d *decoder) container(m map[string]any, p *jsonPath, c *corev1.Container) {
+	c.Name = d.str(m, "name", p)
+	c.Image = d.str(m, "image", p)
+	if ports := d.list(m, "ports", p); len(ports) > 0 {
+		pp := p.child("ports")
+		c.Ports = make([]corev1.ContainerPort, len(ports))
+		for i, v := range ports {
+			ip := pp.at(i)
+			pm, ok := v.(map[string]any)
+			if !ok {
+				if v != nil {
+					d.fail(&ip, "expected an object, got %s", typeName(v))
+				}
+				continue
 			}
-			c.Ports = append(c.Ports, corev1.ContainerPort{})
-			continue
+			hp, _ := d.integer(pm, "hostPort", &ip, math.MinInt32, math.MaxInt32)
+			c.Ports[i].HostPort = int32(hp)
 		}
-		hp, _ := d.integer(pm, "hostPort", p, math.MinInt32, math.MaxInt32)
-		c.Ports = append(c.Ports, corev1.ContainerPort{HostPort: int32(hp)})
 	}
-	c.LivenessProbe = d.probe(m, "livenessProbe", path)
-	c.ReadinessProbe = d.probe(m, "readinessProbe", path)
-	c.StartupProbe = d.probe(m, "startupProbe", path)
-	if lc := d.object(m, "lifecycle", path); lc != nil {
-		p := path + ".lifecycle"
+	c.LivenessProbe = d.probe(m, "livenessProbe", p)
+	c.ReadinessProbe = d.probe(m, "readinessProbe", p)
+	c.StartupProbe = d.probe(m, "startupProbe", p)
+	if lc := d.object(m, "lifecycle", p); lc != nil {
+		lp := p.child("lifecycle")
 		c.Lifecycle = &corev1.Lifecycle{
-			PostStart: d.handler(lc, "postStart", p),
-			PreStop:   d.handler(lc, "preStop", p),
+			PostStart: d.handler(lc, "postStart", &lp),
+			PreStop:   d.handler(lc, "preStop", &lp),
 		}
 	}
-	sc := d.object(m, "securityContext", path)
+	sc := d.object(m, "securityContext", p)
 	if sc == nil {
 		return
 	}
-	p := path + ".securityContext"
+	sp := p.child("securityContext")
 	c.SecurityContext = &corev1.SecurityContext{
-		Privileged:               d.boolPtr(sc, "privileged", p),
-		AllowPrivilegeEscalation: d.boolPtr(sc, "allowPrivilegeEscalation", p),
-		RunAsNonRoot:             d.boolPtr(sc, "runAsNonRoot", p),
-		RunAsUser:                d.int64Ptr(sc, "runAsUser", p),
-		SeccompProfile:           d.seccomp(sc, p),
-		SELinuxOptions:           d.seLinux(sc, p),
-		WindowsOptions:           d.windows(sc, p),
-		AppArmorProfile:          d.appArmor(sc, p),
+		Privileged:               d.boolPtr(sc, "privileged", &sp),
+		AllowPrivilegeEscalation: d.boolPtr(sc, "allowPrivilegeEscalation", &sp),
+		RunAsNonRoot:             d.boolPtr(sc, "runAsNonRoot", &sp),
+		RunAsUser:                d.int64Ptr(sc, "runAsUser", &sp),
+		SeccompProfile:           d.seccomp(sc, &sp),
+		SELinuxOptions:           d.seLinux(sc, &sp),
+		WindowsOptions:           d.windows(sc, &sp),
+		AppArmorProfile:          d.appArmor(sc, &sp),
 	}
 	if v, ok := sc["procMount"]; ok && v != nil {
-		pm := corev1.ProcMountType(d.str(sc, "procMount", p))
+		pm := corev1.ProcMountType(d.str(sc, "procMount", &sp))
 		c.SecurityContext.ProcMount = &pm
 	}
-	if caps := d.object(sc, "capabilities", p); caps != nil {
-		cp := p + ".capabilities"
+	if caps := d.object(sc, "capabilities", &sp); caps != nil {
+		cp := sp.child("capabilities")
 		c.SecurityContext.Capabilities = &corev1.Capabilities{
-			Add:  capabilities(d.strings(caps, "add", cp)),
-			Drop: capabilities(d.strings(caps, "drop", cp)),
+			Add:  capabilities(d.strings(caps, "add", &cp)),
+			Drop: capabilities(d.strings(caps, "drop", &cp)),
 		}
 	}
 }
@@ -558,37 +744,40 @@ func capabilities(names []string) []corev1.Capability {
 	return out
 }
 
-func (d *decoder) probe(m map[string]any, key, path string) *corev1.Probe {
-	o := d.object(m, key, path)
+func (d *decoder) probe(m map[string]any, key string, p *jsonPath) *corev1.Probe {
+	o := d.object(m, key, p)
 	if o == nil {
 		return nil
 	}
-	p := path + "." + key
+	pp := p.child(key)
 	pr := &corev1.Probe{}
-	pr.HTTPGet, pr.TCPSocket = d.hosts(o, p)
+	pr.HTTPGet, pr.TCPSocket = d.hosts(o, &pp)
 	return pr
 }
 
-func (d *decoder) handler(m map[string]any, key, path string) *corev1.LifecycleHandler {
-	o := d.object(m, key, path)
+func (d *decoder) handler(m map[string]any, key string, p *jsonPath) *corev1.LifecycleHandler {
+	o := d.object(m, key, p)
 	if o == nil {
 		return nil
 	}
+	hp := p.child(key)
 	h := &corev1.LifecycleHandler{}
-	h.HTTPGet, h.TCPSocket = d.hosts(o, path+"."+key)
+	h.HTTPGet, h.TCPSocket = d.hosts(o, &hp)
 	return h
 }
 
 // hosts reads the host of the httpGet and tcpSocket actions of a probe or
 // lifecycle handler.
-func (d *decoder) hosts(m map[string]any, path string) (*corev1.HTTPGetAction, *corev1.TCPSocketAction) {
+func (d *decoder) hosts(m map[string]any, p *jsonPath) (*corev1.HTTPGetAction, *corev1.TCPSocketAction) {
 	var h *corev1.HTTPGetAction
 	var t *corev1.TCPSocketAction
-	if o := d.object(m, "httpGet", path); o != nil {
-		h = &corev1.HTTPGetAction{Host: d.str(o, "host", path+".httpGet")}
+	if o := d.object(m, "httpGet", p); o != nil {
+		op := p.child("httpGet")
+		h = &corev1.HTTPGetAction{Host: d.str(o, "host", &op)}
 	}
-	if o := d.object(m, "tcpSocket", path); o != nil {
-		t = &corev1.TCPSocketAction{Host: d.str(o, "host", path+".tcpSocket")}
+	if o := d.object(m, "tcpSocket", p); o != nil {
+		op := p.child("tcpSocket")
+		t = &corev1.TCPSocketAction{Host: d.str(o, "host", &op)}
 	}
 	return h, t
 }
