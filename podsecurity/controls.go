@@ -57,7 +57,30 @@ var restrictedOnlyControls = map[string]bool{
 var (
 	controlsByName  = indexControls()
 	controlNameByID = indexControlIDs()
+	// controlIndex and controlIndexByID give the index of a control in
+	// controlTable by its name and by the IDs of its checks
+	controlIndex, controlIndexByID = indexControlIndexes()
 )
+
+func indexControlIndexes() (byName, byID map[string]int) {
+	byName, byID = map[string]int{}, map[string]int{}
+	for i, c := range controlTable {
+		byName[c.name] = i
+		for _, id := range c.ids {
+			byID[id] = i
+		}
+	}
+	return byName, byID
+}
+
+// controlOf is the index in controlTable of the control a check ID
+// belongs to, or -1.
+func controlOf(checkID string) int {
+	if i, ok := controlIndexByID[checkID]; ok {
+		return i
+	}
+	return -1
+}
 
 func indexControls() map[string]control {
 	m := make(map[string]control, len(controlTable))

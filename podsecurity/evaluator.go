@@ -62,6 +62,9 @@ type step struct {
 	// same for every Evaluator (they all list the library's checks in its
 	// order): Decoded caches outcomes by it.
 	index int
+	// control is the index in controlTable of the check's control (-1
+	// for a check no control names)
+	control int
 }
 
 // Check is a compiled validate.podSecurity rule: immutable, safe for
@@ -237,14 +240,14 @@ func (e *Evaluator) steps(level psaapi.Level, version psaapi.Version) []step {
 					newest, newestAt = v, i+1
 				}
 			}
-			out = append(out, step{id: c.id, min: newest.MinimumVersion, run: newest.CheckPod, errs: c.errs, index: c.first + newestAt})
+			out = append(out, step{id: c.id, min: newest.MinimumVersion, run: newest.CheckPod, errs: c.errs, index: c.first + newestAt, control: controlOf(c.id)})
 			continue
 		}
 		for i, v := range c.versions {
 			if version.Older(v.MinimumVersion) {
 				continue
 			}
-			out = append(out, step{id: c.id, min: v.MinimumVersion, run: v.CheckPod, errs: c.errs, index: c.first + i})
+			out = append(out, step{id: c.id, min: v.MinimumVersion, run: v.CheckPod, errs: c.errs, index: c.first + i, control: controlOf(c.id)})
 		}
 	}
 	return out

@@ -18,6 +18,14 @@ type exclusion struct {
 	// probeKey names the pod the exemption evaluates (see Decoded.probe):
 	// "" for the pod-level one, else the image patterns
 	probeKey string
+	// control is the index of the control in controlTable
+	control int
+}
+
+// coversStep is covers(s.id) by the control indexes: a check belongs to
+// one control at most.
+func (x *exclusion) coversStep(s *step) bool {
+	return s.control >= 0 && s.control == x.control
 }
 
 func (x *exclusion) covers(id string) bool {
@@ -59,9 +67,13 @@ func compileExclusions(in []api.PodSecurityStandard, path *field.Path) ([]exclus
 		}
 		x := exclusion{
 			ids:             ctl.ids,
+			control:         -1,
 			images:          compileGlobs(ex.Images),
 			restrictedField: ex.RestrictedField,
 			values:          compileGlobs(ex.Values),
+		}
+		if i, ok := controlIndex[ex.ControlName]; ok {
+			x.control = i
 		}
 		if len(x.images) > 0 {
 			x.probeKey = "images\x00" + strings.Join(ex.Images, "\x00")
@@ -212,7 +224,7 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 	probe, outcomes := d.probeOutcomes(x, c.steps)
 	for si := range c.steps {
 		s := &c.steps[si]
-		if !x.covers(s.id) {
+		if !x.coversStep(s) {
 			continue
 		}
 		pf := outcomes[s.index].f

@@ -126,12 +126,12 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.Pod, []step
 	// to the last of them
 	slots := 0
 	for i := range steps {
-		if x.covers(steps[i].id) {
+		if x.coversStep(&steps[i]) {
 			slots = steps[i].index + 1
 		}
 	}
 	for i := range steps {
-		if x.covers(steps[i].id) {
+		if x.coversStep(&steps[i]) {
 			runOnce(&pr.results, slots, &steps[i], pr.pod, false)
 		}
 	}

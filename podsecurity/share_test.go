@@ -2,6 +2,8 @@ package podsecurity
 
 import (
 	"testing"
+
+	"github.com/gavelpolicy/gavel/api"
 )
 
 // TestStepSetKeys: Checks share their failures on a Decoded exactly when
@@ -156,5 +158,42 @@ func TestExemptChangedFlag(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCoversStep: an exemption covers a step by its control index exactly
+// when it covers the step's check ID, for every control and every revision
+// of the catalogue.
+func TestCoversStep(t *testing.T) {
+	var all []step
+	for _, c := range testEvaluator.checks {
+		for i := range c.versions {
+			all = append(all, step{id: c.id, index: c.first + i, control: controlOf(c.id)})
+		}
+	}
+	all = append(all, step{id: "someNewCheck", control: controlOf("someNewCheck")})
+	covered := 0
+	for _, name := range ControlNames() {
+		ex := api.PodSecurityStandard{ControlName: name}
+		if controlsByName[name].scope == scopeContainer {
+			ex.Images = []string{"*"}
+		}
+		xs, errs := compileExclusions([]api.PodSecurityStandard{ex}, nil)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for i := range all {
+			if got, want := xs[0].coversStep(&all[i]), xs[0].covers(all[i].id); got != want {
+				t.Errorf("%s covers %s: %v, by ID %v", name, all[i].id, got, want)
+			} else if got {
+				covered++
+			}
+		}
+	}
+	if covered < len(all)-1 {
+		t.Errorf("only %d of %d revisions covered by a control", covered, len(all))
+	}
+	if controlOf("someNewCheck") != -1 {
+		t.Errorf("an unknown check has a control")
 	}
 }
