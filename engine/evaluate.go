@@ -54,10 +54,10 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 }
 
 // runPolicy evaluates the rules of one type of a policy on the request.
-// cands, when not nil, flags the rules that may match the kind of the
-// request's resource (see kindCands); the others are skipped while the
-// resource keeps that kind.
-func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands []bool) PolicyResult {
+// cands, when it has an index, tells the rules that may match the kind of
+// the request's resource (see kindCands): the others are jumped over
+// while the resource keeps that kind.
+func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands policyCands) PolicyResult {
 	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
 	if rs.req.Background && !p.background {
 		return pr
@@ -73,30 +73,33 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 	start := len(rs.results)
 	// the kind can change only when a mutation changes the object (a new
 	// generation of the request's base)
-	gen, key := rs.gen, keyOf(&rs.matchRes)
-	for j, r := range p.rules {
+	gen, indexed := rs.gen, cands.next != nil
+	for j := 0; j < len(p.rules); j++ {
+		if indexed {
+			if j = int(cands.next[j]); j >= len(p.rules) {
+				break
+			}
+		}
+		r := p.rules[j]
 		// verifyImages rules are unsupported: Validate reports them as
 		// errors rather than letting images through unverified.
-		if cands != nil && !cands[j] {
-			if rs.gen == gen || keyOf(&rs.matchRes) == key {
-				continue
-			}
-			// a mutation changed the kind
-			cands = nil
-		}
 		if r.typ != typ && !(typ == Validation && r.typ == ImageVerify) {
 			continue
 		}
 		if rs.ctx.Err() != nil {
 			break
 		}
-		// the index's flag stands for the kind it was computed for
-		kindSelected := cands != nil && (rs.gen == gen || keyOf(&rs.matchRes) == key)
-		results := e.runRule(rs, p, r, handler, kindSelected)
+		// while indexed, the index selected the rule for the current kind
+		results := e.runRule(rs, p, r, handler, indexed)
 		rs.results = append(rs.results, results...)
 		pr.PatchedResource = rs.obj
 		if p.applyOne && applied(results) {
 			break
+		}
+		if indexed && rs.gen != gen {
+			// a mutation: the index stands while the kind is the same
+			indexed = keyOf(&rs.matchRes) == cands.key
+			gen = rs.gen
 		}
 	}
 	if n := len(rs.results); n > start {

@@ -433,7 +433,7 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		}
 		var pr PolicyResult
 		if hasGen {
-			pr = e.runPolicy(rs, p, Generation, e.generateRule, nil)
+			pr = e.runPolicy(rs, p, Generation, e.generateRule, policyCands{})
 			pr.Rules = e.triggerChangeResults(rs, p, pr.Rules)
 		}
 		if hasMutEx {

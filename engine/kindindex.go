@@ -17,21 +17,30 @@ func keyOf(r *match.Resource) kindKey {
 	return kindKey{r.Group, r.Version, r.Kind, r.Subresource}
 }
 
-// kindCands says which rules of each policy of a set may match one kind:
-// flags[off[i]+j] for rule j of policy i. Every match filter of a rule
+// kindCands says which rules of each policy of a set may match one kind
+// (rules from off[i] on are those of policy i). Every match filter of a rule
 // names kinds (Compile requires it), so a rule none of whose kind
 // selectors selects the request's kind cannot match it, whatever the rest
 // of its match block, and never reaches its exclude block: it is skipped
 // without being evaluated, with the same outcome (no result).
 type kindCands struct {
-	key   kindKey
-	flags []bool
-	off   []int
+	key kindKey
+	// next[off[i]+j] is the first rule of policy i, from rule j on, that
+	// may match the kind (the number of its rules when none): the rules in
+	// between are jumped over
+	next []int32
+	off  []int
 }
 
-// policy returns the flags of the rules of the set's policy i.
-func (c *kindCands) policy(i int) []bool {
-	return c.flags[c.off[i]:c.off[i+1]]
+// policyCands is the part of a kindCands about one policy.
+type policyCands struct {
+	key  kindKey
+	next []int32 // nil: no index, every rule is evaluated
+}
+
+// policy returns the candidates among the rules of the set's policy i.
+func (c *kindCands) policy(i int) policyCands {
+	return policyCands{key: c.key, next: c.next[c.off[i]:c.off[i+1]]}
 }
 
 // maxKindEntries bounds the kinds a set remembers; past it, candidates are
@@ -68,11 +77,15 @@ func (s *PolicySet) buildCandidates(k kindKey) *kindCands {
 		n += len(p.rules)
 	}
 	c.off[len(s.policies)] = n
-	c.flags = make([]bool, n)
+	c.next = make([]int32, n)
 	for i, p := range s.policies {
-		flags := c.policy(i)
-		for j, r := range p.rules {
-			flags[j] = r.mayMatchKind(k)
+		next := c.next[c.off[i]:c.off[i+1]]
+		following := int32(len(p.rules))
+		for j := len(p.rules) - 1; j >= 0; j-- {
+			if p.rules[j].mayMatchKind(k) {
+				following = int32(j)
+			}
+			next[j] = following
 		}
 	}
 	return c
