@@ -19,8 +19,8 @@ var ErrNoObject = errors.New("request has no object")
 
 // ruleHandler evaluates a rule's body after match, exceptions, context and
 // preconditions. It may return no result (the rule did not apply). The
-// slice may be the request's scratch space (reqState.single): callers copy
-// the results before the next rule runs.
+// slice may be the last of the request's results (reqState.single): the
+// caller adopts it (runPolicy) or copies it and truncates them.
 type ruleHandler func(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult
 
 // Validate evaluates the validate rules of every policy in the set.
@@ -90,8 +90,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 			break
 		}
 		// while indexed, the index selected the rule for the current kind
+		at := len(rs.results)
 		results := e.runRule(rs, p, r, handler, indexed)
-		rs.results = append(rs.results, results...)
+		rs.adopt(at, results)
 		pr.PatchedResource = rs.obj
 		if p.applyOne && applied(results) {
 			break

@@ -473,7 +473,10 @@ func (e *Engine) runMutateExisting(rs *reqState, p *Policy) []RuleResult {
 		if rs.ctx.Err() != nil {
 			break
 		}
+		at := len(rs.results)
 		out = append(out, e.runRule(rs, p, r, e.mutateExistingAdmission, false)...)
+		// a result the rule wrote in place (reqState.single) is copied
+		rs.results = rs.results[:at]
 	}
 	return out
 }

@@ -62,8 +62,6 @@ type reqState struct {
 	spare         *scope
 	spareChildren []*scope
 
-	// scratch holds the one result most rule handlers return (see single).
-	scratch [1]RuleResult
 	// results backs the rule results of the request's policies (see
 	// runPolicy).
 	results []RuleResult
@@ -89,19 +87,49 @@ func (rs *reqState) canonical(m map[string]any) bool {
 	return rs.canon > 0
 }
 
-// single returns res as a one-element slice in the request's scratch
-// space, valid until the next call: runPolicy copies results right away.
+// single appends res to the request's results and returns it as a
+// one-element slice of them: runPolicy finds it in place (see adopt), other
+// callers copy it right away and truncate.
 func (rs *reqState) single(res RuleResult) []RuleResult {
-	rs.scratch[0] = res
-	return rs.scratch[:1]
+	*rs.nextResult() = res
+	return rs.last()
 }
 
-// singleResult is single for r.result(status, msg), written in place;
-// the caller may set more fields through the pointer before returning
-// rs.scratch[:1].
+// singleResult is single for r.result(status, msg), written in place; the
+// caller may set more fields through the pointer before returning
+// rs.last().
 func (rs *reqState) singleResult(r *rule, status Status, msg string) *RuleResult {
-	rs.scratch[0] = RuleResult{Name: r.name, Type: r.typ, Status: status, Message: msg, Properties: r.properties}
-	return &rs.scratch[0]
+	res := rs.nextResult()
+	*res = RuleResult{Name: r.name, Type: r.typ, Status: status, Message: msg, Properties: r.properties}
+	return res
+}
+
+// nextResult appends a result slot to the request's results: results are
+// written where they are kept, not copied there (a RuleResult is large).
+func (rs *reqState) nextResult() *RuleResult {
+	if n := len(rs.results); n < cap(rs.results) {
+		rs.results = rs.results[:n+1]
+	} else {
+		rs.results = append(rs.results, RuleResult{})
+	}
+	return &rs.results[len(rs.results)-1]
+}
+
+// last returns the last result as a one-element slice.
+func (rs *reqState) last() []RuleResult {
+	n := len(rs.results)
+	return rs.results[n-1 : n : n]
+}
+
+// adopt makes results, which a rule returned when the request had at
+// results, the request's results from at: nothing to do when the rule
+// wrote its one result in place (single), a copy otherwise (results the
+// rule made itself, or written in place and then dropped).
+func (rs *reqState) adopt(at int, results []RuleResult) {
+	if len(results) == 1 && len(rs.results) == at+1 && &results[0] == &rs.results[at] {
+		return
+	}
+	rs.results = append(rs.results[:at], results...)
 }
 
 // memoResult is a remembered query result. Query results are shared, never

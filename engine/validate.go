@@ -30,7 +30,7 @@ func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs 
 	res := rs.singleResult(r, o.status, o.msg)
 	res.Err = o.err
 	res.EmitWarning = p.emitWarning
-	return rs.scratch[:1]
+	return rs.last()
 }
 
 // outcome is what a validate body decides: the status, message and error
