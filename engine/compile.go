@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -315,6 +316,25 @@ type PolicySet struct {
 	maxResults atomic.Int32
 	// kinds caches which rules may match a kind (see candidates)
 	kinds kindIndex
+	// states holds request states of finished Validate and Mutate calls
+	// (reqState.release), with their spare scopes, for the next calls.
+	states sync.Pool
+}
+
+// reqState returns a request state for a Validate or Mutate call, reusing
+// a released one when there is one; give it back with putReqState.
+func (s *PolicySet) reqState(ctx context.Context, req *Request, object, oldObject map[string]any) *reqState {
+	rs, _ := s.states.Get().(*reqState)
+	if rs == nil {
+		rs = new(reqState)
+	}
+	return s.eng.initReqState(rs, ctx, req, s.needsImages, object, oldObject)
+}
+
+// putReqState releases rs, which nothing refers to any more, for reuse.
+func (s *PolicySet) putReqState(rs *reqState) {
+	rs.release()
+	s.states.Put(rs)
 }
 
 // resultsHint is the capacity of a request's result array: the most any

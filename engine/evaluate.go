@@ -32,7 +32,7 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	if err != nil {
 		return nil, err
 	}
-	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
+	rs := s.reqState(ctx, req, object, oldObject)
 	resp := &Response{Resource: rs.obj, Policies: make([]PolicyResult, 0, s.validatePolicies)}
 	rs.results = make([]RuleResult, 0, s.resultsHint(s.validatePolicies))
 	cands := s.candidates(&rs.matchRes)
@@ -46,6 +46,7 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule, cands.policy(i)))
 	}
 	s.noteResults(rs, resp)
+	s.putReqState(rs)
 	// a cancellation during the last policy leaves rules unevaluated
 	if err := ctx.Err(); err != nil {
 		return resp, err

@@ -308,7 +308,7 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if err != nil {
 		return nil, err
 	}
-	rs := s.eng.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
+	rs := s.reqState(ctx, req, object, oldObject)
 	rs.mergeMemo = memo
 	// check told whether the object is a canonical tree (the strategic
 	// merges need to know)
@@ -339,12 +339,13 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Mutation, s.eng.mutateRule, cands.policy(i)))
 	}
 	resp.Resource = rs.obj
+	s.putReqState(rs)
 	// a cancellation during the last policy leaves rules unevaluated
 	if err := ctx.Err(); err != nil {
 		return resp, err
 	}
-	if !deepEqual(original, rs.obj) {
-		ops, err := mutate.Diff(original, rs.obj)
+	if !deepEqual(original, resp.Resource) {
+		ops, err := mutate.Diff(original, resp.Resource)
 		if err != nil {
 			return resp, err
 		}

@@ -172,8 +172,14 @@ func (e *Engine) newReqStateImages(ctx context.Context, req *Request, needsImage
 // newReqStateFrom builds the request state from the request's object and
 // old object already in canonical form (as Request.check returns them).
 func (e *Engine) newReqStateFrom(ctx context.Context, req *Request, needsImages bool, object, oldObject map[string]any) *reqState {
-	rs := &reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages,
-		object: object, oldObject: oldObject}
+	return e.initReqState(new(reqState), ctx, req, needsImages, object, oldObject)
+}
+
+// initReqState is newReqStateFrom on rs, a new request state or one that
+// was released (see release): only its spare scopes are kept.
+func (e *Engine) initReqState(rs *reqState, ctx context.Context, req *Request, needsImages bool, object, oldObject map[string]any) *reqState {
+	*rs = reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages,
+		object: object, oldObject: oldObject, spare: rs.spare, spareChildren: rs.spareChildren}
 	rs.condMemo = rs.condBuf[:0]
 	rs.matchReq = match.Request{
 		Operation:       string(rs.op),
@@ -196,6 +202,23 @@ func (e *Engine) newReqStateFrom(ctx context.Context, req *Request, needsImages 
 	}
 	rs.setNormalized(obj)
 	return rs
+}
+
+// release forgets everything the request referred to, for initReqState to
+// reuse rs and its spare scopes in another request: nothing may refer to
+// rs any more (the request's results belong to its response). The spare
+// scopes keep their memo arrays and the variable maps of recycled element
+// scopes, emptied.
+func (rs *reqState) release() {
+	spare, children := rs.spare, rs.spareChildren
+	if spare != nil {
+		*spare = scope{memo: spare.memo[:0]}
+	}
+	for _, c := range children {
+		clear(c.spareData)
+		*c = scope{memo: c.memo[:0], spareData: c.spareData}
+	}
+	*rs = reqState{spare: spare, spareChildren: children}
 }
 
 // setObject (re)builds everything derived from the resource after a
