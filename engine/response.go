@@ -45,8 +45,6 @@ type RuleResult struct {
 	GeneratedResources []map[string]any
 	// PatchedTargets are mutate-existing targets after patching.
 	PatchedTargets []map[string]any
-	// Patches are the RFC 6902 operations a mutate rule applied.
-	Patches []map[string]any
 	// Err is the cause of an error result when there is one, nil
 	// otherwise: errors.Is(Err, ErrLimitExceeded) tells a result stopped by
 	// one of the engine's Limits (errors.As gives the *LimitError),
