@@ -176,10 +176,11 @@ func (e *Engine) newReqStateFrom(ctx context.Context, req *Request, needsImages 
 }
 
 // initReqState is newReqStateFrom on rs, a new request state or one that
-// was released (see release): only its spare scopes are kept.
+// was released (see release): only its spare scopes and the array of its
+// query memo (emptied) are kept.
 func (e *Engine) initReqState(rs *reqState, ctx context.Context, req *Request, needsImages bool, object, oldObject map[string]any) *reqState {
 	*rs = reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages,
-		object: object, oldObject: oldObject, spare: rs.spare, spareChildren: rs.spareChildren}
+		object: object, oldObject: oldObject, spare: rs.spare, spareChildren: rs.spareChildren, memo: rs.memo}
 	rs.condMemo = rs.condBuf[:0]
 	rs.matchReq = match.Request{
 		Operation:       string(rs.op),
@@ -208,7 +209,7 @@ func (e *Engine) initReqState(rs *reqState, ctx context.Context, req *Request, n
 // reuse rs and its spare scopes in another request: nothing may refer to
 // rs any more (the request's results belong to its response). The spare
 // scopes keep their memo arrays and the variable maps of recycled element
-// scopes, emptied.
+// scopes, emptied, as the request keeps its own memo array.
 func (rs *reqState) release() {
 	spare, children := rs.spare, rs.spareChildren
 	if spare != nil {
@@ -218,7 +219,8 @@ func (rs *reqState) release() {
 		clear(c.spareData)
 		*c = scope{memo: c.memo[:0], spareData: c.spareData}
 	}
-	*rs = reqState{spare: spare, spareChildren: children}
+	clear(rs.memo)
+	*rs = reqState{spare: spare, spareChildren: children, memo: rs.memo[:0]}
 }
 
 // setObject (re)builds everything derived from the resource after a
@@ -248,7 +250,8 @@ func (rs *reqState) setNormalized(obj map[string]any) {
 	}
 	rs.base = rs.buildBase()
 	rs.gen++
-	rs.memo = nil
+	clear(rs.memo)
+	rs.memo = rs.memo[:0]
 	rs.condMemo = rs.condMemo[:0]
 }
 
