@@ -186,7 +186,10 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		}
 		return decided(StatusPass, r.passMessage), true
 	}
-	var failed, skipped []string
+	// what each pattern said, rendered once into the rule's message
+	var buf [4]patternMiss
+	misses := buf[:0]
+	failed, skipped := 0, 0
 	for i, ps := range b.anyPattern {
 		pat, err := ps.get(sc)
 		if err != nil {
@@ -197,23 +200,87 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 			return decided(StatusPass, "validation rule '"+r.name+"' anyPattern["+strconv.Itoa(i)+"] passed."), true
 		}
 		if pe, ok := asPatternError(err); ok {
-			switch {
-			case pe.Skip:
-				skipped = append(skipped, fmt.Sprintf("rule %s[%d] skipped: %s", r.name, i, err.Error()))
-			case pe.Path == "":
-				failed = append(failed, fmt.Sprintf("rule %s[%d] failed: %s", r.name, i, err.Error()))
-			default:
-				failed = append(failed, "rule "+r.name+"["+strconv.Itoa(i)+"] failed at path "+pe.Path)
+			m := patternMiss{index: i, skip: pe.Skip, path: pe.Path}
+			if pe.Skip || pe.Path == "" {
+				m.err = err.Error()
 			}
+			if m.skip {
+				skipped++
+			} else {
+				failed++
+			}
+			misses = append(misses, m)
 		}
 	}
-	if len(skipped) > 0 && len(failed) == 0 {
-		return decided(StatusSkip, strings.Join(skipped, " ")), true
+	if skipped > 0 && failed == 0 {
+		return decided(StatusSkip, anyPatternMessage(r.name, "", misses, true)), true
 	}
-	if len(failed) > 0 {
-		return decided(StatusFail, anyPatternMessage(r.validate.rawMessage, failed)), true
+	if failed > 0 {
+		return decided(StatusFail, anyPatternMessage(r.name, r.validate.rawMessage, misses, false)), true
 	}
 	return decided(StatusPass, r.validate.rawMessage), true
+}
+
+// patternMiss is what one pattern of an anyPattern said when it did not
+// match: a skip or a failure, with the failure's path or the error's text.
+type patternMiss struct {
+	index int
+	skip  bool
+	path  string
+	err   string // the error's text for a skip or a failure without a path
+}
+
+// anyPatternMessage renders the misses of an anyPattern rule (its skips
+// when skipped is set, its failures otherwise) as upstream does: "rule
+// <name>[<i>] skipped: <error>" or "rule <name>[<i>] failed at path <path>"
+// ("failed: <error>" without a path), separated by spaces; failures come
+// after "validation error: " and the rule's message.
+func anyPatternMessage(name, msg string, misses []patternMiss, skipped bool) string {
+	var b strings.Builder
+	n := len("validation error: ") + len(msg) + 2
+	for i := range misses {
+		n += len(name) + len(misses[i].path) + len(misses[i].err) + 32
+	}
+	b.Grow(n)
+	if !skipped {
+		b.WriteString("validation error: ")
+		switch {
+		case msg == "":
+		case strings.HasSuffix(msg, "."):
+			b.WriteString(msg)
+			b.WriteByte(' ')
+		default:
+			b.WriteString(msg)
+			b.WriteString(". ")
+		}
+	}
+	first := true
+	for _, m := range misses {
+		if m.skip != skipped {
+			continue
+		}
+		if !first {
+			b.WriteByte(' ')
+		}
+		first = false
+		var num [20]byte
+		b.WriteString("rule ")
+		b.WriteString(name)
+		b.WriteByte('[')
+		b.Write(strconv.AppendInt(num[:0], int64(m.index), 10))
+		switch {
+		case m.skip:
+			b.WriteString("] skipped: ")
+			b.WriteString(m.err)
+		case m.path == "":
+			b.WriteString("] failed: ")
+			b.WriteString(m.err)
+		default:
+			b.WriteString("] failed at path ")
+			b.WriteString(m.path)
+		}
+	}
+	return b.String()
 }
 
 // asPatternError is errors.As for the *patterns.Error Match returns,
@@ -227,17 +294,6 @@ func asPatternError(err error) (*patterns.Error, bool) {
 		return pe, true
 	}
 	return nil, false
-}
-
-func anyPatternMessage(msg string, errs []string) string {
-	joined := strings.Join(errs, " ")
-	switch {
-	case msg == "":
-		return "validation error: " + joined
-	case strings.HasSuffix(msg, "."):
-		return "validation error: " + msg + " " + joined
-	}
-	return "validation error: " + msg + ". " + joined
 }
 
 // patternMessage is upstream's buildErrorMessage.
