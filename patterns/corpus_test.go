@@ -135,7 +135,10 @@ func outcomeOf(err error) string {
 	return fmt.Sprintf("%s skip=%v path=%q cause=%T msg=%q", e.Status(), e.Skip, e.Path, e.Err, e.Error())
 }
 
-func TestCorpusOutcomes(t *testing.T) {
+// corpusInputs returns the patterns of the corpora and the resources they
+// are matched with.
+func corpusInputs(t *testing.T) ([]corpusPattern, []any) {
+	t.Helper()
 	if _, err := os.Stat(sharedBench); err != nil {
 		t.Skip("shared bench workload not present")
 	}
@@ -172,6 +175,11 @@ func TestCorpusOutcomes(t *testing.T) {
 	if len(pats) < 100 || len(resources) < 2000 {
 		t.Fatalf("found %d patterns and %d resources", len(pats), len(resources))
 	}
+	return pats, resources
+}
+
+func TestCorpusOutcomes(t *testing.T) {
+	pats, resources := corpusInputs(t)
 	if testing.Short() {
 		resources = resources[:len(resources)/8]
 	}
@@ -212,4 +220,53 @@ func TestCorpusOutcomes(t *testing.T) {
 		return
 	}
 	checkGolden(t, corpusGolden, []byte(report.String()))
+}
+
+// clearPaths empties the paths written at compile time in the pattern tree
+// under n, so that Match renders every path from its stack, as it did
+// before they were written.
+func clearPaths(n *node) {
+	n.path = ""
+	for i := range n.entries {
+		clearPaths(n.entries[i].value)
+	}
+	for _, e := range n.elems {
+		clearPaths(e)
+	}
+}
+
+// TestStaticPaths compares Match with the paths written at compile time
+// and Match rendering every path from its stack, on the corpora (a third of
+// the resources: TestCorpusOutcomes pins the outcomes on all of them).
+func TestStaticPaths(t *testing.T) {
+	pats, all := corpusInputs(t)
+	step := 3
+	if testing.Short() {
+		step = 24
+	}
+	var resources []any
+	for i := 0; i < len(all); i += step {
+		resources = append(resources, all[i])
+	}
+	withPath := 0
+	for _, cp := range pats {
+		p, err := Compile(cp.pattern)
+		if err != nil {
+			continue
+		}
+		rendered, _ := Compile(cp.pattern)
+		clearPaths(rendered.root)
+		for _, r := range resources {
+			got, want := outcomeOf(p.Match(r)), outcomeOf(rendered.Match(r))
+			if got != want {
+				t.Fatalf("%s: %s, rendered: %s", cp.name, got, want)
+			}
+			if strings.Contains(got, "path=\"/") {
+				withPath++
+			}
+		}
+	}
+	if withPath == 0 {
+		t.Fatal("no failure with a path")
+	}
 }
