@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -268,5 +269,53 @@ func TestStaticPaths(t *testing.T) {
 	}
 	if withPath == 0 {
 		t.Fatal("no failure with a path")
+	}
+}
+
+// TestHeldFailures checks, on the corpora, that errFailure (which stands for
+// a failure held by the matcher) never leaves Match, and that the cause Match
+// allocates with its Error is the cause the matcher held: a mismatch at the
+// Error's path, or a value that is not a map.
+func TestHeldFailures(t *testing.T) {
+	pats, all := corpusInputs(t)
+	step := 8
+	if testing.Short() {
+		step = 64
+	}
+	causes := map[string]int{}
+	for _, cp := range pats {
+		p, err := Compile(cp.pattern)
+		if err != nil {
+			continue
+		}
+		for i := 0; i < len(all); i += step {
+			err := p.Match(all[i])
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, errFailure) {
+				t.Fatalf("%s: errFailure escaped: %v", cp.name, err)
+			}
+			e := err.(*Error)
+			switch c := e.Err.(type) {
+			case *MismatchError:
+				if e.Path != "" && c.Path != e.Path {
+					t.Fatalf("%s: mismatch at %q reported at %q", cp.name, c.Path, e.Path)
+				}
+				if e.Error() != c.Error() {
+					t.Fatalf("%s: message %q, cause %q", cp.name, e.Error(), c.Error())
+				}
+			case *structureError:
+				if e.Path != "" && c.path != e.Path {
+					t.Fatalf("%s: structure error at %q reported at %q", cp.name, c.path, e.Path)
+				}
+			}
+			causes[fmt.Sprintf("%T/%s", e.Err, e.Status())]++
+		}
+	}
+	for _, c := range []string{"*patterns.MismatchError/fail", "*patterns.structureError/fail", "*patterns.AnchorError/skip"} {
+		if causes[c] == 0 {
+			t.Errorf("no %s among %v", c, causes)
+		}
 	}
 }

@@ -27,6 +27,65 @@ type matcher struct {
 	seen, found   [2]uint64 // anchor keys 0-127
 	seenX, foundX []uint64  // anchor keys 128 and more
 	dyn           map[string]bool
+
+	failed failure // the failure errFailure stands for
+}
+
+// failure is a value that does not match a pattern leaf (a MismatchError)
+// or a map pattern (a structureError). element returns errFailure in its
+// place and keeps it in the matcher: most failures end Match, which then
+// allocates the cause with its Error, in one block; an anchor that wraps
+// the failure takes its cause from the matcher first (cause).
+type failure struct {
+	structure bool // a map pattern met a value that is not a map
+	path      string
+	value     any // the resource value
+	pattern   any // the pattern leaf (a mismatch)
+}
+
+// errFailure stands for the matcher's failure on its way up to Match, or to
+// the anchor that wraps it. It never leaves the package.
+var errFailure = errors.New("patterns: failure held by the matcher")
+
+// fail records a failure and returns errFailure with its path.
+func (m *matcher) fail(f failure) (string, error) {
+	m.failed = f
+	return f.path, errFailure
+}
+
+// cause returns err, or the cause errFailure stands for.
+func (m *matcher) cause(err error) error {
+	if err != errFailure {
+		return err
+	}
+	f := &m.failed
+	if f.structure {
+		return &structureError{path: f.path, resource: f.value}
+	}
+	return &MismatchError{Path: f.path, Value: f.value, Pattern: f.pattern}
+}
+
+// errorOf returns the Error of Match for a failure at path with cause err,
+// allocated with the cause errFailure stands for, if that is err.
+func (m *matcher) errorOf(path string, err error) *Error {
+	if err != errFailure {
+		return &Error{Path: path, Err: err}
+	}
+	f := &m.failed
+	if f.structure {
+		b := &struct {
+			e Error
+			c structureError
+		}{c: structureError{path: f.path, resource: f.value}}
+		b.e = Error{Path: path, Err: &b.c}
+		return &b.e
+	}
+	b := &struct {
+		e Error
+		c MismatchError
+	}{c: MismatchError{Path: f.path, Value: f.value, Pattern: f.pattern}}
+	b.e = Error{Path: path, Err: &b.c}
+	return &b.e
 }
 
 func (m *matcher) pushKey(k string) { m.push(step{key: k, idx: -1}) }
@@ -143,9 +202,9 @@ func (p *Pattern) Match(resource any) error {
 	case isNegation(err):
 		return &Error{Path: path, Err: err}
 	case m.keysMissing():
-		return &Error{Err: err}
+		return m.errorOf("", err)
 	}
-	return &Error{Path: path, Err: err}
+	return m.errorOf(path, err)
 }
 
 // keysMissing reports a condition, existence or negation anchor key that was
@@ -193,8 +252,7 @@ func (m *matcher) element(res any, n *node) (string, error) {
 	case mapNode:
 		rm, ok := res.(map[string]any)
 		if !ok {
-			path := m.pathOf(n)
-			return path, &structureError{path: path, resource: res}
+			return m.fail(failure{structure: true, path: m.pathOf(n), value: res})
 		}
 		if len(n.track) > 0 {
 			m.record(n, rm)
@@ -216,13 +274,11 @@ func (m *matcher) element(res any, n *node) (string, error) {
 			if l.str.matchString(t) {
 				return "", nil
 			}
-			path := m.pathOf(n)
-			return path, &MismatchError{Path: path, Value: res, Pattern: l.orig}
+			return m.fail(failure{path: m.pathOf(n), value: res, pattern: l.orig})
 		}
 	}
 	if v := toVal(res); !n.leaf.match(&v) {
-		path := m.pathOf(n)
-		return path, &MismatchError{Path: path, Value: res, Pattern: n.leaf.orig}
+		return m.fail(failure{path: m.pathOf(n), value: res, pattern: n.leaf.orig})
 	}
 	return "", nil
 }
@@ -233,8 +289,7 @@ func (m *matcher) element(res any, n *node) (string, error) {
 func (m *matcher) leafList(res any, ra []any, n, at *node) (string, error) {
 	for _, x := range ra {
 		if v := toVal(x); !n.leaf.match(&v) {
-			path := m.pathOf(at)
-			return path, &MismatchError{Path: path, Value: res, Pattern: n.leaf.orig}
+			return m.fail(failure{path: m.pathOf(at), value: res, pattern: n.leaf.orig})
 		}
 	}
 	return "", nil
@@ -370,13 +425,13 @@ func (m *matcher) anchored(v any, present bool, e *entry, value *node) (string, 
 			return m.pathOf(value), &AnchorError{Type: Condition, Err: errConditionKeyMissing}
 		}
 		if path, err := m.element(v, value); err != nil {
-			return path, &AnchorError{Type: Condition, Err: err}
+			return path, &AnchorError{Type: Condition, Err: m.cause(err)}
 		}
 		return "", nil
 	case globalHandler:
 		if present {
 			if path, err := m.element(v, value); err != nil {
-				return path, &AnchorError{Type: Global, Err: err}
+				return path, &AnchorError{Type: Global, Err: m.cause(err)}
 			}
 		}
 		return "", nil
