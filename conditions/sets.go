@@ -119,7 +119,8 @@ func anyIn(key, value any, not bool) bool {
 	case float64, bool:
 		return scalarIn(text(k), value, not)
 	case []any:
-		return anySetIn(texts(k), value, not)
+		var buf [textsBuf]string
+		return anySetIn(texts(buf[:0], k), value, not)
 	}
 	return false
 }
@@ -132,15 +133,26 @@ func allIn(key, value any, not bool) bool {
 	case float64, bool:
 		return scalarIn(text(k), value, not)
 	case []any:
-		return allSetIn(texts(k), value, not)
+		var buf [textsBuf]string
+		return allSetIn(texts(buf[:0], k), value, not)
 	}
 	return false
 }
 
-func texts(list []any) []string {
-	out := make([]string, len(list))
-	for i, e := range list {
-		out[i] = text(e)
+// textsBuf is the length of the lists whose texts the set operators write
+// in an array on their stack: condition keys and values are short lists.
+const textsBuf = 16
+
+// texts returns the texts of the elements of list, written in buf when it
+// has room for them (the set operators pass an array on their stack, which
+// keeps the common short lists off the heap).
+func texts(buf []string, list []any) []string {
+	out := buf[:0]
+	if cap(out) < len(list) {
+		out = make([]string, 0, len(list))
+	}
+	for _, e := range list {
+		out = append(out, text(e))
 	}
 	return out
 }
@@ -198,9 +210,10 @@ func stringList(v string) (list []string, ok bool) {
 
 func anySetIn(keys []string, value any, not bool) bool {
 	var set []string
+	var buf [textsBuf]string
 	switch v := value.(type) {
 	case []any:
-		set = texts(v)
+		set = texts(buf[:0], v)
 	case string:
 		if len(keys) == 1 && keys[0] == v {
 			return !not
@@ -243,9 +256,10 @@ func anySetIn(keys []string, value any, not bool) bool {
 
 func allSetIn(keys []string, value any, not bool) bool {
 	var set []string
+	var buf [textsBuf]string
 	switch v := value.(type) {
 	case []any:
-		set = texts(v)
+		set = texts(buf[:0], v)
 	case string:
 		if len(keys) == 1 && keys[0] == v {
 			return !not

@@ -53,6 +53,13 @@ type node struct {
 	// nested reports anchors anywhere in this value (Kyverno evaluates such
 	// sibling fields before the others).
 	nested bool
+
+	// path is the path Match reports for this value, written at compile
+	// time, when it is fixed: the value is not under a list (whose indexes
+	// are those of the resource) nor under a map whose keys Match rewrites
+	// (wildcard labels and annotations). Otherwise it is empty and Match
+	// renders the path of the value from its stack.
+	path string
 }
 
 // typeName is the Go type of the pattern value as decoded from JSON, for
@@ -120,8 +127,28 @@ func MatchPattern(resource, pattern any) error {
 }
 
 type compiler struct {
-	ids  map[string]int
-	path []string // path of the value being compiled, for errors
+	ids   map[string]int
+	path  []string // path of the value being compiled, for errors
+	lists int      // lists above the value being compiled
+}
+
+// staticPath is node.path for the value being compiled: its path in
+// Kyverno's format ("/spec/containers/"), or "" under a list.
+func (c *compiler) staticPath() string {
+	if c.lists > 0 {
+		return ""
+	}
+	n := 1
+	for _, s := range c.path {
+		n += len(s) + 1
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, '/')
+	for _, s := range c.path {
+		buf = append(buf, s...)
+		buf = append(buf, '/')
+	}
+	return string(buf)
 }
 
 // errorf reports a CompileError at the current path.
@@ -160,9 +187,11 @@ func (c *compiler) compile(x any, depth int) (*node, error) {
 		}
 		n := buildMap(raws, c.id)
 		n.meta = buildMetaInfo(n)
+		n.path = c.staticPath()
 		return n, nil
 	case []any:
-		n := &node{kind: arrayNode}
+		n := &node{kind: arrayNode, path: c.staticPath()}
+		c.lists++ // an error ends the compilation: no need to restore it
 		for i, v := range t {
 			c.path = append(c.path, strconv.Itoa(i))
 			e, err := c.compile(v, depth+1)
@@ -173,6 +202,7 @@ func (c *compiler) compile(x any, depth int) (*node, error) {
 			n.elems = append(n.elems, e)
 			n.nested = n.nested || e.nested
 		}
+		c.lists--
 		switch {
 		case len(n.elems) == 0:
 			n.mode = arrayEmpty
@@ -189,7 +219,7 @@ func (c *compiler) compile(x any, depth int) (*node, error) {
 	if !ok {
 		return nil, c.errorf("unsupported pattern value of type %T", x)
 	}
-	return &node{kind: leafNode, leaf: l}, nil
+	return &node{kind: leafNode, leaf: l, path: c.staticPath()}, nil
 }
 
 // id numbers an anchor key for the missing-anchor bookkeeping.

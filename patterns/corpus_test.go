@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -135,7 +136,10 @@ func outcomeOf(err error) string {
 	return fmt.Sprintf("%s skip=%v path=%q cause=%T msg=%q", e.Status(), e.Skip, e.Path, e.Err, e.Error())
 }
 
-func TestCorpusOutcomes(t *testing.T) {
+// corpusInputs returns the patterns of the corpora and the resources they
+// are matched with.
+func corpusInputs(t *testing.T) ([]corpusPattern, []any) {
+	t.Helper()
 	if _, err := os.Stat(sharedBench); err != nil {
 		t.Skip("shared bench workload not present")
 	}
@@ -172,6 +176,11 @@ func TestCorpusOutcomes(t *testing.T) {
 	if len(pats) < 100 || len(resources) < 2000 {
 		t.Fatalf("found %d patterns and %d resources", len(pats), len(resources))
 	}
+	return pats, resources
+}
+
+func TestCorpusOutcomes(t *testing.T) {
+	pats, resources := corpusInputs(t)
 	if testing.Short() {
 		resources = resources[:len(resources)/8]
 	}
@@ -212,4 +221,101 @@ func TestCorpusOutcomes(t *testing.T) {
 		return
 	}
 	checkGolden(t, corpusGolden, []byte(report.String()))
+}
+
+// clearPaths empties the paths written at compile time in the pattern tree
+// under n, so that Match renders every path from its stack, as it did
+// before they were written.
+func clearPaths(n *node) {
+	n.path = ""
+	for i := range n.entries {
+		clearPaths(n.entries[i].value)
+	}
+	for _, e := range n.elems {
+		clearPaths(e)
+	}
+}
+
+// TestStaticPaths compares Match with the paths written at compile time
+// and Match rendering every path from its stack, on the corpora (a third of
+// the resources: TestCorpusOutcomes pins the outcomes on all of them).
+func TestStaticPaths(t *testing.T) {
+	pats, all := corpusInputs(t)
+	step := 3
+	if testing.Short() {
+		step = 24
+	}
+	var resources []any
+	for i := 0; i < len(all); i += step {
+		resources = append(resources, all[i])
+	}
+	withPath := 0
+	for _, cp := range pats {
+		p, err := Compile(cp.pattern)
+		if err != nil {
+			continue
+		}
+		rendered, _ := Compile(cp.pattern)
+		clearPaths(rendered.root)
+		for _, r := range resources {
+			got, want := outcomeOf(p.Match(r)), outcomeOf(rendered.Match(r))
+			if got != want {
+				t.Fatalf("%s: %s, rendered: %s", cp.name, got, want)
+			}
+			if strings.Contains(got, "path=\"/") {
+				withPath++
+			}
+		}
+	}
+	if withPath == 0 {
+		t.Fatal("no failure with a path")
+	}
+}
+
+// TestHeldFailures checks, on the corpora, that errFailure (which stands for
+// a failure held by the matcher) never leaves Match, and that the cause Match
+// allocates with its Error is the cause the matcher held: a mismatch at the
+// Error's path, or a value that is not a map.
+func TestHeldFailures(t *testing.T) {
+	pats, all := corpusInputs(t)
+	step := 8
+	if testing.Short() {
+		step = 64
+	}
+	causes := map[string]int{}
+	for _, cp := range pats {
+		p, err := Compile(cp.pattern)
+		if err != nil {
+			continue
+		}
+		for i := 0; i < len(all); i += step {
+			err := p.Match(all[i])
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, errFailure) {
+				t.Fatalf("%s: errFailure escaped: %v", cp.name, err)
+			}
+			e := err.(*Error)
+			switch c := e.Err.(type) {
+			case *MismatchError:
+				if e.Path != "" && c.Path != e.Path {
+					t.Fatalf("%s: mismatch at %q reported at %q", cp.name, c.Path, e.Path)
+				}
+				if e.Error() != c.Error() {
+					t.Fatalf("%s: message %q, cause %q", cp.name, e.Error(), c.Error())
+				}
+			case *structureError:
+				if e.Path != "" && c.path != e.Path {
+					t.Fatalf("%s: structure error at %q reported at %q", cp.name, c.path, e.Path)
+				}
+			}
+			causes[fmt.Sprintf("%T/%s", e.Err, e.Status())]++
+		}
+	}
+	for _, c := range []string{"*patterns.MismatchError/fail", "*patterns.structureError/fail", "*patterns.AnchorError/skip"} {
+		if causes[c] == 0 {
+			t.Errorf("no %s among %v", c, causes)
+		}
+	}
 }

@@ -53,6 +53,10 @@ func buildMetaInfo(n *node) *metaInfo {
 		if !wild || !allStrings {
 			continue
 		}
+		// Match reports these values under the keys they are expanded to.
+		for _, e := range labels.entries {
+			e.value.path = ""
+		}
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i].raw < sorted[j].raw })
 		mi.tags = append(mi.tags, tagInfo{tag: tag, idx: idx, sorted: sorted})
 	}

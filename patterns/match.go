@@ -27,6 +27,65 @@ type matcher struct {
 	seen, found   [2]uint64 // anchor keys 0-127
 	seenX, foundX []uint64  // anchor keys 128 and more
 	dyn           map[string]bool
+
+	failed failure // the failure errFailure stands for
+}
+
+// failure is a value that does not match a pattern leaf (a MismatchError)
+// or a map pattern (a structureError). element returns errFailure in its
+// place and keeps it in the matcher: most failures end Match, which then
+// allocates the cause with its Error, in one block; an anchor that wraps
+// the failure takes its cause from the matcher first (cause).
+type failure struct {
+	structure bool // a map pattern met a value that is not a map
+	path      string
+	value     any // the resource value
+	pattern   any // the pattern leaf (a mismatch)
+}
+
+// errFailure stands for the matcher's failure on its way up to Match, or to
+// the anchor that wraps it. It never leaves the package.
+var errFailure = errors.New("patterns: failure held by the matcher")
+
+// fail records a failure and returns errFailure with its path.
+func (m *matcher) fail(f failure) (string, error) {
+	m.failed = f
+	return f.path, errFailure
+}
+
+// cause returns err, or the cause errFailure stands for.
+func (m *matcher) cause(err error) error {
+	if err != errFailure {
+		return err
+	}
+	f := &m.failed
+	if f.structure {
+		return &structureError{path: f.path, resource: f.value}
+	}
+	return &MismatchError{Path: f.path, Value: f.value, Pattern: f.pattern}
+}
+
+// errorOf returns the Error of Match for a failure at path with cause err,
+// allocated with the cause errFailure stands for, if that is err.
+func (m *matcher) errorOf(path string, err error) *Error {
+	if err != errFailure {
+		return &Error{Path: path, Err: err}
+	}
+	f := &m.failed
+	if f.structure {
+		b := &struct {
+			e Error
+			c structureError
+		}{c: structureError{path: f.path, resource: f.value}}
+		b.e = Error{Path: path, Err: &b.c}
+		return &b.e
+	}
+	b := &struct {
+		e Error
+		c MismatchError
+	}{c: MismatchError{Path: f.path, Value: f.value, Pattern: f.pattern}}
+	b.e = Error{Path: path, Err: &b.c}
+	return &b.e
 }
 
 func (m *matcher) pushKey(k string) { m.push(step{key: k, idx: -1}) }
@@ -48,6 +107,16 @@ func (m *matcher) step(i int) step {
 		return m.steps[i]
 	}
 	return m.deep[i-len(m.steps)]
+}
+
+// pathOf returns the path of the value the matcher is at, which pattern
+// node n matches: the path written at compile time when it is fixed, else
+// the path rendered from the stack.
+func (m *matcher) pathOf(n *node) string {
+	if n.path != "" {
+		return n.path
+	}
+	return m.at()
 }
 
 // at renders the current path the way Kyverno does. The path is written in
@@ -133,9 +202,9 @@ func (p *Pattern) Match(resource any) error {
 	case isNegation(err):
 		return &Error{Path: path, Err: err}
 	case m.keysMissing():
-		return &Error{Err: err}
+		return m.errorOf("", err)
 	}
-	return &Error{Path: path, Err: err}
+	return m.errorOf(path, err)
 }
 
 // keysMissing reports a condition, existence or negation anchor key that was
@@ -183,8 +252,7 @@ func (m *matcher) element(res any, n *node) (string, error) {
 	case mapNode:
 		rm, ok := res.(map[string]any)
 		if !ok {
-			path := m.at()
-			return path, &structureError{path: path, resource: res}
+			return m.fail(failure{structure: true, path: m.pathOf(n), value: res})
 		}
 		if len(n.track) > 0 {
 			m.record(n, rm)
@@ -193,37 +261,35 @@ func (m *matcher) element(res any, n *node) (string, error) {
 	case arrayNode:
 		ra, ok := res.([]any)
 		if !ok {
-			path := m.at()
+			path := m.pathOf(n)
 			return path, fmt.Errorf("validation rule failed at path %s, resource does not satisfy the expected overlay pattern", path)
 		}
 		return m.array(res, ra, n)
 	}
 	switch t := res.(type) {
 	case []any:
-		return m.leafList(res, t, n)
+		return m.leafList(res, t, n, n)
 	case string:
 		if l := n.leaf; l.k == vString && l.str.plain {
 			if l.str.matchString(t) {
 				return "", nil
 			}
-			path := m.at()
-			return path, &MismatchError{Path: path, Value: res, Pattern: l.orig}
+			return m.fail(failure{path: m.pathOf(n), value: res, pattern: l.orig})
 		}
 	}
 	if v := toVal(res); !n.leaf.match(&v) {
-		path := m.at()
-		return path, &MismatchError{Path: path, Value: res, Pattern: n.leaf.orig}
+		return m.fail(failure{path: m.pathOf(n), value: res, pattern: n.leaf.orig})
 	}
 	return "", nil
 }
 
-// leafList matches every element of a resource list with a pattern leaf;
-// the message of a mismatch shows the whole list (boxed as res).
-func (m *matcher) leafList(res any, ra []any, n *node) (string, error) {
+// leafList matches every element of a resource list with a pattern leaf
+// n; the message of a mismatch shows the whole list (boxed as res) and the
+// path of the list, which pattern node at matches.
+func (m *matcher) leafList(res any, ra []any, n, at *node) (string, error) {
 	for _, x := range ra {
 		if v := toVal(x); !n.leaf.match(&v) {
-			path := m.at()
-			return path, &MismatchError{Path: path, Value: res, Pattern: n.leaf.orig}
+			return m.fail(failure{path: m.pathOf(at), value: res, pattern: n.leaf.orig})
 		}
 	}
 	return "", nil
@@ -258,7 +324,19 @@ func (m *matcher) mapFields(rm map[string]any, n *node) (string, error) {
 		if i == metaIdx {
 			value = meta
 		}
-		path, err := m.field(rm, e, value)
+		var path string
+		var err error
+		if e.h == equalityHandler {
+			// The most common anchor is handled here rather than in
+			// field: one call less per key.
+			if v, present := rm[e.key]; present {
+				m.pushKey(e.key)
+				path, err = m.element(v, value)
+				m.pop()
+			}
+		} else {
+			path, err = m.field(rm, n, e, value)
+		}
 		switch {
 		case err == nil:
 			applied++
@@ -273,7 +351,7 @@ func (m *matcher) mapFields(rm map[string]any, n *node) (string, error) {
 		}
 	}
 	if len(skips) > 0 && (direct || applied == 0) {
-		path := m.at()
+		path := m.pathOf(n)
 		if len(skips) == 1 {
 			return path, skips[0]
 		}
@@ -285,23 +363,35 @@ func (m *matcher) mapFields(rm map[string]any, n *node) (string, error) {
 		if i == metaIdx {
 			value = meta
 		}
-		if path, err := m.field(rm, e, value); err != nil {
+		if e.h != defaultHandler || e.star {
+			if path, err := m.field(rm, n, e, value); err != nil {
+				return path, err
+			}
+			continue
+		}
+		// A plain key, the most common, is matched here rather than in
+		// field: one call less per key.
+		m.pushKey(e.key)
+		path, err := m.element(rm[e.key], value)
+		m.pop()
+		if err != nil {
 			return path, err
 		}
 	}
 	return "", nil
 }
 
-// field applies one key of a map pattern to the resource map, according to
-// its anchor.
-func (m *matcher) field(rm map[string]any, e *entry, value *node) (string, error) {
+// field applies one key of map pattern n to the resource map, according to
+// its anchor. (mapFields matches plain keys other than "*" and equality
+// anchors itself, as field would.)
+func (m *matcher) field(rm map[string]any, n *node, e *entry, value *node) (string, error) {
 	v, present := rm[e.key]
 	if e.h == defaultHandler {
 		if e.star {
 			if v != nil {
 				return "", nil
 			}
-			path := m.at()
+			path := m.pathOf(n)
 			return path, fmt.Errorf("%s/%s not found", path, e.key)
 		}
 		m.pushKey(e.key)
@@ -321,7 +411,7 @@ func (m *matcher) anchored(v any, present bool, e *entry, value *node) (string, 
 	switch e.h {
 	case negationHandler:
 		if present {
-			path := m.at()
+			path := m.pathOf(value)
 			return path, &AnchorError{Type: Negation, Err: &notAllowedError{path: path}}
 		}
 		return "", nil
@@ -332,16 +422,16 @@ func (m *matcher) anchored(v any, present bool, e *entry, value *node) (string, 
 		return "", nil
 	case conditionHandler:
 		if !present {
-			return m.at(), &AnchorError{Type: Condition, Err: errConditionKeyMissing}
+			return m.pathOf(value), &AnchorError{Type: Condition, Err: errConditionKeyMissing}
 		}
 		if path, err := m.element(v, value); err != nil {
-			return path, &AnchorError{Type: Condition, Err: err}
+			return path, &AnchorError{Type: Condition, Err: m.cause(err)}
 		}
 		return "", nil
 	case globalHandler:
 		if present {
 			if path, err := m.element(v, value); err != nil {
-				return path, &AnchorError{Type: Global, Err: err}
+				return path, &AnchorError{Type: Global, Err: m.cause(err)}
 			}
 		}
 		return "", nil
@@ -351,16 +441,16 @@ func (m *matcher) anchored(v any, present bool, e *entry, value *node) (string, 
 		}
 		list, isList := v.([]any)
 		if !isList {
-			return m.at(), fmt.Errorf("invalid resource type %T: Existence ^ () anchor can be used only on list/array type resource", v)
+			return m.pathOf(value), fmt.Errorf("invalid resource type %T: Existence ^ () anchor can be used only on list/array type resource", v)
 		}
 		if value.kind != arrayNode {
-			return m.at(), fmt.Errorf("invalid pattern type %s: Pattern has to be of list to compare against resource", value.typeName())
+			return m.pathOf(value), fmt.Errorf("invalid pattern type %s: Pattern has to be of list to compare against resource", value.typeName())
 		}
 		for _, pe := range value.elems {
 			if pe.kind != mapNode {
-				return m.at(), fmt.Errorf("invalid pattern type %s: Pattern has to be of type map to compare against items in resource", value.typeName())
+				return m.pathOf(value), fmt.Errorf("invalid pattern type %s: Pattern has to be of type map to compare against items in resource", value.typeName())
 			}
-			if path, err := m.existence(list, pe); err != nil {
+			if path, err := m.existence(list, pe, value); err != nil {
 				return path, err
 			}
 		}
@@ -369,9 +459,9 @@ func (m *matcher) anchored(v any, present bool, e *entry, value *node) (string, 
 	return m.element(v, value)
 }
 
-// existence succeeds when at least one element of list matches the map
-// pattern pe.
-func (m *matcher) existence(list []any, pe *node) (string, error) {
+// existence succeeds when at least one element of list, which pattern node
+// at matches, matches the map pattern pe.
+func (m *matcher) existence(list []any, pe, at *node) (string, error) {
 	for i, x := range list {
 		m.pushIdx(i)
 		_, err := m.element(x, pe)
@@ -380,7 +470,7 @@ func (m *matcher) existence(list []any, pe *node) (string, error) {
 			return "", nil
 		}
 	}
-	path := m.at()
+	path := m.pathOf(at)
 	return path, fmt.Errorf("existence anchor validation failed at path %s", path)
 }
 
@@ -388,22 +478,23 @@ func (m *matcher) existence(list []any, pe *node) (string, error) {
 func (m *matcher) array(res any, ra []any, n *node) (string, error) {
 	switch n.mode {
 	case arrayEmpty:
-		return m.at(), errEmptyArray
+		return m.pathOf(n), errEmptyArray
 	case arrayOfMaps:
-		return m.elements(ra, n.elems[0], nil)
+		return m.elements(ra, n, n.elems[0], nil)
 	case arrayOfLeaves:
-		return m.leafList(res, ra, n.elems[0])
+		return m.leafList(res, ra, n.elems[0], n)
 	}
 	if len(ra) < len(n.elems) {
 		return "", fmt.Errorf("validate Array failed, array length mismatch, resource Array len is %d and pattern Array len is %d", len(ra), len(n.elems))
 	}
-	return m.elements(ra[:len(n.elems)], nil, n.elems)
+	return m.elements(ra[:len(n.elems)], n, nil, n.elems)
 }
 
-// elements matches resource elements with one map pattern (each) or with
-// patterns pairwise. Elements skipped by a condition or global anchor do not
-// count; when every element is skipped the list is skipped.
-func (m *matcher) elements(ra []any, each *node, pairwise []*node) (string, error) {
+// elements matches resource elements, of a list that pattern node at
+// matches, with one map pattern (each) or with patterns pairwise. Elements
+// skipped by a condition or global anchor do not count; when every element
+// is skipped the list is skipped.
+func (m *matcher) elements(ra []any, at, each *node, pairwise []*node) (string, error) {
 	applied := 0
 	var skipped []error
 	for i, x := range ra {
@@ -424,7 +515,7 @@ func (m *matcher) elements(ra []any, each *node, pairwise []*node) (string, erro
 		skipped = append(skipped, err)
 	}
 	if applied == 0 && len(skipped) > 0 {
-		path := m.at()
+		path := m.pathOf(at)
 		return path, &SkipError{Path: path, Errs: skipped}
 	}
 	return "", nil
