@@ -68,9 +68,9 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 		}
 		return func(value any) (any, error) {
 			if m, ok := value.(map[string]any); ok {
-				if r := m[key]; r != nil {
-					return r, nil
-				}
+				// a missing key is null: the library's reading of a
+				// struct field finds nothing in a map
+				return m[key], nil
 			}
 			return fieldFromStruct(key, value), nil
 		}, true
