@@ -416,7 +416,12 @@ func (c *fastCompiler) direct(name string, arg evalFn) evalFn {
 			if !ok {
 				return nil, false
 			}
-			return f(s), true
+			if r := f(s); r != s {
+				return r, true
+			}
+			// unchanged (the standard library then returns s): the
+			// argument's interface, not a new one
+			return v, true
 		}
 	}
 	var fn func(v any) (any, bool)

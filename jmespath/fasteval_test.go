@@ -380,3 +380,28 @@ func TestFlattenReturnsUnchangedLists(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseUnchangedNotCopied: to_upper and to_lower of a string they leave
+// as it is give the argument's value, without allocating.
+func TestCaseUnchangedNotCopied(t *testing.T) {
+	intr := mustNew(t)
+	doc := map[string]any{"up": "ALL", "low": "net_raw", "mixed": "Net_Raw"}
+	for expr, want := range map[string]any{
+		"to_upper(up)": "ALL", "to_lower(low)": "net_raw", "to_upper(mixed)": "NET_RAW", "to_lower(mixed)": "net_raw",
+	} {
+		q, err := intr.Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := q.SearchNormalized(doc); err != nil || got != want {
+			t.Fatalf("%s = %#v, %v, want %q", expr, got, err, want)
+		}
+		allocs := 0.0
+		if expr == "to_upper(mixed)" || expr == "to_lower(mixed)" {
+			allocs = 2 // the string and its interface value
+		}
+		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != allocs {
+			t.Errorf("%s: %v allocations, want %v", expr, n, allocs)
+		}
+	}
+}
