@@ -127,7 +127,7 @@ func (c *compiler) str(s string) (any, *cnode, error) {
 	if !strings.Contains(s, "{{") {
 		return s, nil, nil
 	}
-	t, err := parseTemplate(s, c.path(), c.cfg.maxNesting)
+	t, err := parseTemplate(s, c.path(), &c.cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +153,7 @@ func (c *compiler) object(m map[string]any) (any, *cnode, error) {
 		stored := k
 		var kt *Template
 		if strings.Contains(k, "{{") {
-			t, err := parseTemplate(k, c.path(), c.cfg.maxNesting)
+			t, err := parseTemplate(k, c.path(), &c.cfg)
 			if err != nil {
 				return nil, nil, err
 			}
