@@ -15,9 +15,11 @@ type evalState struct {
 
 func newEvalState(ev Evaluator, cfg evalConfig) evalState {
 	st := evalState{ev: ev, cfg: cfg}
-	if le, ok := ev.(LookupEvaluator); ok {
+	// one type assertion for an evaluator that has every method
+	if pe, ok := ev.(PreparedEvaluator); ok {
+		st.lookup, st.prepared = pe, pe
+	} else if le, ok := ev.(LookupEvaluator); ok {
 		st.lookup = le
-		st.prepared, _ = ev.(PreparedEvaluator)
 	}
 	if cfg.prefixSet {
 		st.prefix, st.prefixKnown = cfg.currentPrefix, true

@@ -381,6 +381,12 @@ func (t *Template) render(st *evalState) (any, error) {
 	if st.ev == nil {
 		return nil, ErrNilEvaluator
 	}
+	if t.whole && len(t.nodes) == 1 {
+		// the common "{{ expr }}": its value, without the lists below
+		n := &t.nodes[0]
+		expr, prepared := t.resolvable(n, n.expr, st)
+		return st.resolve(expr, prepared, t.path)
+	}
 	var vals []any
 	var exprs []string
 	var buf []byte
@@ -408,13 +414,7 @@ func (t *Template) render(st *evalState) (any, error) {
 			}
 			expr = cleanExpression(string(buf))
 		}
-		var prepared any
-		if n.prepared != nil && (!n.oldObject || !st.cfg.deleteRequest) {
-			// evaluated as written: see rewrite
-			prepared = n.prepared
-		} else {
-			expr = t.rewrite(expr, st)
-		}
+		expr, prepared := t.resolvable(n, expr, st)
 		v, err := st.resolve(expr, prepared, t.path)
 		if err != nil {
 			return nil, err
@@ -436,6 +436,16 @@ func (t *Template) render(st *evalState) (any, error) {
 		}
 	}
 	return string(buf), nil
+}
+
+// resolvable returns the text node n is evaluated with (expr, its text
+// after inner expressions, rewritten) and the value prepared for it at
+// compile time, nil when there is none or the text is rewritten.
+func (t *Template) resolvable(n *exprNode, expr string, st *evalState) (string, any) {
+	if n.prepared != nil && (!n.oldObject || !st.cfg.deleteRequest) {
+		return expr, n.prepared // evaluated as written: see rewrite
+	}
+	return t.rewrite(expr, st), nil
 }
 
 // rewrite applies upstream's rewriting of an expression: `@` becomes the path
