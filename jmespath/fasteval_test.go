@@ -2,6 +2,7 @@ package jmespath
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -46,6 +47,10 @@ var fastCases = []string{
 	"[list][]", "[empty, list, empty][]", "[missing, list][]", "[mixed][]", "[list, list][].name", "[a, b][][]", "[a, b][].c",
 	"list[].tags[] | [0]", "nested[][].to_string(@)", "[list[0].tags, missing][]", "[s, list[0].tags][]", "typedmix[].x",
 	"list[].[tags, name][]", "list[].[tags][][]", "[b, empty][]",
+	// projections that give elements back
+	"[request.operation, request.operation][].to_upper(@)", "list[].n.abs(@)", "list[].n[].abs(@)", "list[].tags[].not_null(@)",
+	"[b, s, missing][].not_null(@)", "mixed[].not_null(@)", "[`-0`, `0`, `1`][].abs(@)", "[t, f][].not_null(@)",
+	"list[*].not_null(@)", "nested[*][].not_null(@)",
 }
 
 type fastStruct struct{ Name string }
@@ -402,6 +407,45 @@ func TestCaseUnchangedNotCopied(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != allocs {
 			t.Errorf("%s: %v allocations, want %v", expr, n, allocs)
+		}
+	}
+}
+
+// TestProjectionOnItself: a projection that gives every element back
+// (to_upper of upper-case strings) evaluates to the list it read, without
+// allocating; one that changes or drops an element builds a new list.
+func TestProjectionOnItself(t *testing.T) {
+	intr := mustNew(t)
+	upper := []any{"ALL", "NET_RAW"}
+	doc := map[string]any{"c": map[string]any{"upper": upper, "mixed": []any{"ALL", "net_raw"},
+		"holes": []any{"A", nil, "B"}, "nums": []any{1.0, math.Copysign(0, -1), 2.0}}}
+	q, err := intr.Compile("c.upper[].to_upper(@)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.SearchNormalized(doc)
+	if l, ok := got.([]any); err != nil || !ok || len(l) != 2 || &l[0] != &upper[0] {
+		t.Fatalf("c.upper[].to_upper(@) = %#v, %v, want the list read", got, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != 0 {
+		t.Errorf("c.upper[].to_upper(@): %v allocations, want 0", n)
+	}
+	for expr, want := range map[string][]any{
+		"c.mixed[].to_upper(@)":  {"ALL", "NET_RAW"},
+		"c.holes[].not_null(@)":  {"A", "B"},
+		"c.nums[].abs(@)":        {1.0, 0.0, 2.0},
+		"c.upper[*].to_upper(@)": upper,
+	} {
+		q, err := intr.Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.SearchNormalized(doc)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %#v, %v, want %#v", expr, got, err, want)
+		}
+		if expr == "c.nums[].abs(@)" && math.Signbit(got.([]any)[1].(float64)) {
+			t.Errorf("%s: abs(-0) kept as -0", expr)
 		}
 	}
 }

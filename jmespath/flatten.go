@@ -3,6 +3,7 @@ package jmespath
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
@@ -210,18 +211,49 @@ func (c *fastCompiler) projectValue(node parsing.ASTNode, l any, right evalFn, v
 		}
 		return nil, nil
 	}
-	var collected []any // made at the first element kept
+	var collected []any // made at the first element kept that is not the element itself
+	same := 0           // the first elements, projected on themselves
 	for i, el := range s {
 		cur, err := right(el)
 		if err != nil {
 			return nil, err
 		}
+		if collected == nil && same == i && projectedOnItself(cur, el) {
+			same++
+			continue
+		}
+		if collected == nil && same > 0 {
+			collected = append(make([]any, 0, len(s)), s[:same]...)
+		}
 		collected = keep(collected, cur, len(s)-i)
 	}
-	if collected == nil {
+	switch {
+	case same == len(s) && same > 0:
+		// every element projected on itself ("ALL" by to_upper): the
+		// list, not a copy
+		return l, nil
+	case collected == nil:
 		return emptyList, nil
 	}
 	return collected, nil
+}
+
+// projectedOnItself reports whether a projected value is the element it was
+// projected from, as far as any reader can tell: strings, numbers (bit
+// for bit) and booleans of equal values.
+func projectedOnItself(projected, el any) bool {
+	switch x := projected.(type) {
+	case string:
+		y, ok := el.(string)
+		return ok && x == y
+	case float64:
+		y, ok := el.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	case bool:
+		y, ok := el.(bool)
+		return ok && x == y
+	}
+	return false
 }
 
 // keep appends a projected value unless it is null; the list is made at
@@ -257,12 +289,13 @@ func (c *fastCompiler) flatProjection(node, flat parsing.ASTNode, src *flatSourc
 // nested lists spliced in. The flattening's size check comes first, as
 // when the flattened list is built before the projection.
 func (c *fastCompiler) projectFlattened(node parsing.ASTNode, s []any, l any, right evalFn, value any) (any, error) {
-	total := 0
+	total, nested := 0, false
 	for _, el := range s {
 		if t, ok := el.([]any); ok {
 			if total += len(t); total > c.maxElements {
 				return nil, c.tooManyElements()
 			}
+			nested = true
 			continue
 		}
 		if isSlice(el) {
@@ -274,6 +307,10 @@ func (c *fastCompiler) projectFlattened(node parsing.ASTNode, s []any, l any, ri
 			return c.projectValue(node, f, right, value)
 		}
 		total++
+	}
+	if !nested && l != nil {
+		// s is its own flattening
+		return c.projectValue(node, l, right, value)
 	}
 	var collected []any
 	done := 0 // elements projected
