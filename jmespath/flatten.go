@@ -15,8 +15,9 @@ import (
 // flattened list where they are instead of building that list first; a
 // multi-select list that is only flattened is gathered in a buffer on the
 // stack; and a flattening that changes nothing (no nested list, no null
-// to drop) evaluates to the list it read, not to a copy: results are
-// read-only, as the values a field path reads already are.
+// to drop), like a projection that gives every element back, evaluates
+// to the list it read, not to a copy: results are read-only, as the
+// values a field path reads already are.
 
 // flatSource is the operand of a flattening: an expression, or a
 // multi-select list (possibly read on the value of a path, "x.[a, b]")
