@@ -2,7 +2,6 @@ package jmespath
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"unicode"
@@ -69,9 +68,9 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 		}
 		return func(value any) (any, error) {
 			if m, ok := value.(map[string]any); ok {
-				if r := m[key]; r != nil {
-					return r, nil
-				}
+				// a missing key is null: the library's reading of a
+				// struct field finds nothing in a map
+				return m[key], nil
 			}
 			return fieldFromStruct(key, value), nil
 		}, true
@@ -312,103 +311,23 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 		}, true
 
 	case parsing.ASTProjection:
-		ch, ok := c.compileChildren(node)
-		if !ok || len(ch) != 2 {
-			return nil, false
-		}
-		// string slicing projects a string: only with a slice on the left,
-		// which is not compiled
-		if first := node.Children[0]; first.NodeType == parsing.ASTIndexExpression &&
-			len(first.Children) > 1 && first.Children[1].NodeType == parsing.ASTSlice {
-			return nil, false
-		}
-		left, right := ch[0], ch[1]
-		project := func(value any) (any, error) {
-			l, err := left(value)
-			if err != nil {
-				return nil, err
-			}
-			s, ok := l.([]any)
-			if !ok {
-				if util.IsSliceType(l) {
-					return c.library(node, value)
-				}
-				return nil, nil
-			}
-			var collected []any // made at the first element kept
-			for i, el := range s {
-				cur, err := right(el)
-				if err != nil {
-					return nil, err
-				}
-				if cur != nil {
-					if collected == nil {
-						collected = make([]any, 0, len(s)-i)
-					}
-					collected = append(collected, cur)
-				}
-			}
-			if collected == nil {
-				return emptyList, nil
-			}
-			return collected, nil
-		}
-		if first, second := node.Children[0], node.Children[1]; first.NodeType == parsing.ASTFlatten && len(first.Children) == 1 &&
-			second.NodeType == parsing.ASTIdentity {
-			// "x[]" at the end of an expression: flatten x and drop its
-			// nulls in one pass (one list instead of two)
-			if inner, ok := c.compile(first.Children[0]); ok {
-				return c.flattenNonNull(inner, project), true
-			}
-		}
-		return project, true
+		return c.compileProjection(node)
 
 	case parsing.ASTFlatten:
-		ch, ok := c.compileChildren(node)
-		if !ok || len(ch) != 1 {
+		if len(node.Children) != 1 {
 			return nil, false
 		}
-		inner := ch[0]
+		src, ok := c.compileFlatSource(node)
+		if !ok {
+			return nil, false
+		}
 		return func(value any) (any, error) {
-			l, err := inner(value)
-			if err != nil {
-				// as the library: an error flattens to null, except a
-				// value over the size limit
-				if errors.Is(err, ErrTooLarge) {
-					return nil, err
-				}
-				return nil, nil
+			var buf [4]any
+			s, l, isList, err := src.eval(value, buf[:0])
+			if !isList {
+				return c.flattenValue(node, l, err, value)
 			}
-			s, ok := l.([]any)
-			if !ok {
-				if util.IsSliceType(l) {
-					return c.library(node, value)
-				}
-				return nil, nil
-			}
-			flattened := make([]any, 0, len(s))
-			for _, el := range s {
-				switch t := el.(type) {
-				case []any:
-					if len(flattened)+len(t) > c.maxElements {
-						return nil, fmt.Errorf("%w: flattening gives more than %d elements", ErrTooLarge, c.maxElements)
-					}
-					flattened = append(flattened, t...)
-				default:
-					if util.IsSliceType(el) {
-						v := reflect.ValueOf(el)
-						for i := 0; i < v.Len(); i++ {
-							flattened = append(flattened, v.Index(i).Interface())
-						}
-						continue
-					}
-					flattened = append(flattened, el)
-				}
-			}
-			if len(flattened) == 0 {
-				return emptyList, nil
-			}
-			return flattened, nil
+			return c.flattenList(s, l)
 		}, true
 
 	case parsing.ASTFilterProjection:
@@ -485,64 +404,6 @@ func fieldFromStruct(key string, value any) any {
 	return v.Interface()
 }
 
-// flattenNonNull evaluates the projection "x[]" (a flatten of x projected
-// on the identity): the elements of x, those of its nested lists spliced
-// in, without nulls. general is the same projection evaluated in two steps,
-// for what the single pass does not handle (lists of other slice types,
-// errors).
-func (c *fastCompiler) flattenNonNull(inner, general evalFn) evalFn {
-	return func(value any) (any, error) {
-		l, err := inner(value)
-		s, ok := l.([]any)
-		if err != nil || !ok {
-			return general(value)
-		}
-		// the length of the flattened list (nulls included, as the flatten
-		// counts them) and of the result
-		total, kept := 0, 0
-		for _, el := range s {
-			switch t := el.(type) {
-			case nil:
-				total++
-			case []any:
-				total += len(t)
-				for _, x := range t {
-					if x != nil {
-						kept++
-					}
-				}
-			default:
-				if util.IsSliceType(el) {
-					return general(value)
-				}
-				total++
-				kept++
-			}
-		}
-		if total > c.maxElements {
-			return general(value)
-		}
-		if kept == 0 {
-			return emptyList, nil
-		}
-		out := make([]any, 0, kept)
-		for _, el := range s {
-			switch t := el.(type) {
-			case nil:
-			case []any:
-				for _, x := range t {
-					if x != nil {
-						out = append(out, x)
-					}
-				}
-			default:
-				out = append(out, el)
-			}
-		}
-		return out, nil
-	}
-}
-
 // direct returns, for a few one-argument functions that rules call once
 // per element (keys, to_upper, to_lower), an evaluation that computes them
 // in place for the argument type they take, without the function table's
@@ -555,7 +416,12 @@ func (c *fastCompiler) direct(name string, arg evalFn) evalFn {
 			if !ok {
 				return nil, false
 			}
-			return f(s), true
+			if r := f(s); r != s {
+				return r, true
+			}
+			// unchanged (the standard library then returns s): the
+			// argument's interface, not a new one
+			return v, true
 		}
 	}
 	var fn func(v any) (any, bool)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
@@ -353,27 +354,45 @@ func (i *Interpreter) regexp(pattern string) (*regexp.Regexp, error) {
 }
 
 // boundedCache is a small concurrency-safe map that holds at most max
-// entries; when full, an arbitrary entry is evicted. Reads take no lock:
+// entries. Reads of settled entries take no lock and hash the key once:
 // every rule evaluation looks its expressions up here, from all cores at
-// once, and a shared read lock would bounce between them.
+// once, and a shared read lock would bounce between them. A new entry
+// waits in fresh, under the mutex, until it is settled with others: a new
+// read-only map is then published, made of the fresh entries and as many
+// of the settled ones as the bound leaves room for (the others, left out
+// arbitrarily, are evicted). The fresh entries are settled after max/8
+// insertions or reads of fresh entries, which keeps the copies to a few
+// entries per insertion or read under the mutex.
 type boundedCache[V any] struct {
-	m   sync.Map // string -> V
-	mu  sync.Mutex
-	n   int // entries in m, guarded by mu
-	max int
+	settled atomic.Pointer[map[string]V] // read-only once published
+	mu      sync.Mutex
+	fresh   map[string]V // guarded by mu
+	uses    int          // insertions and fresh reads since the last settling, guarded by mu
+	max     int
+	batch   int // uses that make a settling
 }
 
 func newBoundedCache[V any](max int) *boundedCache[V] {
-	return &boundedCache[V]{max: max}
+	return &boundedCache[V]{max: max, batch: (max + 7) / 8}
 }
 
 func (c *boundedCache[V]) get(k string) (V, bool) {
-	v, ok := c.m.Load(k)
-	if !ok {
+	if m := c.settled.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v, true
+		}
+	}
+	if c.max == 0 {
 		var zero V
 		return zero, false
 	}
-	return v.(V), true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.fresh[k]
+	if ok {
+		c.use()
+	}
+	return v, ok
 }
 
 func (c *boundedCache[V]) put(k string, v V) {
@@ -382,22 +401,54 @@ func (c *boundedCache[V]) put(k string, v V) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m.Load(k); !ok {
-		if c.n >= c.max {
-			c.m.Range(func(old, _ any) bool {
-				c.m.Delete(old)
-				c.n--
-				return false
-			})
+	if m := c.settled.Load(); m != nil {
+		if _, ok := (*m)[k]; ok {
+			return // settled by another caller: values of one key are equivalent
 		}
-		c.n++
 	}
-	c.m.Store(k, v)
+	if c.fresh == nil {
+		c.fresh = make(map[string]V, c.batch)
+	}
+	c.fresh[k] = v
+	c.use()
+}
+
+// use counts an insertion or a read of a fresh entry and settles the
+// fresh entries after batch of them. Called with mu held.
+func (c *boundedCache[V]) use() {
+	if c.uses++; c.uses < c.batch {
+		return
+	}
+	c.uses = 0
+	var settled map[string]V
+	if m := c.settled.Load(); m != nil {
+		settled = *m
+	}
+	// until the next settling, at most batch-1 entries are added to
+	// fresh: settled ones are kept within max-batch (batch <= max/2 when
+	// max > 1), or within the fresh ones when max is 1
+	room := max(c.max-c.batch, len(c.fresh))
+	next := make(map[string]V, min(room, len(settled)+len(c.fresh)))
+	for k, v := range c.fresh {
+		next[k] = v
+	}
+	for k, v := range settled {
+		if len(next) >= room {
+			break
+		}
+		next[k] = v
+	}
+	c.settled.Store(&next)
+	clear(c.fresh)
 }
 
 // size counts the entries (for tests).
 func (c *boundedCache[V]) size() int {
-	n := 0
-	c.m.Range(func(_, _ any) bool { n++; return true })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.fresh)
+	if m := c.settled.Load(); m != nil {
+		n += len(*m)
+	}
 	return n
 }

@@ -14,6 +14,7 @@ type CompileOption func(*compileConfig) error
 type compileConfig struct {
 	basePath   string
 	maxNesting int
+	prepare    func(expr string) any
 }
 
 func newCompileConfig(opts []CompileOption) (compileConfig, error) {
@@ -52,6 +53,25 @@ func WithMaxNesting(n int) CompileOption {
 			return fmt.Errorf("variables: max nesting must be at least 1, got %d", n)
 		}
 		c.maxNesting = n
+		return nil
+	}
+}
+
+// WithPrepare has prepare called once, at compile time, on the text of
+// every expression known then: the expressions without inner ones (the
+// text the [Evaluator] would receive, trimmed, shallow dash dropped),
+// except `{{ @ }}`. What it returns (nil: nothing) is handed back with the
+// text to an evaluator that implements [PreparedEvaluator], each time the
+// expression is evaluated as written: an evaluator can so keep, for
+// example, the compiled query with the template instead of looking it up
+// by its text at each evaluation. prepare must be safe for concurrent use
+// if the template is compiled from several goroutines at once.
+func WithPrepare(prepare func(expr string) any) CompileOption {
+	return func(c *compileConfig) error {
+		if prepare == nil {
+			return errors.New("variables: nil prepare function")
+		}
+		c.prepare = prepare
 		return nil
 	}
 }

@@ -28,6 +28,17 @@ type LookupEvaluator interface {
 	Lookup(expr string) (value any, found bool, err error)
 }
 
+// PreparedEvaluator is an optional extension of [LookupEvaluator] for
+// templates compiled with [WithPrepare]: LookupPrepared(expr, prepared) is
+// Lookup(expr) for an expression whose prepared value (never nil) the
+// prepare function returned for the same text. Expressions that were not
+// prepared, and those rewritten at evaluation (on DELETE requests,
+// request.object becomes request.oldObject), go to Lookup.
+type PreparedEvaluator interface {
+	LookupEvaluator
+	LookupPrepared(expr string, prepared any) (value any, found bool, err error)
+}
+
 // EvaluatorFunc adapts a function to [Evaluator].
 type EvaluatorFunc func(expr string) (any, error)
 

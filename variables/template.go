@@ -36,6 +36,11 @@ type exprNode struct {
 	expr   string // trimmed expression text, shallow dash dropped (static only)
 	src    string // as written, delimiters included
 	depth  int
+	// prepared is what WithPrepare's function returned for expr (static
+	// only, nil for "@"); oldObject: expr holds "request.object", which
+	// DELETE requests rewrite
+	prepared  any
+	oldObject bool
 }
 
 // Variable describes one expression found at compile time.
@@ -66,10 +71,11 @@ func Parse(s string, opts ...CompileOption) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseTemplate(s, cfg.basePath, cfg.maxNesting)
+	return parseTemplate(s, cfg.basePath, &cfg)
 }
 
-func parseTemplate(s, path string, maxNesting int) (*Template, error) {
+func parseTemplate(s, path string, cfg *compileConfig) (*Template, error) {
+	maxNesting := cfg.maxNesting
 	t := &Template{src: s, path: path, text: s}
 	if !strings.Contains(s, "{{") {
 		return t, nil
@@ -121,7 +127,21 @@ func parseTemplate(s, path string, maxNesting int) (*Template, error) {
 		t.whole = true
 	}
 	t.prepareCurrentValue()
+	if cfg.prepare != nil {
+		t.prepare(cfg.prepare)
+	}
 	return t, nil
+}
+
+// prepare records what prepare returns for the text of each expression
+// that has no inner one, except `{{ @ }}`, whose text is rewritten.
+func (t *Template) prepare(prepare func(expr string) any) {
+	for i := range t.nodes {
+		if n := &t.nodes[i]; n.static && n.expr != "@" {
+			n.prepared = prepare(n.expr)
+			n.oldObject = strings.Contains(n.expr, "request.object")
+		}
+	}
 }
 
 // newNode records the expression whose content (between the delimiters) is
@@ -361,6 +381,12 @@ func (t *Template) render(st *evalState) (any, error) {
 	if st.ev == nil {
 		return nil, ErrNilEvaluator
 	}
+	if t.whole && len(t.nodes) == 1 {
+		// the common "{{ expr }}": its value, without the lists below
+		n := &t.nodes[0]
+		expr, prepared := t.resolvable(n, n.expr, st)
+		return st.resolve(expr, prepared, t.path)
+	}
 	var vals []any
 	var exprs []string
 	var buf []byte
@@ -388,8 +414,8 @@ func (t *Template) render(st *evalState) (any, error) {
 			}
 			expr = cleanExpression(string(buf))
 		}
-		expr = t.rewrite(expr, st)
-		v, err := st.resolve(expr, t.path)
+		expr, prepared := t.resolvable(n, expr, st)
+		v, err := st.resolve(expr, prepared, t.path)
 		if err != nil {
 			return nil, err
 		}
@@ -410,6 +436,16 @@ func (t *Template) render(st *evalState) (any, error) {
 		}
 	}
 	return string(buf), nil
+}
+
+// resolvable returns the text node n is evaluated with (expr, its text
+// after inner expressions, rewritten) and the value prepared for it at
+// compile time, nil when there is none or the text is rewritten.
+func (t *Template) resolvable(n *exprNode, expr string, st *evalState) (string, any) {
+	if n.prepared != nil && (!n.oldObject || !st.cfg.deleteRequest) {
+		return expr, n.prepared // evaluated as written: see rewrite
+	}
+	return t.rewrite(expr, st), nil
 }
 
 // rewrite applies upstream's rewriting of an expression: `@` becomes the path

@@ -127,7 +127,7 @@ func (c *compiler) str(s string) (any, *cnode, error) {
 	if !strings.Contains(s, "{{") {
 		return s, nil, nil
 	}
-	t, err := parseTemplate(s, c.path(), c.cfg.maxNesting)
+	t, err := parseTemplate(s, c.path(), &c.cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +153,7 @@ func (c *compiler) object(m map[string]any) (any, *cnode, error) {
 		stored := k
 		var kt *Template
 		if strings.Contains(k, "{{") {
-			t, err := parseTemplate(k, c.path(), c.cfg.maxNesting)
+			t, err := parseTemplate(k, c.path(), &c.cfg)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -228,6 +228,10 @@ func (t *Tree) Variables() []Variable { return slices.Clone(t.vars) }
 // non-string is a [*KeyError] (a nil key value keeps the key as written, as
 // upstream does).
 func (t *Tree) Substitute(ev Evaluator, opts ...Option) (any, error) {
+	if t.root == nil && len(opts) == 0 {
+		// no variable, and no option whose error to report
+		return t.base, nil
+	}
 	cfg, err := newEvalConfig(opts)
 	if err != nil {
 		return nil, err
