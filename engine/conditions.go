@@ -25,12 +25,12 @@ type condSet struct {
 	anyPresent bool
 }
 
-func compileConditions(raw any, path *field.Path, errs field.ErrorList) (*condSet, field.ErrorList) {
+func (e *Engine) compileConditions(raw any, path *field.Path, errs field.ErrorList) (*condSet, field.ErrorList) {
 	if raw == nil {
 		return nil, errs
 	}
 	cs := &condSet{}
-	compileList := func(list []any, name string, p *field.Path) []*cond {
+	conditionList := func(list []any, name string, p *field.Path) []*cond {
 		var out []*cond
 		for i, item := range list {
 			var c api.Condition
@@ -38,7 +38,7 @@ func compileConditions(raw any, path *field.Path, errs field.ErrorList) (*condSe
 				errs = append(errs, field.Invalid(p.Index(i), item, err.Error()))
 				continue
 			}
-			cc, cerrs := compileCondition(c, name, i, p.Index(i))
+			cc, cerrs := e.compileCondition(c, name, i, p.Index(i))
 			errs = append(errs, cerrs...)
 			if cc != nil {
 				out = append(out, cc)
@@ -48,7 +48,7 @@ func compileConditions(raw any, path *field.Path, errs field.ErrorList) (*condSe
 	}
 	switch v := raw.(type) {
 	case []any:
-		cs.all = compileList(v, "", path)
+		cs.all = conditionList(v, "", path)
 	case map[string]any:
 		for k, x := range v {
 			list, ok := x.([]any)
@@ -59,9 +59,9 @@ func compileConditions(raw any, path *field.Path, errs field.ErrorList) (*condSe
 			switch k {
 			case "any":
 				cs.anyPresent = true
-				cs.any = compileList(list, "any", path.Child("any"))
+				cs.any = conditionList(list, "any", path.Child("any"))
 			case "all":
-				cs.all = compileList(list, "all", path.Child("all"))
+				cs.all = conditionList(list, "all", path.Child("all"))
 			default:
 				errs = append(errs, field.Invalid(path.Child(k), k, "only any and all are allowed"))
 			}
@@ -72,7 +72,7 @@ func compileConditions(raw any, path *field.Path, errs field.ErrorList) (*condSe
 	return cs, errs
 }
 
-func compileCondition(c api.Condition, block string, i int, path *field.Path) (*cond, field.ErrorList) {
+func (e *Engine) compileCondition(c api.Condition, block string, i int, path *field.Path) (*cond, field.ErrorList) {
 	var errs field.ErrorList
 	op, err := conditions.ParseOperator(c.Operator)
 	if err != nil {
@@ -82,11 +82,11 @@ func compileCondition(c api.Condition, block string, i int, path *field.Path) (*
 	if block != "" {
 		base = "/" + block + base
 	}
-	key, err := compileTree(c.Key, base+"/key")
+	key, err := e.compileTree(c.Key, base+"/key")
 	if err != nil {
 		errs = append(errs, field.Invalid(path.Child("key"), c.Key, err.Error()))
 	}
-	value, err := compileTree(c.Value, base+"/value")
+	value, err := e.compileTree(c.Value, base+"/value")
 	if err != nil {
 		errs = append(errs, field.Invalid(path.Child("value"), c.Value, err.Error()))
 	}

@@ -63,7 +63,7 @@ func (e *Engine) compileContext(entries []api.ContextEntry, path *field.Path, er
 			if s == "" {
 				return nil
 			}
-			t, err := compileTemplate(s)
+			t, err := e.compileTemplate(s)
 			if err != nil {
 				errs = append(errs, field.Invalid(fp, s, err.Error()))
 			}
@@ -73,7 +73,7 @@ func (e *Engine) compileContext(entries []api.ContextEntry, path *field.Path, er
 			if v == nil {
 				return nil
 			}
-			t, err := compileTree(v, base)
+			t, err := e.compileTree(v, base)
 			if err != nil {
 				errs = append(errs, field.Invalid(fp, v, err.Error()))
 			}

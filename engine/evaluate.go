@@ -279,12 +279,12 @@ func (e *Engine) exceptionConditions(x *exceptions.Exception, c *api.AnyAllCondi
 	var errs field.ErrorList
 	path := field.NewPath("spec", "conditions")
 	for i, cd := range c.AnyConditions {
-		cc, cerrs := compileCondition(cd, "any", i, path.Child("any").Index(i))
+		cc, cerrs := e.compileCondition(cd, "any", i, path.Child("any").Index(i))
 		errs = append(errs, cerrs...)
 		cs.any = append(cs.any, cc)
 	}
 	for i, cd := range c.AllConditions {
-		cc, cerrs := compileCondition(cd, "all", i, path.Child("all").Index(i))
+		cc, cerrs := e.compileCondition(cd, "all", i, path.Child("all").Index(i))
 		errs = append(errs, cerrs...)
 		cs.all = append(cs.all, cc)
 	}

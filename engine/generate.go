@@ -118,20 +118,20 @@ func (e *Engine) compileGenerate(g *api.Generation, path *field.Path, errs field
 		return gs, append(errs, field.Forbidden(path, "only one of generate patterns(data, clone, cloneList and foreach) can be specified"))
 	}
 	if g.ForEachGeneration == nil {
-		gs.pattern, errs = compileGenPattern(g.ResourceSpec, g.RawData, g.Clone, g.CloneList, path, errs)
+		gs.pattern, errs = e.compileGenPattern(g.ResourceSpec, g.RawData, g.Clone, g.CloneList, path, errs)
 		return gs, errs
 	}
 	for i := range g.ForEachGeneration {
 		f := &g.ForEachGeneration[i]
 		fp := path.Child("foreach").Index(i)
 		gf := &genForeach{}
-		l, err := compileList(f.List)
+		l, err := e.compileList(f.List)
 		if err != nil {
 			errs = append(errs, field.Invalid(fp.Child("list"), f.List, err.Error()))
 		}
 		gf.list = l
 		gf.context, errs = e.compileContext(f.Context, fp.Child("context"), errs)
-		gf.preconditions, errs = compileConditions(f.Preconditions, fp.Child("preconditions"), errs)
+		gf.preconditions, errs = e.compileConditions(f.Preconditions, fp.Child("preconditions"), errs)
 		n := 0
 		for _, has := range []bool{f.RawData != nil, f.Clone != nil && *f.Clone != (api.CloneFrom{}), f.CloneList != nil && f.CloneList.Kinds != nil} {
 			if has {
@@ -142,7 +142,7 @@ func (e *Engine) compileGenerate(g *api.Generation, path *field.Path, errs field
 			errs = append(errs, field.Forbidden(fp, "only one of generate patterns(data, clone, cloneList and foreach) can be specified"))
 			continue
 		}
-		gf.pattern, errs = compileGenPattern(f.ResourceSpec, f.RawData, f.Clone, f.CloneList, fp, errs)
+		gf.pattern, errs = e.compileGenPattern(f.ResourceSpec, f.RawData, f.Clone, f.CloneList, fp, errs)
 		gs.foreach = append(gs.foreach, gf)
 	}
 	return gs, errs
@@ -151,10 +151,10 @@ func (e *Engine) compileGenerate(g *api.Generation, path *field.Path, errs field
 // compileGenPattern validates one pattern as upstream's
 // GeneratePattern.Validate does (checks that need the policy's namespace
 // run at evaluation) and precompiles its templates.
-func compileGenPattern(rs api.ResourceSpec, data any, clone *api.CloneFrom, cloneList *api.CloneList, path *field.Path, errs field.ErrorList) (*genPattern, field.ErrorList) {
+func (e *Engine) compileGenPattern(rs api.ResourceSpec, data any, clone *api.CloneFrom, cloneList *api.CloneList, path *field.Path, errs field.ErrorList) (*genPattern, field.ErrorList) {
 	gp := &genPattern{}
 	tmpl := func(s string, fp *field.Path) *template {
-		t, err := compileTemplate(s)
+		t, err := e.compileTemplate(s)
 		if err != nil {
 			errs = append(errs, field.Invalid(fp, s, err.Error()))
 			return nil
@@ -222,7 +222,7 @@ func compileGenPattern(rs api.ResourceSpec, data any, clone *api.CloneFrom, clon
 		if p, ok := findAnchor(data, ""); ok {
 			errs = append(errs, field.Invalid(path.Child("data"+p), "", "anchors not supported on generate resources"))
 		}
-		t, err := compileTree(data, "")
+		t, err := e.compileTree(data, "")
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Child("data"), "", err.Error()))
 		}

@@ -66,10 +66,10 @@ type foreachMutate struct {
 	isSM          bool
 }
 
-func compilePatch(sm any, js string, base string) (*patchSpec, error) {
+func (e *Engine) compilePatch(sm any, js string, base string) (*patchSpec, error) {
 	ps := &patchSpec{}
 	if sm != nil {
-		t, err := compileTree(sm, base+"/patchStrategicMerge")
+		t, err := e.compileTree(sm, base+"/patchStrategicMerge")
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +82,7 @@ func compilePatch(sm any, js string, base string) (*patchSpec, error) {
 		return ps, nil
 	}
 	if js != "" {
-		t, err := compileTemplate(js)
+		t, err := e.compileTemplate(js)
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +252,7 @@ func (e *Engine) compileMutate(r *api.Rule, path *field.Path, errs field.ErrorLi
 	}
 	m := resolved
 	ms := &mutateSpec{targets: r.Mutation.Targets}
-	p, err := compilePatch(m.PatchStrategicMerge, m.PatchesJSON6902, "/mutate")
+	p, err := e.compilePatch(m.PatchStrategicMerge, m.PatchesJSON6902, "/mutate")
 	if err != nil {
 		errs = append(errs, field.Invalid(path, "", err.Error()))
 	}
@@ -270,14 +270,14 @@ func (e *Engine) compileForeachMutate(list []api.ForEachMutation, path *field.Pa
 		f := &list[i]
 		fp := path.Index(i)
 		fm := &foreachMutate{order: f.Order, isSM: f.PatchStrategicMerge != nil}
-		l, err := compileList(f.List)
+		l, err := e.compileList(f.List)
 		if err != nil {
 			errs = append(errs, field.Invalid(fp.Child("list"), f.List, err.Error()))
 		}
 		fm.list = l
 		fm.context, errs = e.compileContext(f.Context, fp.Child("context"), errs)
-		fm.preconditions, errs = compileConditions(f.Preconditions, fp.Child("preconditions"), errs)
-		if fm.patch, err = compilePatch(f.PatchStrategicMerge, f.PatchesJSON6902, fmt.Sprintf("/mutate/foreach/%d", i)); err != nil {
+		fm.preconditions, errs = e.compileConditions(f.Preconditions, fp.Child("preconditions"), errs)
+		if fm.patch, err = e.compilePatch(f.PatchStrategicMerge, f.PatchesJSON6902, fmt.Sprintf("/mutate/foreach/%d", i)); err != nil {
 			errs = append(errs, field.Invalid(fp, "", err.Error()))
 		}
 		if f.ForEachMutation != nil {

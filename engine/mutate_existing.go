@@ -29,7 +29,7 @@ func (e *Engine) compileTargets(targets []api.TargetResource, path *field.Path, 
 		tp := path.Index(i)
 		ts := &targetSpec{}
 		tmpl := func(s string, fp *field.Path) *template {
-			x, err := compileTemplate(s)
+			x, err := e.compileTemplate(s)
 			if err != nil {
 				errs = append(errs, field.Invalid(fp, s, err.Error()))
 			}
@@ -43,14 +43,14 @@ func (e *Engine) compileTargets(targets []api.TargetResource, path *field.Path, 
 			var doc any
 			if err := remarshal(t.Selector, &doc); err != nil {
 				errs = append(errs, field.Invalid(tp.Child("selector"), "", err.Error()))
-			} else if sel, err := compileTree(doc, ""); err != nil {
+			} else if sel, err := e.compileTree(doc, ""); err != nil {
 				errs = append(errs, field.Invalid(tp.Child("selector"), "", err.Error()))
 			} else {
 				ts.selector = sel
 			}
 		}
 		ts.context, errs = e.compileContext(t.Context, tp.Child("context"), errs)
-		ts.preconditions, errs = compileConditions(t.Preconditions, tp.Child("preconditions"), errs)
+		ts.preconditions, errs = e.compileConditions(t.Preconditions, tp.Child("preconditions"), errs)
 		out = append(out, ts)
 	}
 	return out, errs

@@ -55,7 +55,7 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 	}
 	cr.skipBackground = r.SkipBackgroundRequests == nil || *r.SkipBackgroundRequests
 	cr.context, errs = e.compileContext(r.Context, path.Child("context"), errs)
-	cr.preconditions, errs = compileConditions(r.Preconditions, path.Child("preconditions"), errs)
+	cr.preconditions, errs = e.compileConditions(r.Preconditions, path.Child("preconditions"), errs)
 	cr.precondKey = e.conditionsKey(r.Preconditions, cr.preconditions)
 	switch {
 	case r.Validation != nil:
@@ -148,7 +148,7 @@ func (b *validateBody) loadsContext() bool {
 func (e *Engine) compileValidate(name string, v *api.Validation, path *field.Path, errs field.ErrorList) (*validateSpec, field.ErrorList) {
 	vs := &validateSpec{rawMessage: v.Message}
 	if v.Message != "" {
-		t, err := compileTemplate(v.Message)
+		t, err := e.compileTemplate(v.Message)
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Child("message"), v.Message, err.Error()))
 		}
@@ -182,9 +182,9 @@ func (e *Engine) compileValidate(name string, v *api.Validation, path *field.Pat
 func (e *Engine) compileValidateBody(ctxEntries []api.ContextEntry, pre any, pattern, anyPattern any, deny *api.Deny, foreach []api.ForEachValidation, path *field.Path, base string, depth int, errs field.ErrorList) (*validateBody, field.ErrorList) {
 	b := &validateBody{}
 	b.context, errs = e.compileContext(ctxEntries, path.Child("context"), errs)
-	b.preconditions, errs = compileConditions(pre, path.Child("preconditions"), errs)
+	b.preconditions, errs = e.compileConditions(pre, path.Child("preconditions"), errs)
 	if pattern != nil {
-		ps, err := compilePattern(pattern, "")
+		ps, err := e.compilePattern(pattern, "")
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Child("pattern"), "", err.Error()))
 		}
@@ -196,7 +196,7 @@ func (e *Engine) compileValidateBody(ctxEntries []api.ContextEntry, pre any, pat
 			errs = append(errs, field.Invalid(path.Child("anyPattern"), "", "anyPattern must be a list"))
 		}
 		for i, p := range list {
-			ps, err := compilePattern(p, "")
+			ps, err := e.compilePattern(p, "")
 			if err != nil {
 				errs = append(errs, field.Invalid(path.Child("anyPattern").Index(i), "", err.Error()))
 			}
@@ -204,7 +204,7 @@ func (e *Engine) compileValidateBody(ctxEntries []api.ContextEntry, pre any, pat
 		}
 	}
 	if deny != nil {
-		b.deny, errs = compileConditions(deny.Conditions, path.Child("deny", "conditions"), errs)
+		b.deny, errs = e.compileConditions(deny.Conditions, path.Child("deny", "conditions"), errs)
 		if b.deny == nil {
 			b.deny = &condSet{}
 		}
@@ -216,7 +216,7 @@ func (e *Engine) compileValidateBody(ctxEntries []api.ContextEntry, pre any, pat
 		f := &foreach[i]
 		fp := path.Child("foreach").Index(i)
 		fv := &foreachValidate{elementScope: f.ElementScope}
-		l, err := compileList(f.List)
+		l, err := e.compileList(f.List)
 		if err != nil {
 			errs = append(errs, field.Invalid(fp.Child("list"), f.List, err.Error()))
 		}

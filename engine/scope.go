@@ -527,16 +527,22 @@ func (s *scope) own() {
 // Evaluate implements variables.Evaluator.
 func (s *scope) Evaluate(expr string) (any, error) { return s.query(expr) }
 
-func (s *scope) query(expr string) (any, error) {
+func (s *scope) query(expr string) (any, error) { return s.queryCompiled(expr, nil) }
+
+// queryCompiled is query with expr compiled as q (nil: looked up in the
+// engine's cache of compiled queries).
+func (s *scope) queryCompiled(expr string, q *jmespath.Query) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
 	}
 	if s.pending.set || s.hasTarget {
 		s.own()
 	}
-	q, err := s.rs.e.jp.Query(expr)
-	if err != nil {
-		return nil, err
+	if q == nil {
+		var err error
+		if q, err = s.rs.e.jp.Query(expr); err != nil {
+			return nil, err
+		}
 	}
 	if q.PlainPath() || !q.Pure() {
 		return q.SearchNormalized(s.data)

@@ -17,10 +17,24 @@ type template = variables.Template
 // tree is a compiled document that may hold {{ }} expressions.
 type tree = variables.Tree
 
-func compileTemplate(s string) (*template, error) { return variables.Parse(s) }
+// prepareQuery compiles an expression of a template when the template is
+// compiled (variables.WithPrepare), so that its evaluations need not look
+// the query up by its text (scope.LookupPrepared); nil when it does not
+// compile: its evaluations then report the error.
+func (e *Engine) prepareQuery(expr string) any {
+	q, err := e.jp.Compile(expr)
+	if err != nil {
+		return nil
+	}
+	return q
+}
 
-func compileTree(doc any, basePath string) (*tree, error) {
-	return variables.Compile(doc, variables.WithBasePath(basePath))
+func (e *Engine) compileTemplate(s string) (*template, error) {
+	return variables.Parse(s, variables.WithPrepare(e.prepareQuery))
+}
+
+func (e *Engine) compileTree(doc any, basePath string) (*tree, error) {
+	return variables.Compile(doc, variables.WithBasePath(basePath), variables.WithPrepare(e.prepareQuery))
 }
 
 // render evaluates a template to a string (non-string results are an
@@ -61,12 +75,12 @@ type patternSpec struct {
 	compiled *patterns.Pattern
 }
 
-func compilePattern(p any, basePath string) (*patternSpec, error) {
+func (e *Engine) compilePattern(p any, basePath string) (*patternSpec, error) {
 	resolved, err := variables.ResolveReferences(p)
 	if err != nil {
 		return nil, err
 	}
-	t, err := compileTree(resolved, basePath)
+	t, err := e.compileTree(resolved, basePath)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +111,11 @@ type listExpr struct {
 	tmpl *template
 }
 
-func compileList(expr string) (*listExpr, error) {
+func (e *Engine) compileList(expr string) (*listExpr, error) {
 	if expr == "" {
 		return nil, fmt.Errorf("foreach list is required")
 	}
-	t, err := compileTemplate(expr)
+	t, err := e.compileTemplate(expr)
 	if err != nil {
 		return nil, err
 	}
