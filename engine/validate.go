@@ -236,11 +236,26 @@ type patternMiss struct {
 // ("failed: <error>" without a path), separated by spaces; failures come
 // after "validation error: " and the rule's message.
 func anyPatternMessage(name, msg string, misses []patternMiss, skipped bool) string {
-	var b strings.Builder
-	n := len("validation error: ") + len(msg) + 2
-	for i := range misses {
-		n += len(name) + len(misses[i].path) + len(misses[i].err) + 32
+	// the exact length first: the message is allocated once
+	n := 0
+	if !skipped {
+		n = len("validation error: ") + len(msg) + 2
 	}
+	for _, m := range misses {
+		if m.skip != skipped {
+			continue
+		}
+		n += len(" rule ") + len(name) + len("[") + digits(m.index)
+		switch {
+		case m.skip:
+			n += len("] skipped: ") + len(m.err)
+		case m.path == "":
+			n += len("] failed: ") + len(m.err)
+		default:
+			n += len("] failed at path ") + len(m.path)
+		}
+	}
+	var b strings.Builder
 	b.Grow(n)
 	if !skipped {
 		b.WriteString("validation error: ")
@@ -281,6 +296,15 @@ func anyPatternMessage(name, msg string, misses []patternMiss, skipped bool) str
 		}
 	}
 	return b.String()
+}
+
+// digits is the length of the decimal form of i >= 0.
+func digits(i int) int {
+	n := 1
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
 }
 
 // asPatternError is errors.As for the *patterns.Error Match returns,
