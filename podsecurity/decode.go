@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ErrUnsupportedKind is wrapped by the error Evaluate returns for a resource
@@ -89,29 +90,43 @@ func (w workload) resourcePath(field string) string {
 	return field
 }
 
+// decodedPod is what the checks read of a pod: its metadata and spec (a
+// corev1.Pod without its status, a third of its size).
+type decodedPod struct {
+	metav1.ObjectMeta
+	Spec corev1.PodSpec
+}
+
 // decodePod extracts the pod (metadata and spec) a resource describes,
 // reading only the fields the checks use. The input is not modified.
-func decodePod(obj map[string]any) (*corev1.Pod, workload, error) {
+func decodePod(obj map[string]any) (*decodedPod, workload, error) {
+	pod := &decodedPod{}
+	w, err := decodePodInto(obj, pod)
+	if err != nil {
+		return nil, w, err
+	}
+	return pod, w, nil
+}
+
+// decodePodInto is decodePod writing into pod, which is left partly
+// written on an error.
+func decodePodInto(obj map[string]any, pod *decodedPod) (workload, error) {
 	if obj == nil {
-		return nil, workload{}, &ResourceError{Err: errors.New("no resource")}
+		return workload{}, &ResourceError{Err: errors.New("no resource")}
 	}
 	kind, _ := obj["kind"].(string)
 	w, ok := workloads[kind]
 	if !ok {
-		return nil, workload{}, &ResourceError{Path: "kind", Err: fmt.Errorf("%w: %q", ErrUnsupportedKind, kind)}
+		return workload{}, &ResourceError{Path: "kind", Err: fmt.Errorf("%w: %q", ErrUnsupportedKind, kind)}
 	}
 	d := &decoder{}
-	pod := &corev1.Pod{}
 	if meta := d.walk(obj, w.meta); meta != nil {
 		d.meta(meta, &jsonPath{key: w.metaPrefix}, pod)
 	}
 	if spec := d.walk(obj, w.spec); spec != nil {
 		d.spec(spec, &jsonPath{key: w.specPrefix}, &pod.Spec)
 	}
-	if d.err != nil {
-		return nil, w, d.err
-	}
-	return pod, w, nil
+	return w, d.err
 }
 
 // jsonPath is the path of a value in the resource, written only for an
@@ -361,7 +376,7 @@ func (d *decoder) strings(m map[string]any, key string, p *jsonPath) []string {
 }
 
 // meta reads name, namespace and annotations.
-func (d *decoder) meta(m map[string]any, p *jsonPath, pod *corev1.Pod) {
+func (d *decoder) meta(m map[string]any, p *jsonPath, pod *decodedPod) {
 	pod.Name = d.str(m, "name", p)
 	pod.Namespace = d.str(m, "namespace", p)
 	ann := d.object(m, "annotations", p)

@@ -133,7 +133,7 @@ func TestDecodeIntegers(t *testing.T) {
 
 // decodeOutcome is what decodePod gives, for comparisons.
 type decodeOutcome struct {
-	pod *corev1.Pod
+	pod *decodedPod
 	w   workload
 	err string
 }
@@ -144,8 +144,11 @@ func decodeBoth(obj map[string]any) (got, want decodeOutcome) {
 	if err != nil {
 		got.err = err.Error() + " @" + err.(*ResourceError).Path
 	}
-	pod, w, err = oldDecodePod(obj)
-	want = decodeOutcome{pod: pod, w: w}
+	old, w, err := oldDecodePod(obj)
+	want = decodeOutcome{w: w}
+	if old != nil {
+		want.pod = &decodedPod{ObjectMeta: old.ObjectMeta, Spec: old.Spec}
+	}
 	if err != nil {
 		want.err = err.Error() + " @" + err.(*ResourceError).Path
 	}

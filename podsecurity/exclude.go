@@ -103,13 +103,13 @@ type checkOutcome struct {
 }
 
 // run evaluates the compiled steps on a pod.
-func (c *Check) run(pod *corev1.Pod) []failure {
+func (c *Check) run(pod *decodedPod) []failure {
 	return runSteps(c.steps, nil, pod)
 }
 
 // runSteps evaluates steps on a pod; with an exclusion, only the steps of
 // the checks it covers (the others cannot change its outcome).
-func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
+func runSteps(steps []step, only *exclusion, pod *decodedPod) []failure {
 	var out []failure
 	for _, s := range steps {
 		if only != nil && !only.covers(s.id) {
@@ -123,7 +123,7 @@ func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
 }
 
 // runStep evaluates one step on a pod: its failure, or nil.
-func runStep(s step, pod *corev1.Pod) *failure {
+func runStep(s step, pod *decodedPod) *failure {
 	if f, failed := evalStep(&s, pod); failed {
 		return &f
 	}
@@ -131,7 +131,7 @@ func runStep(s step, pod *corev1.Pod) *failure {
 }
 
 // evalStep evaluates one step on a pod: its failure, if it failed.
-func evalStep(s *step, pod *corev1.Pod) (failure, bool) {
+func evalStep(s *step, pod *decodedPod) (failure, bool) {
 	r := s.run(&pod.ObjectMeta, &pod.Spec)
 	if r.Allowed {
 		return failure{}, false
@@ -165,7 +165,7 @@ func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) 
 // fails is only read: when the exemption changes nothing, it is returned
 // as it is with changed false; otherwise the failures are copied first.
 func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failure, changed bool) {
-	pod := d.pod
+	pod := &d.pod
 	kept = fails
 	// indexOf finds the failure of a check in kept (a few dozen at most)
 	indexOf := func(id string) int {
@@ -227,7 +227,7 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 		if !x.coversStep(s) {
 			continue
 		}
-		pf := outcomes[s.index].f
+		pf := probeFailure(outcomes, s.index)
 		if pf == nil {
 			continue
 		}
@@ -297,39 +297,34 @@ func valuesAllowed(values []glob, bad any) bool {
 	return true
 }
 
-// podLevelPod is the pod upstream evaluates for an exemption without
-// images: the same pod with a single bare container named "fake" and no
-// init or ephemeral containers.
-func podLevelPod(pod *corev1.Pod) *corev1.Pod {
-	p := *pod
+// podLevelPodInto writes into p the pod upstream evaluates for an exemption
+// without images: the same pod with a single bare container named "fake"
+// and no init or ephemeral containers.
+func podLevelPodInto(p, pod *decodedPod) {
+	*p = *pod
 	p.Spec.Containers = fakeContainers
 	p.Spec.InitContainers = nil
 	p.Spec.EphemeralContainers = nil
-	return &p
 }
 
-// fakeContainers is the container list of podLevelPod, shared: checks
+// fakeContainers is the container list of podLevelPodInto, shared: checks
 // only read pods.
 var fakeContainers = []corev1.Container{{Name: "fake"}}
 
-// noContainersPod is the pod matchingContainersPod evaluates when no
+// noContainersPod is the pod an exemption with images evaluates when no
 // container matches, shared: checks only read pods, and the outcomes of
 // an exemption's pod are used for their field errors, which come from the
 // spec (the name and namespace it would carry do not show).
-var noContainersPod = &corev1.Pod{}
+var noContainersPod = &decodedPod{}
 
-// matchingContainersPod is the pod upstream evaluates for an exemption with
-// images: only the name and namespace of the pod and the containers whose
-// image matches, without any pod-level field.
-func matchingContainersPod(pod *corev1.Pod, images []glob) *corev1.Pod {
-	if !anyContainerMatches(pod, images) {
-		return noContainersPod
-	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+// matchingContainersPodInto writes into p the pod upstream evaluates for
+// an exemption with images: only the name and namespace of the pod and
+// the containers whose image matches, without any pod-level field.
+func matchingContainersPodInto(p, pod *decodedPod, images []glob) {
+	*p = decodedPod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 	p.Spec.Containers = matchingContainers(pod.Spec.Containers, images, func(c *corev1.Container) string { return c.Image })
 	p.Spec.InitContainers = matchingContainers(pod.Spec.InitContainers, images, func(c *corev1.Container) string { return c.Image })
 	p.Spec.EphemeralContainers = matchingContainers(pod.Spec.EphemeralContainers, images, func(c *corev1.EphemeralContainer) string { return c.Image })
-	return p
 }
 
 // matchingContainers returns the containers of list whose image matches
@@ -359,7 +354,7 @@ func matchingContainers[C any](list []C, images []glob, image func(*C) string) [
 
 // anyContainerMatches reports whether the image of a container of the pod
 // matches one of the patterns.
-func anyContainerMatches(pod *corev1.Pod, images []glob) bool {
+func anyContainerMatches(pod *decodedPod, images []glob) bool {
 	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			if matchAny(images, list[i].Image) {
@@ -386,7 +381,7 @@ type containerRef struct {
 // initContainers or ephemeralContainers, the first number its index).
 // Upstream compares the paths themselves with every run of digits replaced
 // by '*' (see samePattern and patternIs).
-func locateField(f string, containerLevel bool, pod *corev1.Pod) containerRef {
+func locateField(f string, containerLevel bool, pod *decodedPod) containerRef {
 	if !containerLevel {
 		return containerRef{}
 	}

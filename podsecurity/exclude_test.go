@@ -203,7 +203,7 @@ func TestScanField(t *testing.T) {
 // the patterns and containers of refLocate (paths with digit runs written
 // as '*') on random paths.
 func TestFieldPatterns(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{
+	pod := &decodedPod{Spec: corev1.PodSpec{
 		Containers:          []corev1.Container{{Name: "a"}, {Name: "b"}},
 		InitContainers:      []corev1.Container{{Name: "i"}},
 		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "e"}}},

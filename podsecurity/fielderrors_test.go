@@ -34,9 +34,9 @@ func TestEveryLibraryCheckIsMapped(t *testing.T) {
 }
 
 // fixturePods gathers pods from the conformance manifests and edge cases.
-func fixturePods(t *testing.T) []*corev1.Pod {
+func fixturePods(t *testing.T) []*decodedPod {
 	t.Helper()
-	var pods []*corev1.Pod
+	var pods []*decodedPod
 	files, _ := filepath.Glob("testdata/conformance/*/*/*.yaml")
 	for _, f := range files {
 		for _, obj := range mustReadObjects(t, f) {

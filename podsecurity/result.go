@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/gavelpolicy/gavel/api"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -64,14 +63,14 @@ func (c *Check) Evaluate(resource map[string]any, extraExcludes []api.PodSecurit
 // Decoded is a resource decoded once for every Check that evaluates it
 // (see Decode); it is read-only and safe to share.
 type Decoded struct {
-	pod *corev1.Pod
+	pod decodedPod
 	w   workload
 
 	// results caches the outcome of each check revision on this pod, by
-	// step index, so that several rules evaluating the same pod run each
-	// check once.
+	// step index (nil: not run yet; passed: the check passed), so that
+	// several rules evaluating the same pod run each check once.
 	mu      sync.Mutex
-	results []stepOutcome
+	results []*failure
 	// sets are the failures of the step sets the rules ran on this pod
 	// (every Check of a level and version runs the same steps), with the
 	// results made from them
@@ -81,10 +80,48 @@ type Decoded struct {
 	probes []*probe
 }
 
+// passed is the outcome of a step that passed in Decoded.results (never
+// written: only its address is compared).
+var passed = &failure{}
+
+// probe is the reduced pod an exemption evaluates, with the outcomes of
+// the steps exemptions covered on it (an exemption covers a step or two).
 type probe struct {
-	key     string // exclusion.probeKey
-	pod     *corev1.Pod
-	results []stepOutcome
+	key  string // exclusion.probeKey
+	pod  *decodedPod
+	outs []probeOutcome // appended to, never changed
+	buf  [2]probeOutcome
+}
+
+// probeWithPod is a probe and its pod, in one allocation.
+type probeWithPod struct {
+	probe
+	own decodedPod
+}
+
+// probeOutcome is the outcome of step index on a probe: its failure, or
+// nil when the check passed.
+type probeOutcome struct {
+	index int
+	f     *failure
+}
+
+// newProbe makes the probe of exemption x on pod.
+func newProbe(x *exclusion, pod *decodedPod) *probe {
+	if len(x.images) > 0 && !anyContainerMatches(pod, x.images) {
+		pr := &probe{key: x.probeKey, pod: noContainersPod}
+		pr.outs = pr.buf[:0]
+		return pr
+	}
+	pp := &probeWithPod{probe: probe{key: x.probeKey}}
+	if len(x.images) > 0 {
+		matchingContainersPodInto(&pp.own, pod, x.images)
+	} else {
+		podLevelPodInto(&pp.own, pod)
+	}
+	pp.pod = &pp.own
+	pp.outs = pp.buf[:0]
+	return &pp.probe
 }
 
 // stepSet holds the failures of a set of steps on a pod, shared by the
@@ -101,9 +138,9 @@ type stepSet struct {
 }
 
 // probeOutcomes returns the pod exemption x evaluates and the outcomes of
-// the checks on it, by step index, with those of the steps x covers
-// computed (once per pod). The outcomes are shared: read only.
-func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.Pod, []stepOutcome) {
+// the steps it covers on it (computed once per pod). The outcomes are
+// shared: read only.
+func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*decodedPod, []probeOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var pr *probe
@@ -114,67 +151,50 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.Pod, []step
 		}
 	}
 	if pr == nil {
-		pr = &probe{key: x.probeKey}
-		if len(x.images) > 0 {
-			pr.pod = matchingContainersPod(d.pod, x.images)
-		} else {
-			pr.pod = podLevelPod(d.pod)
-		}
+		pr = newProbe(x, &d.pod)
 		d.probes = append(d.probes, pr)
 	}
-	// an exemption covers a step or two: its outcomes need the slots up
-	// to the last of them
-	slots := 0
 	for i := range steps {
-		if x.coversStep(&steps[i]) {
-			slots = steps[i].index + 1
+		if s := &steps[i]; x.coversStep(s) && !pr.has(s.index) {
+			var out *failure
+			if f, failed := evalStep(s, pr.pod); failed {
+				out = new(failure)
+				*out = f
+			}
+			pr.outs = append(pr.outs, probeOutcome{index: s.index, f: out})
 		}
 	}
-	for i := range steps {
-		if x.coversStep(&steps[i]) {
-			runOnce(&pr.results, slots, &steps[i], pr.pod, false)
-		}
-	}
-	// the slice read under the lock: growing it later copies the outcomes
-	// into a new array, this one is not written again where it is read
-	return pr.pod, pr.results
+	// the slice read under the lock: later appends write past its end, or
+	// into a new array
+	return pr.pod, pr.outs
 }
 
-// runOnce returns the outcome of step s on pod from outcomes, running the
-// step the first time; outcomes grows to slots entries at once. With shared,
-// a failure is allocated with the cache of its results (see failure.result).
-func runOnce(outcomes *[]stepOutcome, slots int, s *step, pod *corev1.Pod, shared bool) *stepOutcome {
-	if s.index >= len(*outcomes) {
-		*outcomes = append(*outcomes, make([]stepOutcome, max(slots, s.index+1)-len(*outcomes))...)
-	}
-	o := &(*outcomes)[s.index]
-	if !o.done {
-		if f, failed := evalStep(s, pod); failed {
-			if shared {
-				// shared: exemptions copy errs before removing any
-				sf := &sharedStepFailure{f: f}
-				sf.f.shared = &sf.shared
-				o.f = &sf.f
-			} else {
-				o.f = new(failure)
-				*o.f = f
-			}
+// has reports whether the outcome of step index is known.
+func (pr *probe) has(index int) bool {
+	for _, o := range pr.outs {
+		if o.index == index {
+			return true
 		}
-		o.done = true
 	}
-	return o
+	return false
+}
+
+// probeFailure returns the failure of step index in outs (nil when it
+// passed or was not run).
+func probeFailure(outs []probeOutcome, index int) *failure {
+	for _, o := range outs {
+		if o.index == index {
+			return o.f
+		}
+	}
+	return nil
 }
 
 // sharedStepFailure is a failure cached on a Decoded with the cache of its
-// results, in one allocation.
+// results.
 type sharedStepFailure struct {
 	f      failure
 	shared sharedFailure
-}
-
-type stepOutcome struct {
-	done bool
-	f    *failure // nil when the check passed
 }
 
 // stepSet returns the failures of c's steps on the decoded pod, running the
@@ -188,9 +208,10 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 			return set
 		}
 	}
+	d.runSteps(c)
 	n := 0
 	for i := range c.steps {
-		if runOnce(&d.results, c.slots, &c.steps[i], d.pod, true).f != nil {
+		if d.results[c.steps[i].index] != passed {
 			n++
 		}
 	}
@@ -198,7 +219,7 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 	if n > 0 {
 		set.fails = make([]failure, 0, n)
 		for i := range c.steps {
-			if f := d.results[c.steps[i].index].f; f != nil {
+			if f := d.results[c.steps[i].index]; f != passed {
 				set.fails = append(set.fails, *f)
 			}
 		}
@@ -207,9 +228,45 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 	return set
 }
 
+// runSteps runs the steps of c not run yet on the pod, and caches their
+// outcomes, the failures in one allocation. d.mu is held.
+func (d *Decoded) runSteps(c *Check) {
+	if len(d.results) < c.slots {
+		d.results = append(d.results, make([]*failure, c.slots-len(d.results))...)
+	}
+	type fresh struct {
+		index int
+		f     failure
+	}
+	var buf [16]fresh
+	fails := buf[:0]
+	for i := range c.steps {
+		s := &c.steps[i]
+		if d.results[s.index] != nil {
+			continue
+		}
+		if f, failed := evalStep(s, &d.pod); failed {
+			fails = append(fails, fresh{index: s.index, f: f})
+			continue
+		}
+		d.results[s.index] = passed
+	}
+	if len(fails) == 0 {
+		return
+	}
+	block := make([]sharedStepFailure, len(fails))
+	for i := range fails {
+		// shared: exemptions copy errs before removing any
+		sf := &block[i]
+		sf.f = fails[i].f
+		sf.f.shared = &sf.shared
+		d.results[fails[i].index] = &sf.f
+	}
+}
+
 // results returns the check results of the set's failures and their texts
 // concatenated, made once (shared: read only).
-func (s *stepSet) results(pod *corev1.Pod, w workload) ([]CheckResult, string) {
+func (s *stepSet) results(pod *decodedPod, w workload) ([]CheckResult, string) {
 	s.once.Do(func() {
 		s.checks = make([]CheckResult, len(s.fails))
 		n := 0
@@ -232,11 +289,13 @@ func (s *stepSet) results(pod *corev1.Pod, w workload) ([]CheckResult, string) {
 // Decode extracts the pod spec of a Pod or pod controller once, so that
 // several checks can evaluate it with EvaluateDecoded.
 func Decode(resource map[string]any) (*Decoded, error) {
-	pod, w, err := decodePod(resource)
+	d := &Decoded{}
+	w, err := decodePodInto(resource, &d.pod)
 	if err != nil {
 		return nil, err
 	}
-	return &Decoded{pod: pod, w: w}, nil
+	d.w = w
+	return d, nil
 }
 
 // EvaluateDecoded is Evaluate on a resource decoded with Decode.
@@ -258,7 +317,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 			return Result{}, &CompileError{Errs: errs}
 		}
 	}
-	pod, w := d.pod, d.w
+	pod, w := &d.pod, d.w
 	set := d.stepSet(c)
 	fails, changed := set.fails, false
 	if len(fails) > 0 && len(c.excludes) > 0 {
@@ -319,7 +378,7 @@ type sharedFailure struct {
 // result returns the check result of a failure and its text in rule
 // messages (see FormatChecks), from the shared cache when the failure is
 // the cached one.
-func (f *failure) result(pod *corev1.Pod, w workload) (CheckResult, string) {
+func (f *failure) result(pod *decodedPod, w workload) (CheckResult, string) {
 	if f.shared == nil {
 		cr := checkResult(*f, pod, w)
 		return cr, formatCheck(&cr)
@@ -332,7 +391,7 @@ func (f *failure) result(pod *corev1.Pod, w workload) (CheckResult, string) {
 	return sf.check, sf.text
 }
 
-func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
+func checkResult(f failure, pod *decodedPod, w workload) CheckResult {
 	var errs []FieldError
 	switch {
 	case f.errs == nil:
@@ -396,7 +455,7 @@ func formatCheck(ch *CheckResult) string {
 // detailImages lists the images of the containers a forbidden detail such
 // as `containers "a", "b" must set ...` names: upstream reads the names
 // with the expression container(?:s)?\s*(.*?)\s*must (see containerNames).
-func detailImages(detail string, pod *corev1.Pod) []string {
+func detailImages(detail string, pod *decodedPod) []string {
 	group, ok := containerNames(detail)
 	if !ok {
 		return nil
@@ -434,7 +493,7 @@ func withoutQuotesAndSpaces(s string) string {
 
 // imageOf returns the image of the named container, looking at containers,
 // then init containers, then ephemeral containers, or the name itself.
-func imageOf(name string, pod *corev1.Pod) string {
+func imageOf(name string, pod *decodedPod) string {
 	for i := range pod.Spec.Containers {
 		if c := &pod.Spec.Containers[i]; c.Name == name {
 			return c.Image
