@@ -124,14 +124,15 @@ func runSteps(steps []step, only *exclusion, pod *decodedPod) []failure {
 
 // runStep evaluates one step on a pod: its failure, or nil.
 func runStep(s step, pod *decodedPod) *failure {
-	if f, failed := evalStep(&s, pod); failed {
+	if f, failed := evalStep(&s, pod, nil); failed {
 		return &f
 	}
 	return nil
 }
 
-// evalStep evaluates one step on a pod: its failure, if it failed.
-func evalStep(s *step, pod *decodedPod) (failure, bool) {
+// evalStep evaluates one step on a pod: its failure, if it failed, with
+// its field paths written into a.
+func evalStep(s *step, pod *decodedPod, a *textArena) (failure, bool) {
 	r := s.run(&pod.ObjectMeta, &pod.Spec)
 	if r.Allowed {
 		return failure{}, false
@@ -139,7 +140,7 @@ func evalStep(s *step, pod *decodedPod) (failure, bool) {
 	return failure{
 		id:   s.id,
 		res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
-		errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min),
+		errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min, a),
 	}, true
 }
 

@@ -78,6 +78,8 @@ type Decoded struct {
 	// probes are the reduced pods exemptions evaluate, with the outcomes
 	// of the checks on them
 	probes []*probe
+	// paths holds the field paths of the failures
+	paths textArena
 }
 
 // passed is the outcome of a step that passed in Decoded.results (never
@@ -157,7 +159,7 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*decodedPod, []prob
 	for i := range steps {
 		if s := &steps[i]; x.coversStep(s) && !pr.has(s.index) {
 			var out *failure
-			if f, failed := evalStep(s, pr.pod); failed {
+			if f, failed := evalStep(s, pr.pod, &d.paths); failed {
 				out = new(failure)
 				*out = f
 			}
@@ -245,7 +247,7 @@ func (d *Decoded) runSteps(c *Check) {
 		if d.results[s.index] != nil {
 			continue
 		}
-		if f, failed := evalStep(s, &d.pod); failed {
+		if f, failed := evalStep(s, &d.pod, &d.paths); failed {
 			fails = append(fails, fresh{index: s.index, f: f})
 			continue
 		}
