@@ -92,9 +92,10 @@ type failure struct {
 	id   string
 	res  checkOutcome
 	errs []FieldError
-	// shared is set on the failures a Decoded caches: errs is then shared
-	// by every rule evaluating the pod and must be copied before a change.
-	shared *sharedFailure
+	// check is set on the failures a Decoded caches, to their check
+	// result: errs is then shared by every rule evaluating the pod and must
+	// be copied before a change.
+	check *CheckResult
 }
 
 // checkOutcome is the library's verdict text for a failed check.
@@ -254,10 +255,10 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 				}
 				own()
 				f := &kept[i]
-				if f.shared != nil {
+				if f.check != nil {
 					// copy on write: the cached failure stays intact
 					f.errs = append([]FieldError(nil), f.errs...)
-					f.shared = nil
+					f.check = nil
 				}
 				// Upstream removes by swapping in the last element.
 				last := len(f.errs) - 1

@@ -88,7 +88,7 @@ func refExempt(c *Check, x *exclusion, fails []failure, pod *decodedPod) []failu
 	index := map[string]int{}
 	for _, f := range fails {
 		f.errs = append([]FieldError(nil), f.errs...)
-		f.shared = nil
+		f.check = nil
 		if i, ok := index[f.id]; ok {
 			kept[i] = f
 			continue

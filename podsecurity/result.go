@@ -192,11 +192,11 @@ func probeFailure(outs []probeOutcome, index int) *failure {
 	return nil
 }
 
-// sharedStepFailure is a failure cached on a Decoded with the cache of its
-// results.
+// sharedStepFailure is a failure cached on a Decoded with its check
+// result, made with it: a rule's failures are nearly always reported.
 type sharedStepFailure struct {
-	f      failure
-	shared sharedFailure
+	f     failure
+	check CheckResult
 }
 
 // stepSet returns the failures of c's steps on the decoded pod, running the
@@ -231,7 +231,8 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 }
 
 // runSteps runs the steps of c not run yet on the pod, and caches their
-// outcomes, the failures in one allocation. d.mu is held.
+// outcomes: the failures and their check results in one allocation, the
+// images of the results in another. d.mu is held.
 func (d *Decoded) runSteps(c *Check) {
 	if len(d.results) < c.slots {
 		d.results = append(d.results, make([]*failure, c.slots-len(d.results))...)
@@ -256,12 +257,29 @@ func (d *Decoded) runSteps(c *Check) {
 	if len(fails) == 0 {
 		return
 	}
+	// the images of the results (see detailImages), counted
+	nImages := 0
+	for i := range fails {
+		if group, ok := containerNames(fails[i].f.res.detail); ok {
+			nImages += strings.Count(group, ",") + 1
+		}
+	}
+	var images []string
+	if nImages > 0 {
+		images = make([]string, 0, nImages)
+	}
 	block := make([]sharedStepFailure, len(fails))
 	for i := range fails {
 		// shared: exemptions copy errs before removing any
 		sf := &block[i]
 		sf.f = fails[i].f
-		sf.f.shared = &sf.shared
+		sf.f.check = &sf.check
+		sf.check = checkResult(sf.f, &d.pod, d.w, &d.paths)
+		if group, ok := containerNames(sf.f.res.detail); ok {
+			start := len(images)
+			images = appendImages(images, group, &d.pod)
+			sf.check.Images = images[start:len(images):len(images)]
+		}
 		d.results[fails[i].index] = &sf.f
 	}
 }
@@ -273,15 +291,13 @@ func (s *stepSet) results(pod *decodedPod, w workload) ([]CheckResult, string) {
 		s.checks = make([]CheckResult, len(s.fails))
 		n := 0
 		for i := range s.fails {
-			var text string
-			s.checks[i], text = s.fails[i].result(pod, w)
-			n += len(text)
+			s.checks[i] = s.fails[i].checkResult(pod, w)
+			n += checkTextLen(&s.checks[i])
 		}
 		var b strings.Builder
 		b.Grow(n)
-		for i := range s.fails {
-			// every failure of a set is a cached one: its text is kept
-			b.WriteString(s.fails[i].shared.text)
+		for i := range s.checks {
+			writeCheck(&b, &s.checks[i])
 		}
 		s.tail = b.String()
 	})
@@ -350,50 +366,38 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		return res, nil
 	}
 	res.Checks = make([]CheckResult, len(fails))
-	var textBuf [16]string
-	texts := textBuf[:0]
 	n := len(c.failPrefix)
 	for i := range fails {
-		var text string
-		res.Checks[i], text = fails[i].result(pod, w)
-		texts = append(texts, text)
-		n += len(text)
+		res.Checks[i] = fails[i].checkResult(pod, w)
+		n += checkTextLen(&res.Checks[i])
 	}
+	// the texts are written into the message (a rule's message is the
+	// only place they show)
 	var msg strings.Builder
 	msg.Grow(n)
 	msg.WriteString(c.failPrefix)
-	for _, t := range texts {
-		msg.WriteString(t)
+	for i := range res.Checks {
+		writeCheck(&msg, &res.Checks[i])
 	}
 	res.Message = msg.String()
 	return res, nil
 }
 
-// sharedFailure holds what is derived from a failure cached on a Decoded,
-// computed once for every rule that reports it.
-type sharedFailure struct {
-	once  sync.Once
-	check CheckResult
-	text  string
-}
-
-// result returns the check result of a failure and its text in rule
-// messages (see FormatChecks), from the shared cache when the failure is
-// the cached one.
-func (f *failure) result(pod *decodedPod, w workload) (CheckResult, string) {
-	if f.shared == nil {
-		cr := checkResult(*f, pod, w)
-		return cr, formatCheck(&cr)
+// checkResult returns the check result of a failure: the cached one for a
+// failure cached on a Decoded.
+func (f *failure) checkResult(pod *decodedPod, w workload) CheckResult {
+	if f.check != nil {
+		return *f.check
 	}
-	sf := f.shared
-	sf.once.Do(func() {
-		sf.check = checkResult(*f, pod, w)
-		sf.text = formatCheck(&sf.check)
-	})
-	return sf.check, sf.text
+	cr := checkResult(*f, pod, w, nil)
+	cr.Images = detailImages(f.res.detail, pod)
+	return cr
 }
 
-func checkResult(f failure, pod *decodedPod, w workload) CheckResult {
+// checkResult makes the check result of a failure, without its images;
+// for a resource other than a Pod, the field paths are written into a
+// (nil: each in its own allocation).
+func checkResult(f failure, pod *decodedPod, w workload, a *textArena) CheckResult {
 	var errs []FieldError
 	switch {
 	case f.errs == nil:
@@ -405,7 +409,7 @@ func checkResult(f failure, pod *decodedPod, w workload) CheckResult {
 	default:
 		errs = make([]FieldError, len(f.errs))
 		for i, e := range f.errs {
-			e.Field = w.resourcePath(e.Field)
+			e.Field = w.resourcePathIn(a, e.Field)
 			errs[i] = e
 		}
 	}
@@ -415,7 +419,6 @@ func checkResult(f failure, pod *decodedPod, w workload) CheckResult {
 		ForbiddenReason: f.res.reason,
 		ForbiddenDetail: f.res.detail,
 		FieldErrors:     errs,
-		Images:          detailImages(f.res.detail, pod),
 	}
 }
 
@@ -423,35 +426,45 @@ func checkResult(f failure, pod *decodedPod, w workload) CheckResult {
 // "(Forbidden reason: <reason>, field error list: [<error>, ...])" for each
 // check, concatenated.
 func FormatChecks(checks []CheckResult) string {
-	var b strings.Builder
+	n := 0
 	for i := range checks {
-		b.WriteString(formatCheck(&checks[i]))
+		n += checkTextLen(&checks[i])
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range checks {
+		writeCheck(&b, &checks[i])
 	}
 	return b.String()
 }
 
-func formatCheck(ch *CheckResult) string {
-	const head, middle, end = "(Forbidden reason: ", ", field error list: [", "])"
-	n := len(head) + len(ch.ForbiddenReason) + len(middle) + len(end)
+const checkHead, checkMiddle, checkEnd = "(Forbidden reason: ", ", field error list: [", "])"
+
+// checkTextLen is the length of the text writeCheck writes (see
+// FieldError.textLen).
+func checkTextLen(ch *CheckResult) int {
+	n := len(checkHead) + len(ch.ForbiddenReason) + len(checkMiddle) + len(checkEnd)
 	for i := range ch.FieldErrors {
 		if i > 0 {
 			n += len(", ")
 		}
 		n += ch.FieldErrors[i].textLen()
 	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(head)
+	return n
+}
+
+// writeCheck writes the text of a check in rule messages.
+func writeCheck(b *strings.Builder, ch *CheckResult) {
+	b.WriteString(checkHead)
 	b.WriteString(ch.ForbiddenReason)
-	b.WriteString(middle)
+	b.WriteString(checkMiddle)
 	for i := range ch.FieldErrors {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		ch.FieldErrors[i].writeTo(&b)
+		ch.FieldErrors[i].writeTo(b)
 	}
-	b.WriteString(end)
-	return b.String()
+	b.WriteString(checkEnd)
 }
 
 // detailImages lists the images of the containers a forbidden detail such
@@ -462,8 +475,13 @@ func detailImages(detail string, pod *decodedPod) []string {
 	if !ok {
 		return nil
 	}
-	// the names are the group without quotes and spaces, split at commas
-	images := make([]string, 0, strings.Count(group, ",")+1)
+	return appendImages(make([]string, 0, strings.Count(group, ",")+1), group, pod)
+}
+
+// appendImages appends the images of the containers a group of
+// containerNames names: the names are the group without quotes and
+// spaces, split at commas.
+func appendImages(images []string, group string, pod *decodedPod) []string {
 	for {
 		part, rest, more := strings.Cut(group, ",")
 		images = append(images, imageOf(withoutQuotesAndSpaces(part), pod))
