@@ -132,11 +132,13 @@ func newProbe(x *exclusion, pod *decodedPod) *probe {
 type stepSet struct {
 	key   string // Check.setKey
 	fails []failure
-	once  sync.Once
-	// checks and tail are the results of fails and their texts in rule
-	// messages, concatenated (see FormatChecks)
-	checks []CheckResult
-	tail   string
+	// made tells that checks and tail are made: the results of fails and
+	// their texts in rule messages, concatenated (see FormatChecks);
+	// converted is what ConvertChecks made of checks. Under Decoded.mu.
+	made      bool
+	checks    []CheckResult
+	tail      string
+	converted any
 }
 
 // probeOutcomes returns the pod exemption x evaluates and the outcomes of
@@ -284,24 +286,66 @@ func (d *Decoded) runSteps(c *Check) {
 	}
 }
 
-// results returns the check results of the set's failures and their texts
-// concatenated, made once (shared: read only).
-func (s *stepSet) results(pod *decodedPod, w workload) ([]CheckResult, string) {
-	s.once.Do(func() {
-		s.checks = make([]CheckResult, len(s.fails))
-		n := 0
-		for i := range s.fails {
-			s.checks[i] = s.fails[i].checkResult(pod, w)
-			n += checkTextLen(&s.checks[i])
-		}
-		var b strings.Builder
-		b.Grow(n)
-		for i := range s.checks {
-			writeCheck(&b, &s.checks[i])
-		}
-		s.tail = b.String()
-	})
+// setResults returns the check results of the set's failures and their
+// texts concatenated, made once (shared: read only).
+func (d *Decoded) setResults(s *stepSet) ([]CheckResult, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s.made {
+		return s.checks, s.tail
+	}
+	s.checks = make([]CheckResult, len(s.fails))
+	n := 0
+	for i := range s.fails {
+		s.checks[i] = s.fails[i].checkResult(&d.pod, d.w)
+		n += checkTextLen(&s.checks[i])
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range s.checks {
+		writeCheck(&b, &s.checks[i])
+	}
+	s.tail, s.made = b.String(), true
 	return s.checks, s.tail
+}
+
+// ConvertChecks returns convert(checks), where checks are the Checks of a
+// Result of d. Results that share their Checks (see EvaluateDecoded) share
+// the converted slice too, made once: it must be read only, as the checks.
+// convert must not use d.
+func ConvertChecks[T any](d *Decoded, checks []CheckResult, convert func([]CheckResult) []T) []T {
+	if d == nil || len(checks) == 0 {
+		return convert(checks)
+	}
+	d.mu.Lock()
+	set := d.setOfChecks(checks)
+	if set != nil {
+		if v, ok := set.converted.([]T); ok {
+			d.mu.Unlock()
+			return v
+		}
+	}
+	d.mu.Unlock()
+	v := convert(checks)
+	if set != nil {
+		d.mu.Lock()
+		if set.converted == nil {
+			set.converted = v
+		}
+		d.mu.Unlock()
+	}
+	return v
+}
+
+// setOfChecks returns the set whose shared check results checks are, or
+// nil. d.mu is held.
+func (d *Decoded) setOfChecks(checks []CheckResult) *stepSet {
+	for _, s := range d.sets {
+		if s.made && len(s.checks) == len(checks) && &s.checks[0] == &checks[0] {
+			return s
+		}
+	}
+	return nil
 }
 
 // Decode extracts the pod spec of a Pod or pod controller once, so that
@@ -360,7 +404,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	if !changed {
 		// the failures of every rule running these steps with no effective
 		// exemption: their results and texts are made once
-		checks, tail := set.results(pod, w)
+		checks, tail := d.setResults(set)
 		res.Checks = checks
 		res.Message = c.failPrefix + tail
 		return res, nil
