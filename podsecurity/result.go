@@ -80,6 +80,13 @@ type Decoded struct {
 	probes []*probe
 	// paths holds the field paths of the failures
 	paths textArena
+
+	// the first outcomes, sets and probes, in the Decoded's allocation
+	resultsBuf [32]*failure
+	setsBuf    [2]stepSet
+	nSets      int
+	setPtrs    [2]*stepSet
+	probePtrs  [2]*probe
 }
 
 // passed is the outcome of a step that passed in Decoded.results (never
@@ -132,11 +139,12 @@ func newProbe(x *exclusion, pod *decodedPod) *probe {
 type stepSet struct {
 	key   string // Check.setKey
 	fails []failure
-	// made tells that checks and tail are made: the results of fails and
-	// their texts in rule messages, concatenated (see FormatChecks);
+	// checks are the results of fails (nil until made, unless the set
+	// found the failures), tail their texts in rule messages,
+	// concatenated (see FormatChecks), made tells that tail is made;
 	// converted is what ConvertChecks made of checks. Under Decoded.mu.
-	made      bool
 	checks    []CheckResult
+	made      bool
 	tail      string
 	converted any
 }
@@ -194,13 +202,6 @@ func probeFailure(outs []probeOutcome, index int) *failure {
 	return nil
 }
 
-// sharedStepFailure is a failure cached on a Decoded with its check
-// result, made with it: a rule's failures are nearly always reported.
-type sharedStepFailure struct {
-	f     failure
-	check CheckResult
-}
-
 // stepSet returns the failures of c's steps on the decoded pod, running the
 // steps not run yet on it, and computed once per pod for every Check that
 // runs the same steps.
@@ -212,15 +213,21 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 			return set
 		}
 	}
-	d.runSteps(c)
+	fresh, checks := d.runSteps(c)
 	n := 0
 	for i := range c.steps {
 		if d.results[c.steps[i].index] != passed {
 			n++
 		}
 	}
-	set := &stepSet{key: c.setKey}
-	if n > 0 {
+	set := d.newStepSet()
+	set.key = c.setKey
+	switch {
+	case n == len(fresh):
+		// every failure is new (the first rule on the pod, nearly
+		// always): the set is the blocks runSteps made, in step order
+		set.fails, set.checks = fresh, checks
+	case n > 0:
 		set.fails = make([]failure, 0, n)
 		for i := range c.steps {
 			if f := d.results[c.steps[i].index]; f != passed {
@@ -232,10 +239,24 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 	return set
 }
 
+// newStepSet returns a zero stepSet, one of the Decoded's own for the
+// first ones (a pod is seldom checked at more than two levels). d.mu is
+// held.
+func (d *Decoded) newStepSet() *stepSet {
+	if d.nSets < len(d.setsBuf) {
+		d.nSets++
+		return &d.setsBuf[d.nSets-1]
+	}
+	return new(stepSet)
+}
+
 // runSteps runs the steps of c not run yet on the pod, and caches their
-// outcomes: the failures and their check results in one allocation, the
-// images of the results in another. d.mu is held.
-func (d *Decoded) runSteps(c *Check) {
+// outcomes: it returns the new failures, in step order, and their check
+// results, each kind in one allocation. d.mu is held.
+func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
+	if d.results == nil && c.slots <= len(d.resultsBuf) {
+		d.results = d.resultsBuf[:c.slots]
+	}
 	if len(d.results) < c.slots {
 		d.results = append(d.results, make([]*failure, c.slots-len(d.results))...)
 	}
@@ -257,7 +278,7 @@ func (d *Decoded) runSteps(c *Check) {
 		d.results[s.index] = passed
 	}
 	if len(fails) == 0 {
-		return
+		return nil, nil
 	}
 	// the images of the results (see detailImages), counted
 	nImages := 0
@@ -270,20 +291,22 @@ func (d *Decoded) runSteps(c *Check) {
 	if nImages > 0 {
 		images = make([]string, 0, nImages)
 	}
-	block := make([]sharedStepFailure, len(fails))
+	failBlock := make([]failure, len(fails))
+	checks := make([]CheckResult, len(fails))
 	for i := range fails {
 		// shared: exemptions copy errs before removing any
-		sf := &block[i]
-		sf.f = fails[i].f
-		sf.f.check = &sf.check
-		sf.check = checkResult(sf.f, &d.pod, d.w, &d.paths)
-		if group, ok := containerNames(sf.f.res.detail); ok {
+		f, ch := &failBlock[i], &checks[i]
+		*f = fails[i].f
+		f.check = ch
+		*ch = checkResult(*f, &d.pod, d.w, &d.paths)
+		if group, ok := containerNames(f.res.detail); ok {
 			start := len(images)
 			images = appendImages(images, group, &d.pod)
-			sf.check.Images = images[start:len(images):len(images)]
+			ch.Images = images[start:len(images):len(images)]
 		}
-		d.results[fails[i].index] = &sf.f
+		d.results[fails[i].index] = f
 	}
+	return failBlock, checks
 }
 
 // setResults returns the check results of the set's failures and their
@@ -294,10 +317,14 @@ func (d *Decoded) setResults(s *stepSet) ([]CheckResult, string) {
 	if s.made {
 		return s.checks, s.tail
 	}
-	s.checks = make([]CheckResult, len(s.fails))
+	if s.checks == nil {
+		s.checks = make([]CheckResult, len(s.fails))
+		for i := range s.fails {
+			s.checks[i] = s.fails[i].checkResult(&d.pod, d.w)
+		}
+	}
 	n := 0
-	for i := range s.fails {
-		s.checks[i] = s.fails[i].checkResult(&d.pod, d.w)
+	for i := range s.checks {
 		n += checkTextLen(&s.checks[i])
 	}
 	var b strings.Builder
@@ -352,6 +379,7 @@ func (d *Decoded) setOfChecks(checks []CheckResult) *stepSet {
 // several checks can evaluate it with EvaluateDecoded.
 func Decode(resource map[string]any) (*Decoded, error) {
 	d := &Decoded{}
+	d.sets, d.probes = d.setPtrs[:0], d.probePtrs[:0]
 	w, err := decodePodInto(resource, &d.pod)
 	if err != nil {
 		return nil, err
