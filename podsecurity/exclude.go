@@ -125,7 +125,7 @@ func runSteps(steps []step, only *exclusion, pod *decodedPod) []failure {
 
 // runStep evaluates one step on a pod: its failure, or nil.
 func runStep(s step, pod *decodedPod) *failure {
-	if f, failed := evalStep(&s, pod, nil); failed {
+	if f, failed := evalStep(&s, &pod.ObjectMeta, &pod.Spec, nil); failed {
 		return &f
 	}
 	return nil
@@ -133,15 +133,15 @@ func runStep(s step, pod *decodedPod) *failure {
 
 // evalStep evaluates one step on a pod: its failure, if it failed, with
 // its field paths written into a.
-func evalStep(s *step, pod *decodedPod, a *textArena) (failure, bool) {
-	r := s.run(&pod.ObjectMeta, &pod.Spec)
+func evalStep(s *step, meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textArena) (failure, bool) {
+	r := s.run(meta, spec)
 	if r.Allowed {
 		return failure{}, false
 	}
 	return failure{
 		id:   s.id,
 		res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
-		errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min, a),
+		errs: s.errs(meta, spec, s.min, a),
 	}, true
 }
 
@@ -250,7 +250,7 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 				if !samePattern(perr.Field, dField) {
 					continue
 				}
-				if dRef := locateField(dField, containerLevel, pod); dRef.isContainer && exRef.name != dRef.name {
+				if dRef := locateField(dField, containerLevel, &pod.Spec); dRef.isContainer && exRef.name != dRef.name {
 					continue
 				}
 				own()
@@ -299,34 +299,39 @@ func valuesAllowed(values []glob, bad any) bool {
 	return true
 }
 
-// podLevelPodInto writes into p the pod upstream evaluates for an exemption
-// without images: the same pod with a single bare container named "fake"
-// and no init or ephemeral containers.
-func podLevelPodInto(p, pod *decodedPod) {
-	*p = *pod
-	p.Spec.Containers = fakeContainers
-	p.Spec.InitContainers = nil
-	p.Spec.EphemeralContainers = nil
+// podLevelSpecInto writes into p the spec of the pod upstream evaluates
+// for an exemption without images: the same pod with a single bare
+// container named "fake" and no init or ephemeral containers (its metadata
+// is the pod's).
+func podLevelSpecInto(p, spec *corev1.PodSpec) {
+	*p = *spec
+	p.Containers = fakeContainers
+	p.InitContainers = nil
+	p.EphemeralContainers = nil
 }
 
-// fakeContainers is the container list of podLevelPodInto, shared: checks
+// fakeContainers is the container list of podLevelSpecInto, shared: checks
 // only read pods.
 var fakeContainers = []corev1.Container{{Name: "fake"}}
 
-// noContainersPod is the pod an exemption with images evaluates when no
-// container matches, shared: checks only read pods, and the outcomes of
-// an exemption's pod are used for their field errors, which come from the
-// spec (the name and namespace it would carry do not show).
-var noContainersPod = &decodedPod{}
+// imagesMeta is the metadata of the pods exemptions with images evaluate,
+// shared: checks only read pods. Upstream gives them the name and
+// namespace of the pod, which no check reads (they read annotations, and
+// these pods have none).
+var imagesMeta = &metav1.ObjectMeta{}
 
-// matchingContainersPodInto writes into p the pod upstream evaluates for
-// an exemption with images: only the name and namespace of the pod and
-// the containers whose image matches, without any pod-level field.
-func matchingContainersPodInto(p, pod *decodedPod, images []glob) {
-	*p = decodedPod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-	p.Spec.Containers = matchingContainers(pod.Spec.Containers, images, func(c *corev1.Container) string { return c.Image })
-	p.Spec.InitContainers = matchingContainers(pod.Spec.InitContainers, images, func(c *corev1.Container) string { return c.Image })
-	p.Spec.EphemeralContainers = matchingContainers(pod.Spec.EphemeralContainers, images, func(c *corev1.EphemeralContainer) string { return c.Image })
+// noContainersSpec is the spec an exemption with images evaluates when no
+// container matches, shared: checks only read pods.
+var noContainersSpec = &corev1.PodSpec{}
+
+// matchingContainersSpecInto writes into p the spec of the pod upstream
+// evaluates for an exemption with images: only the containers whose image
+// matches, without any pod-level field.
+func matchingContainersSpecInto(p, spec *corev1.PodSpec, images []glob) {
+	*p = corev1.PodSpec{}
+	p.Containers = matchingContainers(spec.Containers, images, func(c *corev1.Container) string { return c.Image })
+	p.InitContainers = matchingContainers(spec.InitContainers, images, func(c *corev1.Container) string { return c.Image })
+	p.EphemeralContainers = matchingContainers(spec.EphemeralContainers, images, func(c *corev1.EphemeralContainer) string { return c.Image })
 }
 
 // matchingContainers returns the containers of list whose image matches
@@ -383,7 +388,7 @@ type containerRef struct {
 // initContainers or ephemeralContainers, the first number its index).
 // Upstream compares the paths themselves with every run of digits replaced
 // by '*' (see samePattern and patternIs).
-func locateField(f string, containerLevel bool, pod *decodedPod) containerRef {
+func locateField(f string, containerLevel bool, spec *corev1.PodSpec) containerRef {
 	if !containerLevel {
 		return containerRef{}
 	}
@@ -391,16 +396,16 @@ func locateField(f string, containerLevel bool, pod *decodedPod) containerRef {
 	var name string
 	switch secondWord {
 	case "containers":
-		if hasIndex && firstIndex < len(pod.Spec.Containers) {
-			name = pod.Spec.Containers[firstIndex].Name
+		if hasIndex && firstIndex < len(spec.Containers) {
+			name = spec.Containers[firstIndex].Name
 		}
 	case "initContainers":
-		if hasIndex && firstIndex < len(pod.Spec.InitContainers) {
-			name = pod.Spec.InitContainers[firstIndex].Name
+		if hasIndex && firstIndex < len(spec.InitContainers) {
+			name = spec.InitContainers[firstIndex].Name
 		}
 	case "ephemeralContainers":
-		if hasIndex && firstIndex < len(pod.Spec.EphemeralContainers) {
-			name = pod.Spec.EphemeralContainers[firstIndex].Name
+		if hasIndex && firstIndex < len(spec.EphemeralContainers) {
+			name = spec.EphemeralContainers[firstIndex].Name
 		}
 	default:
 		return containerRef{}

@@ -239,10 +239,10 @@ func TestFieldPatterns(t *testing.T) {
 		if got := patternIs(a, pa); !got {
 			t.Fatalf("patternIs(%q, %q) = false", a, pa)
 		}
-		if ref := locateField(a, true, pod); ref.isContainer != ca || ref.name != na {
+		if ref := locateField(a, true, &pod.Spec); ref.isContainer != ca || ref.name != na {
 			t.Fatalf("locateField(%q) = %+v, want %v %q", a, ref, ca, na)
 		}
-		if ref := locateField(a, false, pod); ref != (containerRef{}) {
+		if ref := locateField(a, false, &pod.Spec); ref != (containerRef{}) {
 			t.Fatalf("locateField(%q, pod level) = %+v", a, ref)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/gavelpolicy/gavel/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -97,15 +99,16 @@ var passed = &failure{}
 // the steps exemptions covered on it (an exemption covers a step or two).
 type probe struct {
 	key  string // exclusion.probeKey
-	pod  *decodedPod
+	meta *metav1.ObjectMeta
+	spec *corev1.PodSpec
 	outs []probeOutcome // appended to, never changed
 	buf  [2]probeOutcome
 }
 
-// probeWithPod is a probe and its pod, in one allocation.
-type probeWithPod struct {
+// probeWithSpec is a probe and its pod spec, in one allocation.
+type probeWithSpec struct {
 	probe
-	own decodedPod
+	own corev1.PodSpec
 }
 
 // probeOutcome is the outcome of step index on a probe: its failure, or
@@ -118,17 +121,19 @@ type probeOutcome struct {
 // newProbe makes the probe of exemption x on pod.
 func newProbe(x *exclusion, pod *decodedPod) *probe {
 	if len(x.images) > 0 && !anyContainerMatches(pod, x.images) {
-		pr := &probe{key: x.probeKey, pod: noContainersPod}
+		pr := &probe{key: x.probeKey, meta: imagesMeta, spec: noContainersSpec}
 		pr.outs = pr.buf[:0]
 		return pr
 	}
-	pp := &probeWithPod{probe: probe{key: x.probeKey}}
+	pp := &probeWithSpec{probe: probe{key: x.probeKey}}
 	if len(x.images) > 0 {
-		matchingContainersPodInto(&pp.own, pod, x.images)
+		pp.meta = imagesMeta
+		matchingContainersSpecInto(&pp.own, &pod.Spec, x.images)
 	} else {
-		podLevelPodInto(&pp.own, pod)
+		pp.meta = &pod.ObjectMeta
+		podLevelSpecInto(&pp.own, &pod.Spec)
 	}
-	pp.pod = &pp.own
+	pp.spec = &pp.own
 	pp.outs = pp.buf[:0]
 	return &pp.probe
 }
@@ -149,10 +154,10 @@ type stepSet struct {
 	converted any
 }
 
-// probeOutcomes returns the pod exemption x evaluates and the outcomes of
-// the steps it covers on it (computed once per pod). The outcomes are
-// shared: read only.
-func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*decodedPod, []probeOutcome) {
+// probeOutcomes returns the spec of the pod exemption x evaluates and the
+// outcomes of the steps it covers on it (computed once per pod). The
+// outcomes are shared: read only.
+func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.PodSpec, []probeOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var pr *probe
@@ -169,7 +174,7 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*decodedPod, []prob
 	for i := range steps {
 		if s := &steps[i]; x.coversStep(s) && !pr.has(s.index) {
 			var out *failure
-			if f, failed := evalStep(s, pr.pod, &d.paths); failed {
+			if f, failed := evalStep(s, pr.meta, pr.spec, &d.paths); failed {
 				out = new(failure)
 				*out = f
 			}
@@ -178,7 +183,7 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*decodedPod, []prob
 	}
 	// the slice read under the lock: later appends write past its end, or
 	// into a new array
-	return pr.pod, pr.outs
+	return pr.spec, pr.outs
 }
 
 // has reports whether the outcome of step index is known.
@@ -271,7 +276,7 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 		if d.results[s.index] != nil {
 			continue
 		}
-		if f, failed := evalStep(s, &d.pod, &d.paths); failed {
+		if f, failed := evalStep(s, &d.pod.ObjectMeta, &d.pod.Spec, &d.paths); failed {
 			fails = append(fails, fresh{index: s.index, f: f})
 			continue
 		}
