@@ -729,9 +729,9 @@ func (d *decoder) container(m map[string]any, p *jsonPath, c *corev1.Container) 
 	c.StartupProbe = d.probe(m, "startupProbe", p)
 	if lc := d.object(m, "lifecycle", p); lc != nil {
 		lp := p.child("lifecycle")
-		c.Lifecycle = &corev1.Lifecycle{
-			PostStart: d.handler(lc, "postStart", &lp),
-			PreStop:   d.handler(lc, "preStop", &lp),
+		post, pre := d.handler(lc, "postStart", &lp), d.handler(lc, "preStop", &lp)
+		if post != nil || pre != nil {
+			c.Lifecycle = &corev1.Lifecycle{PostStart: post, PreStop: pre}
 		}
 	}
 	sc := d.object(m, "securityContext", p)
@@ -773,40 +773,52 @@ func capabilities(names []string) []corev1.Capability {
 	return out
 }
 
+// probe reads a probe for its hosts: the checks only look for a host set
+// in its httpGet or tcpSocket action, so a probe without one is decoded as
+// none (its values are still checked).
 func (d *decoder) probe(m map[string]any, key string, p *jsonPath) *corev1.Probe {
 	o := d.object(m, key, p)
 	if o == nil {
 		return nil
 	}
 	pp := p.child(key)
-	pr := &corev1.Probe{}
-	pr.HTTPGet, pr.TCPSocket = d.hosts(o, &pp)
-	return pr
+	h, t := d.hosts(o, &pp)
+	if h == nil && t == nil {
+		return nil
+	}
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: h, TCPSocket: t}}
 }
 
+// handler reads a lifecycle handler as probe reads a probe.
 func (d *decoder) handler(m map[string]any, key string, p *jsonPath) *corev1.LifecycleHandler {
 	o := d.object(m, key, p)
 	if o == nil {
 		return nil
 	}
 	hp := p.child(key)
-	h := &corev1.LifecycleHandler{}
-	h.HTTPGet, h.TCPSocket = d.hosts(o, &hp)
-	return h
+	h, t := d.hosts(o, &hp)
+	if h == nil && t == nil {
+		return nil
+	}
+	return &corev1.LifecycleHandler{HTTPGet: h, TCPSocket: t}
 }
 
 // hosts reads the host of the httpGet and tcpSocket actions of a probe or
-// lifecycle handler.
+// lifecycle handler: an action without a host is decoded as none.
 func (d *decoder) hosts(m map[string]any, p *jsonPath) (*corev1.HTTPGetAction, *corev1.TCPSocketAction) {
 	var h *corev1.HTTPGetAction
 	var t *corev1.TCPSocketAction
 	if o := d.object(m, "httpGet", p); o != nil {
 		op := p.child("httpGet")
-		h = &corev1.HTTPGetAction{Host: d.str(o, "host", &op)}
+		if host := d.str(o, "host", &op); host != "" {
+			h = &corev1.HTTPGetAction{Host: host}
+		}
 	}
 	if o := d.object(m, "tcpSocket", p); o != nil {
 		op := p.child("tcpSocket")
-		t = &corev1.TCPSocketAction{Host: d.str(o, "host", &op)}
+		if host := d.str(o, "host", &op); host != "" {
+			t = &corev1.TCPSocketAction{Host: host}
+		}
 	}
 	return h, t
 }
