@@ -371,22 +371,21 @@ func (d *decoder) int64Ptr(m map[string]any, key string, p *jsonPath) *int64 {
 	return &n
 }
 
-func (d *decoder) strings(m map[string]any, key string, p *jsonPath) []string {
+// stringList returns m[key] as a list whose elements are strings or null
+// (nil when absent or null), recording an error for another element.
+func (d *decoder) stringList(m map[string]any, key string, p *jsonPath) []any {
 	l := d.list(m, key, p)
 	if l == nil {
 		return nil
 	}
-	lp := p.child(key)
-	out := make([]string, len(l))
 	for i, v := range l {
-		s, ok := v.(string)
-		if !ok && v != nil {
+		if _, ok := v.(string); !ok && v != nil {
+			lp := p.child(key)
 			ip := lp.at(i)
 			d.fail(&ip, "expected a string, got %s", typeName(v))
 		}
-		out[i] = s
 	}
-	return out
+	return l
 }
 
 // meta reads name, namespace and annotations.
@@ -755,22 +754,36 @@ func (d *decoder) container(m map[string]any, p *jsonPath, c *corev1.Container) 
 	}
 	if caps := d.object(sc, "capabilities", &sp); caps != nil {
 		cp := sp.child("capabilities")
-		c.SecurityContext.Capabilities = &corev1.Capabilities{
-			Add:  capabilities(d.strings(caps, "add", &cp)),
-			Drop: capabilities(d.strings(caps, "drop", &cp)),
-		}
+		c.SecurityContext.Capabilities = d.capabilities(caps, &cp)
 	}
 }
 
-func capabilities(names []string) []corev1.Capability {
-	if names == nil {
-		return nil
+// capabilities reads the add and drop lists of a capabilities object, in
+// one allocation (null elements are read as "").
+func (d *decoder) capabilities(m map[string]any, p *jsonPath) *corev1.Capabilities {
+	add := d.stringList(m, "add", p)
+	drop := d.stringList(m, "drop", p)
+	var block []corev1.Capability
+	if n := len(add) + len(drop); n > 0 {
+		block = make([]corev1.Capability, n)
 	}
-	out := make([]corev1.Capability, len(names))
-	for i, n := range names {
-		out[i] = corev1.Capability(n)
+	// a list is nil when absent or null, empty (not nil) when empty
+	take := func(l []any) []corev1.Capability {
+		if l == nil {
+			return nil
+		}
+		out := block[:len(l):len(l)]
+		if out == nil {
+			out = []corev1.Capability{}
+		}
+		block = block[len(l):]
+		for i, v := range l {
+			s, _ := v.(string)
+			out[i] = corev1.Capability(s)
+		}
+		return out
 	}
-	return out
+	return &corev1.Capabilities{Add: take(add), Drop: take(drop)}
 }
 
 // probe reads a probe for its hosts: the checks only look for a host set
