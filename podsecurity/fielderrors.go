@@ -2,6 +2,7 @@ package podsecurity
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -271,18 +272,21 @@ func (a *textArena) join(parts ...string) string {
 	return b.String()[start:]
 }
 
+// sortedUnique sorts items and removes repeated ones, in place.
 func sortedUnique(items []string) []string {
-	seen := make(map[string]struct{}, len(items))
-	out := make([]string, 0, len(items))
-	for _, s := range items {
-		if _, ok := seen[s]; ok {
-			continue
-		}
-		seen[s] = struct{}{}
-		out = append(out, s)
+	sort.Strings(items)
+	return slices.Compact(items)
+}
+
+// concatErrs is append(a, b...), without copying when one is empty.
+func concatErrs(a, b []FieldError) []FieldError {
+	switch {
+	case len(b) == 0:
+		return a
+	case len(a) == 0:
+		return b
 	}
-	sort.Strings(out)
-	return out
+	return append(a, b...)
 }
 
 func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
@@ -396,7 +400,7 @@ func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ ps
 			addErrs = append(addErrs, forbidden(path.at(".securityContext.capabilities.add"), sortedUnique(bad)))
 		}
 	})
-	return append(dropErrs, addErrs...)
+	return concatErrs(dropErrs, addErrs)
 }
 
 func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
@@ -572,7 +576,7 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 			implicit = append(implicit, required(path.at(field)))
 		}
 	})
-	return append(explicit, implicit...)
+	return concatErrs(explicit, implicit)
 }
 
 func runAsUserErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {

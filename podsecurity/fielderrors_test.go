@@ -1,8 +1,11 @@
 package podsecurity
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -453,5 +456,35 @@ func TestFieldErrorsInArena(t *testing.T) {
 	}
 	if n < 200 {
 		t.Fatalf("only %d field errors", n)
+	}
+}
+
+// TestSortedUnique compares sortedUnique (sorted in place) with the
+// former copy through a set, on random lists.
+func TestSortedUnique(t *testing.T) {
+	former := func(items []string) []string {
+		seen := make(map[string]struct{}, len(items))
+		out := make([]string, 0, len(items))
+		for _, s := range items {
+			if _, ok := seen[s]; ok {
+				continue
+			}
+			seen[s] = struct{}{}
+			out = append(out, s)
+		}
+		sort.Strings(out)
+		return out
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"ALL", "NET_RAW", "SYS_ADMIN", "CHOWN", "", "NET_BIND_SERVICE"}
+	for range 10000 {
+		items := make([]string, rng.IntN(7))
+		for i := range items {
+			items[i] = names[rng.IntN(len(names))]
+		}
+		want := former(items)
+		if got := sortedUnique(slices.Clone(items)); !slices.Equal(got, want) {
+			t.Fatalf("sortedUnique(%q) = %q, want %q", items, got, want)
+		}
 	}
 }
