@@ -146,8 +146,9 @@ type stepSet struct {
 	fails []failure
 	// checks are the results of fails (nil until made, unless the set
 	// found the failures), tail their texts in rule messages,
-	// concatenated (see FormatChecks), made tells that tail is made;
-	// converted is what ConvertChecks made of checks. Under Decoded.mu.
+	// concatenated (see FormatChecks): the end of the first message made,
+	// made tells that it is; converted is what ConvertChecks made of
+	// checks. Under Decoded.mu.
 	checks    []CheckResult
 	made      bool
 	tail      string
@@ -314,13 +315,15 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 	return failBlock, checks
 }
 
-// setResults returns the check results of the set's failures and their
-// texts concatenated, made once (shared: read only).
-func (d *Decoded) setResults(s *stepSet) ([]CheckResult, string) {
+// setMessage returns the check results of the set's failures, made once
+// (shared: read only), and the message of a rule reporting them with
+// prefix. The first message is written whole, and the texts of the checks
+// in it are the tail of the next ones.
+func (d *Decoded) setMessage(s *stepSet, prefix string) ([]CheckResult, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s.made {
-		return s.checks, s.tail
+		return s.checks, prefix + s.tail
 	}
 	if s.checks == nil {
 		s.checks = make([]CheckResult, len(s.fails))
@@ -328,17 +331,19 @@ func (d *Decoded) setResults(s *stepSet) ([]CheckResult, string) {
 			s.checks[i] = s.fails[i].checkResult(&d.pod, d.w)
 		}
 	}
-	n := 0
+	n := len(prefix)
 	for i := range s.checks {
 		n += checkTextLen(&s.checks[i])
 	}
 	var b strings.Builder
 	b.Grow(n)
+	b.WriteString(prefix)
 	for i := range s.checks {
 		writeCheck(&b, &s.checks[i])
 	}
-	s.tail, s.made = b.String(), true
-	return s.checks, s.tail
+	msg := b.String()
+	s.tail, s.made = msg[len(prefix):], true
+	return s.checks, msg
 }
 
 // ConvertChecks returns convert(checks), where checks are the Checks of a
@@ -437,9 +442,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	if !changed {
 		// the failures of every rule running these steps with no effective
 		// exemption: their results and texts are made once
-		checks, tail := d.setResults(set)
-		res.Checks = checks
-		res.Message = c.failPrefix + tail
+		res.Checks, res.Message = d.setMessage(set, c.failPrefix)
 		return res, nil
 	}
 	res.Checks = make([]CheckResult, len(fails))
