@@ -428,7 +428,19 @@ func patternByte(f string, i int) (byte, int) {
 // samePattern reports whether the patterns of two field paths are equal
 // (every run of digits replaced by '*'), without writing them.
 func samePattern(a, b string) bool {
-	i, j := 0, 0
+	// the common prefix has the same pattern in both, up to the digit
+	// run it may end in (which may go on differently)
+	k := 0
+	for k < len(a) && k < len(b) && a[k] == b[k] {
+		k++
+	}
+	if k == len(a) && k == len(b) {
+		return true
+	}
+	for k > 0 && a[k-1] >= '0' && a[k-1] <= '9' {
+		k--
+	}
+	i, j := k, k
 	for i < len(a) && j < len(b) {
 		ca, ni := patternByte(a, i)
 		cb, nj := patternByte(b, j)
