@@ -147,12 +147,13 @@ func evalStep(s *step, meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textAre
 
 // applyExclusions applies exemptions one after the other, as upstream. It
 // reports whether they changed the failures; when they did not, fails
-// itself is returned.
-func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) ([]failure, bool) {
+// itself is returned. owned and scratch are as for exempt; the failures an
+// exemption changed are owned by the next ones.
+func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded, owned bool, scratch []failure) ([]failure, bool) {
 	changed := false
 	for i := range excls {
 		var ch bool
-		fails, ch = c.exempt(&excls[i], fails, d)
+		fails, ch = c.exempt(&excls[i], fails, d, owned || changed, scratch)
 		changed = changed || ch
 	}
 	return fails, changed
@@ -164,9 +165,11 @@ func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) 
 // remove one matching field error of the full pod on the same field (and,
 // for container fields of an image exemption, the same container).
 //
-// fails is only read: when the exemption changes nothing, it is returned
-// as it is with changed false; otherwise the failures are copied first.
-func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failure, changed bool) {
+// Unless owned (a copy the caller lets it change), fails is only read: when
+// the exemption changes nothing, it is returned as it is with changed
+// false; otherwise the failures are copied first, into scratch when it has
+// room (the caller's buffer, which it does not read).
+func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded, owned bool, scratch []failure) (kept []failure, changed bool) {
 	pod := &d.pod
 	kept = fails
 	// indexOf finds the failure of a check in kept (a few dozen at most)
@@ -189,8 +192,8 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 		}
 		changed = len(kept) != len(fails)
 	}
-	// owned: kept is a copy of fails that can be changed
-	owned := c.dupIDs
+	// owned: kept can be changed (a copy of fails, or the caller's)
+	owned = owned || c.dupIDs
 	covered := false
 	for i := range kept {
 		if x.covers(kept[i].id) {
@@ -209,7 +212,11 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 	// own makes kept a copy of fails, before the first change
 	own := func() {
 		if !owned {
-			kept = append([]failure(nil), kept...)
+			if cap(scratch) >= len(kept) {
+				kept = append(scratch[:0], kept...)
+			} else {
+				kept = append([]failure(nil), kept...)
+			}
 			owned = true
 		}
 		if removed == nil {
