@@ -73,7 +73,9 @@ func (e FieldError) writeTo(b *strings.Builder) {
 			}
 			b.WriteByte(']')
 		default:
-			fmt.Fprintf(b, "%+v", e.BadValue)
+			// not Fprintf: b given to an io.Writer would escape, and the
+			// builders of the messages with it
+			b.WriteString(fmt.Sprintf("%+v", e.BadValue))
 		}
 		return
 	}
