@@ -285,3 +285,37 @@ func TestGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobPrefix compares patterns of a prefix and a trailing '*', matched
+// with strings.HasPrefix, with the general matcher, on random strings
+// (invalid UTF-8 and U+FFFD included).
+func TestGlobPrefix(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	frags := []string{"a", "b", "nginx", ":", "/", "é", "\xff", "\xc3", "\ufffd", "?", "*", ""}
+	str := func() string {
+		s := ""
+		for n := r.Intn(5); n > 0; n-- {
+			s += frags[r.Intn(len(frags))]
+		}
+		return s
+	}
+	prefixes := 0
+	for i := 0; i < 200000; i++ {
+		p := str() + "*"
+		s := str()
+		if i%2 == 0 {
+			s = p[:r.Intn(len(p))] + str()
+		}
+		g := compileGlob(p)
+		general := glob{pattern: p}
+		if g.prefix {
+			prefixes++
+		}
+		if got, want := g.match(s), general.match(s); got != want {
+			t.Fatalf("match(%q, %q) = %v, general matcher %v", p, s, got, want)
+		}
+	}
+	if prefixes < 10000 {
+		t.Fatalf("only %d prefix patterns", prefixes)
+	}
+}
