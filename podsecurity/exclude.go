@@ -20,6 +20,23 @@ type exclusion struct {
 	probeKey string
 	// control is the index of the control in controlTable
 	control int
+	// steps are the positions in the Check's steps of those the exemption
+	// covers (see coverSteps)
+	steps []int
+}
+
+// coverSteps sets, for each exemption, the positions of the steps it
+// covers: a step or two of a Check's dozens.
+func coverSteps(excls []exclusion, steps []step) {
+	for i := range excls {
+		x := &excls[i]
+		x.steps = nil
+		for j := range steps {
+			if x.coversStep(&steps[j]) {
+				x.steps = append(x.steps, j)
+			}
+		}
+	}
 }
 
 // coversStep is covers(s.id) by the control indexes: a check belongs to
@@ -231,11 +248,8 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded, owned bool, sc
 
 	containerLevel := len(x.images) > 0
 	probe, outcomes := d.probeOutcomes(x, c.steps)
-	for si := range c.steps {
+	for _, si := range x.steps {
 		s := &c.steps[si]
-		if !x.coversStep(s) {
-			continue
-		}
 		pf := probeFailure(outcomes, s.index)
 		if pf == nil {
 			continue

@@ -156,8 +156,8 @@ type stepSet struct {
 }
 
 // probeOutcomes returns the spec of the pod exemption x evaluates and the
-// outcomes of the steps it covers on it (computed once per pod). The
-// outcomes are shared: read only.
+// outcomes of the steps it covers on it (computed once per pod); steps are
+// those of x's Check (see coverSteps). The outcomes are shared: read only.
 func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.PodSpec, []probeOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -172,8 +172,8 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.PodSpec, []
 		pr = newProbe(x, &d.pod)
 		d.probes = append(d.probes, pr)
 	}
-	for i := range steps {
-		if s := &steps[i]; x.coversStep(s) && !pr.has(s.index) {
+	for _, i := range x.steps {
+		if s := &steps[i]; !pr.has(s.index) {
 			var out *failure
 			if f, failed := evalStep(s, pr.meta, pr.spec, &d.paths); failed {
 				out = new(failure)
@@ -416,6 +416,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		if len(errs) > 0 {
 			return Result{}, &CompileError{Errs: errs}
 		}
+		coverSteps(extra, c.steps)
 	}
 	pod, w := &d.pod, d.w
 	set := d.stepSet(c)
