@@ -269,8 +269,11 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 	type fresh struct {
 		index int
 		f     failure
+		// group names the containers of the detail (see detailImages)
+		group    string
+		hasGroup bool
 	}
-	var buf [16]fresh
+	var buf [8]fresh
 	fails := buf[:0]
 	for i := range c.steps {
 		s := &c.steps[i]
@@ -289,8 +292,9 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 	// the images of the results (see detailImages), counted
 	nImages := 0
 	for i := range fails {
-		if group, ok := containerNames(fails[i].f.res.detail); ok {
-			nImages += strings.Count(group, ",") + 1
+		fr := &fails[i]
+		if fr.group, fr.hasGroup = containerNames(fr.f.res.detail); fr.hasGroup {
+			nImages += strings.Count(fr.group, ",") + 1
 		}
 	}
 	var images []string
@@ -305,9 +309,9 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 		*f = fails[i].f
 		f.check = ch
 		*ch = checkResult(*f, &d.pod, d.w, &d.paths)
-		if group, ok := containerNames(f.res.detail); ok {
+		if fails[i].hasGroup {
 			start := len(images)
-			images = appendImages(images, group, &d.pod)
+			images = appendImages(images, fails[i].group, &d.pod)
 			ch.Images = images[start:len(images):len(images)]
 		}
 		d.results[fails[i].index] = f
