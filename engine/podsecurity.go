@@ -56,11 +56,20 @@ func (e *Engine) validatePodSecurity(rs *reqState, r *rule, excs []*exceptions.E
 		return rs.single(r.result(StatusPass, res.Message))
 	}
 	out := r.result(StatusFail, res.Message)
-	out.PodSecurityChecks = make([]PodSecurityCheck, 0, len(res.Checks))
-	for _, c := range res.Checks {
-		out.PodSecurityChecks = append(out.PodSecurityChecks, PodSecurityCheck{
-			ID: c.ID, Name: c.ControlName, ForbiddenReason: c.ForbiddenReason, ForbiddenDetail: c.ForbiddenDetail, Images: c.Images,
-		})
-	}
+	// rules reporting the same checks share them, read only, as the
+	// checks' images
+	out.PodSecurityChecks = podsecurity.ConvertChecks(pod, res.Checks, podSecurityChecks)
 	return rs.single(out)
+}
+
+// podSecurityChecks converts the failed checks of a rule.
+func podSecurityChecks(checks []podsecurity.CheckResult) []PodSecurityCheck {
+	out := make([]PodSecurityCheck, len(checks))
+	for i := range checks {
+		c := &checks[i]
+		out[i] = PodSecurityCheck{
+			ID: c.ID, Name: c.ControlName, ForbiddenReason: c.ForbiddenReason, ForbiddenDetail: c.ForbiddenDetail, Images: c.Images,
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ErrUnsupportedKind is wrapped by the error Evaluate returns for a resource
@@ -89,29 +90,57 @@ func (w workload) resourcePath(field string) string {
 	return field
 }
 
+// resourcePathIn is resourcePath written into a.
+func (w workload) resourcePathIn(a *textArena, field string) string {
+	if w.isPod() || a == nil {
+		return w.resourcePath(field)
+	}
+	switch {
+	case field == "spec" || strings.HasPrefix(field, "spec."):
+		return a.join(w.specPrefix, field[len("spec"):])
+	case field == "metadata" || strings.HasPrefix(field, "metadata."):
+		return a.join(w.metaPrefix, field[len("metadata"):])
+	}
+	return field
+}
+
+// decodedPod is what the checks read of a pod: its metadata and spec (a
+// corev1.Pod without its status, a third of its size).
+type decodedPod struct {
+	metav1.ObjectMeta
+	Spec corev1.PodSpec
+}
+
 // decodePod extracts the pod (metadata and spec) a resource describes,
 // reading only the fields the checks use. The input is not modified.
-func decodePod(obj map[string]any) (*corev1.Pod, workload, error) {
+func decodePod(obj map[string]any) (*decodedPod, workload, error) {
+	pod := &decodedPod{}
+	w, err := decodePodInto(obj, pod)
+	if err != nil {
+		return nil, w, err
+	}
+	return pod, w, nil
+}
+
+// decodePodInto is decodePod writing into pod, which is left partly
+// written on an error.
+func decodePodInto(obj map[string]any, pod *decodedPod) (workload, error) {
 	if obj == nil {
-		return nil, workload{}, &ResourceError{Err: errors.New("no resource")}
+		return workload{}, &ResourceError{Err: errors.New("no resource")}
 	}
 	kind, _ := obj["kind"].(string)
 	w, ok := workloads[kind]
 	if !ok {
-		return nil, workload{}, &ResourceError{Path: "kind", Err: fmt.Errorf("%w: %q", ErrUnsupportedKind, kind)}
+		return workload{}, &ResourceError{Path: "kind", Err: fmt.Errorf("%w: %q", ErrUnsupportedKind, kind)}
 	}
 	d := &decoder{}
-	pod := &corev1.Pod{}
 	if meta := d.walk(obj, w.meta); meta != nil {
 		d.meta(meta, &jsonPath{key: w.metaPrefix}, pod)
 	}
 	if spec := d.walk(obj, w.spec); spec != nil {
 		d.spec(spec, &jsonPath{key: w.specPrefix}, &pod.Spec)
 	}
-	if d.err != nil {
-		return nil, w, d.err
-	}
-	return pod, w, nil
+	return w, d.err
 }
 
 // jsonPath is the path of a value in the resource, written only for an
@@ -342,26 +371,25 @@ func (d *decoder) int64Ptr(m map[string]any, key string, p *jsonPath) *int64 {
 	return &n
 }
 
-func (d *decoder) strings(m map[string]any, key string, p *jsonPath) []string {
+// stringList returns m[key] as a list whose elements are strings or null
+// (nil when absent or null), recording an error for another element.
+func (d *decoder) stringList(m map[string]any, key string, p *jsonPath) []any {
 	l := d.list(m, key, p)
 	if l == nil {
 		return nil
 	}
-	lp := p.child(key)
-	out := make([]string, len(l))
 	for i, v := range l {
-		s, ok := v.(string)
-		if !ok && v != nil {
+		if _, ok := v.(string); !ok && v != nil {
+			lp := p.child(key)
 			ip := lp.at(i)
 			d.fail(&ip, "expected a string, got %s", typeName(v))
 		}
-		out[i] = s
 	}
-	return out
+	return l
 }
 
 // meta reads name, namespace and annotations.
-func (d *decoder) meta(m map[string]any, p *jsonPath, pod *corev1.Pod) {
+func (d *decoder) meta(m map[string]any, p *jsonPath, pod *decodedPod) {
 	pod.Name = d.str(m, "name", p)
 	pod.Namespace = d.str(m, "namespace", p)
 	ann := d.object(m, "annotations", p)
@@ -700,9 +728,9 @@ func (d *decoder) container(m map[string]any, p *jsonPath, c *corev1.Container) 
 	c.StartupProbe = d.probe(m, "startupProbe", p)
 	if lc := d.object(m, "lifecycle", p); lc != nil {
 		lp := p.child("lifecycle")
-		c.Lifecycle = &corev1.Lifecycle{
-			PostStart: d.handler(lc, "postStart", &lp),
-			PreStop:   d.handler(lc, "preStop", &lp),
+		post, pre := d.handler(lc, "postStart", &lp), d.handler(lc, "preStop", &lp)
+		if post != nil || pre != nil {
+			c.Lifecycle = &corev1.Lifecycle{PostStart: post, PreStop: pre}
 		}
 	}
 	sc := d.object(m, "securityContext", p)
@@ -726,58 +754,84 @@ func (d *decoder) container(m map[string]any, p *jsonPath, c *corev1.Container) 
 	}
 	if caps := d.object(sc, "capabilities", &sp); caps != nil {
 		cp := sp.child("capabilities")
-		c.SecurityContext.Capabilities = &corev1.Capabilities{
-			Add:  capabilities(d.strings(caps, "add", &cp)),
-			Drop: capabilities(d.strings(caps, "drop", &cp)),
+		c.SecurityContext.Capabilities = d.capabilities(caps, &cp)
+	}
+}
+
+// capabilities reads the add and drop lists of a capabilities object, in
+// one allocation (null elements are read as "").
+func (d *decoder) capabilities(m map[string]any, p *jsonPath) *corev1.Capabilities {
+	add := d.stringList(m, "add", p)
+	drop := d.stringList(m, "drop", p)
+	var block []corev1.Capability
+	if n := len(add) + len(drop); n > 0 {
+		block = make([]corev1.Capability, n)
+	}
+	// a list is nil when absent or null, empty (not nil) when empty
+	take := func(l []any) []corev1.Capability {
+		if l == nil {
+			return nil
 		}
+		out := block[:len(l):len(l)]
+		if out == nil {
+			out = []corev1.Capability{}
+		}
+		block = block[len(l):]
+		for i, v := range l {
+			s, _ := v.(string)
+			out[i] = corev1.Capability(s)
+		}
+		return out
 	}
+	return &corev1.Capabilities{Add: take(add), Drop: take(drop)}
 }
 
-func capabilities(names []string) []corev1.Capability {
-	if names == nil {
-		return nil
-	}
-	out := make([]corev1.Capability, len(names))
-	for i, n := range names {
-		out[i] = corev1.Capability(n)
-	}
-	return out
-}
-
+// probe reads a probe for its hosts: the checks only look for a host set
+// in its httpGet or tcpSocket action, so a probe without one is decoded as
+// none (its values are still checked).
 func (d *decoder) probe(m map[string]any, key string, p *jsonPath) *corev1.Probe {
 	o := d.object(m, key, p)
 	if o == nil {
 		return nil
 	}
 	pp := p.child(key)
-	pr := &corev1.Probe{}
-	pr.HTTPGet, pr.TCPSocket = d.hosts(o, &pp)
-	return pr
+	h, t := d.hosts(o, &pp)
+	if h == nil && t == nil {
+		return nil
+	}
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: h, TCPSocket: t}}
 }
 
+// handler reads a lifecycle handler as probe reads a probe.
 func (d *decoder) handler(m map[string]any, key string, p *jsonPath) *corev1.LifecycleHandler {
 	o := d.object(m, key, p)
 	if o == nil {
 		return nil
 	}
 	hp := p.child(key)
-	h := &corev1.LifecycleHandler{}
-	h.HTTPGet, h.TCPSocket = d.hosts(o, &hp)
-	return h
+	h, t := d.hosts(o, &hp)
+	if h == nil && t == nil {
+		return nil
+	}
+	return &corev1.LifecycleHandler{HTTPGet: h, TCPSocket: t}
 }
 
 // hosts reads the host of the httpGet and tcpSocket actions of a probe or
-// lifecycle handler.
+// lifecycle handler: an action without a host is decoded as none.
 func (d *decoder) hosts(m map[string]any, p *jsonPath) (*corev1.HTTPGetAction, *corev1.TCPSocketAction) {
 	var h *corev1.HTTPGetAction
 	var t *corev1.TCPSocketAction
 	if o := d.object(m, "httpGet", p); o != nil {
 		op := p.child("httpGet")
-		h = &corev1.HTTPGetAction{Host: d.str(o, "host", &op)}
+		if host := d.str(o, "host", &op); host != "" {
+			h = &corev1.HTTPGetAction{Host: host}
+		}
 	}
 	if o := d.object(m, "tcpSocket", p); o != nil {
 		op := p.child("tcpSocket")
-		t = &corev1.TCPSocketAction{Host: d.str(o, "host", &op)}
+		if host := d.str(o, "host", &op); host != "" {
+			t = &corev1.TCPSocketAction{Host: host}
+		}
 	}
 	return h, t
 }

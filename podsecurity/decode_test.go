@@ -65,7 +65,7 @@ func TestDecoderMatchesJSON(t *testing.T) {
 				if a != b {
 					t.Errorf("%s %s %v: %+v vs json %+v", fast.Name, c.id, v.MinimumVersion.String(), a, b)
 				}
-				if ea, eb := c.errs(&fast.ObjectMeta, &fast.Spec, v.MinimumVersion), c.errs(&slow.ObjectMeta, &slow.Spec, v.MinimumVersion); !reflect.DeepEqual(ea, eb) {
+				if ea, eb := c.errs(&fast.ObjectMeta, &fast.Spec, v.MinimumVersion, nil), c.errs(&slow.ObjectMeta, &slow.Spec, v.MinimumVersion, nil); !reflect.DeepEqual(ea, eb) {
 					t.Errorf("%s %s: field errors %v vs json %v", fast.Name, c.id, ea, eb)
 				}
 			}
@@ -133,7 +133,7 @@ func TestDecodeIntegers(t *testing.T) {
 
 // decodeOutcome is what decodePod gives, for comparisons.
 type decodeOutcome struct {
-	pod *corev1.Pod
+	pod *decodedPod
 	w   workload
 	err string
 }
@@ -144,12 +144,62 @@ func decodeBoth(obj map[string]any) (got, want decodeOutcome) {
 	if err != nil {
 		got.err = err.Error() + " @" + err.(*ResourceError).Path
 	}
-	pod, w, err = oldDecodePod(obj)
-	want = decodeOutcome{pod: pod, w: w}
+	old, w, err := oldDecodePod(obj)
+	want = decodeOutcome{w: w}
+	if old != nil {
+		want.pod = &decodedPod{ObjectMeta: old.ObjectMeta, Spec: old.Spec}
+		withoutHostlessProbes(&want.pod.Spec)
+	}
 	if err != nil {
 		want.err = err.Error() + " @" + err.(*ResourceError).Path
 	}
 	return got, want
+}
+
+// withoutHostlessProbes drops the probes, lifecycle handlers and actions
+// of the former decoder's pod that set no host: the decoder leaves them
+// out, as the checks only look for hosts.
+func withoutHostlessProbes(spec *corev1.PodSpec) {
+	action := func(h **corev1.HTTPGetAction, t **corev1.TCPSocketAction) bool {
+		if *h != nil && (*h).Host == "" {
+			*h = nil
+		}
+		if *t != nil && (*t).Host == "" {
+			*t = nil
+		}
+		return *h != nil || *t != nil
+	}
+	probe := func(p **corev1.Probe) {
+		if *p != nil && !action(&(*p).HTTPGet, &(*p).TCPSocket) {
+			*p = nil
+		}
+	}
+	handler := func(h **corev1.LifecycleHandler) {
+		if *h != nil && !action(&(*h).HTTPGet, &(*h).TCPSocket) {
+			*h = nil
+		}
+	}
+	fix := func(c *corev1.Container) {
+		probe(&c.LivenessProbe)
+		probe(&c.ReadinessProbe)
+		probe(&c.StartupProbe)
+		if c.Lifecycle != nil {
+			handler(&c.Lifecycle.PostStart)
+			handler(&c.Lifecycle.PreStop)
+			if c.Lifecycle.PostStart == nil && c.Lifecycle.PreStop == nil {
+				c.Lifecycle = nil
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		fix(&spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		fix(&spec.Containers[i])
+	}
+	for i := range spec.EphemeralContainers {
+		fix((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
 }
 
 // TestDecoderMatchesFormerDecoder compares decodePod with the former

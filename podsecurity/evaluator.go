@@ -173,6 +173,7 @@ func (e *Evaluator) Compile(ps api.PodSecurity, opts ...CompileOption) (*Check, 
 		return nil, &CompileError{Errs: errs}
 	}
 	steps := e.steps(level, version)
+	coverSteps(excludes, steps)
 	return &Check{
 		level:       ps.Level,
 		version:     ps.Version,

@@ -20,6 +20,23 @@ type exclusion struct {
 	probeKey string
 	// control is the index of the control in controlTable
 	control int
+	// steps are the positions in the Check's steps of those the exemption
+	// covers (see coverSteps)
+	steps []int
+}
+
+// coverSteps sets, for each exemption, the positions of the steps it
+// covers: a step or two of a Check's dozens.
+func coverSteps(excls []exclusion, steps []step) {
+	for i := range excls {
+		x := &excls[i]
+		x.steps = nil
+		for j := range steps {
+			if x.coversStep(&steps[j]) {
+				x.steps = append(x.steps, j)
+			}
+		}
+	}
 }
 
 // coversStep is covers(s.id) by the control indexes: a check belongs to
@@ -92,9 +109,10 @@ type failure struct {
 	id   string
 	res  checkOutcome
 	errs []FieldError
-	// shared is set on the failures a Decoded caches: errs is then shared
-	// by every rule evaluating the pod and must be copied before a change.
-	shared *sharedFailure
+	// check is set on the failures a Decoded caches, to their check
+	// result: errs is then shared by every rule evaluating the pod and must
+	// be copied before a change.
+	check *CheckResult
 }
 
 // checkOutcome is the library's verdict text for a failed check.
@@ -103,13 +121,13 @@ type checkOutcome struct {
 }
 
 // run evaluates the compiled steps on a pod.
-func (c *Check) run(pod *corev1.Pod) []failure {
+func (c *Check) run(pod *decodedPod) []failure {
 	return runSteps(c.steps, nil, pod)
 }
 
 // runSteps evaluates steps on a pod; with an exclusion, only the steps of
 // the checks it covers (the others cannot change its outcome).
-func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
+func runSteps(steps []step, only *exclusion, pod *decodedPod) []failure {
 	var out []failure
 	for _, s := range steps {
 		if only != nil && !only.covers(s.id) {
@@ -123,34 +141,36 @@ func runSteps(steps []step, only *exclusion, pod *corev1.Pod) []failure {
 }
 
 // runStep evaluates one step on a pod: its failure, or nil.
-func runStep(s step, pod *corev1.Pod) *failure {
-	if f, failed := evalStep(&s, pod); failed {
+func runStep(s step, pod *decodedPod) *failure {
+	if f, failed := evalStep(&s, &pod.ObjectMeta, &pod.Spec, nil); failed {
 		return &f
 	}
 	return nil
 }
 
-// evalStep evaluates one step on a pod: its failure, if it failed.
-func evalStep(s *step, pod *corev1.Pod) (failure, bool) {
-	r := s.run(&pod.ObjectMeta, &pod.Spec)
+// evalStep evaluates one step on a pod: its failure, if it failed, with
+// its field paths written into a.
+func evalStep(s *step, meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textArena) (failure, bool) {
+	r := s.run(meta, spec)
 	if r.Allowed {
 		return failure{}, false
 	}
 	return failure{
 		id:   s.id,
 		res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
-		errs: s.errs(&pod.ObjectMeta, &pod.Spec, s.min),
+		errs: s.errs(meta, spec, s.min, a),
 	}, true
 }
 
 // applyExclusions applies exemptions one after the other, as upstream. It
 // reports whether they changed the failures; when they did not, fails
-// itself is returned.
-func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) ([]failure, bool) {
+// itself is returned. owned and scratch are as for exempt; the failures an
+// exemption changed are owned by the next ones.
+func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded, owned bool, scratch []failure) ([]failure, bool) {
 	changed := false
 	for i := range excls {
 		var ch bool
-		fails, ch = c.exempt(&excls[i], fails, d)
+		fails, ch = c.exempt(&excls[i], fails, d, owned || changed, scratch)
 		changed = changed || ch
 	}
 	return fails, changed
@@ -162,10 +182,12 @@ func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) 
 // remove one matching field error of the full pod on the same field (and,
 // for container fields of an image exemption, the same container).
 //
-// fails is only read: when the exemption changes nothing, it is returned
-// as it is with changed false; otherwise the failures are copied first.
-func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failure, changed bool) {
-	pod := d.pod
+// Unless owned (a copy the caller lets it change), fails is only read: when
+// the exemption changes nothing, it is returned as it is with changed
+// false; otherwise the failures are copied first, into scratch when it has
+// room (the caller's buffer, which it does not read).
+func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded, owned bool, scratch []failure) (kept []failure, changed bool) {
+	pod := &d.pod
 	kept = fails
 	// indexOf finds the failure of a check in kept (a few dozen at most)
 	indexOf := func(id string) int {
@@ -187,8 +209,8 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 		}
 		changed = len(kept) != len(fails)
 	}
-	// owned: kept is a copy of fails that can be changed
-	owned := c.dupIDs
+	// owned: kept can be changed (a copy of fails, or the caller's)
+	owned = owned || c.dupIDs
 	covered := false
 	for i := range kept {
 		if x.covers(kept[i].id) {
@@ -207,7 +229,11 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 	// own makes kept a copy of fails, before the first change
 	own := func() {
 		if !owned {
-			kept = append([]failure(nil), kept...)
+			if cap(scratch) >= len(kept) {
+				kept = append(scratch[:0], kept...)
+			} else {
+				kept = append([]failure(nil), kept...)
+			}
 			owned = true
 		}
 		if removed == nil {
@@ -222,12 +248,9 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 
 	containerLevel := len(x.images) > 0
 	probe, outcomes := d.probeOutcomes(x, c.steps)
-	for si := range c.steps {
+	for _, si := range x.steps {
 		s := &c.steps[si]
-		if !x.coversStep(s) {
-			continue
-		}
-		pf := outcomes[s.index].f
+		pf := probeFailure(outcomes, s.index)
 		if pf == nil {
 			continue
 		}
@@ -248,15 +271,15 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failur
 				if !samePattern(perr.Field, dField) {
 					continue
 				}
-				if dRef := locateField(dField, containerLevel, pod); dRef.isContainer && exRef.name != dRef.name {
+				if dRef := locateField(dField, containerLevel, &pod.Spec); dRef.isContainer && exRef.name != dRef.name {
 					continue
 				}
 				own()
 				f := &kept[i]
-				if f.shared != nil {
+				if f.check != nil {
 					// copy on write: the cached failure stays intact
 					f.errs = append([]FieldError(nil), f.errs...)
-					f.shared = nil
+					f.check = nil
 				}
 				// Upstream removes by swapping in the last element.
 				last := len(f.errs) - 1
@@ -297,39 +320,39 @@ func valuesAllowed(values []glob, bad any) bool {
 	return true
 }
 
-// podLevelPod is the pod upstream evaluates for an exemption without
-// images: the same pod with a single bare container named "fake" and no
-// init or ephemeral containers.
-func podLevelPod(pod *corev1.Pod) *corev1.Pod {
-	p := *pod
-	p.Spec.Containers = fakeContainers
-	p.Spec.InitContainers = nil
-	p.Spec.EphemeralContainers = nil
-	return &p
+// podLevelSpecInto writes into p the spec of the pod upstream evaluates
+// for an exemption without images: the same pod with a single bare
+// container named "fake" and no init or ephemeral containers (its metadata
+// is the pod's).
+func podLevelSpecInto(p, spec *corev1.PodSpec) {
+	*p = *spec
+	p.Containers = fakeContainers
+	p.InitContainers = nil
+	p.EphemeralContainers = nil
 }
 
-// fakeContainers is the container list of podLevelPod, shared: checks
+// fakeContainers is the container list of podLevelSpecInto, shared: checks
 // only read pods.
 var fakeContainers = []corev1.Container{{Name: "fake"}}
 
-// noContainersPod is the pod matchingContainersPod evaluates when no
-// container matches, shared: checks only read pods, and the outcomes of
-// an exemption's pod are used for their field errors, which come from the
-// spec (the name and namespace it would carry do not show).
-var noContainersPod = &corev1.Pod{}
+// imagesMeta is the metadata of the pods exemptions with images evaluate,
+// shared: checks only read pods. Upstream gives them the name and
+// namespace of the pod, which no check reads (they read annotations, and
+// these pods have none).
+var imagesMeta = &metav1.ObjectMeta{}
 
-// matchingContainersPod is the pod upstream evaluates for an exemption with
-// images: only the name and namespace of the pod and the containers whose
-// image matches, without any pod-level field.
-func matchingContainersPod(pod *corev1.Pod, images []glob) *corev1.Pod {
-	if !anyContainerMatches(pod, images) {
-		return noContainersPod
-	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-	p.Spec.Containers = matchingContainers(pod.Spec.Containers, images, func(c *corev1.Container) string { return c.Image })
-	p.Spec.InitContainers = matchingContainers(pod.Spec.InitContainers, images, func(c *corev1.Container) string { return c.Image })
-	p.Spec.EphemeralContainers = matchingContainers(pod.Spec.EphemeralContainers, images, func(c *corev1.EphemeralContainer) string { return c.Image })
-	return p
+// noContainersSpec is the spec an exemption with images evaluates when no
+// container matches, shared: checks only read pods.
+var noContainersSpec = &corev1.PodSpec{}
+
+// matchingContainersSpecInto writes into p the spec of the pod upstream
+// evaluates for an exemption with images: only the containers whose image
+// matches, without any pod-level field.
+func matchingContainersSpecInto(p, spec *corev1.PodSpec, images []glob) {
+	*p = corev1.PodSpec{}
+	p.Containers = matchingContainers(spec.Containers, images, func(c *corev1.Container) string { return c.Image })
+	p.InitContainers = matchingContainers(spec.InitContainers, images, func(c *corev1.Container) string { return c.Image })
+	p.EphemeralContainers = matchingContainers(spec.EphemeralContainers, images, func(c *corev1.EphemeralContainer) string { return c.Image })
 }
 
 // matchingContainers returns the containers of list whose image matches
@@ -359,7 +382,7 @@ func matchingContainers[C any](list []C, images []glob, image func(*C) string) [
 
 // anyContainerMatches reports whether the image of a container of the pod
 // matches one of the patterns.
-func anyContainerMatches(pod *corev1.Pod, images []glob) bool {
+func anyContainerMatches(pod *decodedPod, images []glob) bool {
 	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			if matchAny(images, list[i].Image) {
@@ -386,7 +409,7 @@ type containerRef struct {
 // initContainers or ephemeralContainers, the first number its index).
 // Upstream compares the paths themselves with every run of digits replaced
 // by '*' (see samePattern and patternIs).
-func locateField(f string, containerLevel bool, pod *corev1.Pod) containerRef {
+func locateField(f string, containerLevel bool, spec *corev1.PodSpec) containerRef {
 	if !containerLevel {
 		return containerRef{}
 	}
@@ -394,16 +417,16 @@ func locateField(f string, containerLevel bool, pod *corev1.Pod) containerRef {
 	var name string
 	switch secondWord {
 	case "containers":
-		if hasIndex && firstIndex < len(pod.Spec.Containers) {
-			name = pod.Spec.Containers[firstIndex].Name
+		if hasIndex && firstIndex < len(spec.Containers) {
+			name = spec.Containers[firstIndex].Name
 		}
 	case "initContainers":
-		if hasIndex && firstIndex < len(pod.Spec.InitContainers) {
-			name = pod.Spec.InitContainers[firstIndex].Name
+		if hasIndex && firstIndex < len(spec.InitContainers) {
+			name = spec.InitContainers[firstIndex].Name
 		}
 	case "ephemeralContainers":
-		if hasIndex && firstIndex < len(pod.Spec.EphemeralContainers) {
-			name = pod.Spec.EphemeralContainers[firstIndex].Name
+		if hasIndex && firstIndex < len(spec.EphemeralContainers) {
+			name = spec.EphemeralContainers[firstIndex].Name
 		}
 	default:
 		return containerRef{}
@@ -426,7 +449,19 @@ func patternByte(f string, i int) (byte, int) {
 // samePattern reports whether the patterns of two field paths are equal
 // (every run of digits replaced by '*'), without writing them.
 func samePattern(a, b string) bool {
-	i, j := 0, 0
+	// the common prefix has the same pattern in both, up to the digit
+	// run it may end in (which may go on differently)
+	k := 0
+	for k < len(a) && k < len(b) && a[k] == b[k] {
+		k++
+	}
+	if k == len(a) && k == len(b) {
+		return true
+	}
+	for k > 0 && a[k-1] >= '0' && a[k-1] <= '9' {
+		k--
+	}
+	i, j := k, k
 	for i < len(a) && j < len(b) {
 		ca, ni := patternByte(a, i)
 		cb, nj := patternByte(b, j)

@@ -203,7 +203,7 @@ func TestScanField(t *testing.T) {
 // the patterns and containers of refLocate (paths with digit runs written
 // as '*') on random paths.
 func TestFieldPatterns(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{
+	pod := &decodedPod{Spec: corev1.PodSpec{
 		Containers:          []corev1.Container{{Name: "a"}, {Name: "b"}},
 		InitContainers:      []corev1.Container{{Name: "i"}},
 		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "e"}}},
@@ -228,6 +228,10 @@ func TestFieldPatterns(t *testing.T) {
 				return c
 			}, a)
 		}
+		if i%3 == 1 && len(a) > 0 {
+			// a common prefix, which may end inside a run of digits
+			b = a[:r.Intn(len(a)+1)] + path()
+		}
 		pa, na, ca := refLocate(a, true, pod)
 		pb, _, _ := refLocate(b, true, pod)
 		if got := samePattern(a, b); got != (pa == pb) {
@@ -239,10 +243,10 @@ func TestFieldPatterns(t *testing.T) {
 		if got := patternIs(a, pa); !got {
 			t.Fatalf("patternIs(%q, %q) = false", a, pa)
 		}
-		if ref := locateField(a, true, pod); ref.isContainer != ca || ref.name != na {
+		if ref := locateField(a, true, &pod.Spec); ref.isContainer != ca || ref.name != na {
 			t.Fatalf("locateField(%q) = %+v, want %v %q", a, ref, ca, na)
 		}
-		if ref := locateField(a, false, pod); ref != (containerRef{}) {
+		if ref := locateField(a, false, &pod.Spec); ref != (containerRef{}) {
 			t.Fatalf("locateField(%q, pod level) = %+v", a, ref)
 		}
 	}
@@ -279,5 +283,39 @@ func TestGlob(t *testing.T) {
 		if got := compileGlob(tt.pattern).match(tt.s); got != tt.want {
 			t.Errorf("match(%q, %q) = %v, want %v", tt.pattern, tt.s, got, tt.want)
 		}
+	}
+}
+
+// TestGlobPrefix compares patterns of a prefix and a trailing '*', matched
+// with strings.HasPrefix, with the general matcher, on random strings
+// (invalid UTF-8 and U+FFFD included).
+func TestGlobPrefix(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	frags := []string{"a", "b", "nginx", ":", "/", "é", "\xff", "\xc3", "\ufffd", "?", "*", ""}
+	str := func() string {
+		s := ""
+		for n := r.Intn(5); n > 0; n-- {
+			s += frags[r.Intn(len(frags))]
+		}
+		return s
+	}
+	prefixes := 0
+	for i := 0; i < 200000; i++ {
+		p := str() + "*"
+		s := str()
+		if i%2 == 0 {
+			s = p[:r.Intn(len(p))] + str()
+		}
+		g := compileGlob(p)
+		general := glob{pattern: p}
+		if g.prefix {
+			prefixes++
+		}
+		if got, want := g.match(s), general.match(s); got != want {
+			t.Fatalf("match(%q, %q) = %v, general matcher %v", p, s, got, want)
+		}
+	}
+	if prefixes < 10000 {
+		t.Fatalf("only %d prefix patterns", prefixes)
 	}
 }

@@ -2,6 +2,7 @@ package podsecurity
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,7 +73,9 @@ func (e FieldError) writeTo(b *strings.Builder) {
 			}
 			b.WriteByte(']')
 		default:
-			fmt.Fprintf(b, "%+v", e.BadValue)
+			// not Fprintf: b given to an io.Writer would escape, and the
+			// builders of the messages with it
+			b.WriteString(fmt.Sprintf("%+v", e.BadValue))
 		}
 		return
 	}
@@ -152,8 +155,9 @@ func required(path string) FieldError {
 
 // errFn computes the field errors of one check revision on a pod the
 // library rejected. min is the minimum version of the revision, for checks
-// whose allowed values changed between revisions.
-type errFn func(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError
+// whose allowed values changed between revisions. The field paths are
+// written into a (nil: each in its own allocation).
+type errFn func(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError
 
 // fieldErrorFns maps library check IDs to their field error computation.
 var fieldErrorFns = map[string]errFn{
@@ -182,21 +186,22 @@ var fieldErrorFns = map[string]errFn{
 // computation for (a check added by a newer library): one forbidden error on
 // the pod spec, so the failure still shows and can still be exempted by a
 // control-wide exclusion.
-func unknownCheckErrs(*metav1.ObjectMeta, *corev1.PodSpec, psaapi.Version) []FieldError {
+func unknownCheckErrs(*metav1.ObjectMeta, *corev1.PodSpec, psaapi.Version, *textArena) []FieldError {
 	return []FieldError{forbidden("spec", "")}
 }
 
 // visitContainers calls fn for every container with its field path, in the
-// library's order: init containers, containers, ephemeral containers.
-func visitContainers(spec *corev1.PodSpec, fn func(c *corev1.Container, path containerPath)) {
+// library's order: init containers, containers, ephemeral containers. The
+// paths are written into a.
+func visitContainers(spec *corev1.PodSpec, a *textArena, fn func(c *corev1.Container, path containerPath)) {
 	for i := range spec.InitContainers {
-		fn(&spec.InitContainers[i], containerPath{"spec.initContainers[", i})
+		fn(&spec.InitContainers[i], containerPath{"spec.initContainers[", i, a})
 	}
 	for i := range spec.Containers {
-		fn(&spec.Containers[i], containerPath{"spec.containers[", i})
+		fn(&spec.Containers[i], containerPath{"spec.containers[", i, a})
 	}
 	for i := range spec.EphemeralContainers {
-		fn((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), containerPath{"spec.ephemeralContainers[", i})
+		fn((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), containerPath{"spec.ephemeralContainers[", i, a})
 	}
 }
 
@@ -205,33 +210,90 @@ func visitContainers(spec *corev1.PodSpec, fn func(c *corev1.Container, path con
 type containerPath struct {
 	list  string // "spec.containers[" and the like
 	index int
+	a     *textArena
 }
 
-// at returns the path of a field of the container (suffix starts with a
-// dot), in one allocation.
-func (p containerPath) at(suffix string) string {
-	b := make([]byte, 0, len(p.list)+4+len(suffix))
-	b = strconv.AppendInt(append(b, p.list...), int64(p.index), 10)
-	return string(append(append(b, ']'), suffix...))
-}
-
-func sortedUnique(items []string) []string {
-	seen := make(map[string]struct{}, len(items))
-	out := make([]string, 0, len(items))
-	for _, s := range items {
-		if _, ok := seen[s]; ok {
-			continue
-		}
-		seen[s] = struct{}{}
-		out = append(out, s)
+// at returns the path of a field of the container: the container's path
+// followed by the parts (the first one starts with a dot).
+func (p containerPath) at(parts ...string) string {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(p.index), 10)
+	n := len(p.list) + len(d) + 1
+	for _, s := range parts {
+		n += len(s)
 	}
-	sort.Strings(out)
-	return out
+	b := p.a.reserve(n)
+	start := b.Len()
+	b.WriteString(p.list)
+	b.Write(d)
+	b.WriteByte(']')
+	for _, s := range parts {
+		b.WriteString(s)
+	}
+	return b.String()[start:]
 }
 
-func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+// textArena writes many short strings (field paths) into shared chunks,
+// taking substrings of a strings.Builder, which only ever appends: a
+// string it has returned is never written again. It serves one Decoded,
+// under its lock.
+type textArena struct {
+	b strings.Builder
+}
+
+// arenaChunk is the size of a chunk of textArena: a few field paths (larger
+// chunks waste more than they save on allocations, measured on the bench).
+const arenaChunk = 256
+
+// reserve returns a builder with room for n more bytes: the arena's, or a
+// new one for a nil arena.
+func (a *textArena) reserve(n int) *strings.Builder {
+	if a == nil {
+		b := new(strings.Builder)
+		b.Grow(n)
+		return b
+	}
+	if a.b.Cap()-a.b.Len() < n {
+		a.b = strings.Builder{}
+		a.b.Grow(max(n, arenaChunk))
+	}
+	return &a.b
+}
+
+// join returns the concatenation of parts, written into a.
+func (a *textArena) join(parts ...string) string {
+	n := 0
+	for _, s := range parts {
+		n += len(s)
+	}
+	b := a.reserve(n)
+	start := b.Len()
+	for _, s := range parts {
+		b.WriteString(s)
+	}
+	return b.String()[start:]
+}
+
+// sortedUnique sorts items and removes repeated ones, in place.
+func sortedUnique(items []string) []string {
+	sort.Strings(items)
+	return slices.Compact(items)
+}
+
+// concatErrs is append(a, b...), without copying when one is empty.
+func concatErrs(a, b []FieldError) []FieldError {
+	switch {
+	case len(b) == 0:
+		return a
+	case len(a) == 0:
+		return b
+	}
+	return append(a, b...)
+}
+
+func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		const field = ".securityContext.allowPrivilegeEscalation"
 		switch {
 		case c.SecurityContext == nil:
@@ -255,12 +317,12 @@ func appArmorTypeAllowed(t corev1.AppArmorProfileType) bool {
 	return t == corev1.AppArmorProfileTypeRuntimeDefault || t == corev1.AppArmorProfileTypeLocalhost
 }
 
-func appArmorProfileErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func appArmorProfileErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.AppArmorProfile != nil && !appArmorTypeAllowed(sc.AppArmorProfile.Type) {
 		errs = append(errs, forbidden("spec.securityContext.appArmorProfile.type", string(sc.AppArmorProfile.Type)))
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.AppArmorProfile != nil && !appArmorTypeAllowed(sc.AppArmorProfile.Type) {
 			errs = append(errs, forbidden(path.at(".securityContext.appArmorProfile.type"), string(sc.AppArmorProfile.Type)))
 		}
@@ -274,7 +336,7 @@ func appArmorProfileErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		errs = append(errs, forbidden("metadata.annotations["+k+"]", meta.Annotations[k]))
+		errs = append(errs, forbidden(a.join("metadata.annotations[", k, "]"), meta.Annotations[k]))
 	}
 	return errs
 }
@@ -284,9 +346,9 @@ var baselineCapabilities = map[string]struct{}{
 	"NET_BIND_SERVICE": {}, "SETFCAP": {}, "SETGID": {}, "SETPCAP": {}, "SETUID": {}, "SYS_CHROOT": {},
 }
 
-func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			return
 		}
@@ -303,9 +365,9 @@ func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaa
 	return errs
 }
 
-func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var dropErrs, addErrs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		const dropPath = ".securityContext.capabilities.drop"
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			dropErrs = append(dropErrs, required(path.at(dropPath)))
@@ -340,10 +402,10 @@ func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ ps
 			addErrs = append(addErrs, forbidden(path.at(".securityContext.capabilities.add"), sortedUnique(bad)))
 		}
 	})
-	return append(dropErrs, addErrs...)
+	return concatErrs(dropErrs, addErrs)
 }
 
-func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	if spec.HostNetwork {
 		errs = append(errs, forbidden("spec.hostNetwork", true))
@@ -357,37 +419,37 @@ func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Ver
 	return errs
 }
 
-func hostPathVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func hostPathVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	for i, v := range spec.Volumes {
 		if v.HostPath != nil {
-			errs = append(errs, forbidden("spec.volumes["+strconv.Itoa(i)+"].hostPath", v.HostPath.Path))
+			errs = append(errs, forbidden(a.join("spec.volumes[", strconv.Itoa(i), "].hostPath"), v.HostPath.Path))
 		}
 	}
 	return errs
 }
 
-func hostPortsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func hostPortsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		for i, p := range c.Ports {
 			if p.HostPort != 0 {
-				errs = append(errs, forbidden(path.at(".ports["+strconv.Itoa(i)+"].hostPort"), int(p.HostPort)))
+				errs = append(errs, forbidden(path.at(".ports[", strconv.Itoa(i), "].hostPort"), int(p.HostPort)))
 			}
 		}
 	})
 	return errs
 }
 
-func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	// field is the handler's field of the container (".livenessProbe")
 	handler := func(path containerPath, field string, httpGet *corev1.HTTPGetAction, tcp *corev1.TCPSocketAction) {
 		if httpGet != nil && httpGet.Host != "" {
-			errs = append(errs, forbidden(path.at(field+".httpGet.host"), httpGet.Host))
+			errs = append(errs, forbidden(path.at(field, ".httpGet.host"), httpGet.Host))
 		}
 		if tcp != nil && tcp.Host != "" {
-			errs = append(errs, forbidden(path.at(field+".tcpSocket.host"), tcp.Host))
+			errs = append(errs, forbidden(path.at(field, ".tcpSocket.host"), tcp.Host))
 		}
 	}
 	probe := func(path containerPath, field string, p *corev1.Probe) {
@@ -395,7 +457,7 @@ func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 			handler(path, field, p.HTTPGet, p.TCPSocket)
 		}
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		probe(path, ".livenessProbe", c.LivenessProbe)
 		probe(path, ".readinessProbe", c.ReadinessProbe)
 		probe(path, ".startupProbe", c.StartupProbe)
@@ -411,9 +473,9 @@ func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 	return errs
 }
 
-func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
 			errs = append(errs, forbidden(path.at(".securityContext.privileged"), true))
 		}
@@ -421,9 +483,9 @@ func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 	return errs
 }
 
-func procMountErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func procMountErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.ProcMount != nil && *c.SecurityContext.ProcMount != corev1.DefaultProcMount {
 			errs = append(errs, forbidden(path.at(".securityContext.procMount"), string(*c.SecurityContext.ProcMount)))
 		}
@@ -484,17 +546,17 @@ func restrictedVolumeType(v *corev1.Volume) string {
 	return "unknown"
 }
 
-func restrictedVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func restrictedVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	for i := range spec.Volumes {
 		if t := restrictedVolumeType(&spec.Volumes[i]); t != "" {
-			errs = append(errs, forbidden("spec.volumes["+strconv.Itoa(i)+"]."+t, ""))
+			errs = append(errs, forbidden(a.join("spec.volumes[", strconv.Itoa(i), "].", t), ""))
 		}
 	}
 	return errs
 }
 
-func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var explicit, implicit []FieldError
 	podNonRoot := false
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsNonRoot != nil {
@@ -504,7 +566,7 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 			explicit = append(explicit, forbidden("spec.securityContext.runAsNonRoot", false))
 		}
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		const field = ".securityContext.runAsNonRoot"
 		if c.SecurityContext != nil && c.SecurityContext.RunAsNonRoot != nil {
 			if !*c.SecurityContext.RunAsNonRoot {
@@ -516,15 +578,15 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 			implicit = append(implicit, required(path.at(field)))
 		}
 	})
-	return append(explicit, implicit...)
+	return concatErrs(explicit, implicit)
 }
 
-func runAsUserErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func runAsUserErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser == 0 {
 		errs = append(errs, forbidden("spec.securityContext.runAsUser", 0))
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil && *c.SecurityContext.RunAsUser == 0 {
 			errs = append(errs, forbidden(path.at(".securityContext.runAsUser"), 0))
 		}
@@ -542,23 +604,23 @@ func seLinuxTypeAllowed(t string, min psaapi.Version) bool {
 	return false
 }
 
-func seLinuxOptionsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError {
+func seLinuxOptionsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	add := func(path string, o *corev1.SELinuxOptions) {
 		if !seLinuxTypeAllowed(o.Type, min) {
-			errs = append(errs, forbidden(path+".seLinuxOptions.type", o.Type))
+			errs = append(errs, forbidden(a.join(path, ".seLinuxOptions.type"), o.Type))
 		}
 		if o.User != "" {
-			errs = append(errs, forbidden(path+".seLinuxOptions.user", o.User))
+			errs = append(errs, forbidden(a.join(path, ".seLinuxOptions.user"), o.User))
 		}
 		if o.Role != "" {
-			errs = append(errs, forbidden(path+".seLinuxOptions.role", o.Role))
+			errs = append(errs, forbidden(a.join(path, ".seLinuxOptions.role"), o.Role))
 		}
 	}
 	if sc := spec.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
 		add("spec.securityContext", sc.SELinuxOptions)
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.SELinuxOptions != nil {
 			add(path.at(".securityContext"), c.SecurityContext.SELinuxOptions)
 		}
@@ -579,15 +641,15 @@ func seccompAnnotationAllowed(v string) bool {
 	return v == "runtime/default" || v == "docker/default" || strings.HasPrefix(v, "localhost/")
 }
 
-func seccompBaselineErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError {
+func seccompBaselineErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError {
 	if min.Older(psaapi.MajorMinorVersion(1, 19)) {
-		return seccompAnnotationErrs(meta, spec)
+		return seccompAnnotationErrs(meta, spec, a)
 	}
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil && !seccompTypeAllowed(sc.SeccompProfile.Type) {
 		errs = append(errs, forbidden("spec.securityContext.seccompProfile.type", string(sc.SeccompProfile.Type)))
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil && !seccompTypeAllowed(sc.SeccompProfile.Type) {
 			errs = append(errs, forbidden(path.at(".securityContext.seccompProfile.type"), string(sc.SeccompProfile.Type)))
 		}
@@ -598,7 +660,7 @@ func seccompBaselineErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaa
 // seccompAnnotationErrs covers the 1.0 revision of seccompProfile_baseline,
 // which checks the deprecated seccomp annotations. Errors are sorted by
 // "key=value" (upstream collects them in a map).
-func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec) []FieldError {
+func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textArena) []FieldError {
 	type entry struct {
 		sortKey string
 		err     FieldError
@@ -611,10 +673,10 @@ func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Fiel
 			return
 		}
 		seen[key] = true
-		entries = append(entries, entry{fmt.Sprintf("%s=%q", key, v), forbidden("metadata.annotations["+key+"]", v)})
+		entries = append(entries, entry{fmt.Sprintf("%s=%q", key, v), forbidden(a.join("metadata.annotations[", key, "]"), v)})
 	}
 	check(seccompPodAnnotation)
-	visitContainers(spec, func(c *corev1.Container, _ containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, _ containerPath) {
 		check(seccompContainerAnnotationPrefix + c.Name)
 	})
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].sortKey < entries[j].sortKey })
@@ -625,7 +687,7 @@ func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Fiel
 	return errs
 }
 
-func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var explicit, implicit []FieldError
 	podSet := false
 	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil {
@@ -635,7 +697,7 @@ func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.
 			explicit = append(explicit, forbidden("spec.securityContext.seccompProfile.type", string(sc.SeccompProfile.Type)))
 		}
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		const field = ".securityContext.seccompProfile.type"
 		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil {
 			if !seccompTypeAllowed(sc.SeccompProfile.Type) {
@@ -680,25 +742,25 @@ func sysctlAllowed(name string, min psaapi.Version) bool {
 	return false
 }
 
-func sysctlsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError {
+func sysctlsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError {
 	if spec.SecurityContext == nil {
 		return nil
 	}
 	var errs []FieldError
 	for i, s := range spec.SecurityContext.Sysctls {
 		if !sysctlAllowed(s.Name, min) {
-			errs = append(errs, forbidden("spec.securityContext.sysctls["+strconv.Itoa(i)+"].name", s.Name))
+			errs = append(errs, forbidden(a.join("spec.securityContext.sysctls[", strconv.Itoa(i), "].name"), s.Name))
 		}
 	}
 	return errs
 }
 
-func windowsHostProcessErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
+func windowsHostProcessErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
 		errs = append(errs, forbidden("spec.securityContext.windowsOptions.hostProcess", true))
 	}
-	visitContainers(spec, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
 			errs = append(errs, forbidden(path.at(".securityContext.windowsOptions.hostProcess"), true))
 		}

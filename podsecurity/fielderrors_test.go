@@ -1,8 +1,11 @@
 package podsecurity
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +24,7 @@ func TestEveryLibraryCheckIsMapped(t *testing.T) {
 			t.Errorf("check %q has no field error computation", c.ID)
 		}
 	}
-	if errs := unknownCheckErrs(nil, nil, psaapi.LatestVersion()); len(errs) != 1 || errs[0].String() != "spec: Forbidden" {
+	if errs := unknownCheckErrs(nil, nil, psaapi.LatestVersion(), nil); len(errs) != 1 || errs[0].String() != "spec: Forbidden" {
 		t.Errorf("fallback field errors: %v", errs)
 	}
 	for _, ctl := range controlTable {
@@ -34,9 +37,9 @@ func TestEveryLibraryCheckIsMapped(t *testing.T) {
 }
 
 // fixturePods gathers pods from the conformance manifests and edge cases.
-func fixturePods(t *testing.T) []*corev1.Pod {
+func fixturePods(t *testing.T) []*decodedPod {
 	t.Helper()
-	var pods []*corev1.Pod
+	var pods []*decodedPod
 	files, _ := filepath.Glob("testdata/conformance/*/*/*.yaml")
 	for _, f := range files {
 		for _, obj := range mustReadObjects(t, f) {
@@ -67,7 +70,7 @@ func TestFieldErrorsAgreeWithLibrary(t *testing.T) {
 			rejected := 0
 			for _, pod := range pods {
 				r := v.CheckPod(&pod.ObjectMeta, &pod.Spec)
-				errs := c.errs(&pod.ObjectMeta, &pod.Spec, v.MinimumVersion)
+				errs := c.errs(&pod.ObjectMeta, &pod.Spec, v.MinimumVersion, nil)
 				// Relaxations for user-namespace and Windows pods live in the
 				// library; field errors are only computed for rejected pods.
 				relaxed := (pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers) ||
@@ -395,7 +398,7 @@ func TestFieldErrors(t *testing.T) {
 		}
 		t.Run(pod.Name, func(t *testing.T) {
 			var got []string
-			for _, e := range fieldErrorFns[tt.id](&pod.ObjectMeta, &pod.Spec, tt.version) {
+			for _, e := range fieldErrorFns[tt.id](&pod.ObjectMeta, &pod.Spec, tt.version, nil) {
 				got = append(got, e.String())
 			}
 			if !reflect.DeepEqual(got, tt.want) {
@@ -420,6 +423,68 @@ func TestFieldErrorValues(t *testing.T) {
 	for _, tt := range tests {
 		if got := badValues(tt.v); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("badValues(%#v) = %q", tt.v, got)
+		}
+	}
+}
+
+// TestFieldErrorsInArena: the field errors of every check revision on the
+// fixture pods, their paths written into one arena, are those written
+// each in its own allocation, also once the arena has written everything
+// else (a path it returned is never written again).
+func TestFieldErrorsInArena(t *testing.T) {
+	var a textArena
+	type got struct {
+		errs, want []FieldError
+	}
+	var all []got
+	for _, pod := range fixturePods(t) {
+		for _, c := range testEvaluator.checks {
+			for _, v := range c.versions {
+				all = append(all, got{
+					errs: c.errs(&pod.ObjectMeta, &pod.Spec, v.MinimumVersion, &a),
+					want: c.errs(&pod.ObjectMeta, &pod.Spec, v.MinimumVersion, nil),
+				})
+			}
+		}
+	}
+	n := 0
+	for _, g := range all {
+		if !reflect.DeepEqual(g.errs, g.want) {
+			t.Fatalf("arena %v, want %v", g.errs, g.want)
+		}
+		n += len(g.errs)
+	}
+	if n < 200 {
+		t.Fatalf("only %d field errors", n)
+	}
+}
+
+// TestSortedUnique compares sortedUnique (sorted in place) with the
+// former copy through a set, on random lists.
+func TestSortedUnique(t *testing.T) {
+	former := func(items []string) []string {
+		seen := make(map[string]struct{}, len(items))
+		out := make([]string, 0, len(items))
+		for _, s := range items {
+			if _, ok := seen[s]; ok {
+				continue
+			}
+			seen[s] = struct{}{}
+			out = append(out, s)
+		}
+		sort.Strings(out)
+		return out
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"ALL", "NET_RAW", "SYS_ADMIN", "CHOWN", "", "NET_BIND_SERVICE"}
+	for range 10000 {
+		items := make([]string, rng.IntN(7))
+		for i := range items {
+			items[i] = names[rng.IntN(len(names))]
+		}
+		want := former(items)
+		if got := sortedUnique(slices.Clone(items)); !slices.Equal(got, want) {
+			t.Fatalf("sortedUnique(%q) = %q, want %q", items, got, want)
 		}
 	}
 }

@@ -491,3 +491,14 @@ func (d *oldDecoder) hosts(m map[string]any, path string) (*corev1.HTTPGetAction
 	}
 	return h, t
 }
+
+func capabilities(names []string) []corev1.Capability {
+	if names == nil {
+		return nil
+	}
+	out := make([]corev1.Capability, len(names))
+	for i, n := range names {
+		out[i] = corev1.Capability(n)
+	}
+	return out
+}

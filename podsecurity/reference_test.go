@@ -83,12 +83,12 @@ func refEvaluate(c *Check, obj map[string]any, extra []api.PodSecurityStandard) 
 }
 
 // refExempt is the upstream exemption algorithm with no shortcut.
-func refExempt(c *Check, x *exclusion, fails []failure, pod *corev1.Pod) []failure {
+func refExempt(c *Check, x *exclusion, fails []failure, pod *decodedPod) []failure {
 	var kept []failure
 	index := map[string]int{}
 	for _, f := range fails {
 		f.errs = append([]FieldError(nil), f.errs...)
-		f.shared = nil
+		f.check = nil
 		if i, ok := index[f.id]; ok {
 			kept[i] = f
 			continue
@@ -96,9 +96,9 @@ func refExempt(c *Check, x *exclusion, fails []failure, pod *corev1.Pod) []failu
 		index[f.id] = len(kept)
 		kept = append(kept, f)
 	}
-	var probe *corev1.Pod
+	var probe *decodedPod
 	if len(x.images) > 0 {
-		probe = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+		probe = &decodedPod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 		for _, ct := range pod.Spec.Containers {
 			if matchAny(x.images, ct.Image) {
 				probe.Spec.Containers = append(probe.Spec.Containers, ct)
@@ -161,7 +161,7 @@ func refExempt(c *Check, x *exclusion, fails []failure, pod *corev1.Pod) []failu
 }
 
 // refLocate is locateField written with plain string operations.
-func refLocate(f string, containerLevel bool, pod *corev1.Pod) (pattern, name string, isContainer bool) {
+func refLocate(f string, containerLevel bool, pod *decodedPod) (pattern, name string, isContainer bool) {
 	var b strings.Builder
 	var words []string
 	index, hasIndex := 0, false

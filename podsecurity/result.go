@@ -7,6 +7,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -64,14 +65,14 @@ func (c *Check) Evaluate(resource map[string]any, extraExcludes []api.PodSecurit
 // Decoded is a resource decoded once for every Check that evaluates it
 // (see Decode); it is read-only and safe to share.
 type Decoded struct {
-	pod *corev1.Pod
+	pod decodedPod
 	w   workload
 
 	// results caches the outcome of each check revision on this pod, by
-	// step index, so that several rules evaluating the same pod run each
-	// check once.
+	// step index (nil: not run yet; passed: the check passed), so that
+	// several rules evaluating the same pod run each check once.
 	mu      sync.Mutex
-	results []stepOutcome
+	results []*failure
 	// sets are the failures of the step sets the rules ran on this pod
 	// (every Check of a level and version runs the same steps), with the
 	// results made from them
@@ -79,12 +80,62 @@ type Decoded struct {
 	// probes are the reduced pods exemptions evaluate, with the outcomes
 	// of the checks on them
 	probes []*probe
+	// paths holds the field paths of the failures
+	paths textArena
+
+	// the first outcomes, sets and probes, in the Decoded's allocation
+	resultsBuf [32]*failure
+	setsBuf    [2]stepSet
+	nSets      int
+	setPtrs    [2]*stepSet
+	probePtrs  [2]*probe
 }
 
+// passed is the outcome of a step that passed in Decoded.results (never
+// written: only its address is compared).
+var passed = &failure{}
+
+// probe is the reduced pod an exemption evaluates, with the outcomes of
+// the steps exemptions covered on it (an exemption covers a step or two).
 type probe struct {
-	key     string // exclusion.probeKey
-	pod     *corev1.Pod
-	results []stepOutcome
+	key  string // exclusion.probeKey
+	meta *metav1.ObjectMeta
+	spec *corev1.PodSpec
+	outs []probeOutcome // appended to, never changed
+	buf  [2]probeOutcome
+}
+
+// probeWithSpec is a probe and its pod spec, in one allocation.
+type probeWithSpec struct {
+	probe
+	own corev1.PodSpec
+}
+
+// probeOutcome is the outcome of step index on a probe: its failure, or
+// nil when the check passed.
+type probeOutcome struct {
+	index int
+	f     *failure
+}
+
+// newProbe makes the probe of exemption x on pod.
+func newProbe(x *exclusion, pod *decodedPod) *probe {
+	if len(x.images) > 0 && !anyContainerMatches(pod, x.images) {
+		pr := &probe{key: x.probeKey, meta: imagesMeta, spec: noContainersSpec}
+		pr.outs = pr.buf[:0]
+		return pr
+	}
+	pp := &probeWithSpec{probe: probe{key: x.probeKey}}
+	if len(x.images) > 0 {
+		pp.meta = imagesMeta
+		matchingContainersSpecInto(&pp.own, &pod.Spec, x.images)
+	} else {
+		pp.meta = &pod.ObjectMeta
+		podLevelSpecInto(&pp.own, &pod.Spec)
+	}
+	pp.spec = &pp.own
+	pp.outs = pp.buf[:0]
+	return &pp.probe
 }
 
 // stepSet holds the failures of a set of steps on a pod, shared by the
@@ -93,17 +144,21 @@ type probe struct {
 type stepSet struct {
 	key   string // Check.setKey
 	fails []failure
-	once  sync.Once
-	// checks and tail are the results of fails and their texts in rule
-	// messages, concatenated (see FormatChecks)
-	checks []CheckResult
-	tail   string
+	// checks are the results of fails (nil until made, unless the set
+	// found the failures), tail their texts in rule messages,
+	// concatenated (see FormatChecks): the end of the first message made,
+	// made tells that it is; converted is what ConvertChecks made of
+	// checks. Under Decoded.mu.
+	checks    []CheckResult
+	made      bool
+	tail      string
+	converted any
 }
 
-// probeOutcomes returns the pod exemption x evaluates and the outcomes of
-// the checks on it, by step index, with those of the steps x covers
-// computed (once per pod). The outcomes are shared: read only.
-func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.Pod, []stepOutcome) {
+// probeOutcomes returns the spec of the pod exemption x evaluates and the
+// outcomes of the steps it covers on it (computed once per pod); steps are
+// those of x's Check (see coverSteps). The outcomes are shared: read only.
+func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.PodSpec, []probeOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var pr *probe
@@ -114,67 +169,43 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.Pod, []step
 		}
 	}
 	if pr == nil {
-		pr = &probe{key: x.probeKey}
-		if len(x.images) > 0 {
-			pr.pod = matchingContainersPod(d.pod, x.images)
-		} else {
-			pr.pod = podLevelPod(d.pod)
-		}
+		pr = newProbe(x, &d.pod)
 		d.probes = append(d.probes, pr)
 	}
-	// an exemption covers a step or two: its outcomes need the slots up
-	// to the last of them
-	slots := 0
-	for i := range steps {
-		if x.coversStep(&steps[i]) {
-			slots = steps[i].index + 1
-		}
-	}
-	for i := range steps {
-		if x.coversStep(&steps[i]) {
-			runOnce(&pr.results, slots, &steps[i], pr.pod, false)
-		}
-	}
-	// the slice read under the lock: growing it later copies the outcomes
-	// into a new array, this one is not written again where it is read
-	return pr.pod, pr.results
-}
-
-// runOnce returns the outcome of step s on pod from outcomes, running the
-// step the first time; outcomes grows to slots entries at once. With shared,
-// a failure is allocated with the cache of its results (see failure.result).
-func runOnce(outcomes *[]stepOutcome, slots int, s *step, pod *corev1.Pod, shared bool) *stepOutcome {
-	if s.index >= len(*outcomes) {
-		*outcomes = append(*outcomes, make([]stepOutcome, max(slots, s.index+1)-len(*outcomes))...)
-	}
-	o := &(*outcomes)[s.index]
-	if !o.done {
-		if f, failed := evalStep(s, pod); failed {
-			if shared {
-				// shared: exemptions copy errs before removing any
-				sf := &sharedStepFailure{f: f}
-				sf.f.shared = &sf.shared
-				o.f = &sf.f
-			} else {
-				o.f = new(failure)
-				*o.f = f
+	for _, i := range x.steps {
+		if s := &steps[i]; !pr.has(s.index) {
+			var out *failure
+			if f, failed := evalStep(s, pr.meta, pr.spec, &d.paths); failed {
+				out = new(failure)
+				*out = f
 			}
+			pr.outs = append(pr.outs, probeOutcome{index: s.index, f: out})
 		}
-		o.done = true
 	}
-	return o
+	// the slice read under the lock: later appends write past its end, or
+	// into a new array
+	return pr.spec, pr.outs
 }
 
-// sharedStepFailure is a failure cached on a Decoded with the cache of its
-// results, in one allocation.
-type sharedStepFailure struct {
-	f      failure
-	shared sharedFailure
+// has reports whether the outcome of step index is known.
+func (pr *probe) has(index int) bool {
+	for _, o := range pr.outs {
+		if o.index == index {
+			return true
+		}
+	}
+	return false
 }
 
-type stepOutcome struct {
-	done bool
-	f    *failure // nil when the check passed
+// probeFailure returns the failure of step index in outs (nil when it
+// passed or was not run).
+func probeFailure(outs []probeOutcome, index int) *failure {
+	for _, o := range outs {
+		if o.index == index {
+			return o.f
+		}
+	}
+	return nil
 }
 
 // stepSet returns the failures of c's steps on the decoded pod, running the
@@ -188,17 +219,24 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 			return set
 		}
 	}
+	fresh, checks := d.runSteps(c)
 	n := 0
 	for i := range c.steps {
-		if runOnce(&d.results, c.slots, &c.steps[i], d.pod, true).f != nil {
+		if d.results[c.steps[i].index] != passed {
 			n++
 		}
 	}
-	set := &stepSet{key: c.setKey}
-	if n > 0 {
+	set := d.newStepSet()
+	set.key = c.setKey
+	switch {
+	case n == len(fresh):
+		// every failure is new (the first rule on the pod, nearly
+		// always): the set is the blocks runSteps made, in step order
+		set.fails, set.checks = fresh, checks
+	case n > 0:
 		set.fails = make([]failure, 0, n)
 		for i := range c.steps {
-			if f := d.results[c.steps[i].index].f; f != nil {
+			if f := d.results[c.steps[i].index]; f != passed {
 				set.fails = append(set.fails, *f)
 			}
 		}
@@ -207,36 +245,161 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 	return set
 }
 
-// results returns the check results of the set's failures and their texts
-// concatenated, made once (shared: read only).
-func (s *stepSet) results(pod *corev1.Pod, w workload) ([]CheckResult, string) {
-	s.once.Do(func() {
+// newStepSet returns a zero stepSet, one of the Decoded's own for the
+// first ones (a pod is seldom checked at more than two levels). d.mu is
+// held.
+func (d *Decoded) newStepSet() *stepSet {
+	if d.nSets < len(d.setsBuf) {
+		d.nSets++
+		return &d.setsBuf[d.nSets-1]
+	}
+	return new(stepSet)
+}
+
+// runSteps runs the steps of c not run yet on the pod, and caches their
+// outcomes: it returns the new failures, in step order, and their check
+// results, each kind in one allocation. d.mu is held.
+func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
+	if d.results == nil && c.slots <= len(d.resultsBuf) {
+		d.results = d.resultsBuf[:c.slots]
+	}
+	if len(d.results) < c.slots {
+		d.results = append(d.results, make([]*failure, c.slots-len(d.results))...)
+	}
+	type fresh struct {
+		index int
+		f     failure
+		// group names the containers of the detail (see detailImages)
+		group    string
+		hasGroup bool
+	}
+	var buf [8]fresh
+	fails := buf[:0]
+	for i := range c.steps {
+		s := &c.steps[i]
+		if d.results[s.index] != nil {
+			continue
+		}
+		if f, failed := evalStep(s, &d.pod.ObjectMeta, &d.pod.Spec, &d.paths); failed {
+			fails = append(fails, fresh{index: s.index, f: f})
+			continue
+		}
+		d.results[s.index] = passed
+	}
+	if len(fails) == 0 {
+		return nil, nil
+	}
+	// the images of the results (see detailImages), counted
+	nImages := 0
+	for i := range fails {
+		fr := &fails[i]
+		if fr.group, fr.hasGroup = containerNames(fr.f.res.detail); fr.hasGroup {
+			nImages += strings.Count(fr.group, ",") + 1
+		}
+	}
+	var images []string
+	if nImages > 0 {
+		images = make([]string, 0, nImages)
+	}
+	failBlock := make([]failure, len(fails))
+	checks := make([]CheckResult, len(fails))
+	for i := range fails {
+		// shared: exemptions copy errs before removing any
+		f, ch := &failBlock[i], &checks[i]
+		*f = fails[i].f
+		f.check = ch
+		*ch = checkResult(*f, &d.pod, d.w, &d.paths)
+		if fails[i].hasGroup {
+			start := len(images)
+			images = appendImages(images, fails[i].group, &d.pod)
+			ch.Images = images[start:len(images):len(images)]
+		}
+		d.results[fails[i].index] = f
+	}
+	return failBlock, checks
+}
+
+// setMessage returns the check results of the set's failures, made once
+// (shared: read only), and the message of a rule reporting them with
+// prefix. The first message is written whole, and the texts of the checks
+// in it are the tail of the next ones.
+func (d *Decoded) setMessage(s *stepSet, prefix string) ([]CheckResult, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s.made {
+		return s.checks, prefix + s.tail
+	}
+	if s.checks == nil {
 		s.checks = make([]CheckResult, len(s.fails))
-		n := 0
 		for i := range s.fails {
-			var text string
-			s.checks[i], text = s.fails[i].result(pod, w)
-			n += len(text)
+			s.checks[i] = s.fails[i].checkResult(&d.pod, d.w)
 		}
-		var b strings.Builder
-		b.Grow(n)
-		for i := range s.fails {
-			// every failure of a set is a cached one: its text is kept
-			b.WriteString(s.fails[i].shared.text)
+	}
+	n := len(prefix)
+	for i := range s.checks {
+		n += checkTextLen(&s.checks[i])
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(prefix)
+	for i := range s.checks {
+		writeCheck(&b, &s.checks[i])
+	}
+	msg := b.String()
+	s.tail, s.made = msg[len(prefix):], true
+	return s.checks, msg
+}
+
+// ConvertChecks returns convert(checks), where checks are the Checks of a
+// Result of d. Results that share their Checks (see EvaluateDecoded) share
+// the converted slice too, made once: it must be read only, as the checks.
+// convert must not use d.
+func ConvertChecks[T any](d *Decoded, checks []CheckResult, convert func([]CheckResult) []T) []T {
+	if d == nil || len(checks) == 0 {
+		return convert(checks)
+	}
+	d.mu.Lock()
+	set := d.setOfChecks(checks)
+	if set != nil {
+		if v, ok := set.converted.([]T); ok {
+			d.mu.Unlock()
+			return v
 		}
-		s.tail = b.String()
-	})
-	return s.checks, s.tail
+	}
+	d.mu.Unlock()
+	v := convert(checks)
+	if set != nil {
+		d.mu.Lock()
+		if set.converted == nil {
+			set.converted = v
+		}
+		d.mu.Unlock()
+	}
+	return v
+}
+
+// setOfChecks returns the set whose shared check results checks are, or
+// nil. d.mu is held.
+func (d *Decoded) setOfChecks(checks []CheckResult) *stepSet {
+	for _, s := range d.sets {
+		if s.made && len(s.checks) == len(checks) && &s.checks[0] == &checks[0] {
+			return s
+		}
+	}
+	return nil
 }
 
 // Decode extracts the pod spec of a Pod or pod controller once, so that
 // several checks can evaluate it with EvaluateDecoded.
 func Decode(resource map[string]any) (*Decoded, error) {
-	pod, w, err := decodePod(resource)
+	d := &Decoded{}
+	d.sets, d.probes = d.setPtrs[:0], d.probePtrs[:0]
+	w, err := decodePodInto(resource, &d.pod)
 	if err != nil {
 		return nil, err
 	}
-	return &Decoded{pod: pod, w: w}, nil
+	d.w = w
+	return d, nil
 }
 
 // EvaluateDecoded is Evaluate on a resource decoded with Decode.
@@ -257,12 +420,16 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 		if len(errs) > 0 {
 			return Result{}, &CompileError{Errs: errs}
 		}
+		coverSteps(extra, c.steps)
 	}
-	pod, w := d.pod, d.w
+	pod, w := &d.pod, d.w
 	set := d.stepSet(c)
 	fails, changed := set.fails, false
+	// the failures exemptions change are copied here (they are read
+	// below only)
+	var scratch [8]failure
 	if len(fails) > 0 && len(c.excludes) > 0 {
-		fails, changed = c.applyExclusions(c.excludes, fails, d)
+		fails, changed = c.applyExclusions(c.excludes, fails, d, false, scratch[:0])
 	}
 	res := Result{Level: c.level, Version: c.version}
 	if len(fails) == 0 {
@@ -272,7 +439,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	}
 	if len(extra) > 0 {
 		var more bool
-		fails, more = c.applyExclusions(extra, fails, d)
+		fails, more = c.applyExclusions(extra, fails, d, changed, scratch[:0])
 		changed = changed || more
 		if len(fails) == 0 {
 			res.Allowed = true
@@ -283,56 +450,42 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	if !changed {
 		// the failures of every rule running these steps with no effective
 		// exemption: their results and texts are made once
-		checks, tail := set.results(pod, w)
-		res.Checks = checks
-		res.Message = c.failPrefix + tail
+		res.Checks, res.Message = d.setMessage(set, c.failPrefix)
 		return res, nil
 	}
 	res.Checks = make([]CheckResult, len(fails))
-	var textBuf [16]string
-	texts := textBuf[:0]
 	n := len(c.failPrefix)
 	for i := range fails {
-		var text string
-		res.Checks[i], text = fails[i].result(pod, w)
-		texts = append(texts, text)
-		n += len(text)
+		res.Checks[i] = fails[i].checkResult(pod, w)
+		n += checkTextLen(&res.Checks[i])
 	}
+	// the texts are written into the message (a rule's message is the
+	// only place they show)
 	var msg strings.Builder
 	msg.Grow(n)
 	msg.WriteString(c.failPrefix)
-	for _, t := range texts {
-		msg.WriteString(t)
+	for i := range res.Checks {
+		writeCheck(&msg, &res.Checks[i])
 	}
 	res.Message = msg.String()
 	return res, nil
 }
 
-// sharedFailure holds what is derived from a failure cached on a Decoded,
-// computed once for every rule that reports it.
-type sharedFailure struct {
-	once  sync.Once
-	check CheckResult
-	text  string
-}
-
-// result returns the check result of a failure and its text in rule
-// messages (see FormatChecks), from the shared cache when the failure is
-// the cached one.
-func (f *failure) result(pod *corev1.Pod, w workload) (CheckResult, string) {
-	if f.shared == nil {
-		cr := checkResult(*f, pod, w)
-		return cr, formatCheck(&cr)
+// checkResult returns the check result of a failure: the cached one for a
+// failure cached on a Decoded.
+func (f *failure) checkResult(pod *decodedPod, w workload) CheckResult {
+	if f.check != nil {
+		return *f.check
 	}
-	sf := f.shared
-	sf.once.Do(func() {
-		sf.check = checkResult(*f, pod, w)
-		sf.text = formatCheck(&sf.check)
-	})
-	return sf.check, sf.text
+	cr := checkResult(*f, pod, w, nil)
+	cr.Images = detailImages(f.res.detail, pod)
+	return cr
 }
 
-func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
+// checkResult makes the check result of a failure, without its images;
+// for a resource other than a Pod, the field paths are written into a
+// (nil: each in its own allocation).
+func checkResult(f failure, pod *decodedPod, w workload, a *textArena) CheckResult {
 	var errs []FieldError
 	switch {
 	case f.errs == nil:
@@ -344,7 +497,7 @@ func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
 	default:
 		errs = make([]FieldError, len(f.errs))
 		for i, e := range f.errs {
-			e.Field = w.resourcePath(e.Field)
+			e.Field = w.resourcePathIn(a, e.Field)
 			errs[i] = e
 		}
 	}
@@ -354,7 +507,6 @@ func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
 		ForbiddenReason: f.res.reason,
 		ForbiddenDetail: f.res.detail,
 		FieldErrors:     errs,
-		Images:          detailImages(f.res.detail, pod),
 	}
 }
 
@@ -362,47 +514,62 @@ func checkResult(f failure, pod *corev1.Pod, w workload) CheckResult {
 // "(Forbidden reason: <reason>, field error list: [<error>, ...])" for each
 // check, concatenated.
 func FormatChecks(checks []CheckResult) string {
-	var b strings.Builder
+	n := 0
 	for i := range checks {
-		b.WriteString(formatCheck(&checks[i]))
+		n += checkTextLen(&checks[i])
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range checks {
+		writeCheck(&b, &checks[i])
 	}
 	return b.String()
 }
 
-func formatCheck(ch *CheckResult) string {
-	const head, middle, end = "(Forbidden reason: ", ", field error list: [", "])"
-	n := len(head) + len(ch.ForbiddenReason) + len(middle) + len(end)
+const checkHead, checkMiddle, checkEnd = "(Forbidden reason: ", ", field error list: [", "])"
+
+// checkTextLen is the length of the text writeCheck writes (see
+// FieldError.textLen).
+func checkTextLen(ch *CheckResult) int {
+	n := len(checkHead) + len(ch.ForbiddenReason) + len(checkMiddle) + len(checkEnd)
 	for i := range ch.FieldErrors {
 		if i > 0 {
 			n += len(", ")
 		}
 		n += ch.FieldErrors[i].textLen()
 	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(head)
+	return n
+}
+
+// writeCheck writes the text of a check in rule messages.
+func writeCheck(b *strings.Builder, ch *CheckResult) {
+	b.WriteString(checkHead)
 	b.WriteString(ch.ForbiddenReason)
-	b.WriteString(middle)
+	b.WriteString(checkMiddle)
 	for i := range ch.FieldErrors {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		ch.FieldErrors[i].writeTo(&b)
+		ch.FieldErrors[i].writeTo(b)
 	}
-	b.WriteString(end)
-	return b.String()
+	b.WriteString(checkEnd)
 }
 
 // detailImages lists the images of the containers a forbidden detail such
 // as `containers "a", "b" must set ...` names: upstream reads the names
 // with the expression container(?:s)?\s*(.*?)\s*must (see containerNames).
-func detailImages(detail string, pod *corev1.Pod) []string {
+func detailImages(detail string, pod *decodedPod) []string {
 	group, ok := containerNames(detail)
 	if !ok {
 		return nil
 	}
-	// the names are the group without quotes and spaces, split at commas
-	images := make([]string, 0, strings.Count(group, ",")+1)
+	return appendImages(make([]string, 0, strings.Count(group, ",")+1), group, pod)
+}
+
+// appendImages appends the images of the containers a group of
+// containerNames names: the names are the group without quotes and
+// spaces, split at commas.
+func appendImages(images []string, group string, pod *decodedPod) []string {
 	for {
 		part, rest, more := strings.Cut(group, ",")
 		images = append(images, imageOf(withoutQuotesAndSpaces(part), pod))
@@ -434,7 +601,7 @@ func withoutQuotesAndSpaces(s string) string {
 
 // imageOf returns the image of the named container, looking at containers,
 // then init containers, then ephemeral containers, or the name itself.
-func imageOf(name string, pod *corev1.Pod) string {
+func imageOf(name string, pod *decodedPod) string {
 	for i := range pod.Spec.Containers {
 		if c := &pod.Spec.Containers[i]; c.Name == name {
 			return c.Image

@@ -1,6 +1,7 @@
 package podsecurity
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -91,6 +92,30 @@ func TestSharedResults(t *testing.T) {
 	if results[plain].Message == want[seccomp].Message {
 		t.Fatalf("the seccomp exemption should change the message")
 	}
+
+	// ConvertChecks converts the shared results once, the others each time
+	calls := 0
+	ids := func(checks []CheckResult) []string {
+		calls++
+		out := make([]string, len(checks))
+		for i := range checks {
+			out[i] = checks[i].ID
+		}
+		return out
+	}
+	a := ConvertChecks(d, results[plain].Checks, ids)
+	b := ConvertChecks(d, results[noMatch].Checks, ids)
+	if calls != 1 || &a[0] != &b[0] || !reflect.DeepEqual(a, checkIDs(want[plain])) {
+		t.Errorf("shared results: %d conversions, %v (want %v)", calls, a, checkIDs(want[plain]))
+	}
+	if n := len(ConvertChecks(d, results[plain].Checks, func(c []CheckResult) []int { return make([]int, len(c)) })); n != len(a) {
+		t.Errorf("a conversion to another type: %d elements", n)
+	}
+	s1 := ConvertChecks(d, results[seccomp].Checks, ids)
+	s2 := ConvertChecks(d, results[seccomp].Checks, ids)
+	if calls != 3 || &s1[0] == &s2[0] || !reflect.DeepEqual(s1, checkIDs(want[seccomp])) {
+		t.Errorf("results of their own: %d conversions, %v (want %v)", calls, s1, checkIDs(want[seccomp]))
+	}
 }
 
 // twoSeccompRevisions fails both revisions of seccompProfile_baseline up
@@ -141,7 +166,7 @@ func TestExemptChangedFlag(t *testing.T) {
 		for i := range fails {
 			errsBefore[i] = append([]FieldError(nil), fails[i].errs...)
 		}
-		got, changed := c.exempt(&c.excludes[0], fails, d)
+		got, changed := c.exempt(&c.excludes[0], fails, d, false, nil)
 		if changed != tt.wantChanged {
 			t.Errorf("%q: changed %v, want %v", tt.ps, changed, tt.wantChanged)
 		}

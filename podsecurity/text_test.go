@@ -31,7 +31,7 @@ func stringRef(e FieldError) string {
 
 // detailImagesRef is detailImages with the replacements and the split of
 // its first version, the reference for the single pass.
-func detailImagesRef(detail string, pod *corev1.Pod) []string {
+func detailImagesRef(detail string, pod *decodedPod) []string {
 	group, ok := containerNames(detail)
 	if !ok {
 		return nil
@@ -81,7 +81,7 @@ func TestFieldErrorText(t *testing.T) {
 }
 
 func TestDetailImages(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{
+	pod := &decodedPod{Spec: corev1.PodSpec{
 		Containers:     []corev1.Container{{Name: "a", Image: "nginx"}, {Name: "b c", Image: "redis"}},
 		InitContainers: []corev1.Container{{Name: "init", Image: "busybox"}},
 	}}

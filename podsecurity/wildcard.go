@@ -1,21 +1,36 @@
 package podsecurity
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // glob is a Kyverno wildcard pattern: '*' matches any run of characters
 // (possibly empty), '?' exactly one character, everything else itself.
 type glob struct {
 	pattern string
 	literal bool // no wildcard: plain comparison
+	// prefix: the pattern is a prefix and one trailing '*' (as "nginx*"
+	// or "*", image patterns mostly are), matched with strings.HasPrefix
+	prefix bool
 }
 
 func compileGlob(p string) glob {
-	for i := 0; i < len(p); i++ {
-		if p[i] == '*' || p[i] == '?' {
-			return glob{pattern: p}
-		}
+	i := strings.IndexAny(p, "*?")
+	switch {
+	case i < 0:
+		return glob{pattern: p, literal: true}
+	case i == len(p)-1 && p[i] == '*' && plainUTF8(p[:i]):
+		return glob{pattern: p[:i], prefix: true}
 	}
-	return glob{pattern: p, literal: true}
+	return glob{pattern: p}
+}
+
+// plainUTF8 reports whether s is valid UTF-8 without U+FFFD: match then
+// compares its runes as bytes (match decodes an invalid byte of a string
+// as U+FFFD, equal to an invalid byte or a U+FFFD of the pattern).
+func plainUTF8(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, utf8.RuneError)
 }
 
 func compileGlobs(ps []string) []glob {
@@ -32,8 +47,11 @@ func compileGlobs(ps []string) []glob {
 // match reports whether s matches the pattern. It runs in O(len(p)*len(s))
 // at worst, with no recursion.
 func (g glob) match(s string) bool {
-	if g.literal {
+	switch {
+	case g.literal:
 		return g.pattern == s
+	case g.prefix:
+		return strings.HasPrefix(s, g.pattern)
 	}
 	p := g.pattern
 	pi, si := 0, 0
