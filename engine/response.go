@@ -34,7 +34,9 @@ type RuleResult struct {
 	// Exceptions lists "namespace/name" of the PolicyExceptions that
 	// turned this result into a skip.
 	Exceptions []string
-	// PodSecurityChecks lists the failed Pod Security controls.
+	// PodSecurityChecks lists the failed Pod Security controls. Results
+	// of one response that report the same checks share the slice (and
+	// the Images in it): read only.
 	PodSecurityChecks []PodSecurityCheck
 	// EmitWarning is set when the rule asks for an admission warning.
 	EmitWarning bool
