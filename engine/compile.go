@@ -316,15 +316,13 @@ type PolicySet struct {
 	maxResults atomic.Int32
 	// kinds caches which rules may match a kind (see candidates)
 	kinds kindIndex
-	// states holds request states of finished Validate and Mutate calls
-	// (reqState.release), with their spare scopes, for the next calls.
-	states sync.Pool
 }
 
 // reqState returns a request state for a Validate or Mutate call, reusing
-// a released one when there is one; give it back with putReqState.
+// one the engine's sets released when there is one (a state keeps nothing
+// of a set); give it back with putReqState.
 func (s *PolicySet) reqState(ctx context.Context, req *Request, object, oldObject map[string]any) *reqState {
-	rs, _ := s.states.Get().(*reqState)
+	rs, _ := s.eng.states.Get().(*reqState)
 	if rs == nil {
 		rs = new(reqState)
 	}
@@ -334,7 +332,7 @@ func (s *PolicySet) reqState(ctx context.Context, req *Request, object, oldObjec
 // putReqState releases rs, which nothing refers to any more, for reuse.
 func (s *PolicySet) putReqState(rs *reqState) {
 	rs.release()
-	s.states.Put(rs)
+	s.eng.states.Put(rs)
 }
 
 // resultsHint is the capacity of a request's result array: the most any

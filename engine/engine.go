@@ -16,6 +16,10 @@ type Engine struct {
 	psa *podsecurity.Evaluator
 	// excConds caches compiled PolicyException conditions by exception.
 	excConds sync.Map
+	// states holds request states of finished Validate and Mutate calls
+	// of the engine's policy sets (reqState.release), with their spare
+	// scopes, for the next calls.
+	states sync.Pool
 }
 
 // New builds an Engine.
