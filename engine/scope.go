@@ -107,11 +107,7 @@ func (rs *reqState) singleResult(r *rule, status Status, msg string) *RuleResult
 // nextResult appends a result slot to the request's results: results are
 // written where they are kept, not copied there (a RuleResult is large).
 func (rs *reqState) nextResult() *RuleResult {
-	if n := len(rs.results); n < cap(rs.results) {
-		rs.results = rs.results[:n+1]
-	} else {
-		rs.results = append(rs.results, RuleResult{})
-	}
+	rs.results = append(rs.results, RuleResult{})
 	return &rs.results[len(rs.results)-1]
 }
 

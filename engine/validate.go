@@ -236,37 +236,18 @@ type patternMiss struct {
 // ("failed: <error>" without a path), separated by spaces; failures come
 // after "validation error: " and the rule's message.
 func anyPatternMessage(name, msg string, misses []patternMiss, skipped bool) string {
-	// the exact length first: the message is allocated once
-	n := 0
+	// written on the stack (messages are short), then copied once into
+	// the message
+	var buf [1024]byte
+	b := buf[:0]
 	if !skipped {
-		n = len("validation error: ") + len(msg) + 2
-	}
-	for _, m := range misses {
-		if m.skip != skipped {
-			continue
-		}
-		n += len(" rule ") + len(name) + len("[") + digits(m.index)
-		switch {
-		case m.skip:
-			n += len("] skipped: ") + len(m.err)
-		case m.path == "":
-			n += len("] failed: ") + len(m.err)
-		default:
-			n += len("] failed at path ") + len(m.path)
-		}
-	}
-	var b strings.Builder
-	b.Grow(n)
-	if !skipped {
-		b.WriteString("validation error: ")
+		b = append(b, "validation error: "...)
 		switch {
 		case msg == "":
 		case strings.HasSuffix(msg, "."):
-			b.WriteString(msg)
-			b.WriteByte(' ')
+			b = append(append(b, msg...), ' ')
 		default:
-			b.WriteString(msg)
-			b.WriteString(". ")
+			b = append(append(b, msg...), ". "...)
 		}
 	}
 	first := true
@@ -275,36 +256,21 @@ func anyPatternMessage(name, msg string, misses []patternMiss, skipped bool) str
 			continue
 		}
 		if !first {
-			b.WriteByte(' ')
+			b = append(b, ' ')
 		}
 		first = false
-		var num [20]byte
-		b.WriteString("rule ")
-		b.WriteString(name)
-		b.WriteByte('[')
-		b.Write(strconv.AppendInt(num[:0], int64(m.index), 10))
+		b = append(append(append(b, "rule "...), name...), '[')
+		b = strconv.AppendInt(b, int64(m.index), 10)
 		switch {
 		case m.skip:
-			b.WriteString("] skipped: ")
-			b.WriteString(m.err)
+			b = append(append(b, "] skipped: "...), m.err...)
 		case m.path == "":
-			b.WriteString("] failed: ")
-			b.WriteString(m.err)
+			b = append(append(b, "] failed: "...), m.err...)
 		default:
-			b.WriteString("] failed at path ")
-			b.WriteString(m.path)
+			b = append(append(b, "] failed at path "...), m.path...)
 		}
 	}
-	return b.String()
-}
-
-// digits is the length of the decimal form of i >= 0.
-func digits(i int) int {
-	n := 1
-	for ; i >= 10; i /= 10 {
-		n++
-	}
-	return n
+	return string(b)
 }
 
 // asPatternError is errors.As for the *patterns.Error Match returns,
