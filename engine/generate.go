@@ -491,8 +491,12 @@ func (p *Policy) hasMutateExisting() bool {
 }
 
 // triggerChangeResults adds upstream's fail results for an UPDATE: a
-// generate rule that does not apply to the new object (not matched, or
-// preconditions not met) but applies to the old one fails.
+// generate rule whose match/exclude selected the old object but no longer
+// selects the new one fails, which deletes its synchronized downstream.
+// Only match and exclude count: as policy-generate.md says,
+// "Synchronization involving changes to trigger resources are confined to
+// the match block and do not take into consideration preconditions", so a
+// rule skipped for its preconditions keeps its downstream resources.
 func (e *Engine) triggerChangeResults(rs *reqState, p *Policy, results []RuleResult) []RuleResult {
 	if rs.op != api.Update || rs.req.OldObject == nil || rs.req.Object == nil {
 		return results
@@ -500,20 +504,9 @@ func (e *Engine) triggerChangeResults(rs *reqState, p *Policy, results []RuleRes
 	if rs.req.Background && !p.background {
 		return results
 	}
-	byName := map[string]int{}
-	for i, r := range results {
-		byName[r.Name] = i
-	}
 	var old *reqState
-	pass := func(_ *reqState, _ *Policy, r *rule, _ *scope, _ []*exceptions.Exception) []RuleResult {
-		return []RuleResult{r.result(StatusPass, "")}
-	}
 	for _, r := range p.rules {
-		if r.typ != Generation {
-			continue
-		}
-		i, found := byName[r.name]
-		if found && !(results[i].Status == StatusSkip && strings.HasPrefix(results[i].Message, "preconditions not met")) {
+		if r.typ != Generation || hasResult(results, r.name) {
 			continue
 		}
 		if old == nil {
@@ -521,19 +514,25 @@ func (e *Engine) triggerChangeResults(rs *reqState, p *Policy, results []RuleRes
 			oldReq.Object = rs.req.OldObject
 			oldReq.NamespaceLabels = rs.nsLabels
 			old = e.newReqState(rs.ctx, &oldReq)
+			if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), old.matchRes) {
+				return results
+			}
 		}
-		oldRes := e.runRule(old, p, r, pass, false)
-		if len(oldRes) != 1 || oldRes[0].Status != StatusPass {
+		if ok, _, err := r.match.Matches(old.matchRes, old.matchReq); err != nil || !ok {
 			continue
 		}
-		res := r.result(StatusFail, "the trigger no longer matches the rule")
-		if found {
-			results[i] = res
-		} else {
-			results = append(results, res)
-		}
+		results = append(results, r.result(StatusFail, "the trigger no longer matches the rule"))
 	}
 	return results
+}
+
+func hasResult(results []RuleResult, name string) bool {
+	for i := range results {
+		if results[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // generateRule is the handler of generate rules.

@@ -33,7 +33,11 @@
 //	modify downstream   reverted (OnDownstreamChange)              stays modified
 //	modify rule/policy  synced (OnPolicyUpdate)                    unmodified
 //	modify trigger      deleted when it no longer matches          nothing
-//	                    (OnTriggerUpdate, admission)
+//	                    match/exclude (OnTriggerUpdate, admission)
+//
+// Only match and exclude decide whether a modified trigger still applies:
+// as upstream documents, preconditions are not considered, so a trigger
+// relabelled out of a rule's preconditions keeps its downstream resources.
 //
 // For a rule with a clone source, deleting or modifying the rule or policy
 // leaves downstream resources alone; deleting the source deletes them and
