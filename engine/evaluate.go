@@ -157,11 +157,7 @@ func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler, 
 		return []RuleResult{res}
 	}
 	sc := rs.newScope()
-	if cv := e.cfg.contextValues; cv != nil {
-		for k, v := range cv.RuleValues(p.Name(), r.name) {
-			sc.set(k, v)
-		}
-	}
+	e.ruleValues(sc, p, r)
 	if err := sc.loadContext(r.context); err != nil {
 		return []RuleResult{r.errorResult("failed to load context", err)}
 	}

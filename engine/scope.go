@@ -415,6 +415,9 @@ type scope struct {
 	// instead of allocating one per element.
 	recycled  bool
 	spareData map[string]any
+	// foreachValues are the host's values for the rule's foreach
+	// elements (see ruleValues), nil for most rules.
+	foreachValues map[string][]any
 }
 
 // pendingElement is a foreach element addElement has yet to write.
@@ -702,7 +705,7 @@ func normalize(v any) any {
 }
 
 func setPath(data map[string]any, name string, v any) {
-	parts := strings.Split(name, ".")
+	parts := splitVariablePath(name)
 	m := data
 	for i, p := range parts {
 		if i == len(parts)-1 {
@@ -731,6 +734,9 @@ func (s *scope) addElement(el any, index, nesting int) {
 	s.pending = pendingElement{set: true, el: el, index: index, nesting: nesting}
 	s.base = false
 	s.resetMemo()
+	if s.foreachValues != nil {
+		s.setForeachValues(index)
+	}
 }
 
 // resetMemo forgets the remembered query results, keeping the memo's

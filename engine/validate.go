@@ -88,11 +88,7 @@ func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
 		return false
 	}
 	sc := ors.newScope()
-	if cv := e.cfg.contextValues; cv != nil {
-		for k, v := range cv.RuleValues(p.Name(), r.name) {
-			sc.set(k, v)
-		}
-	}
+	e.ruleValues(sc, p, r)
 	if err := sc.loadContext(r.context); err != nil {
 		return false
 	}

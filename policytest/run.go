@@ -2,6 +2,7 @@ package policytest
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"os"
@@ -260,17 +261,48 @@ func kindOf(obj map[string]any) string {
 // RuleValues implements engine.ContextValues: the values of a rule in a
 // values file. A nil *Values has none.
 func (v *Values) RuleValues(policy, rule string) map[string]any {
+	if r := v.rule(policy, rule); r != nil {
+		return r.Values
+	}
+	return nil
+}
+
+// ForeachValues implements engine.ForeachValues: the foreachValues of a
+// rule in a values file.
+func (v *Values) ForeachValues(policy, rule string) map[string][]any {
+	if r := v.rule(policy, rule); r != nil {
+		return r.ForeachValues
+	}
+	return nil
+}
+
+// rule returns the values of a policy's rule. The values given for a rule
+// also apply to the rules autogen derives from it (autogen-<rule> and
+// autogen-cronjob-<rule>), unless the values name those rules too.
+func (v *Values) rule(policy, rule string) *RuleValues {
 	if v == nil {
 		return nil
 	}
-	for _, p := range v.Policies {
-		if p.Name != policy {
-			continue
-		}
-		for _, ru := range p.Rules {
-			if ru.Name == rule {
-				return ru.Values
+	find := func(name string) *RuleValues {
+		for i := range v.Policies {
+			p := &v.Policies[i]
+			if p.Name != policy {
+				continue
 			}
+			for j := range p.Rules {
+				if p.Rules[j].Name == name {
+					return &p.Rules[j]
+				}
+			}
+		}
+		return nil
+	}
+	if r := find(rule); r != nil {
+		return r
+	}
+	for _, prefix := range []string{"autogen-cronjob-", "autogen-"} {
+		if base, ok := strings.CutPrefix(rule, prefix); ok {
+			return find(base)
 		}
 	}
 	return nil
@@ -402,12 +434,28 @@ func applyObjectValues(obj map[string]any, vals map[string]any) map[string]any {
 		if out == nil {
 			out = copyMap(obj)
 		}
-		setPath(out, strings.Split(rest, "."), v)
+		setPath(out, splitPath(rest), v)
 	}
 	if out == nil {
 		return obj
 	}
 	return out
+}
+
+// splitPath splits a value's key into fields as upstream's AddVariable:
+// separated by dots, a field in double quotes taken as is
+// (metadata.annotations."example.com/owner").
+func splitPath(key string) []string {
+	if !strings.Contains(key, `"`) {
+		return strings.Split(key, ".")
+	}
+	r := csv.NewReader(strings.NewReader(key))
+	r.Comma = '.'
+	fields, err := r.Read()
+	if err != nil {
+		return strings.Split(key, ".")
+	}
+	return fields
 }
 
 func setPath(m map[string]any, parts []string, v any) {

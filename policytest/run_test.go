@@ -2,6 +2,7 @@ package policytest_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/policytest"
@@ -82,7 +83,12 @@ func TestDiscover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 1 || files[0] != "testdata/basic/kyverno-test.yaml" {
+	if len(files) < 2 || files[0] != "testdata/basic/kyverno-test.yaml" || filepath.Dir(filepath.Dir(files[1])) != "testdata/features" {
 		t.Errorf("Discover = %v", files)
+	}
+	for i := 1; i < len(files); i++ {
+		if files[i-1] >= files[i] {
+			t.Errorf("Discover: %s before %s", files[i-1], files[i])
+		}
 	}
 }

@@ -1,0 +1,48 @@
+package policytest_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/gavelpolicy/gavel/policytest"
+)
+
+// TestFeatures runs the test files under testdata/features, one folder
+// per feature of the upstream CLI's test format (values, foreachValues,
+// operations, mocked API calls, mutate-existing targets, generated custom
+// kinds): every row must pass in strict mode, and each file must produce
+// the rows it declares.
+func TestFeatures(t *testing.T) {
+	files, err := policytest.Discover("", "testdata/features")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no test files")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			tc, err := policytest.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			for _, r := range tc.Results {
+				want += len(r.Resources)
+			}
+			if len(rows) != want {
+				t.Errorf("%d rows, want %d", len(rows), want)
+			}
+			for _, r := range rows {
+				if !r.Passed {
+					t.Errorf("%s %s %s/%s: want %s, got %s: %s (%s)", r.Policy, r.Rule, r.Kind, r.Resource, r.Expected, r.Got, r.Reason, r.Message)
+				}
+			}
+		})
+	}
+}
