@@ -202,6 +202,13 @@ func prepare(t *Test, opts Options) (*env, error) {
 	if len(t.ClusterResources) > 0 {
 		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster), engine.WithAPIClient(e.cluster))
 	}
+	if len(t.APICallResponses) > 0 {
+		calls, err := newMockCalls(t.APICallResponses)
+		if err != nil {
+			return nil, err
+		}
+		engOpts = append(engOpts, engine.WithServiceCaller(calls))
+	}
 	engOpts = append(engOpts, opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)
 	if err != nil {

@@ -28,7 +28,9 @@ type Test struct {
 	Variables        string   `json:"variables,omitempty"`
 	Values           *Values  `json:"values,omitempty"`
 	UserInfo         string   `json:"userinfo,omitempty"`
-	Results          []Result `json:"results,omitempty"`
+	// APICallResponses mock the responses of apiCall service calls.
+	APICallResponses []APICallResponse `json:"apiCallResponses,omitempty"`
+	Results          []Result          `json:"results,omitempty"`
 }
 
 type testMetadata struct {
