@@ -38,20 +38,62 @@ type response struct {
 
 // Run evaluates a test and returns its rows. A test that cannot be loaded
 // returns an error and no rows.
+//
+// Each resource is evaluated once with the operation its values give it
+// (CREATE by default), and once more for each other operation a result
+// names in its operation field, whose rows are checked against those
+// evaluations.
 func Run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
 	env, err := prepare(t, opts)
 	if err != nil {
 		return nil, err
 	}
-	var responses []response
-	for _, res := range env.resources {
-		rs, err := env.apply(ctx, res)
-		if err != nil {
-			return nil, err
-		}
-		responses = append(responses, rs...)
+	ops, err := resultOperations(t.Results)
+	if err != nil {
+		return nil, err
 	}
-	return env.rows(responses, opts), nil
+	byOp := map[api.AdmissionOperation][]response{}
+	for _, op := range ops {
+		var responses []response
+		for _, res := range env.resources {
+			rs, err := env.apply(ctx, res, op)
+			if err != nil {
+				return nil, err
+			}
+			responses = append(responses, rs...)
+		}
+		byOp[op] = responses
+	}
+	return env.rows(byOp, opts), nil
+}
+
+// resultOperations returns the operations the results are checked under:
+// "" (the resource's own) and each operation a result names.
+func resultOperations(results []Result) ([]api.AdmissionOperation, error) {
+	ops := []api.AdmissionOperation{""}
+	seen := map[api.AdmissionOperation]bool{"": true}
+	for i, r := range results {
+		op, err := resultOperation(r)
+		if err != nil {
+			return nil, fmt.Errorf("results[%d]: %w", i, err)
+		}
+		if !seen[op] {
+			seen[op] = true
+			ops = append(ops, op)
+		}
+	}
+	return ops, nil
+}
+
+// resultOperation is the admission operation a result names ("" for
+// none).
+func resultOperation(r Result) (api.AdmissionOperation, error) {
+	switch op := api.AdmissionOperation(strings.ToUpper(r.Operation)); op {
+	case "", api.Create, api.Update, api.Delete, api.Connect:
+		return op, nil
+	default:
+		return "", fmt.Errorf("unknown operation %q: want CREATE, UPDATE, DELETE or CONNECT", r.Operation)
+	}
 }
 
 // FailedRows returns rows for every entry of a test that could not run.
@@ -424,9 +466,35 @@ func NewRequest(policy string, obj map[string]any, values *Values, user *UserInf
 	return req
 }
 
-// request builds the admission request of a resource for a policy.
-func (e *env) request(p *engine.Policy, obj map[string]any) *engine.Request {
-	return NewRequest(p.Name(), obj, e.values, e.userInfo)
+// request builds the admission request of a resource for a policy; op,
+// when set, replaces the operation the values give.
+func (e *env) request(p *engine.Policy, obj map[string]any, op api.AdmissionOperation) *engine.Request {
+	req := NewRequest(p.Name(), obj, e.values, e.userInfo)
+	if op == "" || op == req.Operation {
+		return req
+	}
+	if _, ok := req.Variables["request.operation"]; ok {
+		vars := make(map[string]any, len(req.Variables))
+		for k, v := range req.Variables {
+			vars[k] = v
+		}
+		vars["request.operation"] = string(op)
+		req.Variables = vars
+	}
+	o := req.Object
+	if o == nil {
+		o = req.OldObject
+	}
+	req.Operation = op
+	switch op {
+	case api.Delete:
+		req.Object, req.OldObject = nil, o
+	case api.Update:
+		req.Object, req.OldObject = o, o
+	default:
+		req.Object, req.OldObject = o, nil
+	}
+	return req
 }
 
 // applyObjectValues applies values under request.object to a copy of the
@@ -499,7 +567,7 @@ func splitAPIVersion(av string) (string, string) {
 
 // apply runs mutate, validate and generate policies on one resource in
 // upstream's order and returns the engine responses.
-func (e *env) apply(ctx context.Context, obj map[string]any) ([]response, error) {
+func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOperation) ([]response, error) {
 	var out []response
 	resource := obj
 	for _, p := range e.policies {
@@ -507,21 +575,23 @@ func (e *env) apply(ctx context.Context, obj map[string]any) ([]response, error)
 			continue
 		}
 		set := e.eng.NewPolicySet(p)
-		resp, err := set.Mutate(ctx, e.request(p, resource))
+		resp, err := set.Mutate(ctx, e.request(p, resource, op))
 		if err != nil {
 			return nil, err
 		}
 		for _, pr := range resp.Policies {
 			out = append(out, response{policy: pr.Policy, resource: resource, patched: resp.Resource, rules: pr.Rules, action: pr.FailureAction})
 		}
-		resource = resp.Resource
+		if resp.Resource != nil {
+			resource = resp.Resource
+		}
 	}
 	for _, p := range e.policies {
 		if !p.HasRuleType(engine.Validation) {
 			continue
 		}
 		set := e.eng.NewPolicySet(p)
-		resp, err := set.Validate(ctx, e.request(p, resource))
+		resp, err := set.Validate(ctx, e.request(p, resource, op))
 		if err != nil {
 			return nil, err
 		}
@@ -534,7 +604,7 @@ func (e *env) apply(ctx context.Context, obj map[string]any) ([]response, error)
 			continue
 		}
 		set := e.eng.NewPolicySet(p)
-		resp, err := set.Generate(ctx, e.request(p, resource))
+		resp, err := set.Generate(ctx, e.request(p, resource, op))
 		if err != nil {
 			return nil, err
 		}
@@ -550,10 +620,12 @@ func (e *env) apply(ctx context.Context, obj map[string]any) ([]response, error)
 
 // rows compares the responses with the expected results as upstream's test
 // command does.
-func (e *env) rows(responses []response, opts Options) []Row {
+func (e *env) rows(byOp map[api.AdmissionOperation][]response, opts Options) []Row {
 	var rows []Row
 	for _, tr := range e.t.Results {
 		exp := expected(tr)
+		op, _ := resultOperation(tr)
+		responses := byOp[op]
 		for _, name := range resultResources(tr) {
 			var found []Row
 			wantNS, wantName := tr.Namespace, name

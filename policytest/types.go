@@ -55,6 +55,10 @@ type Result struct {
 	// Resource is the deprecated single-resource form.
 	Resource string `json:"resource,omitempty"`
 	Result   string `json:"result,omitempty"`
+	// Operation, when set, is the admission operation (CREATE, UPDATE,
+	// DELETE or CONNECT) the resources are evaluated with for this
+	// result, instead of the one their values give.
+	Operation string `json:"operation,omitempty"`
 	// Status is the deprecated spelling of Result.
 	Status              string `json:"status,omitempty"`
 	PatchedResources    string `json:"patchedResources,omitempty"`
