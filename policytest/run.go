@@ -232,6 +232,24 @@ func prepare(t *Test, opts Options) (*env, error) {
 		}
 		clusterObjs = append(clusterObjs, cr.Spec.Resources...)
 	}
+	// targets of mutate-existing rules exist in the cluster only: they
+	// are patched, not evaluated
+	for _, p := range t.TargetResources {
+		files, err := loader.Files(e.path(p))
+		if err != nil {
+			return nil, fmt.Errorf("failed to load target resources: %w", err)
+		}
+		for _, f := range files {
+			d, err := readDocuments(f)
+			if err != nil {
+				return nil, fmt.Errorf("failed to load target resources: %w", err)
+			}
+			for _, doc := range d {
+				defaultNamespace(doc.Object)
+				clusterObjs = append(clusterObjs, doc.Object)
+			}
+		}
+	}
 	e.cluster = inmem.New(clusterObjs...)
 	if err := e.loadCloneSources(); err != nil {
 		return nil, err
@@ -618,53 +636,6 @@ func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOpe
 	return out, nil
 }
 
-// rows compares the responses with the expected results as upstream's test
-// command does.
-func (e *env) rows(byOp map[api.AdmissionOperation][]response, opts Options) []Row {
-	var rows []Row
-	for _, tr := range e.t.Results {
-		exp := expected(tr)
-		op, _ := resultOperation(tr)
-		responses := byOp[op]
-		for _, name := range resultResources(tr) {
-			var found []Row
-			wantNS, wantName := tr.Namespace, name
-			if ns, n, ok := strings.Cut(name, "/"); ok {
-				wantNS, wantName = ns, n
-			}
-			for _, resp := range responses {
-				if !policyMatches(tr.Policy, resp.policy) || tr.Kind != kindOf(resp.resource) || wantName != nameOf(resp.resource) {
-					continue
-				}
-				if wantNS != "" && wantNS != namespaceOf(resp.resource) {
-					continue
-				}
-				for _, rr := range resp.rules {
-					if rr.Name != tr.Rule && rr.Name != "autogen-"+tr.Rule && rr.Name != "autogen-cronjob-"+tr.Rule {
-						continue
-					}
-					found = append(found, e.check(tr, name, exp, resp, rr, opts))
-				}
-				if len(found) == 0 {
-					row := Row{Test: e.t.Path, Policy: tr.Policy, Rule: tr.Rule, Kind: tr.Kind, Namespace: tr.Namespace,
-						Resource: name, Expected: exp, Got: "excluded", Reason: "excluded", Passed: true}
-					if opts.Strict && exp != "skip" {
-						row.Passed = false
-						row.Reason = fmt.Sprintf("excluded: the rule did not apply, want %s", exp)
-					}
-					found = append(found, row)
-				}
-			}
-			if len(found) == 0 {
-				found = append(found, Row{Test: e.t.Path, Policy: tr.Policy, Rule: tr.Rule, Kind: tr.Kind, Namespace: tr.Namespace,
-					Resource: name, Expected: exp, Reason: "not found"})
-			}
-			rows = append(rows, found...)
-		}
-	}
-	return rows
-}
-
 func policyMatches(name string, p *engine.Policy) bool {
 	return name == p.Name() || name == p.Key()
 }
@@ -757,7 +728,37 @@ func (e *env) compareFile(file string, actual map[string]any) (bool, error) {
 	if exp == nil {
 		return false, fmt.Errorf("error: failed to load resource (resource %s/%s/%s not found in %s)", kindOf(actual), namespaceOf(actual), nameOf(actual), file)
 	}
-	return reflect.DeepEqual(tidy(fixupLabels(actual)), tidy(fixupLabels(exp))), nil
+	return reflect.DeepEqual(tidy(fixupLabels(withoutServerMeta(actual, exp))), tidy(fixupLabels(exp))), nil
+}
+
+// serverMeta are the metadata fields a cluster sets on the objects it
+// stores (the test's in-memory cluster sets resourceVersion on targets).
+var serverMeta = []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"}
+
+// withoutServerMeta drops from actual the server-set metadata fields that
+// the expected resource does not give.
+func withoutServerMeta(actual, exp map[string]any) map[string]any {
+	md, _ := actual["metadata"].(map[string]any)
+	emd, _ := exp["metadata"].(map[string]any)
+	var out map[string]any
+	for _, k := range serverMeta {
+		if _, ok := md[k]; !ok {
+			continue
+		}
+		if _, ok := emd[k]; ok {
+			continue
+		}
+		if out == nil {
+			out = copyMap(actual)
+			md = copyMap(md)
+			out["metadata"] = md
+		}
+		delete(md, k)
+	}
+	if out == nil {
+		return actual
+	}
+	return out
 }
 
 // fixupLabels drops generate.kyverno.io/ labels and sets the managed-by
