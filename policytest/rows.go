@@ -76,8 +76,19 @@ func (e *env) triggerRows(tr Result, name string, responses []response, opts Opt
 		}
 		n := len(found)
 		for _, rr := range resp.rules {
-			if ruleNamed(tr, rr) {
+			if !ruleNamed(tr, rr) {
+				continue
+			}
+			if tr.GeneratedResource == "" || len(rr.GeneratedResources) < 2 {
 				found = append(found, e.check(tr, name, exp, resp, rr, opts))
+				continue
+			}
+			// each generated resource is checked, as upstream's runner
+			// gives each its row
+			for _, g := range rr.GeneratedResources {
+				one := rr
+				one.GeneratedResources = []map[string]any{g}
+				found = append(found, e.check(tr, name, exp, resp, one, opts))
 			}
 		}
 		if len(found) == n {

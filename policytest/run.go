@@ -717,10 +717,20 @@ func (e *env) compareFile(file string, actual map[string]any) (bool, error) {
 	if err := s.ReadFile(e.path(file)); err != nil {
 		return false, fmt.Errorf("error: failed to load resource (%s)", err)
 	}
+	// a resource of the file without a namespace is in "default", as the
+	// CLI loads it, or cluster-scoped (a kind gavel has no schema for, such
+	// as a custom resource, tells its scope by the namespace it has)
 	var exp map[string]any
+	ans := namespaceOf(actual)
 	for _, d := range s.Resources {
-		defaultNamespace(d.Object)
-		if d.Kind() == kindOf(actual) && d.Name() == nameOf(actual) && namespaceOf(d.Object) == namespaceOf(actual) {
+		ens := namespaceOf(d.Object)
+		if d.Kind() != kindOf(actual) || d.Name() != nameOf(actual) {
+			continue
+		}
+		if ens == ans || (ens == "" && ans == "default") {
+			if ens == "" && ans != "" {
+				defaultNamespace(d.Object)
+			}
 			exp = d.Object
 			break
 		}
