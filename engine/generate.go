@@ -13,35 +13,8 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/match"
-)
-
-// Labels with upstream's keys: the tracking labels of downstream resources
-// (managed-by, policy, rule, trigger and, for clones, source) and of clone
-// sources (clone-source), and the labels of UpdateRequests.
-const (
-	LabelManagedBy           = "app.kubernetes.io/managed-by"
-	ValueManagedByKyverno    = "kyverno"
-	LabelPolicyName          = "generate.kyverno.io/policy-name"
-	LabelPolicyNamespace     = "generate.kyverno.io/policy-namespace"
-	LabelRuleName            = "generate.kyverno.io/rule-name"
-	LabelTriggerName         = "generate.kyverno.io/trigger-name"
-	LabelTriggerNamespace    = "generate.kyverno.io/trigger-namespace"
-	LabelTriggerKind         = "generate.kyverno.io/trigger-kind"
-	LabelTriggerGroup        = "generate.kyverno.io/trigger-group"
-	LabelTriggerVersion      = "generate.kyverno.io/trigger-version"
-	LabelTriggerUID          = "generate.kyverno.io/trigger-uid"
-	LabelSourceName          = "generate.kyverno.io/source-name"
-	LabelSourceNamespace     = "generate.kyverno.io/source-namespace"
-	LabelSourceKind          = "generate.kyverno.io/source-kind"
-	LabelSourceGroup         = "generate.kyverno.io/source-group"
-	LabelSourceVersion       = "generate.kyverno.io/source-version"
-	LabelSourceUID           = "generate.kyverno.io/source-uid"
-	LabelCloneSource         = "generate.kyverno.io/clone-source"
-	LabelURGeneratePolicy    = "generate.kyverno.io/policy-name"
-	LabelURMutatePolicy      = "mutate.updaterequest.kyverno.io/policy-name"
-	LabelURMutateTriggerNS   = "mutate.updaterequest.kyverno.io/trigger-namespace"
-	LabelURMutateTriggerKind = "mutate.updaterequest.kyverno.io/trigger-kind"
 )
 
 // ctxKey marks contexts created by ControllerContext.
@@ -783,14 +756,14 @@ func (e *Engine) cloneFrom(rs *reqState, p *Policy, r *rule, client Client, targ
 	suid, _ := md["uid"].(string)
 	group, version := splitAPIVersion(sav)
 	labels := labelsOf(md)
-	labels[LabelCloneSource] = ""
-	labels[LabelSourceGroup] = group
-	labels[LabelSourceVersion] = version
-	labels[LabelSourceKind] = skind
-	labels[LabelSourceNamespace] = sns
-	labels[LabelSourceName] = sname
+	labels[genlabel.CloneSource] = ""
+	labels[genlabel.SourceGroup] = group
+	labels[genlabel.SourceVersion] = version
+	labels[genlabel.SourceKind] = skind
+	labels[genlabel.SourceNS] = sns
+	labels[genlabel.SourceName] = sname
 	if suid != "" {
-		labels[LabelSourceUID] = suid
+		labels[genlabel.SourceUID] = suid
 	}
 	if sns != target.namespace {
 		delete(md, "ownerReferences")
@@ -856,21 +829,21 @@ func (e *Engine) trackingLabels(labels map[string]any, rs *reqState, p *Policy, 
 	tname, tns := objectMeta(trigger)
 	tmd, _ := trigger["metadata"].(map[string]any)
 	tuid, _ := tmd["uid"].(string)
-	labels[LabelManagedBy] = ValueManagedByKyverno
-	labels[LabelPolicyName] = p.src.GetName()
+	labels[genlabel.ManagedBy] = genlabel.ManagedByValue
+	labels[genlabel.PolicyName] = p.src.GetName()
 	if p.src.IsNamespaced() {
-		labels[LabelPolicyNamespace] = p.src.GetNamespace()
+		labels[genlabel.PolicyNamespace] = p.src.GetNamespace()
 	} else {
-		labels[LabelPolicyNamespace] = ""
+		labels[genlabel.PolicyNamespace] = ""
 	}
-	labels[LabelRuleName] = r.name
-	labels[LabelTriggerGroup] = group
-	labels[LabelTriggerVersion] = version
-	labels[LabelTriggerKind] = tkind
-	labels[LabelTriggerNamespace] = tns
-	labels[LabelTriggerUID] = tuid
+	labels[genlabel.RuleName] = r.name
+	labels[genlabel.TriggerGroup] = group
+	labels[genlabel.TriggerVersion] = version
+	labels[genlabel.TriggerKind] = tkind
+	labels[genlabel.TriggerNS] = tns
+	labels[genlabel.TriggerUID] = tuid
 	if len(tname) <= 63 {
-		labels[LabelTriggerName] = tname
+		labels[genlabel.TriggerName] = tname
 	}
 }
 
@@ -1045,9 +1018,9 @@ func (e *Engine) newUpdateRequest(rs *reqState, p *Policy, typ api.UpdateRequest
 	ur.GenerateName = "ur-"
 	ur.Namespace = "kyverno"
 	if typ == api.URGenerate {
-		ur.Labels = map[string]string{LabelURGeneratePolicy: p.src.GetName()}
+		ur.Labels = map[string]string{genlabel.URGeneratePolicy: p.src.GetName()}
 	} else {
-		ur.Labels = map[string]string{LabelURMutatePolicy: p.src.GetName(), LabelURMutateTriggerNS: trigger.Namespace, LabelURMutateTriggerKind: trigger.Kind}
+		ur.Labels = map[string]string{genlabel.URMutatePolicy: p.src.GetName(), genlabel.URMutateTriggerNS: trigger.Namespace, genlabel.URMutateTriggerKind: trigger.Kind}
 	}
 	ur.Spec = api.UpdateRequestSpec{
 		Type:        typ,

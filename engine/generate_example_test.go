@@ -57,8 +57,8 @@ spec:
 		md := obj["metadata"].(map[string]any)
 		labels := md["labels"].(map[string]any)
 		fmt.Println(obj["kind"], md["namespace"], md["name"])
-		fmt.Println(engine.LabelPolicyName, "=", labels[engine.LabelPolicyName])
-		fmt.Println(engine.LabelTriggerKind, "=", labels[engine.LabelTriggerKind])
+		fmt.Println("generate.kyverno.io/policy-name =", labels["generate.kyverno.io/policy-name"])
+		fmt.Println("generate.kyverno.io/trigger-kind =", labels["generate.kyverno.io/trigger-kind"])
 	}
 	// Output:
 	// deny-all-traffic pass

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 )
 
 // The event handlers below build the UpdateRequests upstream builds for an
@@ -149,10 +150,10 @@ func isDataRule(g *api.Generation) bool {
 // ruleDownstreams lists every downstream resource of a rule.
 func (c *Controller) ruleDownstreams(ctx context.Context, p *engine.Policy, r *api.Rule) ([]map[string]any, error) {
 	sel := map[string]string{
-		engine.LabelPolicyName:      p.Name(),
-		engine.LabelPolicyNamespace: p.Namespace(),
-		engine.LabelRuleName:        r.Name,
-		engine.LabelManagedBy:       engine.ValueManagedByKyverno,
+		genlabel.PolicyName:      p.Name(),
+		genlabel.PolicyNamespace: p.Namespace(),
+		genlabel.RuleName:        r.Name,
+		genlabel.ManagedBy:       genlabel.ManagedByValue,
 	}
 	var out []map[string]any
 	for _, k := range generatedKinds(r.Generation) {
@@ -360,7 +361,7 @@ func (c *Controller) OnDownstreamChange(ctx context.Context, old, cur map[string
 		return nil, errors.New("OnDownstreamChange: nil object")
 	}
 	labels := labelsOf(obj)
-	if labels[engine.LabelManagedBy] != engine.ValueManagedByKyverno || labels[engine.LabelPolicyName] == "" {
+	if labels[genlabel.ManagedBy] != genlabel.ManagedByValue || labels[genlabel.PolicyName] == "" {
 		return nil, nil
 	}
 	return c.resync(ctx, obj, []map[string]string{labels}, false)
@@ -378,16 +379,16 @@ func (c *Controller) OnSourceChange(ctx context.Context, old, cur map[string]any
 	spec := engine.TriggerSpec(old)
 	group, version := splitAPIVersion(spec.APIVersion)
 	base := map[string]string{
-		engine.LabelSourceGroup:     group,
-		engine.LabelSourceVersion:   version,
-		engine.LabelSourceKind:      spec.Kind,
-		engine.LabelSourceNamespace: spec.Namespace,
+		genlabel.SourceGroup:   group,
+		genlabel.SourceVersion: version,
+		genlabel.SourceKind:    spec.Kind,
+		genlabel.SourceNS:      spec.Namespace,
 	}
 	selectors := []map[string]string{copyLabels(base)}
-	selectors[0][engine.LabelSourceName] = spec.Name
+	selectors[0][genlabel.SourceName] = spec.Name
 	if spec.UID != "" {
 		byUID := copyLabels(base)
-		byUID[engine.LabelSourceUID] = spec.UID
+		byUID[genlabel.SourceUID] = spec.UID
 		selectors = append(selectors, byUID)
 	}
 	var labelSets []map[string]string
@@ -417,15 +418,15 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 	var urs []*api.UpdateRequest
 	var errs []error
 	for _, labels := range labelSets {
-		key := labels[engine.LabelPolicyName]
-		if ns := labels[engine.LabelPolicyNamespace]; ns != "" {
+		key := labels[genlabel.PolicyName]
+		if ns := labels[genlabel.PolicyNamespace]; ns != "" {
 			key = ns + "/" + key
 		}
 		p := c.policy(key)
 		if p == nil {
 			continue
 		}
-		r := findAPIRule(p, labels[engine.LabelRuleName])
+		r := findAPIRule(p, labels[genlabel.RuleName])
 		if r == nil || r.Generation == nil || !r.Generation.Synchronize {
 			continue
 		}
@@ -442,7 +443,7 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 					l = map[string]any{}
 					md["labels"] = l
 				}
-				l[engine.LabelCloneSource] = ""
+				l[genlabel.CloneSource] = ""
 			}
 			ur.Spec.Context.AdmissionRequestInfo = api.AdmissionRequestInfo{
 				AdmissionRequest: map[string]any{"operation": string(api.Delete), "oldObject": old},
@@ -467,16 +468,16 @@ func (c *Controller) appliesTo(ctx context.Context, p *engine.Policy, rule strin
 
 // triggerFromLabels is the trigger a downstream resource's labels name.
 func triggerFromLabels(labels map[string]string) api.ResourceSpec {
-	av := labels[engine.LabelTriggerVersion]
-	if g := labels[engine.LabelTriggerGroup]; g != "" {
+	av := labels[genlabel.TriggerVersion]
+	if g := labels[genlabel.TriggerGroup]; g != "" {
 		av = g + "/" + av
 	}
 	return api.ResourceSpec{
 		APIVersion: av,
-		Kind:       labels[engine.LabelTriggerKind],
-		Namespace:  labels[engine.LabelTriggerNamespace],
-		Name:       labels[engine.LabelTriggerName],
-		UID:        labels[engine.LabelTriggerUID],
+		Kind:       labels[genlabel.TriggerKind],
+		Namespace:  labels[genlabel.TriggerNS],
+		Name:       labels[genlabel.TriggerName],
+		UID:        labels[genlabel.TriggerUID],
 	}
 }
 
@@ -518,9 +519,9 @@ func newRequest(policyKey string, typ api.UpdateRequestType, rcs ...api.RuleCont
 		name = policyKey
 	}
 	if typ == api.URMutate {
-		ur.Labels = map[string]string{engine.LabelURMutatePolicy: name}
+		ur.Labels = map[string]string{genlabel.URMutatePolicy: name}
 	} else {
-		ur.Labels = map[string]string{engine.LabelURGeneratePolicy: name}
+		ur.Labels = map[string]string{genlabel.URGeneratePolicy: name}
 	}
 	ur.Spec = api.UpdateRequestSpec{Type: typ, Policy: policyKey, RuleContext: rcs}
 	if len(rcs) > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 )
 
 // errDoesNotApply marks a rule that no longer applies to its trigger.
@@ -224,19 +225,19 @@ func withResourceVersion(obj, existing map[string]any) map[string]any {
 // downstream object. As upstream, a failure is not an error of the request.
 func (c *Controller) tagSource(ctx context.Context, downstream map[string]any) {
 	labels := labelsOf(downstream)
-	kind, ok := labels[engine.LabelSourceKind]
+	kind, ok := labels[genlabel.SourceKind]
 	if !ok {
 		return
 	}
-	av := labels[engine.LabelSourceVersion]
-	if g := labels[engine.LabelSourceGroup]; g != "" {
+	av := labels[genlabel.SourceVersion]
+	if g := labels[genlabel.SourceGroup]; g != "" {
 		av = g + "/" + av
 	}
-	src, err := c.client.Get(ctx, av, kind, labels[engine.LabelSourceNamespace], labels[engine.LabelSourceName])
+	src, err := c.client.Get(ctx, av, kind, labels[genlabel.SourceNS], labels[genlabel.SourceName])
 	if err != nil || src == nil {
 		return
 	}
-	if _, tagged := labelsOf(src)[engine.LabelCloneSource]; tagged {
+	if _, tagged := labelsOf(src)[genlabel.CloneSource]; tagged {
 		return
 	}
 	md, _ := src["metadata"].(map[string]any)
@@ -248,7 +249,7 @@ func (c *Controller) tagSource(ctx context.Context, downstream map[string]any) {
 		l = map[string]any{}
 		md["labels"] = l
 	}
-	l[engine.LabelCloneSource] = ""
+	l[genlabel.CloneSource] = ""
 	_, _ = c.client.Update(ctx, src)
 }
 
@@ -310,7 +311,7 @@ func (c *Controller) trigger(ctx context.Context, ur *api.UpdateRequest, rc api.
 	oldObj, _ := adm["oldObject"].(map[string]any)
 	switch operation(ur) {
 	case api.Delete:
-		if oldObj == nil || labelsOf(oldObj)[engine.LabelPolicyName] != "" {
+		if oldObj == nil || labelsOf(oldObj)[genlabel.PolicyName] != "" {
 			return c.fetch(ctx, rc.Trigger)
 		}
 		return oldObj, nil
@@ -424,18 +425,18 @@ func (c *Controller) deleteDownstream(ctx context.Context, policy *engine.Policy
 		return nil
 	}
 	selector := map[string]string{
-		engine.LabelPolicyName:      policy.Name(),
-		engine.LabelPolicyNamespace: policy.Namespace(),
-		engine.LabelRuleName:        rule.Name,
-		engine.LabelManagedBy:       engine.ValueManagedByKyverno,
+		genlabel.PolicyName:      policy.Name(),
+		genlabel.PolicyNamespace: policy.Namespace(),
+		genlabel.RuleName:        rule.Name,
+		genlabel.ManagedBy:       genlabel.ManagedByValue,
 	}
 	if src := deletedCloneSource(ur); src != nil {
 		s := engine.TriggerSpec(src)
 		if s.UID != "" {
-			selector[engine.LabelSourceUID] = s.UID
+			selector[genlabel.SourceUID] = s.UID
 		} else {
-			selector[engine.LabelSourceName] = s.Name
-			selector[engine.LabelSourceNamespace] = s.Namespace
+			selector[genlabel.SourceName] = s.Name
+			selector[genlabel.SourceNS] = s.Namespace
 		}
 	}
 	downstreams, err := c.downstreams(ctx, rule.Generation, selector, rc.Trigger)
@@ -466,7 +467,7 @@ func deletedCloneSource(ur *api.UpdateRequest) map[string]any {
 	if old == nil {
 		return nil
 	}
-	if _, ok := labelsOf(old)[engine.LabelCloneSource]; !ok {
+	if _, ok := labelsOf(old)[genlabel.CloneSource]; !ok {
 		return nil
 	}
 	return old
@@ -486,16 +487,16 @@ func findAPIRule(p *engine.Policy, name string) *api.Rule {
 func (c *Controller) downstreams(ctx context.Context, g *api.Generation, base map[string]string, trigger api.ResourceSpec) ([]map[string]any, error) {
 	group, version := splitAPIVersion(trigger.APIVersion)
 	sel := copyLabels(base)
-	sel[engine.LabelTriggerNamespace] = trigger.Namespace
-	sel[engine.LabelTriggerKind] = trigger.Kind
-	sel[engine.LabelTriggerGroup] = group
-	sel[engine.LabelTriggerVersion] = version
+	sel[genlabel.TriggerNS] = trigger.Namespace
+	sel[genlabel.TriggerKind] = trigger.Kind
+	sel[genlabel.TriggerGroup] = group
+	sel[genlabel.TriggerVersion] = version
 	var out []map[string]any
 	for _, k := range generatedKinds(g) {
 		var found []map[string]any
 		if trigger.UID != "" {
 			byUID := copyLabels(sel)
-			byUID[engine.LabelTriggerUID] = trigger.UID
+			byUID[genlabel.TriggerUID] = trigger.UID
 			objs, err := c.list(ctx, k.apiVersion, k.kind, byUID)
 			if err != nil {
 				return out, err
@@ -504,7 +505,7 @@ func (c *Controller) downstreams(ctx context.Context, g *api.Generation, base ma
 		}
 		if len(found) == 0 && trigger.Name != "" {
 			byName := copyLabels(sel)
-			byName[engine.LabelTriggerName] = trigger.Name
+			byName[genlabel.TriggerName] = trigger.Name
 			objs, err := c.list(ctx, k.apiVersion, k.kind, byName)
 			if err != nil {
 				return out, err

@@ -121,7 +121,7 @@ func printObjects(w io.Writer, cluster *inmem.Cluster) {
 		}
 		md, _ := obj["metadata"].(map[string]any)
 		labels, _ := md["labels"].(map[string]any)
-		line := fmt.Sprintf("%s %s/%s (rule %s)", kind, md["namespace"], md["name"], labels[engine.LabelRuleName])
+		line := fmt.Sprintf("%s %s/%s (rule %s)", kind, md["namespace"], md["name"], labels["generate.kyverno.io/rule-name"]) // upstream's tracking label
 		if spec, ok := obj["spec"].(map[string]any); ok {
 			if hard, ok := spec["hard"].(map[string]any); ok {
 				line += fmt.Sprintf(" cpu=%v", hard["requests.cpu"])
