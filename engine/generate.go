@@ -586,27 +586,12 @@ func (t genTarget) String() string {
 	return fmt.Sprintf("%s/%s/%s/%s", t.apiVersion, t.kind, t.namespace, t.name)
 }
 
-// generatePattern computes the downstream objects of one pattern.
+// generatePattern computes the downstream objects of one pattern: the
+// target's identity, then the objects of its data, clone or cloneList
+// source.
 func (e *Engine) generatePattern(rs *reqState, p *Policy, r *rule, sc *scope, gp *genPattern) ([]map[string]any, error) {
-	render := func(t *template, what string) (string, error) {
-		s, err := sc.renderString(t)
-		if err != nil {
-			return "", fmt.Errorf("failed to substitute variables in generate.%s: %w", what, err)
-		}
-		return s, nil
-	}
-	var target genTarget
-	var err error
-	if target.apiVersion, err = render(gp.apiVersion, "apiVersion"); err != nil {
-		return nil, err
-	}
-	if target.kind, err = render(gp.kind, "kind"); err != nil {
-		return nil, err
-	}
-	if target.name, err = render(gp.name, "name"); err != nil {
-		return nil, err
-	}
-	if target.namespace, err = render(gp.namespace, "namespace"); err != nil {
+	target, err := renderTarget(sc, gp)
+	if err != nil {
 		return nil, err
 	}
 	if p.src.IsNamespaced() {
@@ -614,84 +599,131 @@ func (e *Engine) generatePattern(rs *reqState, p *Policy, r *rule, sc *scope, gp
 			return nil, err
 		}
 	}
-	client := e.cfg.client
 	switch gp.typ {
 	case genData:
-		if gp.data == nil {
-			return nil, nil
-		}
-		v, err := sc.substitute(gp.data)
-		if err != nil {
-			return nil, fmt.Errorf("failed to substitute variables in generate.data: %w", err)
-		}
-		data, ok := normalize(v).(map[string]any)
-		if !ok {
-			if v == nil {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("generate.data must be an object, got %T", v)
-		}
-		obj := copyTree(data).(map[string]any)
-		return e.desired(rs, p, r, client, target, obj)
+		return e.generateData(rs, p, r, sc, gp, target)
 	case genClone:
-		name, err := render(gp.cloneName, "clone.name")
-		if err != nil {
-			return nil, err
-		}
-		ns, err := render(gp.cloneNamespace, "clone.namespace")
-		if err != nil {
-			return nil, err
-		}
-		if p.src.IsNamespaced() && ns != p.src.GetNamespace() {
-			return nil, fmt.Errorf("generate.clone.namespace %q must equal policy namespace %q", ns, p.src.GetNamespace())
-		}
-		source := genTarget{apiVersion: target.apiVersion, kind: target.kind, namespace: ns, name: name}
-		return e.cloneOne(rs, p, r, client, target, source)
+		return e.generateClone(rs, p, r, sc, gp, target)
 	case genCloneList:
-		ns, err := render(gp.cloneListNamespace, "cloneList.namespace")
-		if err != nil {
-			return nil, err
-		}
-		if p.src.IsNamespaced() && ns != p.src.GetNamespace() {
-			return nil, fmt.Errorf("generate.cloneList.namespace %q must equal policy namespace %q", ns, p.src.GetNamespace())
-		}
-		if client == nil {
-			if e.admission(rs) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("cannot list clone sources in namespace %q: client %w", ns, ErrNotConfigured)
-		}
-		var out []map[string]any
-		for _, k := range gp.cloneKinds {
-			apiVersion, kind := splitKindGVK(k)
-			cctx, done := rs.hostContext()
-			sources, err := client.List(cctx, apiVersion, kind, ns, gp.selector)
-			err = done(err)
-			if err != nil {
-				return out, fmt.Errorf("failed to list source resource for cloneList %s %s/%s. %w", apiVersion, kind, ns, err)
-			}
-			for _, src := range sources {
-				src, ok := normalize(src).(map[string]any)
-				if !ok {
-					continue
-				}
-				sav, _ := src["apiVersion"].(string)
-				skind, _ := src["kind"].(string)
-				sname, sns := objectMeta(src)
-				if sns == target.namespace {
-					continue // self-clone
-				}
-				t := genTarget{apiVersion: sav, kind: skind, namespace: target.namespace, name: sname}
-				objs, err := e.cloneFrom(rs, p, r, client, t, src)
-				if err != nil {
-					return out, err
-				}
-				out = append(out, objs...)
-			}
-		}
-		return out, nil
+		return e.generateCloneList(rs, p, r, sc, gp, target)
 	}
 	return nil, nil
+}
+
+// renderGen substitutes the variables of one field of a generate pattern.
+func renderGen(sc *scope, t *template, what string) (string, error) {
+	s, err := sc.renderString(t)
+	if err != nil {
+		return "", fmt.Errorf("failed to substitute variables in generate.%s: %w", what, err)
+	}
+	return s, nil
+}
+
+// renderTarget resolves the identity of a pattern's downstream resource.
+func renderTarget(sc *scope, gp *genPattern) (genTarget, error) {
+	var t genTarget
+	var err error
+	for _, f := range []struct {
+		dst  *string
+		tmpl *template
+		what string
+	}{
+		{&t.apiVersion, gp.apiVersion, "apiVersion"},
+		{&t.kind, gp.kind, "kind"},
+		{&t.name, gp.name, "name"},
+		{&t.namespace, gp.namespace, "namespace"},
+	} {
+		if *f.dst, err = renderGen(sc, f.tmpl, f.what); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// generateData is the downstream object of a data pattern.
+func (e *Engine) generateData(rs *reqState, p *Policy, r *rule, sc *scope, gp *genPattern, target genTarget) ([]map[string]any, error) {
+	if gp.data == nil {
+		return nil, nil
+	}
+	v, err := sc.substitute(gp.data)
+	if err != nil {
+		return nil, fmt.Errorf("failed to substitute variables in generate.data: %w", err)
+	}
+	data, ok := normalize(v).(map[string]any)
+	if !ok {
+		if v == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("generate.data must be an object, got %T", v)
+	}
+	obj := copyTree(data).(map[string]any)
+	return e.desired(rs, p, r, e.cfg.client, target, obj)
+}
+
+// generateClone is the downstream object cloned from a named source.
+func (e *Engine) generateClone(rs *reqState, p *Policy, r *rule, sc *scope, gp *genPattern, target genTarget) ([]map[string]any, error) {
+	name, err := renderGen(sc, gp.cloneName, "clone.name")
+	if err != nil {
+		return nil, err
+	}
+	ns, err := renderGen(sc, gp.cloneNamespace, "clone.namespace")
+	if err != nil {
+		return nil, err
+	}
+	if p.src.IsNamespaced() && ns != p.src.GetNamespace() {
+		return nil, fmt.Errorf("generate.clone.namespace %q must equal policy namespace %q", ns, p.src.GetNamespace())
+	}
+	source := genTarget{apiVersion: target.apiVersion, kind: target.kind, namespace: ns, name: name}
+	return e.cloneOne(rs, p, r, e.cfg.client, target, source)
+}
+
+// generateCloneList is the downstream objects cloned from the sources a
+// cloneList selects (every listed kind, by selector, in its namespace),
+// each into the target namespace under its own name.
+func (e *Engine) generateCloneList(rs *reqState, p *Policy, r *rule, sc *scope, gp *genPattern, target genTarget) ([]map[string]any, error) {
+	ns, err := renderGen(sc, gp.cloneListNamespace, "cloneList.namespace")
+	if err != nil {
+		return nil, err
+	}
+	if p.src.IsNamespaced() && ns != p.src.GetNamespace() {
+		return nil, fmt.Errorf("generate.cloneList.namespace %q must equal policy namespace %q", ns, p.src.GetNamespace())
+	}
+	client := e.cfg.client
+	if client == nil {
+		if e.admission(rs) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot list clone sources in namespace %q: client %w", ns, ErrNotConfigured)
+	}
+	var out []map[string]any
+	for _, k := range gp.cloneKinds {
+		apiVersion, kind := splitKindGVK(k)
+		cctx, done := rs.hostContext()
+		sources, err := client.List(cctx, apiVersion, kind, ns, gp.selector)
+		err = done(err)
+		if err != nil {
+			return out, fmt.Errorf("failed to list source resource for cloneList %s %s/%s. %w", apiVersion, kind, ns, err)
+		}
+		for _, src := range sources {
+			src, ok := normalize(src).(map[string]any)
+			if !ok {
+				continue
+			}
+			sav, _ := src["apiVersion"].(string)
+			skind, _ := src["kind"].(string)
+			sname, sns := objectMeta(src)
+			if sns == target.namespace {
+				continue // self-clone
+			}
+			t := genTarget{apiVersion: sav, kind: skind, namespace: target.namespace, name: sname}
+			objs, err := e.cloneFrom(rs, p, r, client, t, src)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, objs...)
+		}
+	}
+	return out, nil
 }
 
 func checkNamespacedTarget(p *Policy, gp *genPattern, target genTarget) error {
