@@ -143,13 +143,55 @@ func (e *env) path(p string) string {
 	return filepath.Join(e.dir, p)
 }
 
+// prepare loads what a test names (values, user info, policies,
+// resources, exceptions, cluster resources, mutate targets and clone
+// sources) and builds the in-memory cluster and the engine that
+// evaluates it.
 func prepare(t *Test, opts Options) (*env, error) {
 	e := &env{t: t, dir: filepath.Dir(t.Path)}
-	// values and user info
+	if err := e.loadInputs(); err != nil {
+		return nil, err
+	}
+	pset, err := e.readSet(t.Policies, "policies")
+	if err != nil {
+		return nil, err
+	}
+	if err := e.loadResources(); err != nil {
+		return nil, err
+	}
+	xset, err := e.readSet(t.Exceptions, "exceptions")
+	if err != nil {
+		return nil, err
+	}
+	excs, err := exceptions.Compile(xset.Exceptions)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load exceptions: %w", err)
+	}
+	if err := e.loadCluster(); err != nil {
+		return nil, err
+	}
+	if err := e.newEngine(excs, opts); err != nil {
+		return nil, err
+	}
+	for _, p := range pset.Policies {
+		cp, err := e.eng.CompilePolicy(p)
+		if err != nil {
+			// upstream skips invalid policies; their results are not found
+			continue
+		}
+		e.policies = append(e.policies, cp)
+	}
+	return e, nil
+}
+
+// loadInputs reads the values (a file, or the test's inline values) and
+// the user info.
+func (e *env) loadInputs() error {
+	t := e.t
 	if t.Variables != "" {
 		var v Values
 		if err := readYAML(e.path(t.Variables), &v); err != nil {
-			return nil, fmt.Errorf("failed to load values: %w", err)
+			return fmt.Errorf("failed to load values: %w", err)
 		}
 		e.values = &v
 	} else if t.Values != nil {
@@ -158,42 +200,63 @@ func prepare(t *Test, opts Options) (*env, error) {
 	if t.UserInfo != "" {
 		var u UserInfoFile
 		if err := readYAML(e.path(t.UserInfo), &u); err != nil {
-			return nil, fmt.Errorf("failed to load user info: %w", err)
+			return fmt.Errorf("failed to load user info: %w", err)
 		}
 		e.userInfo = &u
 	}
-	// policies
-	pset := &loader.Set{}
-	for _, p := range t.Policies {
+	return nil
+}
+
+// readSet reads the policies and exceptions of the files and folders.
+func (e *env) readSet(paths []string, what string) (*loader.Set, error) {
+	set := &loader.Set{}
+	for _, p := range paths {
 		files, err := loader.Files(e.path(p))
 		if err != nil {
-			return nil, fmt.Errorf("failed to load policies: %w", err)
+			return nil, fmt.Errorf("failed to load %s: %w", what, err)
 		}
 		for _, f := range files {
-			if err := pset.ReadFile(f); err != nil {
-				return nil, fmt.Errorf("failed to load policies: %w", err)
+			if err := set.ReadFile(f); err != nil {
+				return nil, fmt.Errorf("failed to load %s: %w", what, err)
 			}
 		}
 	}
-	// resources: every document, policies and exceptions included (a
-	// policy may validate PolicyExceptions)
+	return set, nil
+}
+
+// documents reads every document of the files and folders, in the
+// "default" namespace when they give none.
+func (e *env) documents(paths []string, what string) ([]api.Document, error) {
 	var docs []api.Document
-	for _, p := range t.Resources {
+	for _, p := range paths {
 		files, err := loader.Files(e.path(p))
 		if err != nil {
-			return nil, fmt.Errorf("failed to load resources: %w", err)
+			return nil, fmt.Errorf("failed to load %s: %w", what, err)
 		}
 		for _, f := range files {
 			d, err := readDocuments(f)
 			if err != nil {
-				return nil, fmt.Errorf("failed to load resources: %w", err)
+				return nil, fmt.Errorf("failed to load %s: %w", what, err)
 			}
 			docs = append(docs, d...)
 		}
 	}
-	seen := map[string]bool{}
 	for _, d := range docs {
 		defaultNamespace(d.Object)
+	}
+	return docs, nil
+}
+
+// loadResources reads the resources the policies are applied to: every
+// document, policies and exceptions included (a policy may validate
+// PolicyExceptions), the first of duplicates only.
+func (e *env) loadResources() error {
+	docs, err := e.documents(e.t.Resources, "resources")
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, d := range docs {
 		k := d.Kind() + "/" + namespaceOf(d.Object) + "/" + d.Name()
 		if seen[k] {
 			continue
@@ -201,89 +264,61 @@ func prepare(t *Test, opts Options) (*env, error) {
 		seen[k] = true
 		e.resources = append(e.resources, d.Object)
 	}
-	// exceptions
-	xset := &loader.Set{}
-	for _, p := range t.Exceptions {
-		files, err := loader.Files(e.path(p))
-		if err != nil {
-			return nil, fmt.Errorf("failed to load exceptions: %w", err)
-		}
-		for _, f := range files {
-			if err := xset.ReadFile(f); err != nil {
-				return nil, fmt.Errorf("failed to load exceptions: %w", err)
-			}
-		}
-	}
-	excs, err := exceptions.Compile(xset.Exceptions)
-	if err != nil {
-		return nil, fmt.Errorf("failed to load exceptions: %w", err)
-	}
-	// cluster
-	var clusterObjs []map[string]any
-	clusterObjs = append(clusterObjs, e.resources...)
-	for _, p := range t.ClusterResources {
+	return nil
+}
+
+// loadCluster builds the in-memory cluster: the resources, the cluster
+// resources, the targets of mutate-existing rules (which exist in the
+// cluster only: they are patched, not evaluated) and the clone sources.
+func (e *env) loadCluster() error {
+	objs := append([]map[string]any(nil), e.resources...)
+	for _, p := range e.t.ClusterResources {
 		var cr struct {
 			Spec struct {
 				Resources []map[string]any `json:"resources"`
 			} `json:"spec"`
 		}
 		if err := readYAML(e.path(p), &cr); err != nil {
-			return nil, fmt.Errorf("failed to load cluster resources: %w", err)
+			return fmt.Errorf("failed to load cluster resources: %w", err)
 		}
-		clusterObjs = append(clusterObjs, cr.Spec.Resources...)
+		objs = append(objs, cr.Spec.Resources...)
 	}
-	// targets of mutate-existing rules exist in the cluster only: they
-	// are patched, not evaluated
-	for _, p := range t.TargetResources {
-		files, err := loader.Files(e.path(p))
-		if err != nil {
-			return nil, fmt.Errorf("failed to load target resources: %w", err)
-		}
-		for _, f := range files {
-			d, err := readDocuments(f)
-			if err != nil {
-				return nil, fmt.Errorf("failed to load target resources: %w", err)
-			}
-			for _, doc := range d {
-				defaultNamespace(doc.Object)
-				clusterObjs = append(clusterObjs, doc.Object)
-			}
-		}
+	targets, err := e.documents(e.t.TargetResources, "target resources")
+	if err != nil {
+		return err
 	}
-	e.cluster = inmem.New(clusterObjs...)
-	if err := e.loadCloneSources(); err != nil {
-		return nil, err
+	for _, d := range targets {
+		objs = append(objs, d.Object)
 	}
+	e.cluster = inmem.New(objs...)
+	return e.loadCloneSources()
+}
+
+// newEngine builds the engine the test runs on: the cluster as its
+// client, the exceptions, the values, and the mocked API calls.
+func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	engOpts := []engine.Option{
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithContextValues(e.values),
 		engine.WithClient(e.cluster),
 	}
-	if len(t.ClusterResources) > 0 {
+	if len(e.t.ClusterResources) > 0 {
 		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster), engine.WithAPIClient(e.cluster))
 	}
-	if len(t.APICallResponses) > 0 {
-		calls, err := newMockCalls(t.APICallResponses)
+	if len(e.t.APICallResponses) > 0 {
+		calls, err := newMockCalls(e.t.APICallResponses)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		engOpts = append(engOpts, engine.WithServiceCaller(calls))
 	}
 	engOpts = append(engOpts, opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.eng = eng
-	for _, p := range pset.Policies {
-		cp, err := eng.CompilePolicy(p)
-		if err != nil {
-			// upstream skips invalid policies; their results are not found
-			continue
-		}
-		e.policies = append(e.policies, cp)
-	}
-	return e, nil
+	return nil
 }
 
 // defaultNamespace sets metadata.namespace to "default" when it is empty,
