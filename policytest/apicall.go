@@ -26,9 +26,34 @@ type APICallMockBody struct {
 	Body json.RawMessage `json:"body,omitempty"`
 }
 
-// mockCalls answers apiCall service requests from a test's
-// apiCallResponses (engine.ServiceCaller).
+// mockCalls answers apiCall requests from a test's apiCallResponses:
+// service calls (engine.ServiceCaller) by URL, and Kubernetes API calls
+// (engine.APIClient) by urlPath, falling back to the test's cluster for
+// paths no entry names.
 type mockCalls []APICallResponse
+
+// apiCalls is the engine.APIClient of a test with apiCallResponses.
+type apiCalls struct {
+	mocks    mockCalls
+	fallback engine.APIClient
+}
+
+// RawAbsPath implements engine.APIClient.
+func (a apiCalls) RawAbsPath(ctx context.Context, path, method string, body []byte) ([]byte, error) {
+	if a.mocks.has(path) || a.fallback == nil {
+		return a.mocks.Call(ctx, engine.ServiceRequest{URL: path, Method: method, Body: body})
+	}
+	return a.fallback.RawAbsPath(ctx, path, method, body)
+}
+
+func (m mockCalls) has(url string) bool {
+	for i := range m {
+		if m[i].URL == url {
+			return true
+		}
+	}
+	return false
+}
 
 // newMockCalls checks the entries as upstream does before any test runs:
 // a URL, a status code between 100 and 599, a JSON body, and no two

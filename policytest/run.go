@@ -302,8 +302,10 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 		engine.WithContextValues(e.values),
 		engine.WithClient(e.cluster),
 	}
+	var apiClient engine.APIClient
 	if len(e.t.ClusterResources) > 0 {
-		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster), engine.WithAPIClient(e.cluster))
+		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster))
+		apiClient = e.cluster
 	}
 	if len(e.t.APICallResponses) > 0 {
 		calls, err := newMockCalls(e.t.APICallResponses)
@@ -311,6 +313,10 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 			return err
 		}
 		engOpts = append(engOpts, engine.WithServiceCaller(calls))
+		apiClient = apiCalls{mocks: calls, fallback: apiClient}
+	}
+	if apiClient != nil {
+		engOpts = append(engOpts, engine.WithAPIClient(apiClient))
 	}
 	engOpts = append(engOpts, opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)

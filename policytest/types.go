@@ -28,7 +28,8 @@ type Test struct {
 	Variables        string   `json:"variables,omitempty"`
 	Values           *Values  `json:"values,omitempty"`
 	UserInfo         string   `json:"userinfo,omitempty"`
-	// APICallResponses mock the responses of apiCall service calls.
+	// APICallResponses mock the responses of apiCall context entries:
+	// service calls by URL, Kubernetes API calls by urlPath.
 	APICallResponses []APICallResponse `json:"apiCallResponses,omitempty"`
 	Results          []Result          `json:"results,omitempty"`
 }
