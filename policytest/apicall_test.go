@@ -17,7 +17,12 @@ func TestMockCallsValidation(t *testing.T) {
 		err     string
 	}{
 		{"valid", []APICallResponse{{URL: "https://a", Response: ok}, {URL: "https://a", Method: "POST", Response: ok}}, ""},
-		{"no url", []APICallResponse{{Response: ok}}, "url is required"},
+		{"path", []APICallResponse{{URLPath: "/api/v1/namespaces", Response: ok}, {URL: "https://a", Response: APICallMockBody{Body: json.RawMessage(`[1]`)}}}, ""},
+		{"no url", []APICallResponse{{Response: ok}}, "either url or urlPath is required"},
+		{"both", []APICallResponse{{URL: "https://a", URLPath: "/a", Response: ok}}, "mutually exclusive"},
+		{"relative url", []APICallResponse{{URL: "/api/v1", Response: ok}}, "absolute https/http URL"},
+		{"relative path", []APICallResponse{{URLPath: "api/v1", Response: ok}}, "absolute path"},
+		{"method", []APICallResponse{{URL: "https://a", Method: "PUT", Response: ok}}, "GET or POST"},
 		{"status", []APICallResponse{{URL: "https://a", Response: APICallMockBody{StatusCode: 600}}}, "invalid status code 600"},
 		{"body", []APICallResponse{{URL: "https://a", Response: APICallMockBody{StatusCode: 200, Body: json.RawMessage(`{`)}}}, "not valid JSON"},
 		{"duplicate", []APICallResponse{{URL: "https://a", Method: "get", Response: ok}, {URL: "https://a", Method: "GET", Response: ok}}, "duplicate mock"},
@@ -35,6 +40,7 @@ func TestMockCallsCall(t *testing.T) {
 		{URL: "https://a", Response: APICallMockBody{StatusCode: 200, Body: json.RawMessage(`"any"`)}},
 		{URL: "https://a", Method: "POST", Response: APICallMockBody{StatusCode: 201, Body: json.RawMessage(`"post"`)}},
 		{URL: "https://b", Response: APICallMockBody{StatusCode: 500, Body: json.RawMessage(`{"e":1}`)}},
+		{URLPath: "/api/v1/x", Response: APICallMockBody{Body: json.RawMessage(`{"k":1}`)}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +53,8 @@ func TestMockCallsCall(t *testing.T) {
 		{"https://a", "POST", `"post"`, ""},
 		{"https://b", "GET", "", `HTTP 500 Internal Server Error: {"e":1}`},
 		{"https://c", "GET", "", "no apiCallResponses entry for GET https://c"},
+		// a urlPath entry answers Kubernetes API calls only
+		{"/api/v1/x", "GET", "", "no apiCallResponses entry for GET /api/v1/x"},
 	}
 	for _, tt := range tests {
 		got, err := calls.Call(context.Background(), engine.ServiceRequest{URL: tt.url, Method: tt.method})
@@ -59,5 +67,22 @@ func TestMockCallsCall(t *testing.T) {
 		if err != nil || string(got) != tt.body {
 			t.Errorf("%s %s: %s, %v; want %s", tt.method, tt.url, got, err, tt.body)
 		}
+	}
+}
+
+func TestMockCallsPath(t *testing.T) {
+	calls, err := newMockCalls([]APICallResponse{
+		{URLPath: "/api/v1/x", Response: APICallMockBody{Body: json.RawMessage(`{"k":1}`)}},
+		{URL: "https://a/api/v1/y", Response: APICallMockBody{Body: json.RawMessage(`{}`)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := apiCalls{mocks: calls}
+	if got, err := a.RawAbsPath(context.Background(), "/api/v1/x", "GET", nil); err != nil || string(got) != `{"k":1}` {
+		t.Errorf("/api/v1/x: %s, %v", got, err)
+	}
+	if _, err := a.RawAbsPath(context.Background(), "/api/v1/y", "GET", nil); err == nil {
+		t.Error("/api/v1/y answered by a url entry")
 	}
 }
