@@ -36,6 +36,8 @@ type contextEntry struct {
 	// imageRegistry
 	reference *template
 	regJMESP  *template
+	// globalReference: name and jmesPath, substituted as upstream does
+	globalName, globalJMESP *template
 }
 
 type apiData struct {
@@ -120,8 +122,10 @@ func (e *Engine) compileContext(entries []api.ContextEntry, path *field.Path, er
 			ce.reference = tmpl(ir.Reference, p.Child("imageRegistry", "reference"))
 			ce.regJMESP = tmpl(ir.JMESPath, p.Child("imageRegistry", "jmesPath"))
 		}
-		if en.GlobalReference != nil {
+		if gr := en.GlobalReference; gr != nil {
 			n++
+			ce.globalName = tmpl(gr.Name, p.Child("globalReference", "name"))
+			ce.globalJMESP = tmpl(gr.JMESPath, p.Child("globalReference", "jmesPath"))
 		}
 		if n != 1 {
 			errs = append(errs, field.Invalid(p, en.Name, "exactly one of variable, configMap, apiCall, imageRegistry or globalReference is required"))
@@ -214,16 +218,24 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 		if g == nil {
 			return nil, errSkipped
 		}
+		name, err := s.renderString(ce.globalName)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s: %w", ce.name, err)
+		}
 		ctx, done := s.rs.hostContext()
-		v, err := g.GlobalContextEntry(ctx, src.GlobalReference.Name)
+		v, err := g.GlobalContextEntry(ctx, name)
 		err = done(err)
 		if err != nil {
-			return nil, fmt.Errorf("failed to load global context entry %s: %w", src.GlobalReference.Name, err)
+			return nil, fmt.Errorf("failed to load global context entry %s: %w", name, err)
 		}
-		if src.GlobalReference.JMESPath != "" {
-			return s.rs.e.jp.Search(src.GlobalReference.JMESPath, v)
+		if ce.globalJMESP == nil {
+			return v, nil
 		}
-		return v, nil
+		path, err := s.renderString(ce.globalJMESP)
+		if err != nil {
+			return nil, fmt.Errorf("failed to substitute variables in context entry %s JMESPath %s: %w", ce.name, src.GlobalReference.JMESPath, err)
+		}
+		return s.rs.e.jp.Search(path, v)
 	}
 	return nil, errSkipped
 }
