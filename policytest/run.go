@@ -227,6 +227,15 @@ func (e *env) readSet(paths []string, what string) (*loader.Set, error) {
 // documents reads every document of the files and folders, in the
 // "default" namespace when they give none.
 func (e *env) documents(paths []string, what string) ([]api.Document, error) {
+	docs, err := e.readFiles(paths, what)
+	for _, d := range docs {
+		defaultNamespace(d.Object)
+	}
+	return docs, err
+}
+
+// readFiles reads every document of the files and folders as it is.
+func (e *env) readFiles(paths []string, what string) ([]api.Document, error) {
 	var docs []api.Document
 	for _, p := range paths {
 		files, err := loader.Files(e.path(p))
@@ -240,9 +249,6 @@ func (e *env) documents(paths []string, what string) ([]api.Document, error) {
 			}
 			docs = append(docs, d...)
 		}
-	}
-	for _, d := range docs {
-		defaultNamespace(d.Object)
 	}
 	return docs, nil
 }
@@ -317,6 +323,13 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	}
 	if apiClient != nil {
 		engOpts = append(engOpts, engine.WithAPIClient(apiClient))
+	}
+	if len(e.t.GlobalContextEntries) > 0 {
+		g, err := e.newMockGlobalContext(e.t.GlobalContextEntries)
+		if err != nil {
+			return err
+		}
+		engOpts = append(engOpts, engine.WithGlobalContext(g))
 	}
 	engOpts = append(engOpts, opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)

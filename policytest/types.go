@@ -31,7 +31,10 @@ type Test struct {
 	// APICallResponses mock the responses of apiCall context entries:
 	// service calls by URL, Kubernetes API calls by urlPath.
 	APICallResponses []APICallResponse `json:"apiCallResponses,omitempty"`
-	Results          []Result          `json:"results,omitempty"`
+	// GlobalContextEntries mock the data of GlobalContextEntries that
+	// globalReference context entries read.
+	GlobalContextEntries []GlobalContextEntryValue `json:"globalContextEntries,omitempty"`
+	Results              []Result                  `json:"results,omitempty"`
 }
 
 type testMetadata struct {
