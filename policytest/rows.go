@@ -99,8 +99,19 @@ func (e *env) triggerRows(tr Result, name string, responses []response, opts Opt
 			}
 			found = append(found, row)
 		}
+		setKind(found[n:], resp.resource)
 	}
 	return found
+}
+
+// setKind names the kind of the resource in rows of a result that gives
+// none.
+func setKind(rows []Row, obj map[string]any) {
+	for i := range rows {
+		if rows[i].Kind == "" {
+			rows[i].Kind = kindOf(obj)
+		}
+	}
 }
 
 // targetRows are the rows of the mutate-existing targets name selects:
@@ -123,6 +134,7 @@ func (e *env) targetRows(tr Result, name string, responses []response, opts Opti
 				target := resp
 				target.resource, target.patched = t, t
 				found = append(found, e.check(tr, name, expected(tr), target, rr, opts))
+				setKind(found[len(found)-1:], t)
 			}
 		}
 	}
@@ -131,7 +143,7 @@ func (e *env) targetRows(tr Result, name string, responses []response, opts Opti
 
 // allResources names, for a result that lists no resources, every trigger
 // the policy was applied to and every target its rule patched, as
-// "namespace/name".
+// "namespace/name" ("name" for a cluster-scoped resource).
 func allResources(tr Result, responses []response) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -139,7 +151,10 @@ func allResources(tr Result, responses []response) []string {
 		if tr.Kind != "" && tr.Kind != kindOf(obj) {
 			return
 		}
-		ref := namespaceOf(obj) + "/" + nameOf(obj)
+		ref := nameOf(obj)
+		if ns := namespaceOf(obj); ns != "" {
+			ref = ns + "/" + ref
+		}
 		if !seen[ref] {
 			seen[ref] = true
 			out = append(out, ref)
