@@ -1,8 +1,11 @@
 // Package policytest runs policy tests written in the upstream CLI's test
 // format (cli.kyverno.io/v1alpha1 Test, and the older untyped form): each
-// test names policies, resources, optional exceptions, values and user
-// info, and lists the expected result of rules on resources, patched
-// resources and generated resources.
+// test names policies, resources, optional exceptions, values (with
+// foreachValues and per-resource values), user info, cluster resources,
+// mutate-existing targets, and mocks of apiCall responses and global
+// context entries, and lists the expected result of rules on resources
+// (optionally under another operation), patched resources and targets,
+// and generated resources.
 //
 // Run evaluates one test with the engine and an in-memory cluster and
 // returns one Row per expected (policy, rule, resource) result, counted as
