@@ -319,7 +319,8 @@ func TestBashCompletionWorks(t *testing.T) {
 		{`gavel te`, "test"},
 		{`gavel test --fail`, "--fail-only"},
 		{`gavel test -o j`, "json junit"},
-		{`gavel apply --reso`, "--resource"},
+		{`gavel apply --reso`, "--resource --resources"},
+		{`gavel apply --warn-e`, "--warn-exit-code"},
 		{`gavel completion z`, "zsh"},
 		{`gavel jp q`, "query"},
 	}

@@ -45,7 +45,7 @@ type commandSpec struct {
 // commands as they change.
 func completionCommands() []commandSpec {
 	var applyHelp, jpHelp bytes.Buffer
-	runApply([]string{"-h"}, strings.NewReader(""), io.Discard, &applyHelp)
+	runApply([]string{"-h"}, strings.NewReader(""), &applyHelp, io.Discard)
 	runJP([]string{"query", "-h"}, strings.NewReader(""), io.Discard, &jpHelp)
 	var o testOptions
 	var testFlags []flagSpec
