@@ -61,10 +61,11 @@ func completionCommands() []commandSpec {
 	return []commandSpec{
 		{name: "apply", help: "evaluate policies on resources", flags: parseDefaults(applyHelp.String()), files: true},
 		{name: "test", help: "run kyverno-test.yaml files", flags: testFlags, files: true},
+		{name: "create", help: "write a test, values, user info or exception file", words: []string{"test", "values", "user-info", "exception"}},
 		{name: "jp", help: "JMESPath helpers", flags: parseDefaults(jpHelp.String()), words: []string{"query", "function"}},
 		{name: "version", help: "print version information"},
 		{name: "completion", help: "print a shell completion script", words: []string{"bash", "zsh", "fish"}},
-		{name: "help", help: "help about a command", words: []string{"apply", "test", "jp", "version", "completion"}},
+		{name: "help", help: "help about a command", words: []string{"apply", "test", "create", "jp", "version", "completion"}},
 	}
 }
 

@@ -6,11 +6,78 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/patterns"
 	"github.com/gavelpolicy/gavel/policytest"
+	"github.com/gavelpolicy/gavel/remote"
 )
+
+// testFilter is a --test-case-selector: the wildcards a test result's
+// policy, rule and one of its resources must match, as upstream's filter
+// (a result that names no policy, rule or resource matches that part).
+type testFilter struct {
+	policy, rule, resource string
+}
+
+// parseTestFilter parses "policy=P,rule=R,resource=NAME" (any subset, in
+// any order, spaces allowed).
+func parseTestFilter(in string) (testFilter, error) {
+	f := testFilter{policy: "*", rule: "*", resource: "*"}
+	if strings.TrimSpace(in) == "" {
+		return f, nil
+	}
+	for _, part := range strings.Split(in, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || strings.Contains(v, "=") {
+			return f, fmt.Errorf("invalid test-case-selector argument (%s): parameter must be in the form <key>=<value>", part)
+		}
+		switch v = strings.TrimSpace(v); strings.TrimSpace(k) {
+		case "policy":
+			f.policy = v
+		case "rule":
+			f.rule = v
+		case "resource":
+			f.resource = v
+		default:
+			return f, fmt.Errorf("invalid test-case-selector (%s): parameter can only be policy, rule or resource", part)
+		}
+	}
+	return f, nil
+}
+
+// keep returns the results the filter selects.
+func (f testFilter) keep(results []policytest.Result) []policytest.Result {
+	if f == (testFilter{"*", "*", "*"}) || f == (testFilter{}) {
+		return results
+	}
+	var out []policytest.Result
+	for _, r := range results {
+		if r.Policy != "" && !patterns.WildcardMatch(f.policy, r.Policy) {
+			continue
+		}
+		if r.Rule != "" && !patterns.WildcardMatch(f.rule, r.Rule) {
+			continue
+		}
+		names := r.Resources
+		if r.Resource != "" {
+			names = append(names[:len(names):len(names)], r.Resource)
+		}
+		matched := len(names) == 0
+		for _, n := range names {
+			matched = matched || patterns.WildcardMatch(f.resource, n)
+		}
+		if matched {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // Output formats of gavel test.
 const (
@@ -33,6 +100,13 @@ type testOptions struct {
 	detailed bool
 	output   string
 	noColor  bool
+	// selector keeps the test results a --test-case-selector names
+	selector     string
+	filter       testFilter
+	requireTests bool
+	gitBranch    string
+	registry     bool
+	kubeconfig   string
 }
 
 const testUsage = `Usage: gavel test PATH... [flags]
@@ -70,6 +144,14 @@ func newTestFlags(o *testOptions) *flag.FlagSet {
 	fs.StringVar(&o.output, "output-format", formatText, "same as -o (the upstream CLI's name)")
 	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
 	fs.BoolVar(&o.noColor, "remove-color", false, "same as --no-color (the upstream CLI's name)")
+	fs.StringVar(&o.selector, "test-case-selector", "policy=*,rule=*,resource=*", "run only the test results that match: policy=P,rule=R,resource=NAME, each with * and ? wildcards")
+	fs.StringVar(&o.selector, "t", "policy=*,rule=*,resource=*", "shorthand for --test-case-selector")
+	fs.BoolVar(&o.requireTests, "require-tests", false, "fail (exit 1) when no test file is found")
+	fs.StringVar(&o.gitBranch, "git-branch", "", "branch of a git URL path (https://HOST/OWNER/REPO/PATH); without it the URL's path after the repository is the branch")
+	fs.StringVar(&o.gitBranch, "b", "", "shorthand for --git-branch")
+	fs.BoolVar(&o.registry, "registry", false, "read image data for imageRegistry context entries from the registries, with the local docker credentials")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "accepted and ignored, as upstream's test never reads a cluster")
+	addKlogFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), testUsage)
 		fs.PrintDefaults()
@@ -117,13 +199,27 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, `Run "gavel test -h" for the flags.`)
 		return exitUsage
 	}
-	files, err := policytest.Discover(o.fileName, fs.Args()...)
+	var err error
+	if o.filter, err = parseTestFilter(o.selector); err != nil {
+		fmt.Fprintln(stderr, "gavel test:", err)
+		return exitUsage
+	}
+	paths, cleanup, err := resolvePolicyPaths(fs.Args(), o.gitBranch, "", "")
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel test:", err)
+		return exitUsage
+	}
+	files, err := policytest.Discover(o.fileName, paths...)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel test:", err)
 		return exitUsage
 	}
 	if len(files) == 0 {
 		fmt.Fprintf(stderr, "gavel test: no %s found under %v\n", o.fileName, fs.Args())
+		if o.requireTests {
+			return exitFailed
+		}
 	}
 	prog := newProgress(stderr, len(files))
 	start := time.Now()
@@ -196,7 +292,14 @@ func runTestFile(ctx context.Context, path string, o testOptions) testFile {
 		return tf
 	}
 	tf.Name = t.TestName()
-	rows, err := policytest.Run(ctx, t, policytest.Options{Strict: o.strict})
+	if t.Results = o.filter.keep(t.Results); len(t.Results) == 0 {
+		return tf
+	}
+	popts := policytest.Options{Strict: o.strict}
+	if o.registry {
+		popts.EngineOptions = append(popts.EngineOptions, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
+	}
+	rows, err := policytest.Run(ctx, t, popts)
 	if err != nil {
 		tf.Err = err
 		rows = policytest.FailedRows(t, err)
