@@ -44,6 +44,9 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if f.output == "json" || f.output == "yaml" || f.output == "junit" {
+		fmt.Fprintf(stderr, "gavel apply: note: -o/--output is the file for mutated resources, as upstream; the format is --output-format %s\n", f.output)
+	}
 	perf := newPerformance(f.showPerformance)
 	paths, cleanup, err := resolvePolicyPaths(paths, f.gitBranch, f.gitUser, f.gitPassword)
 	defer cleanup()

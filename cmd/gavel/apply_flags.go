@@ -107,7 +107,7 @@ func (ignored) Set(string) error   { return nil }
 func (i ignored) IsBoolFlag() bool { return i.bool }
 func addKlogFlags(fs *flag.FlagSet) {
 	for _, k := range klogFlags {
-		fs.Var(ignored{k.bool}, k.name, "klog's flag: accepted and ignored")
+		fs.Var(ignored{k.bool}, k.name, klogUsage)
 	}
 }
 
@@ -185,7 +185,7 @@ func newApplyFlags(f *applyFlags) *flag.FlagSet {
 	addKlogFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), applyUsage)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	return fs
 }
@@ -272,9 +272,12 @@ func (f *applyFlags) needsHost() error {
 	if f.contextFile != "" {
 		cel = append(cel, "--context-file")
 	}
-	for name, v := range map[string]stringList{"--json": f.jsonPayloads, "--envoy-payload": f.envoyPayloads, "--http-payload": f.httpPayloads} {
-		if len(v) > 0 {
-			none = append(none, name)
+	for _, p := range []struct {
+		name string
+		v    stringList
+	}{{"--json", f.jsonPayloads}, {"--envoy-payload", f.envoyPayloads}, {"--http-payload", f.httpPayloads}} {
+		if len(p.v) > 0 {
+			none = append(none, p.name)
 		}
 	}
 	switch {

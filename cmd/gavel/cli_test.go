@@ -204,9 +204,11 @@ func TestHelp(t *testing.T) {
 	}{
 		{[]string{"--help"}, []string{"Exit codes:", "0  clean", "1  failures", "2  usage error", "gavel completion bash|zsh|fish", "NO_COLOR"}},
 		{[]string{"help"}, []string{"Usage:"}},
-		{[]string{"test", "-h"}, []string{"Usage: gavel test PATH...", "-fail-only", "-o string", "junit", "Exit codes: 0"}},
+		{[]string{"test", "-h"}, []string{"Usage: gavel test PATH...", "--fail-only", "-o, --output-format string", "junit", "Exit codes: 0",
+			"-t, --test-case-selector string", "--require-tests", "-b, --git-branch string", "--registry", "--remove-color", "-f, --file-name string", "--detailed-results", "--kubeconfig"}},
+		{[]string{"create", "-h"}, []string{"gavel create test|values|user-info|exception"}},
 		{[]string{"help", "test"}, []string{"Usage: gavel test PATH..."}},
-		{[]string{"help", "apply"}, []string{"Usage: gavel apply", "-resource"}},
+		{[]string{"help", "apply"}, []string{"Usage: gavel apply", "-r, --resource strings"}},
 		{[]string{"help", "jp"}, []string{"gavel jp query", "-i string"}},
 		{[]string{"help", "completion"}, []string{"gavel completion bash|zsh|fish"}},
 		{[]string{"help", "version"}, []string{"Usage: gavel version"}},
@@ -455,3 +457,38 @@ func BenchmarkTestOutput(b *testing.B) {
 type discardWriter struct{}
 
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// upstreamApplyFlags are the flags of the upstream CLI's kyverno apply
+// (cli-kyverno_apply.md), with their short forms.
+var upstreamApplyFlags = []string{
+	"--audit-warn", "--batch-size int", "-c, --cluster", "--cluster-wide-resources", "--concurrent int",
+	"--context string", "--context-file string", "--continue-on-error", "--continue-on-fail", "--crd-path strings",
+	"--detailed-results", "--envoy-payload strings", "-e, --exception strings", "--exceptions strings",
+	"--exceptions-with-resources", "--exceptions-within-policies", "--exceptions-within-resources",
+	"--generate-exceptions", "--generated-exception-ttl duration", "-b, --git-branch string", "--http-payload strings",
+	"--json strings", "--kubeconfig string", "-n, --namespace string", "-o, --output string", "--output-format string",
+	"--parameter-resource strings", "--password string", "-p, --policy-report", "--registry", "--remove-color",
+	"-r, --resource strings", "--resources strings", "-s, --set strings", "--show-performance", "-i, --stdin",
+	"-t, --table", "--target-resource strings", "--target-resources strings", "-u, --userinfo string",
+	"--username string", "-f, --values-file string", "--warn-exit-code int", "--warn-no-pass",
+}
+
+// TestApplyHelpListsUpstreamFlags: gavel apply --help lists every flag of
+// the upstream CLI's kyverno apply, with its short form and type, and
+// klog's flags as accepted and ignored.
+func TestApplyHelpListsUpstreamFlags(t *testing.T) {
+	code, stdout, _ := runGavel("apply", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, f := range upstreamApplyFlags {
+		if !strings.Contains(stdout, f+"\n") {
+			t.Errorf("apply --help lacks %q", f)
+		}
+	}
+	for _, f := range klogFlags {
+		if !strings.Contains(stdout, flagName(f.name)) {
+			t.Errorf("apply --help lacks klog's %s", f.name)
+		}
+	}
+}

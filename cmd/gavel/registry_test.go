@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/base64"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,7 +23,7 @@ import (
 // without it, gavel apply reaches no registry (the rule errors).
 func TestApplyRegistry(t *testing.T) {
 	const user, password = "robot", "t0ken"
-	reg := registry.New()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)

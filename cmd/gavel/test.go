@@ -137,11 +137,11 @@ func newTestFlags(o *testOptions) *flag.FlagSet {
 	fs.StringVar(&o.fileName, "file-name", policytest.DefaultFileName, "test file name to look for")
 	fs.StringVar(&o.fileName, "f", policytest.DefaultFileName, "shorthand for --file-name")
 	fs.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "tests evaluated in parallel")
-	fs.BoolVar(&o.failOnly, "fail-only", true, "print only failing entries (default false for json, yaml and junit)")
+	fs.BoolVar(&o.failOnly, "fail-only", true, "print only failing entries (false for json, yaml and junit unless given)")
 	fs.BoolVar(&o.detailed, "detailed-results", false, "print the rule message of each printed entry")
-	fs.StringVar(&o.output, "o", formatText, "output format: text, table, json, yaml or junit")
-	fs.StringVar(&o.output, "output", formatText, "same as -o")
-	fs.StringVar(&o.output, "output-format", formatText, "same as -o (the upstream CLI's name)")
+	fs.StringVar(&o.output, "output-format", formatText, "output format: text, table, json, yaml or junit")
+	fs.StringVar(&o.output, "o", formatText, "same as --output-format")
+	fs.StringVar(&o.output, "output", formatText, "same as --output-format")
 	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
 	fs.BoolVar(&o.noColor, "remove-color", false, "same as --no-color (the upstream CLI's name)")
 	fs.StringVar(&o.selector, "test-case-selector", "policy=*,rule=*,resource=*", "run only the test results that match: policy=P,rule=R,resource=NAME, each with * and ? wildcards")
@@ -154,7 +154,7 @@ func newTestFlags(o *testOptions) *flag.FlagSet {
 	addKlogFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), testUsage)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	return fs
 }
