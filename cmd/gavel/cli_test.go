@@ -87,7 +87,7 @@ func TestTestOutputs(t *testing.T) {
 	}
 }
 
-// TestSummaryLine checks that the default and table outputs end with
+// TestSummaryLine checks that the default, table and markdown outputs end with
 // exactly "N passed, N failed", and that the machine formats put it on
 // stderr instead.
 func TestSummaryLine(t *testing.T) {
@@ -97,7 +97,7 @@ func TestSummaryLine(t *testing.T) {
 			args := append([]string{"test", "-o", format, suite}, extra...)
 			_, stdout, stderr := runGavel(args...)
 			out := stdout
-			if format != formatText && format != formatTable {
+			if format != formatText && format != formatTable && format != formatMarkdown {
 				out = stderr
 			}
 			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -173,7 +173,7 @@ func TestTestUsageErrors(t *testing.T) {
 		{[]string{"test", "-x", "x"}, "gavel test: unknown flag -x\nRun \"gavel test -h\" for the flags.\n"},
 		{[]string{"test", "--detail", "x"}, "gavel test: unknown flag --detail (did you mean --detailed-results?)\n"},
 		{[]string{"test", "--parallel", "many", "x"}, "gavel test: invalid value \"many\" for flag -parallel"},
-		{[]string{"test", "-o", "xml", "testdata/suite"}, "gavel test: unknown output format \"xml\" (text, table, json, yaml or junit)\n"},
+		{[]string{"test", "-o", "xml", "testdata/suite"}, "gavel test: unknown output format \"xml\" (text, table, json, yaml, junit or markdown)\n"},
 		{[]string{"test", "testdata/no-such-folder"}, "gavel test: stat testdata/no-such-folder: no such file or directory\n"},
 	}
 	for _, tt := range tests {
@@ -274,9 +274,9 @@ func TestCompletion(t *testing.T) {
 		check []string // command that checks the syntax of the script in $1
 		want  []string
 	}{
-		{"bash", []string{"bash", "-n"}, []string{"complete -o default -o bashdefault -F _gavel gavel", "--resource", "--fail-only", `"text table json yaml junit"`}},
-		{"zsh", []string{"zsh", "-n"}, []string{"#compdef gavel", "'--fail-only[", "(text table json yaml junit)", "compdef _gavel gavel"}},
-		{"fish", []string{"fish", "--no-execute"}, []string{"complete -c gavel -n '__fish_use_subcommand' -a test", "-l resource -r -F", "-a 'text table json yaml junit'"}},
+		{"bash", []string{"bash", "-n"}, []string{"complete -o default -o bashdefault -F _gavel gavel", "--resource", "--fail-only", `"text table json yaml junit markdown"`}},
+		{"zsh", []string{"zsh", "-n"}, []string{"#compdef gavel", "'--fail-only[", "(text table json yaml junit markdown)", "compdef _gavel gavel"}},
+		{"fish", []string{"fish", "--no-execute"}, []string{"complete -c gavel -n '__fish_use_subcommand' -a test", "-l resource -r -F", "-a 'text table json yaml junit markdown'"}},
 	}
 	for _, sh := range shells {
 		t.Run(sh.name, func(t *testing.T) {

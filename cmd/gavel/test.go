@@ -86,10 +86,12 @@ const (
 	formatJSON  = "json"
 	formatYAML  = "yaml"
 	formatJUnit = "junit"
+	// formatMarkdown is upstream's -o markdown: tables for CI summaries
+	formatMarkdown = "markdown"
 )
 
 // testFormats lists the formats -o accepts, the default first.
-var testFormats = []string{formatText, formatTable, formatJSON, formatYAML, formatJUnit}
+var testFormats = []string{formatText, formatTable, formatJSON, formatYAML, formatJUnit, formatMarkdown}
 
 // testOptions are the flags of gavel test.
 type testOptions struct {
@@ -117,8 +119,9 @@ each expected result. The default output prints one line per failing entry,
 and always ends with the line "N passed, N failed".
 
 Output formats (-o): text (default), table (aligned columns per test file),
-json, yaml, junit (JUnit XML for CI systems). --fail-only defaults to true for
-text and table and to false for json, yaml and junit, which always carry
+markdown (a Markdown table per test file), json, yaml, junit (JUnit XML for
+CI systems). --fail-only defaults to true for text, table and markdown and
+to false for json, yaml and junit, which always carry
 the rule messages. Colour is used only when standard output is a terminal
 (never with --no-color or NO_COLOR set). Progress is shown on standard error
 when it is a terminal and at least 10 test files run.
@@ -139,7 +142,7 @@ func newTestFlags(o *testOptions) *flag.FlagSet {
 	fs.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "tests evaluated in parallel")
 	fs.BoolVar(&o.failOnly, "fail-only", true, "print only failing entries (false for json, yaml and junit unless given)")
 	fs.BoolVar(&o.detailed, "detailed-results", false, "print the rule message of each printed entry")
-	fs.StringVar(&o.output, "output-format", formatText, "output format: text, table, json, yaml or junit")
+	fs.StringVar(&o.output, "output-format", formatText, "output format: text, table, json, yaml, junit or markdown")
 	fs.StringVar(&o.output, "o", formatText, "same as --output-format")
 	fs.StringVar(&o.output, "output", formatText, "same as --output-format")
 	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
@@ -188,10 +191,10 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		}
 	})
 	if !validFormat(o.output) {
-		fmt.Fprintf(stderr, "gavel test: unknown output format %q (text, table, json, yaml or junit)\n", o.output)
+		fmt.Fprintf(stderr, "gavel test: unknown output format %q (text, table, json, yaml, junit or markdown)\n", o.output)
 		return exitUsage
 	}
-	if !failOnlySet && o.output != formatText && o.output != formatTable {
+	if !failOnlySet && o.output != formatText && o.output != formatTable && o.output != formatMarkdown {
 		o.failOnly = false
 	}
 	if fs.NArg() == 0 {
@@ -233,7 +236,7 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	passed, failed := out.counts()
-	if o.output != formatText && o.output != formatTable {
+	if o.output != formatText && o.output != formatTable && o.output != formatMarkdown {
 		// machine formats keep stdout to the document
 		fmt.Fprintf(stderr, "%d passed, %d failed\n", passed, failed)
 	}

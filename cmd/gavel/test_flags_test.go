@@ -33,6 +33,8 @@ func TestTestFlags(t *testing.T) {
 		{"no tests", []string{empty}, 0, []string{"0 passed, 0 failed"}, nil},
 		{"registry, kubeconfig, klog", []string{good, "--registry", "--kubeconfig", "k", "-v", "2"}, 0, []string{"0 failed"}, nil},
 		{"output-format short", []string{good, "-o", "json"}, 0, []string{`"passed": 2`}, nil},
+		{"markdown", []string{good, "-o", "markdown", "--fail-only=false"}, 0, []string{"| ID | RESULT | POLICY | RULE | RESOURCE | REASON |\n|---|---|---|---|---|---|\n| 1 | PASS | require-team | check-team | Pod/shop/labelled | Ok |\n", "2 passed, 0 failed"}, nil},
+		{"markdown fail-only", []string{good, "-o", "markdown"}, 0, []string{"2 passed, 0 failed"}, []string{}},
 		{"remove-color", []string{good, "--remove-color", "--fail-only=false"}, 0, []string{"PASS "}, nil},
 	}
 	for _, tt := range tests {
