@@ -152,15 +152,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
-	opts := []engine.Option{
-		engine.WithExceptions(excSource),
-		engine.WithClient(cluster),
-		engine.WithContextValues(ev.values),
-	}
-	if f.registry {
-		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
-	}
-	eng, eerr := engine.New(opts...)
+	eng, eerr := engine.New(applyEngineOptions(f, &ev, excSource, cluster)...)
 	var set *engine.PolicySet
 	var serr error
 	if perr == nil && eerr == nil {
@@ -183,14 +175,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	if err != nil {
 		return fail("resources", err)
 	}
-	excs := xset.Exceptions
-	if f.withResources {
-		excs = append(excs, found.exceptions...)
-	}
-	if f.withinPolicies {
-		excs = append(excs, pset.Exceptions...)
-	}
-	compiled, err := exceptions.Compile(excs)
+	compiled, err := exceptions.Compile(applyExceptions(f, xset, pset, found))
 	for _, step := range []struct {
 		what string
 		err  error
@@ -212,6 +197,36 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		ar.feed = found.each
 	}
 	return ar, exitOK
+}
+
+// applyEngineOptions are the options of a run's engine: PolicyExceptions
+// and cluster objects known once the resources are read, the values of
+// -f or --set, and with --registry the registries with the local docker
+// credentials.
+func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, cluster *inmem.Cluster) []engine.Option {
+	opts := []engine.Option{
+		engine.WithExceptions(excs),
+		engine.WithClient(cluster),
+		engine.WithContextValues(ev.values),
+	}
+	if f.registry {
+		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
+	}
+	return opts
+}
+
+// applyExceptions are the PolicyExceptions of a run, as upstream takes
+// them: those of -e, and those among the resources or the policies with
+// --exceptions-with-resources or --exceptions-within-policies.
+func applyExceptions(f applyFlags, xset, pset *loader.Set, found scanned) []*api.PolicyException {
+	excs := xset.Exceptions
+	if f.withResources {
+		excs = append(excs, found.exceptions...)
+	}
+	if f.withinPolicies {
+		excs = append(excs, pset.Exceptions...)
+	}
+	return excs
 }
 
 // evaluator evaluates resources as the upstream CLI does: with values or

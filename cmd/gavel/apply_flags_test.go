@@ -138,6 +138,35 @@ spec:
             operator: Equals
             value: "no"
 `,
+	"user-policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: no-mallory
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: user
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      message: "{{ request.userInfo.username }} may not"
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.userInfo.username }}"
+            operator: Equals
+            value: mallory
+`,
+	"user.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: UserInfo
+metadata:
+  name: user-info
+userInfo:
+  username: mallory
+`,
 	"good.yaml":    pod("good", "team: a", "nginx:1.0"),
 	"latest.yaml":  pod("latest", "team: a", "nginx:latest"),
 	"noteam.yaml":  pod("noteam", "app: x", "nginx:1.0"),
@@ -228,6 +257,7 @@ func TestApplyFlags(t *testing.T) {
 		{name: "set other value", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "--set", "request.mode=prod"}, code: 1, stdout: []string{"mode prod is not dev"}},
 		{name: "values-file short", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "-f", p("values.yaml")}, code: 0, stdout: []string{"pass: 1"}},
 		{name: "set and values-file", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "-f", p("values.yaml"), "-s", "a=b"}, code: 2, stderr: []string{"either using set flag or values_file flag"}},
+		{name: "userinfo", args: []string{p("user-policy.yaml"), "-r", p("good.yaml"), "-u", p("user.yaml")}, code: 1, stdout: []string{"mallory may not"}},
 		{name: "exception", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "-e", p("exception.yaml")}, code: 0, stdout: []string{"skip: 1"}},
 		{name: "exceptions alias", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "--exceptions", p("exception.yaml")}, code: 0, stdout: []string{"skip: 1"}},
 		{name: "exceptions-within-policies", args: []string{withExc, "-r", p("noteam.yaml"), "--exceptions-within-policies"}, code: 0, stdout: []string{"skip: 1"}},
