@@ -171,7 +171,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	if set != nil {
 		kinds, all = set.ClientKinds()
 	}
-	found, err := inputs.scan(kinds, all, f.withResources)
+	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError)
 	if err != nil {
 		return fail("resources", err)
 	}

@@ -77,6 +77,8 @@ type job struct {
 	raw     api.RawDocument
 	docs    []api.Document
 	decoded bool
+	// err is the decoding error of a document the scan could not decode
+	err error
 }
 
 // errStopped ends the reading of the inputs when emit asks to stop.
@@ -115,15 +117,17 @@ type scanned struct {
 	exceptions []*api.PolicyException
 	// objects are those of the kinds the cluster serves
 	objects []map[string]any
-	// docs are the documents of the raw documents, when all were decoded
+	// docs are the documents of the raw documents, when all were decoded,
+	// and errs the errors of those that could not be (--continue-on-error)
 	docs [][]api.Document
+	errs []error
 }
 
 // scan reads the resources for their PolicyExceptions (withExceptions)
 // and the objects of the given kinds (all: every object), decoding only
 // the documents that may hold one (see api.RawDocument.MayBeKind). When
 // every document is decoded (all), they are kept for the evaluation.
-func (in *resourceInputs) scan(kinds []string, all, withExceptions bool) (scanned, error) {
+func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnError bool) (scanned, error) {
 	var s scanned
 	want := kinds
 	if withExceptions {
@@ -138,6 +142,14 @@ func (in *resourceInputs) scan(kinds []string, all, withExceptions bool) (scanne
 			return true
 		}
 		docs, err := j.raw.Decode()
+		if err != nil && continueOnError {
+			// reported by the evaluation, as an error result
+			if all {
+				s.docs = append(s.docs, nil)
+				s.errs = append(s.errs, err)
+			}
+			return true
+		}
 		if err == nil {
 			err = s.add(docs, kinds, all)
 		}
@@ -147,6 +159,7 @@ func (in *resourceInputs) scan(kinds []string, all, withExceptions bool) (scanne
 		}
 		if all {
 			s.docs = append(s.docs, docs)
+			s.errs = append(s.errs, nil)
 		}
 		return true
 	})
@@ -178,8 +191,8 @@ func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
 
 // each feeds the documents the scan decoded.
 func (s *scanned) each(emit func(job) bool) error {
-	for _, docs := range s.docs {
-		if !emit(job{docs: docs, decoded: true}) {
+	for i, docs := range s.docs {
+		if !emit(job{docs: docs, decoded: true, err: s.errs[i]}) {
 			return nil
 		}
 	}
@@ -280,18 +293,18 @@ func (ev *evaluator) run(feed feedFunc, parallel int, newFinish func() func(*res
 // PolicyExceptions in resource files are not resources).
 func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 	out := jobResult{seq: j.seq}
-	docs := j.docs
+	docs, err := j.docs, j.err
 	if !j.decoded {
-		var err error
-		if docs, err = j.raw.Decode(); err != nil {
-			if !ev.continueOnError {
-				out.err = err
-				return out
-			}
-			// --continue-on-error: the document is an error result
-			out.results = append(out.results, resourceResult{err: err})
+		docs, err = j.raw.Decode()
+	}
+	if err != nil {
+		if !ev.continueOnError {
+			out.err = err
 			return out
 		}
+		// --continue-on-error: the document is an error result
+		out.results = append(out.results, resourceResult{err: err})
+		return out
 	}
 	for _, d := range docs {
 		switch {

@@ -484,3 +484,44 @@ func TestApplyDocumentsStreamed(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyBadResourceAllKinds: when the scan decodes every document (a
+// policy reads any kind), a document that cannot be decoded is still an
+// error result by default, and ends the run with --continue-on-error=false.
+func TestApplyBadResourceAllKinds(t *testing.T) {
+	anyTarget := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: touch-any
+spec:
+  rules:
+  - name: touch
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    mutate:
+      targets:
+      - apiVersion: v1
+        kind: "{{ request.object.data.kind }}"
+        name: web-1
+        namespace: default
+      patchStrategicMerge:
+        metadata:
+          labels:
+            touched: "yes"
+`
+	bad := pods(5) + "---\nkind: Pod\nmetadata: [\n" + pods(5)
+	dir := writeFiles(t, map[string]string{"any.yaml": anyTarget, "pods.yaml": bad})
+	if _, all := compileFiles(t, filepath.Join(dir, "any.yaml")).ClientKinds(); !all {
+		t.Fatal("the policy does not read every kind")
+	}
+	code, out, stderr := applyRun(t, "", filepath.Join(dir, "any.yaml"), "--resource", filepath.Join(dir, "pods.yaml"))
+	if code != exitFailed || !strings.Contains(out, "error: 1,") || !strings.Contains(stderr, "pods.yaml[5]: ") {
+		t.Errorf("default: exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	code, out, stderr = applyRun(t, "", filepath.Join(dir, "any.yaml"), "--resource", filepath.Join(dir, "pods.yaml"), "--continue-on-error=false")
+	if code != exitUsage || out != "" || !strings.Contains(stderr, "failed to load resources") {
+		t.Errorf("--continue-on-error=false: exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+}
