@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"io"
 	"log"
@@ -87,6 +88,21 @@ spec:
 	if code != exitFailed || !strings.Contains(out, "rule schema: error") {
 		t.Errorf("without --registry: exit %d\n%s", code, out)
 	}
+	// gavel test --registry, on the same files
+	testFile := "apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\nmetadata:\n  name: registry\npolicies: [policy.yaml]\nresources: [pod.yaml]\n" +
+		"results:\n- policy: image-schema\n  rule: schema\n  resources: [app]\n  kind: Pod\n  result: pass\n"
+	if err := os.WriteFile(filepath.Join(dir, "kyverno-test.yaml"), []byte(testFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var tout, terr bytes.Buffer
+	if code := run([]string{"test", dir, "--registry"}, nil, &tout, &terr); code != exitOK || !strings.Contains(tout.String(), "1 passed, 0 failed") {
+		t.Errorf("test --registry: exit %d\n%s%s", code, tout.String(), terr.String())
+	}
+	tout.Reset()
+	if code := run([]string{"test", dir}, nil, &tout, &terr); code != exitFailed {
+		t.Errorf("test without --registry: exit %d\n%s", code, tout.String())
+	}
+
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	code, out, _ = applyRun(t, "", append(args, "--registry")...)
 	if code != exitFailed || !strings.Contains(out, "rule schema: error") {
