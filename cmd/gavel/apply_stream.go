@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -36,35 +37,73 @@ type resourceInputs struct {
 }
 
 // readInputs lists the resource files and reads those that cannot be read
-// twice.
+// twice: standard input, pipes and devices, and http(s) URLs (downloaded,
+// as upstream reads resources from URLs).
 func readInputs(paths []string, stdin io.Reader) (*resourceInputs, error) {
-	files, err := loader.Files(paths...)
-	if err != nil {
-		return nil, err
-	}
-	in := &resourceInputs{files: files, data: map[int][]byte{}}
-	for i, name := range files {
-		if name == "-" {
-			b, err := io.ReadAll(stdin)
-			if err != nil {
-				return nil, fmt.Errorf("<stdin>: %w", err)
-			}
-			in.data[i] = b
-			continue
-		}
-		info, err := os.Stat(name)
-		if err != nil {
-			return nil, err
-		}
-		if !info.Mode().IsRegular() {
-			b, err := os.ReadFile(name)
+	in := &resourceInputs{data: map[int][]byte{}}
+	for _, p := range paths {
+		if isGitURL(p) {
+			b, err := download(p)
 			if err != nil {
 				return nil, err
 			}
-			in.data[i] = b
+			in.data[len(in.files)] = b
+			in.files = append(in.files, p)
+			continue
+		}
+		files, err := loader.Files(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range files {
+			i := len(in.files)
+			in.files = append(in.files, name)
+			if name == "-" {
+				b, err := io.ReadAll(stdin)
+				if err != nil {
+					return nil, fmt.Errorf("<stdin>: %w", err)
+				}
+				in.data[i] = b
+				continue
+			}
+			info, err := os.Stat(name)
+			if err != nil {
+				return nil, err
+			}
+			if !info.Mode().IsRegular() {
+				b, err := os.ReadFile(name)
+				if err != nil {
+					return nil, err
+				}
+				in.data[i] = b
+			}
 		}
 	}
 	return in, nil
+}
+
+// downloadLimit bounds a resource file read from a URL.
+const downloadLimit = 256 << 20
+
+// download reads a resource file from an http(s) URL.
+func download(url string) ([]byte, error) {
+	client := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, downloadLimit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	if len(b) > downloadLimit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", url, downloadLimit)
+	}
+	return b, nil
 }
 
 // feedFunc calls emit with each document of a run's resources in order,

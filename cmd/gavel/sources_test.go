@@ -170,3 +170,26 @@ func TestParseGitURL(t *testing.T) {
 		t.Error("a URL without a repository is accepted")
 	}
 }
+
+// TestApplyResourceURL: a resource path that is an http(s) URL is
+// downloaded, as upstream reads resources from URLs.
+func TestApplyResourceURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/pods.yaml":
+			w.Write([]byte(flagFiles["good.yaml"] + "---\n" + flagFiles["noteam.yaml"]))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := writeFiles(t, map[string]string{"enforce.yaml": flagFiles["enforce.yaml"]})
+	code, out, stderr := applyRun(t, "", filepath.Join(dir, "enforce.yaml"), "-r", srv.URL+"/pods.yaml")
+	if code != exitFailed || !strings.Contains(out, "pass: 1, fail: 1") || !strings.Contains(out, "shop/Pod/noteam") {
+		t.Errorf("exit %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = applyRun(t, "", filepath.Join(dir, "enforce.yaml"), "-r", srv.URL+"/missing.yaml")
+	if code != exitUsage || !strings.Contains(stderr, "404") {
+		t.Errorf("missing: exit %d, %s", code, stderr)
+	}
+}
