@@ -167,6 +167,28 @@ metadata:
 userInfo:
   username: mallory
 `,
+	"generate.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: default-quota
+spec:
+  rules:
+  - name: quota
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+    generate:
+      apiVersion: v1
+      kind: ResourceQuota
+      name: default
+      namespace: "{{ request.object.metadata.name }}"
+      data:
+        spec:
+          hard:
+            pods: "10"
+`,
+	"ns.yaml":      "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
 	"good.yaml":    pod("good", "team: a", "nginx:1.0"),
 	"latest.yaml":  pod("latest", "team: a", "nginx:latest"),
 	"noteam.yaml":  pod("noteam", "app: x", "nginx:1.0"),
@@ -292,6 +314,10 @@ func TestApplyFlags(t *testing.T) {
 			files: map[string]string{"out/mutated.yaml": "owner: platform"}},
 		{name: "output folder", args: []string{p("mutate.yaml"), "-r", p("good.yaml"), "--output", p("outdir") + "/"}, code: 0,
 			files: map[string]string{"outdir/good-mutated.yaml": "owner: platform"}},
+		{name: "output folder, generated", args: []string{p("generate.yaml"), "-r", p("ns.yaml"), "-o", p("gen") + "/"}, code: 0,
+			files: map[string]string{"gen/default-quota-generated.yaml": "kind: ResourceQuota\nmetadata:\n"}},
+		{name: "output file, generated", args: []string{p("generate.yaml"), "-r", p("ns.yaml"), "-o", p("gen.yaml")}, code: 0,
+			files: map[string]string{"gen.yaml": "  name: default\n  namespace: team-a\nspec:\n  hard:\n    pods: \"10\"\n\n---\n\n"}},
 		{name: "target-resource", args: []string{p("existing.yaml"), "-r", p("trigger.yaml"), "--target-resource", p("target.yaml"), "-o", p("targets.yaml")}, code: 0,
 			files: map[string]string{"targets.yaml": "  labels:\n    stamped: \"yes\"\n  name: target\n"}},
 		{name: "target-resources folder", args: []string{p("existing.yaml"), "-r", p("trigger.yaml"), "--target-resources", p("target.yaml"), "--detailed-results"}, code: 0, stdout: []string{"rule stamp: pass"}},
