@@ -67,6 +67,10 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	var output string
 	fs.StringVar(&output, "output", "", "file to write (standard output when not given)")
 	fs.StringVar(&output, "o", "", "same as --output")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: gavel create %s [flags]\n\nFlags:\n", args[0])
+		printFlags(fs.Output(), fs)
+	}
 	if code, ok := parseFlags(fs, "create "+args[0], args[1:], stdout, stderr); !ok {
 		return code
 	}

@@ -44,8 +44,8 @@ Usage:
 
 Commands:
   apply       evaluate policies on resources; print failing rules and a summary
-  test        run kyverno-test.yaml files; output as text, table, json, yaml
-              or junit; the text output ends with "N passed, N failed"
+  test        run kyverno-test.yaml files; output as text, table, markdown,
+              json, yaml or junit; the text output ends with "N passed, N failed"
   create      write a test, values, user info or PolicyException file
   jp          JMESPath helpers for policy authors
   version     print the version of gavel, its module and Go
