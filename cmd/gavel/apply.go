@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
-	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -15,27 +14,9 @@ import (
 	"github.com/gavelpolicy/gavel/inmem"
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/policytest"
+	"github.com/gavelpolicy/gavel/remote"
 	"github.com/gavelpolicy/gavel/report"
 )
-
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, strings.Split(v, ",")...); return nil }
-
-type applyFlags struct {
-	resources  stringList
-	exceptions stringList
-	valuesFile string
-	userInfo   string
-	auditWarn  bool
-	report     bool
-	reportFmt  string
-	output     string
-	parallel   int
-	detailed   bool
-	failOnly   bool
-}
 
 // resourceResult holds the evaluation of one resource. For YAML reports
 // only its rendered report entries are kept (rendered, blocked).
@@ -47,53 +28,104 @@ type resourceResult struct {
 	// rendered from them
 	entries []applyEntry
 	cases   []renderedCase
+	// mutated are the documents -o and -i write (see mutatedWriter)
+	mutated []mutatedDoc
 
 	resource map[string]any
 	policies []engine.PolicyResult
 	err      error
 }
 
+// runApply is gavel apply: flags, policy sources (git URLs cloned), the
+// inputs loaded and compiled, then one output, and the exit status of its
+// counts.
 func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f applyFlags
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Var(&f.resources, "resource", "resource file or folder (repeatable, comma-separated)")
-	fs.Var(&f.exceptions, "exceptions", "PolicyException file or folder (repeatable)")
-	fs.StringVar(&f.valuesFile, "values-file", "", "values file (kind Values)")
-	fs.StringVar(&f.userInfo, "userinfo", "", "user info file (kind UserInfo)")
-	fs.BoolVar(&f.auditWarn, "audit-warn", false, "report failures of Audit policies as warnings")
-	fs.BoolVar(&f.report, "policy-report", false, "print policy reports")
-	fs.StringVar(&f.output, "o", "", "output format: json, yaml or junit for results; yaml (default) or json for --policy-report")
-	fs.BoolVar(&f.failOnly, "fail-only", false, "print only failing and erroring results")
-	fs.StringVar(&f.reportFmt, "report-format", "openreports", "API of the policy reports: openreports (openreports.io/v1alpha1, as the upstream CLI) or wgpolicy (wgpolicyk8s.io/v1alpha2)")
-	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "resources evaluated in parallel")
-	fs.BoolVar(&f.detailed, "detailed-results", false, "print every rule result")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gavel apply POLICY_PATH... --resource RESOURCE_PATH... [flags]")
-		fs.PrintDefaults()
+	f, paths, code, ok := parseApplyFlags(args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(reorder(args, fs)); err != nil {
+	if f.output == "json" || f.output == "yaml" || f.output == "junit" {
+		fmt.Fprintf(stderr, "gavel apply: note: -o/--output is the file for mutated resources, as upstream; the format is --output-format %s\n", f.output)
+	}
+	perf := newPerformance(f.showPerformance)
+	paths, cleanup, err := resolvePolicyPaths(paths, f.gitBranch, f.gitUser, f.gitPassword)
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply: failed to load policies:", err)
 		return exitUsage
 	}
-	if fs.NArg() == 0 || len(f.resources) == 0 {
-		fs.Usage()
+	ar, code := loadApply(f, paths, stdin, stderr)
+	if ar == nil {
+		return code
+	}
+	perf.loaded()
+	mutated, err := newMutatedWriter(f, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
 		return exitUsage
 	}
-	if f.output != "" && f.output != "yaml" && f.output != "json" && (f.report || f.output != "junit") {
-		fmt.Fprintf(stderr, "gavel apply: unsupported output format %q (json, yaml or junit; yaml or json with --policy-report)\n", f.output)
-		return exitUsage
+	ar.ev.mutated = mutated
+	sum, code := writeApply(stdout, stderr, ar, f)
+	if err := mutated.close(); err != nil && code != exitUsage {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		code = exitUsage
 	}
-	if f.reportFmt != "openreports" && f.reportFmt != "wgpolicy" {
-		fmt.Fprintf(stderr, "gavel apply: unsupported report format %q (openreports or wgpolicy)\n", f.reportFmt)
-		return exitUsage
+	perf.done(stderr)
+	if code != exitOK {
+		return code
 	}
-	// The resource files are listed (and standard input read) while the
-	// policies are read and compiled; the first failing step, in this
-	// order, is reported: policies, resources, exceptions, values, user
-	// info, engine, compilation. Resources are then read twice, without
-	// keeping them: once for their PolicyExceptions and the objects the
-	// in-memory cluster serves, once to evaluate them (a resource that
-	// cannot be decoded stops the run there, before any output).
+	return exitStatus(stderr, sum, f)
+}
+
+// writeApply evaluates the resources and writes the output the flags ask
+// for, returning the counts of the results.
+func writeApply(stdout, stderr io.Writer, ar *applyInputs, f applyFlags) (counts, int) {
+	ev, feed := &ar.ev, ar.feed
+	switch {
+	case f.genExceptions:
+		return streamExceptions(stdout, stderr, ev, feed, f)
+	case f.report:
+		return streamReports(stdout, stderr, ev, feed, f)
+	case f.stdin:
+		// standard output is for the mutated resources
+		sum, code := streamText(io.Discard, stderr, ev, feed, f)
+		if code == exitOK {
+			writeSummary(stderr, map[string]int{"pass": sum.Pass, "fail": sum.Fail, "warn": sum.Warn, "error": sum.Error, "skip": sum.Skip})
+		}
+		return sum, code
+	case f.table:
+		return streamTable(stdout, stderr, ev, feed, f)
+	case !f.formatSet:
+		return streamText(stdout, stderr, ev, feed, f)
+	case f.format == "json" || f.format == "yaml":
+		return streamDocument(stdout, stderr, ev, feed, f)
+	}
+	return streamJUnit(stdout, stderr, ev, feed, f)
+}
+
+// applyInputs is what a run evaluates: the policies compiled with the
+// PolicyExceptions, values and cluster objects, and the feed of the
+// resources.
+type applyInputs struct {
+	ev   evaluator
+	feed feedFunc
+}
+
+// loadApply reads and compiles the inputs of a run. The resource files
+// are listed (and standard input read) while the policies are read and
+// compiled; the first failing step, in this order, is reported: policies,
+// resources, exceptions, values, user info, targets, CRDs, engine,
+// compilation. Resources are then read twice, without keeping them: once
+// for their PolicyExceptions and the objects the in-memory cluster serves,
+// once to evaluate them. A nil result ends the run with code.
+func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) (*applyInputs, int) {
+	fail := func(what string, err error) (*applyInputs, int) {
+		if what != "" {
+			what = "failed to load " + what + ": "
+		}
+		fmt.Fprintf(stderr, "gavel apply: %s%v\n", what, err)
+		return nil, exitUsage
+	}
 	var inputs *resourceInputs
 	var rerr error
 	resourcesRead := make(chan struct{})
@@ -101,38 +133,37 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer close(resourcesRead)
 		inputs, rerr = readInputs(f.resources, stdin)
 	}()
-	pset, perr := loader.Load(fs.Args()...)
+	pset, perr := loader.Load(paths...)
 	xset, xerr := loader.Load(f.exceptions...)
-	var ev evaluator
+	ev := evaluator{continueOnError: f.continueOnError}
 	var verr, uerr error
-	if f.valuesFile != "" {
+	switch {
+	case f.valuesFile != "":
 		ev.values, verr = policytest.LoadValues(f.valuesFile)
+	case len(f.set) > 0:
+		ev.values = &policytest.Values{GlobalValues: f.variables()}
 	}
 	if f.userInfo != "" {
 		ev.user, uerr = policytest.LoadUserInfo(f.userInfo)
 	}
+	tset, terr := loader.Load(f.targets...)
+	cerr := checkCRDs(f.crdPaths)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
-	eng, eerr := engine.New(
-		engine.WithExceptions(excSource),
-		engine.WithClient(cluster),
-		engine.WithContextValues(ev.values),
-	)
+	eng, eerr := engine.New(applyEngineOptions(f, &ev, excSource, cluster)...)
 	var set *engine.PolicySet
-	var cerr error
+	var serr error
 	if perr == nil && eerr == nil {
-		set, cerr = eng.Compile(pset.Policies...)
+		set, serr = eng.Compile(pset.Policies...)
 	}
 	<-resourcesRead
-	if perr != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load policies:", perr)
-		return exitUsage
-	}
-	if rerr != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", rerr)
-		return exitUsage
+	switch {
+	case perr != nil:
+		return fail("policies", perr)
+	case rerr != nil:
+		return fail("resources", rerr)
 	}
 	// the cluster keeps only the kinds the policies may read through it
 	var kinds []string
@@ -140,52 +171,62 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if set != nil {
 		kinds, all = set.ClientKinds()
 	}
-	found, serr := inputs.scan(kinds, all)
-	if serr != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", serr)
-		return exitUsage
-	}
-	if xerr != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load exceptions:", xerr)
-		return exitUsage
-	}
-	excs, err := exceptions.Compile(append(xset.Exceptions, found.exceptions...))
+	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError)
 	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
+		return fail("resources", err)
 	}
-	if verr != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load values:", verr)
-		return exitUsage
-	}
-	if uerr != nil {
-		fmt.Fprintln(stderr, "gavel apply: failed to load user info:", uerr)
-		return exitUsage
-	}
-	for _, e := range []error{eerr, cerr} {
-		if e != nil {
-			fmt.Fprintln(stderr, "gavel apply:", e)
-			return exitUsage
+	compiled, err := exceptions.Compile(applyExceptions(f, xset, pset, found))
+	for _, step := range []struct {
+		what string
+		err  error
+	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CRDs", cerr}, {"", eerr}, {"", serr}} {
+		if step.err != nil {
+			return fail(step.what, step.err)
 		}
 	}
-	excSource.set = excs
+	excSource.set = compiled
 	// the objects are only read from now on: the cluster may keep them
 	cluster.AddOwned(found.objects...)
+	for _, d := range tset.Resources {
+		cluster.AddOwned(d.Object)
+	}
 	ev.set = set
-	feed := inputs.each
+	ar := &applyInputs{ev: ev, feed: inputs.each}
 	if found.docs != nil {
 		// every document was decoded by the scan: no need to read again
-		feed = found.each
+		ar.feed = found.each
 	}
-	switch {
-	case f.report:
-		return streamReports(stdout, stderr, &ev, feed, f)
-	case !f.report && f.output == "":
-		return streamText(stdout, stderr, &ev, feed, f)
-	case !f.report && (f.output == "json" || f.output == "yaml"):
-		return streamDocument(stdout, stderr, &ev, feed, f)
+	return ar, exitOK
+}
+
+// applyEngineOptions are the options of a run's engine: PolicyExceptions
+// and cluster objects known once the resources are read, the values of
+// -f or --set, and with --registry the registries with the local docker
+// credentials.
+func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, cluster *inmem.Cluster) []engine.Option {
+	opts := []engine.Option{
+		engine.WithExceptions(excs),
+		engine.WithClient(cluster),
+		engine.WithContextValues(ev.values),
 	}
-	return streamJUnit(stdout, stderr, &ev, feed, f)
+	if f.registry {
+		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
+	}
+	return opts
+}
+
+// applyExceptions are the PolicyExceptions of a run, as upstream takes
+// them: those of -e, and those among the resources or the policies with
+// --exceptions-with-resources or --exceptions-within-policies.
+func applyExceptions(f applyFlags, xset, pset *loader.Set, found scanned) []*api.PolicyException {
+	excs := xset.Exceptions
+	if f.withResources {
+		excs = append(excs, found.exceptions...)
+	}
+	if f.withinPolicies {
+		excs = append(excs, pset.Exceptions...)
+	}
+	return excs
 }
 
 // evaluator evaluates resources as the upstream CLI does: with values or
@@ -195,6 +236,11 @@ type evaluator struct {
 	set    *engine.PolicySet
 	values *policytest.Values
 	user   *policytest.UserInfoFile
+	// continueOnError turns a resource document that cannot be decoded
+	// into an error result instead of the end of the run
+	continueOnError bool
+	// mutated receives the mutated and generated resources (-o, -i)
+	mutated *mutatedWriter
 }
 
 func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
@@ -293,22 +339,6 @@ func resourceName(obj map[string]any) string {
 		return ns + "/" + kind + "/" + name
 	}
 	return kind + "/" + name
-}
-
-// blocks reports whether an Enforce validate rule failed in the results.
-func blocks(prs []engine.PolicyResult) bool {
-	for i := range prs {
-		pr := &prs[i]
-		if !pr.FailureAction.IsEnforce() {
-			continue
-		}
-		for j := range pr.Rules {
-			if r := &pr.Rules[j]; r.Status == engine.StatusFail && r.Type == engine.Validation {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // lateExceptions is the exception source of a run: its set is known once

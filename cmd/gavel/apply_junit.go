@@ -265,35 +265,30 @@ func (s *spool) section(off, n int64) io.Reader {
 // (-o junit) without keeping them (see junitStream): the test cases of
 // each resource are rendered by the worker that evaluated it. The summary
 // goes to stderr so that stdout stays one document.
-func streamJUnit(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+func streamJUnit(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) (counts, int) {
 	js := newJUnitStream(reportMemory)
 	defer js.close()
 	newFinish := entryFinish(f, func(e applyEntry) (renderedCase, error) { return renderCase(e), nil })
 	doc := newApplyDocument()
-	blocked := false
 	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
 		if !doc.take(rr) {
 			return
 		}
-		blocked = blocked || rr.blocked
 		for _, rc := range rr.cases {
 			js.addRendered(rc) // an error is kept and returned by writeTo
 		}
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	for _, e := range doc.Errors {
 		fmt.Fprintln(stderr, "gavel apply:", e)
 	}
 	if err := js.writeTo(stdout); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	writeSummary(stderr, doc.Summary)
-	if blocked {
-		return exitFailed
-	}
-	return exitOK
+	return countsOf(doc.Summary), exitOK
 }

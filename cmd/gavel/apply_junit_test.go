@@ -156,7 +156,7 @@ func TestApplyJUnitStreamed(t *testing.T) {
 	for _, memory := range []int{64 << 20, 512} {
 		old := reportMemory
 		reportMemory = memory
-		code, got, stderr := applyRun(t, "", policies, "--resource", resources, "-o", "junit", "--parallel", "3")
+		code, got, stderr := applyRun(t, "", policies, "--resource", resources, "--output-format", "junit", "--parallel", "3")
 		reportMemory = old
 		if code != exitFailed || got != want.String() {
 			t.Fatalf("memory %d: exit %d, stderr %s, output differs:\n%.300s\n--- want\n%.300s", memory, code, stderr, got, want.String())

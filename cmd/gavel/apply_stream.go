@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -36,35 +37,73 @@ type resourceInputs struct {
 }
 
 // readInputs lists the resource files and reads those that cannot be read
-// twice.
+// twice: standard input, pipes and devices, and http(s) URLs (downloaded,
+// as upstream reads resources from URLs).
 func readInputs(paths []string, stdin io.Reader) (*resourceInputs, error) {
-	files, err := loader.Files(paths...)
-	if err != nil {
-		return nil, err
-	}
-	in := &resourceInputs{files: files, data: map[int][]byte{}}
-	for i, name := range files {
-		if name == "-" {
-			b, err := io.ReadAll(stdin)
-			if err != nil {
-				return nil, fmt.Errorf("<stdin>: %w", err)
-			}
-			in.data[i] = b
-			continue
-		}
-		info, err := os.Stat(name)
-		if err != nil {
-			return nil, err
-		}
-		if !info.Mode().IsRegular() {
-			b, err := os.ReadFile(name)
+	in := &resourceInputs{data: map[int][]byte{}}
+	for _, p := range paths {
+		if isGitURL(p) {
+			b, err := download(p)
 			if err != nil {
 				return nil, err
 			}
-			in.data[i] = b
+			in.data[len(in.files)] = b
+			in.files = append(in.files, p)
+			continue
+		}
+		files, err := loader.Files(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range files {
+			i := len(in.files)
+			in.files = append(in.files, name)
+			if name == "-" {
+				b, err := io.ReadAll(stdin)
+				if err != nil {
+					return nil, fmt.Errorf("<stdin>: %w", err)
+				}
+				in.data[i] = b
+				continue
+			}
+			info, err := os.Stat(name)
+			if err != nil {
+				return nil, err
+			}
+			if !info.Mode().IsRegular() {
+				b, err := os.ReadFile(name)
+				if err != nil {
+					return nil, err
+				}
+				in.data[i] = b
+			}
 		}
 	}
 	return in, nil
+}
+
+// downloadLimit bounds a resource file read from a URL.
+const downloadLimit = 256 << 20
+
+// download reads a resource file from an http(s) URL.
+func download(url string) ([]byte, error) {
+	client := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, downloadLimit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	if len(b) > downloadLimit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", url, downloadLimit)
+	}
+	return b, nil
 }
 
 // feedFunc calls emit with each document of a run's resources in order,
@@ -77,6 +116,8 @@ type job struct {
 	raw     api.RawDocument
 	docs    []api.Document
 	decoded bool
+	// err is the decoding error of a document the scan could not decode
+	err error
 }
 
 // errStopped ends the reading of the inputs when emit asks to stop.
@@ -115,17 +156,22 @@ type scanned struct {
 	exceptions []*api.PolicyException
 	// objects are those of the kinds the cluster serves
 	objects []map[string]any
-	// docs are the documents of the raw documents, when all were decoded
+	// docs are the documents of the raw documents, when all were decoded,
+	// and errs the errors of those that could not be (--continue-on-error)
 	docs [][]api.Document
+	errs []error
 }
 
-// scan reads the resources for their PolicyExceptions and the objects of
-// the given kinds (all: every object), decoding only the documents that
-// may hold one (see api.RawDocument.MayBeKind). When every document is
-// decoded (all), they are kept for the evaluation.
-func (in *resourceInputs) scan(kinds []string, all bool) (scanned, error) {
+// scan reads the resources for their PolicyExceptions (withExceptions)
+// and the objects of the given kinds (all: every object), decoding only
+// the documents that may hold one (see api.RawDocument.MayBeKind). When
+// every document is decoded (all), they are kept for the evaluation.
+func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnError bool) (scanned, error) {
 	var s scanned
-	want := append([]string{"PolicyException"}, kinds...)
+	want := kinds
+	if withExceptions {
+		want = append([]string{"PolicyException"}, kinds...)
+	}
 	if all {
 		s.docs = [][]api.Document{}
 	}
@@ -135,6 +181,14 @@ func (in *resourceInputs) scan(kinds []string, all bool) (scanned, error) {
 			return true
 		}
 		docs, err := j.raw.Decode()
+		if err != nil && continueOnError {
+			// reported by the evaluation, as an error result
+			if all {
+				s.docs = append(s.docs, nil)
+				s.errs = append(s.errs, err)
+			}
+			return true
+		}
 		if err == nil {
 			err = s.add(docs, kinds, all)
 		}
@@ -144,6 +198,7 @@ func (in *resourceInputs) scan(kinds []string, all bool) (scanned, error) {
 		}
 		if all {
 			s.docs = append(s.docs, docs)
+			s.errs = append(s.errs, nil)
 		}
 		return true
 	})
@@ -175,8 +230,8 @@ func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
 
 // each feeds the documents the scan decoded.
 func (s *scanned) each(emit func(job) bool) error {
-	for _, docs := range s.docs {
-		if !emit(job{docs: docs, decoded: true}) {
+	for i, docs := range s.docs {
+		if !emit(job{docs: docs, decoded: true, err: s.errs[i]}) {
 			return nil
 		}
 	}
@@ -261,6 +316,7 @@ func (ev *evaluator) run(feed feedFunc, parallel int, newFinish func() func(*res
 				continue
 			}
 			for i := range p.results {
+				ev.mutated.write(p.results[i].mutated)
 				sink(&p.results[i])
 			}
 		}
@@ -276,16 +332,23 @@ func (ev *evaluator) run(feed feedFunc, parallel int, newFinish func() func(*res
 // PolicyExceptions in resource files are not resources).
 func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 	out := jobResult{seq: j.seq}
-	docs := j.docs
+	docs, err := j.docs, j.err
 	if !j.decoded {
-		if docs, out.err = j.raw.Decode(); out.err != nil {
+		docs, err = j.raw.Decode()
+	}
+	if err != nil {
+		if !ev.continueOnError {
+			out.err = err
 			return out
 		}
+		// --continue-on-error: the document is an error result
+		out.results = append(out.results, resourceResult{err: err})
+		return out
 	}
 	for _, d := range docs {
 		switch {
 		case d.IsPolicyException():
-			continue // read by the scan
+			continue // read by the scan (--exceptions-with-resources)
 		case d.IsPolicy():
 			if _, out.err = api.DecodePolicy(d); out.err != nil {
 				return out
@@ -293,6 +356,12 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 			continue
 		}
 		rr := ev.evaluate(d.Object)
+		if ev.mutated != nil {
+			var err error
+			if rr.mutated, err = ev.mutated.render(&rr); err != nil && rr.err == nil {
+				rr.err = err
+			}
+		}
 		if finish != nil {
 			finish(&rr)
 		}
@@ -309,7 +378,7 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 // The entries of each resource are rendered by the worker that evaluated
 // it and kept by a report.Stream, in memory up to reportMemory, then in a
 // temporary file (in memory when none can be created).
-func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) (counts, int) {
 	opts := report.Options{Clock: time.Now, AuditWarn: f.auditWarn, Format: report.OpenReports}
 	if f.reportFmt == "wgpolicy" {
 		opts.Format = report.WGPolicy
@@ -321,13 +390,13 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 		spill = tmp
 	}
 	newStream := report.NewStream
-	if f.output == "json" {
+	if f.format == "json" {
 		newStream = report.NewJSONStream
 	}
 	stream, err := newStream(opts, spill, reportMemory)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	newFinish := func() func(*resourceResult) {
 		r := stream.NewRenderer()
@@ -335,27 +404,24 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 			if rr.err != nil {
 				return
 			}
-			rr.blocked = blocks(rr.policies)
 			rr.rendered, rr.err = r.Render(rr.policies)
 			rr.policies, rr.resource = nil, nil
 		}
 	}
 	var evalErrs []error
-	blocked := false
 	var addErr error
 	err = ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
 		if rr.err != nil {
 			evalErrs = append(evalErrs, rr.err)
 			return
 		}
-		blocked = blocked || rr.blocked
 		if addErr == nil {
 			addErr = stream.Add(rr.rendered)
 		}
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	for _, e := range evalErrs {
 		fmt.Fprintln(stderr, "gavel apply:", e)
@@ -363,13 +429,10 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 	sum, err := stream.WriteReports(stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+len(evalErrs), sum.Skip)
-	if blocked {
-		return exitFailed
-	}
-	return exitOK
+	return counts{Pass: sum.Pass, Fail: sum.Fail, Warn: sum.Warn, Error: sum.Error + len(evalErrs), Skip: sum.Skip}, exitOK
 }
 
 // streamText evaluates the resources and prints the text output (see
@@ -377,43 +440,38 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 // to a spool, in memory up to reportMemory, then in a temporary file, and
 // are printed once every resource was read (a resource that cannot be
 // decoded stops the run before any output, as it always did).
-func streamText(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+func streamText(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) (counts, int) {
 	out := newSpool(reportMemory)
 	defer out.Close()
 	doc := newApplyDocument()
-	blocked := false
 	lines := bufio.NewWriterSize(out, 32<<10)
 	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
-		entries, b := doc.add(rr, f.auditWarn)
-		blocked = blocked || b
+		entries, _ := doc.add(rr, f.auditWarn)
 		writeTextLines(lines, entries, f)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	for _, e := range doc.Errors {
 		fmt.Fprintln(stderr, "gavel apply:", e)
 	}
 	if err := lines.Flush(); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	bw := bufio.NewWriter(stdout)
 	if _, err := out.WriteTo(bw); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	bw.WriteString("\n")
 	writeSummary(bw, doc.Summary)
 	if err := bw.Flush(); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
-	if blocked {
-		return exitFailed
-	}
-	return exitOK
+	return countsOf(doc.Summary), exitOK
 }
 
 // spool keeps what is written until the run ends: in memory up to a
@@ -471,12 +529,12 @@ func (s *spool) Close() error {
 // rendered by the worker that evaluated it and spooled (see spool); the
 // summary, whether the run is blocked and the errors, which the document
 // holds around the entries, are written at the end.
-func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) int {
+func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) (counts, int) {
 	out := newSpool(reportMemory)
 	defer out.Close()
 	entries := bufio.NewWriterSize(out, 32<<10)
 	newFinish := entryFinish(f, func(e applyEntry) (renderedCase, error) {
-		b, err := renderEntry(f.output, e)
+		b, err := renderEntry(f.format, e)
 		return renderedCase{text: b}, err
 	})
 	doc := newApplyDocument()
@@ -490,14 +548,14 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 		blocked = blocked || rr.blocked
 		for _, c := range rr.cases {
 			if renderErr == nil {
-				renderErr = writeEntry(entries, f.output, c.text, n == 0)
+				renderErr = writeEntry(entries, f.format, c.text, n == 0)
 			}
 			n++
 		}
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	for _, e := range doc.Errors {
 		fmt.Fprintln(stderr, "gavel apply:", e)
@@ -507,17 +565,14 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 	}
 	if renderErr == nil {
 		doc.Blocked = blocked
-		renderErr = writeDocumentAround(stdout, f.output, doc, n, out)
+		renderErr = writeDocumentAround(stdout, f.format, doc, n, out)
 	}
 	if renderErr != nil {
 		fmt.Fprintln(stderr, "gavel apply:", renderErr)
-		return exitUsage
+		return counts{}, exitUsage
 	}
 	writeSummary(stderr, doc.Summary)
-	if blocked {
-		return exitFailed
-	}
-	return exitOK
+	return countsOf(doc.Summary), exitOK
 }
 
 // entryFinish is the newFinish of a run that prints entries (see

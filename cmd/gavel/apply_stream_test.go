@@ -198,7 +198,7 @@ func TestApplyStreamedReports(t *testing.T) {
 				args = append(args, "--audit-warn")
 			}
 			if run.json {
-				args = append(args, "-o", "json")
+				args = append(args, "--output-format", "json")
 			}
 			code, got, stderr := applyRun(t, "", args...)
 			reportMemory = old
@@ -225,12 +225,19 @@ func TestApplyStdin(t *testing.T) {
 	}
 }
 
-// TestApplyBadResource: a document that cannot be decoded stops the run
-// with exit 2, naming the file and the document, and nothing is printed.
+// TestApplyBadResource: with --continue-on-error=false, a document that
+// cannot be decoded stops the run with exit 2, naming the file and the
+// document, and nothing is printed; by default (upstream's true) the run
+// goes on, the document counted as an error (exit 1).
 func TestApplyBadResource(t *testing.T) {
 	bad := pods(50) + "---\nkind: Pod\nmetadata: [\n" + pods(50)
 	dir := writeFiles(t, map[string]string{"policies.yaml": streamPolicies, "pods.yaml": bad})
-	for _, args := range [][]string{{"--policy-report"}, {"--policy-report", "-o", "json"}, {"-o", "json"}, {"-o", "junit"}, {}} {
+	code, out, stderr := applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml"))
+	if code != exitFailed || !strings.Contains(out, "error: 1,") || !strings.Contains(stderr, filepath.Join(dir, "pods.yaml")+"[50]: ") {
+		t.Errorf("default: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	for _, args := range [][]string{{"--policy-report"}, {"--policy-report", "--output-format", "json"}, {"--output-format", "json"}, {"--output-format", "junit"}, {}} {
+		args = append(args, "--continue-on-error=false")
 		code, out, stderr := applyRun(t, "", append([]string{filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml")}, args...)...)
 		if code != exitUsage || out != "" {
 			t.Errorf("%v: exit %d, stdout %q", args, code, out)
@@ -242,9 +249,10 @@ func TestApplyBadResource(t *testing.T) {
 	}
 }
 
-// TestApplyExceptionsAmongResources: PolicyExceptions in the resource
-// files apply (the first reading finds them), to resources before and
-// after them; a malformed one is a load error.
+// TestApplyExceptionsAmongResources: with --exceptions-with-resources,
+// PolicyExceptions in the resource files apply (the first reading finds
+// them), to resources before and after them; a malformed one is a load
+// error. Without the flag they do not apply, as upstream.
 func TestApplyExceptionsAmongResources(t *testing.T) {
 	exception := `apiVersion: kyverno.io/v2
 kind: PolicyException
@@ -266,7 +274,7 @@ spec:
 		"pods.yaml":     pods(3) + "---\n" + exception + pods(6)[len(pods(3)):],
 		"bad.yaml":      pods(3) + "---\napiVersion: kyverno.io/v2\nkind: PolicyException\nmetadata:\n  name: x\nspec:\n  unknown: 1\n",
 	})
-	code, out, stderr := applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml"), "-o", "json", "--detailed-results")
+	code, out, stderr := applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml"), "--output-format", "json", "--detailed-results", "--exceptions-with-resources")
 	if code != exitFailed {
 		t.Fatalf("exit %d; stderr %s", code, stderr)
 	}
@@ -276,7 +284,11 @@ spec:
 			t.Errorf("%s: no skip by the exception:\n%s", name, out)
 		}
 	}
-	code, _, stderr = applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "bad.yaml"), "--policy-report")
+	_, out, _ = applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "pods.yaml"), "--output-format", "json", "--detailed-results")
+	if strings.Contains(out, `"result": "skip"`) {
+		t.Errorf("without --exceptions-with-resources, an exception among the resources applied:\n%s", out)
+	}
+	code, _, stderr = applyRun(t, "", filepath.Join(dir, "policies.yaml"), "--resource", filepath.Join(dir, "bad.yaml"), "--policy-report", "--exceptions-within-resources")
 	if code != exitUsage || !strings.Contains(stderr, "failed to load resources") || !strings.Contains(stderr, "unknown") {
 		t.Errorf("malformed exception: exit %d, stderr %s", code, stderr)
 	}
@@ -314,7 +326,7 @@ spec:
 	if _, all := compileFiles(t, filepath.Join(dir, "any.yaml")).ClientKinds(); !all {
 		t.Fatal("the policy does not read every kind")
 	}
-	code, out, stderr := applyRun(t, "", dir, "--resource", filepath.Join(dir, "pods.yaml"), "-o", "json", "--detailed-results")
+	code, out, stderr := applyRun(t, "", dir, "--resource", filepath.Join(dir, "pods.yaml"), "--output-format", "json", "--detailed-results")
 	if code != exitFailed {
 		t.Fatalf("exit %d; stderr %s", code, stderr)
 	}
@@ -424,7 +436,7 @@ func TestApplyDocumentsStreamed(t *testing.T) {
 		path := filepath.Join(dir, resources)
 		for _, format := range []string{"json", "yaml"} {
 			for _, failOnly := range []bool{false, true} {
-				f := applyFlags{output: format, failOnly: failOnly}
+				f := applyFlags{format: format, formatSet: true, failOnly: failOnly}
 				// the document of all the results at once
 				inputs, err := readInputs([]string{path}, nil)
 				if err != nil {
@@ -455,7 +467,7 @@ func TestApplyDocumentsStreamed(t *testing.T) {
 				for _, memory := range []int{64 << 20, 256} {
 					old := reportMemory
 					reportMemory = memory
-					args := []string{policies, "--resource", path, "-o", format}
+					args := []string{policies, "--resource", path, "--output-format", format}
 					if failOnly {
 						args = append(args, "--fail-only")
 					}
@@ -470,5 +482,46 @@ func TestApplyDocumentsStreamed(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestApplyBadResourceAllKinds: when the scan decodes every document (a
+// policy reads any kind), a document that cannot be decoded is still an
+// error result by default, and ends the run with --continue-on-error=false.
+func TestApplyBadResourceAllKinds(t *testing.T) {
+	anyTarget := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: touch-any
+spec:
+  rules:
+  - name: touch
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    mutate:
+      targets:
+      - apiVersion: v1
+        kind: "{{ request.object.data.kind }}"
+        name: web-1
+        namespace: default
+      patchStrategicMerge:
+        metadata:
+          labels:
+            touched: "yes"
+`
+	bad := pods(5) + "---\nkind: Pod\nmetadata: [\n" + pods(5)
+	dir := writeFiles(t, map[string]string{"any.yaml": anyTarget, "pods.yaml": bad})
+	if _, all := compileFiles(t, filepath.Join(dir, "any.yaml")).ClientKinds(); !all {
+		t.Fatal("the policy does not read every kind")
+	}
+	code, out, stderr := applyRun(t, "", filepath.Join(dir, "any.yaml"), "--resource", filepath.Join(dir, "pods.yaml"))
+	if code != exitFailed || !strings.Contains(out, "error: 1,") || !strings.Contains(stderr, "pods.yaml[5]: ") {
+		t.Errorf("default: exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	code, out, stderr = applyRun(t, "", filepath.Join(dir, "any.yaml"), "--resource", filepath.Join(dir, "pods.yaml"), "--continue-on-error=false")
+	if code != exitUsage || out != "" || !strings.Contains(stderr, "failed to load resources") {
+		t.Errorf("--continue-on-error=false: exit %d\nstdout %s\nstderr %s", code, out, stderr)
 	}
 }

@@ -11,7 +11,7 @@ import (
 func TestApplyOutputs(t *testing.T) {
 	args := []string{"apply", "../../examples/policies", "--resource", "../../examples/resources"}
 	var out, errOut bytes.Buffer
-	if code := run(append(args, "-o", "json"), nil, &out, &errOut); code != exitFailed {
+	if code := run(append(args, "--output-format", "json"), nil, &out, &errOut); code != exitFailed {
 		t.Fatalf("exit %d, want %d (an Enforce rule fails); stderr %s", code, exitFailed, errOut.String())
 	}
 	var doc applyDocument
@@ -22,14 +22,14 @@ func TestApplyOutputs(t *testing.T) {
 		t.Errorf("summary %v blocked %v", doc.Summary, doc.Blocked)
 	}
 	out.Reset()
-	if code := run(append(args, "-o", "junit", "--fail-only"), nil, &out, &errOut); code != exitFailed {
+	if code := run(append(args, "--output-format", "junit", "--fail-only"), nil, &out, &errOut); code != exitFailed {
 		t.Fatalf("junit exit %d", code)
 	}
 	if !strings.Contains(out.String(), `<testsuites name="gavel apply" tests="3" failures="3"`) {
 		t.Errorf("junit output:\n%s", out.String())
 	}
 	out.Reset()
-	if code := run(append(args, "-o", "junit", "--policy-report"), nil, &out, &errOut); code != exitUsage {
+	if code := run(append(args, "--output-format", "junit", "--policy-report"), nil, &out, &errOut); code != exitUsage {
 		t.Errorf("junit with --policy-report: exit %d, want %d", code, exitUsage)
 	}
 	out.Reset()
@@ -116,7 +116,8 @@ spec:
 	}
 	pf, rf := write("policy.yaml", policy), write("resources.yaml", resources)
 	var out, errOut bytes.Buffer
-	if code := run([]string{"apply", pf, "--resource", rf, "-o", "json", "--detailed-results"}, nil, &out, &errOut); code != exitOK {
+	// an Audit failure fails the run, as upstream
+	if code := run([]string{"apply", pf, "--resource", rf, "--output-format", "json", "--detailed-results"}, nil, &out, &errOut); code != exitFailed {
 		t.Fatalf("exit %d; stderr %s", code, errOut.String())
 	}
 	var doc applyDocument
@@ -136,7 +137,7 @@ spec:
 		t.Errorf("results %+v summary %v", doc.Results, doc.Summary)
 	}
 	out.Reset()
-	if code := run([]string{"apply", pf, "--resource", rf, "--policy-report"}, nil, &out, &errOut); code != exitOK {
+	if code := run([]string{"apply", pf, "--resource", rf, "--policy-report"}, nil, &out, &errOut); code != exitFailed {
 		t.Fatalf("report exit %d; stderr %s", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), "name: web") || !strings.Contains(out.String(), "result: fail") {

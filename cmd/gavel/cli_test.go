@@ -87,7 +87,7 @@ func TestTestOutputs(t *testing.T) {
 	}
 }
 
-// TestSummaryLine checks that the default and table outputs end with
+// TestSummaryLine checks that the default, table and markdown outputs end with
 // exactly "N passed, N failed", and that the machine formats put it on
 // stderr instead.
 func TestSummaryLine(t *testing.T) {
@@ -97,7 +97,7 @@ func TestSummaryLine(t *testing.T) {
 			args := append([]string{"test", "-o", format, suite}, extra...)
 			_, stdout, stderr := runGavel(args...)
 			out := stdout
-			if format != formatText && format != formatTable {
+			if format != formatText && format != formatTable && format != formatMarkdown {
 				out = stderr
 			}
 			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -173,7 +173,7 @@ func TestTestUsageErrors(t *testing.T) {
 		{[]string{"test", "-x", "x"}, "gavel test: unknown flag -x\nRun \"gavel test -h\" for the flags.\n"},
 		{[]string{"test", "--detail", "x"}, "gavel test: unknown flag --detail (did you mean --detailed-results?)\n"},
 		{[]string{"test", "--parallel", "many", "x"}, "gavel test: invalid value \"many\" for flag -parallel"},
-		{[]string{"test", "-o", "xml", "testdata/suite"}, "gavel test: unknown output format \"xml\" (text, table, json, yaml or junit)\n"},
+		{[]string{"test", "-o", "xml", "testdata/suite"}, "gavel test: unknown output format \"xml\" (text, table, json, yaml, junit or markdown)\n"},
 		{[]string{"test", "testdata/no-such-folder"}, "gavel test: stat testdata/no-such-folder: no such file or directory\n"},
 	}
 	for _, tt := range tests {
@@ -204,9 +204,11 @@ func TestHelp(t *testing.T) {
 	}{
 		{[]string{"--help"}, []string{"Exit codes:", "0  clean", "1  failures", "2  usage error", "gavel completion bash|zsh|fish", "NO_COLOR"}},
 		{[]string{"help"}, []string{"Usage:"}},
-		{[]string{"test", "-h"}, []string{"Usage: gavel test PATH...", "-fail-only", "-o string", "junit", "Exit codes: 0"}},
+		{[]string{"test", "-h"}, []string{"Usage: gavel test PATH...", "--fail-only", "-o, --output-format string", "junit", "Exit codes: 0",
+			"-t, --test-case-selector string", "--require-tests", "-b, --git-branch string", "--registry", "--remove-color", "-f, --file-name string", "--detailed-results", "--kubeconfig"}},
+		{[]string{"create", "-h"}, []string{"gavel create test|values|user-info|exception"}},
 		{[]string{"help", "test"}, []string{"Usage: gavel test PATH..."}},
-		{[]string{"help", "apply"}, []string{"Usage: gavel apply", "-resource"}},
+		{[]string{"help", "apply"}, []string{"Usage: gavel apply", "-r, --resource strings"}},
 		{[]string{"help", "jp"}, []string{"gavel jp query", "-i string"}},
 		{[]string{"help", "completion"}, []string{"gavel completion bash|zsh|fish"}},
 		{[]string{"help", "version"}, []string{"Usage: gavel version"}},
@@ -272,9 +274,9 @@ func TestCompletion(t *testing.T) {
 		check []string // command that checks the syntax of the script in $1
 		want  []string
 	}{
-		{"bash", []string{"bash", "-n"}, []string{"complete -o default -o bashdefault -F _gavel gavel", "--resource", "--fail-only", `"text table json yaml junit"`}},
-		{"zsh", []string{"zsh", "-n"}, []string{"#compdef gavel", "'--fail-only[", "(text table json yaml junit)", "compdef _gavel gavel"}},
-		{"fish", []string{"fish", "--no-execute"}, []string{"complete -c gavel -n '__fish_use_subcommand' -a test", "-l resource -r -F", "-a 'text table json yaml junit'"}},
+		{"bash", []string{"bash", "-n"}, []string{"complete -o default -o bashdefault -F _gavel gavel", "--resource", "--fail-only", `"text table json yaml junit markdown"`}},
+		{"zsh", []string{"zsh", "-n"}, []string{"#compdef gavel", "'--fail-only[", "(text table json yaml junit markdown)", "compdef _gavel gavel"}},
+		{"fish", []string{"fish", "--no-execute"}, []string{"complete -c gavel -n '__fish_use_subcommand' -a test", "-l resource -r -F", "-a 'text table json yaml junit markdown'"}},
 	}
 	for _, sh := range shells {
 		t.Run(sh.name, func(t *testing.T) {
@@ -319,7 +321,8 @@ func TestBashCompletionWorks(t *testing.T) {
 		{`gavel te`, "test"},
 		{`gavel test --fail`, "--fail-only"},
 		{`gavel test -o j`, "json junit"},
-		{`gavel apply --reso`, "--resource"},
+		{`gavel apply --reso`, "--resource --resources"},
+		{`gavel apply --warn-e`, "--warn-exit-code"},
 		{`gavel completion z`, "zsh"},
 		{`gavel jp q`, "query"},
 	}
@@ -454,3 +457,38 @@ func BenchmarkTestOutput(b *testing.B) {
 type discardWriter struct{}
 
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// upstreamApplyFlags are the flags of the upstream CLI's kyverno apply
+// (cli-kyverno_apply.md), with their short forms.
+var upstreamApplyFlags = []string{
+	"--audit-warn", "--batch-size int", "-c, --cluster", "--cluster-wide-resources", "--concurrent int",
+	"--context string", "--context-file string", "--continue-on-error", "--continue-on-fail", "--crd-path strings",
+	"--detailed-results", "--envoy-payload strings", "-e, --exception strings", "--exceptions strings",
+	"--exceptions-with-resources", "--exceptions-within-policies", "--exceptions-within-resources",
+	"--generate-exceptions", "--generated-exception-ttl duration", "-b, --git-branch string", "--http-payload strings",
+	"--json strings", "--kubeconfig string", "-n, --namespace string", "-o, --output string", "--output-format string",
+	"--parameter-resource strings", "--password string", "-p, --policy-report", "--registry", "--remove-color",
+	"-r, --resource strings", "--resources strings", "-s, --set strings", "--show-performance", "-i, --stdin",
+	"-t, --table", "--target-resource strings", "--target-resources strings", "-u, --userinfo string",
+	"--username string", "-f, --values-file string", "--warn-exit-code int", "--warn-no-pass",
+}
+
+// TestApplyHelpListsUpstreamFlags: gavel apply --help lists every flag of
+// the upstream CLI's kyverno apply, with its short form and type, and
+// klog's flags as accepted and ignored.
+func TestApplyHelpListsUpstreamFlags(t *testing.T) {
+	code, stdout, _ := runGavel("apply", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, f := range upstreamApplyFlags {
+		if !strings.Contains(stdout, f+"\n") {
+			t.Errorf("apply --help lacks %q", f)
+		}
+	}
+	for _, f := range klogFlags {
+		if !strings.Contains(stdout, flagName(f.name)) {
+			t.Errorf("apply --help lacks klog's %s", f.name)
+		}
+	}
+}

@@ -44,28 +44,49 @@ type commandSpec struct {
 // are read from their own help output, so that the scripts follow the
 // commands as they change.
 func completionCommands() []commandSpec {
-	var applyHelp, jpHelp bytes.Buffer
-	runApply([]string{"-h"}, strings.NewReader(""), io.Discard, &applyHelp)
+	var jpHelp bytes.Buffer
 	runJP([]string{"query", "-h"}, strings.NewReader(""), io.Discard, &jpHelp)
 	var o testOptions
-	var testFlags []flagSpec
-	newTestFlags(&o).VisitAll(func(f *flag.Flag) {
-		bf, ok := f.Value.(interface{ IsBoolFlag() bool })
-		fs := flagSpec{name: f.Name, usage: f.Usage, value: !(ok && bf.IsBoolFlag())}
-		switch f.Name {
+	testFlags := flagSpecs(newTestFlags(&o), func(fs *flagSpec) {
+		switch fs.name {
 		case "o", "output", "output-format":
 			fs.choices = testFormats
 		}
-		testFlags = append(testFlags, fs)
+	})
+	var af applyFlags
+	applyFlags := flagSpecs(newApplyFlags(&af), func(fs *flagSpec) {
+		switch fs.name {
+		case "output-format":
+			fs.choices = []string{"yaml", "json", "junit"}
+		case "report-format":
+			fs.choices = []string{"openreports", "wgpolicy"}
+		}
 	})
 	return []commandSpec{
-		{name: "apply", help: "evaluate policies on resources", flags: parseDefaults(applyHelp.String()), files: true},
+		{name: "apply", help: "evaluate policies on resources", flags: applyFlags, files: true},
 		{name: "test", help: "run kyverno-test.yaml files", flags: testFlags, files: true},
+		{name: "create", help: "write a test, values, user info or exception file", words: []string{"test", "values", "user-info", "exception"}},
 		{name: "jp", help: "JMESPath helpers", flags: parseDefaults(jpHelp.String()), words: []string{"query", "function"}},
 		{name: "version", help: "print version information"},
 		{name: "completion", help: "print a shell completion script", words: []string{"bash", "zsh", "fish"}},
-		{name: "help", help: "help about a command", words: []string{"apply", "test", "jp", "version", "completion"}},
+		{name: "help", help: "help about a command", words: []string{"apply", "test", "create", "jp", "version", "completion"}},
 	}
+}
+
+// flagSpecs describes the flags of a flag set (klog's left out), edit
+// adding what the flag set does not say.
+func flagSpecs(set *flag.FlagSet, edit func(*flagSpec)) []flagSpec {
+	var out []flagSpec
+	set.VisitAll(func(f *flag.Flag) {
+		if f.Usage == klogUsage {
+			return
+		}
+		bf, ok := f.Value.(interface{ IsBoolFlag() bool })
+		fs := flagSpec{name: f.Name, usage: f.Usage, value: !(ok && bf.IsBoolFlag())}
+		edit(&fs)
+		out = append(out, fs)
+	})
+	return out
 }
 
 // parseDefaults reads the flags listed by flag.PrintDefaults.

@@ -2,6 +2,7 @@
 //
 //	gavel apply POLICY_PATH... --resource RESOURCE_PATH... [flags]
 //	gavel test PATH... [-o text|table|json|yaml|junit] [flags]
+//	gavel create test|values|user-info|exception [flags]
 //	gavel jp query|function ...
 //	gavel version
 //	gavel completion bash|zsh|fish
@@ -34,6 +35,7 @@ const usage = `gavel: an embeddable policy engine for Kyverno-language policies
 Usage:
   gavel apply POLICY_PATH... --resource RESOURCE_PATH... [flags]
   gavel test PATH... [flags]
+  gavel create test|values|user-info|exception [flags]
   gavel jp query EXPRESSION [-i INPUT]
   gavel jp function [NAME...]
   gavel version
@@ -42,17 +44,23 @@ Usage:
 
 Commands:
   apply       evaluate policies on resources; print failing rules and a summary
-  test        run kyverno-test.yaml files; output as text, table, json, yaml
-              or junit; the text output ends with "N passed, N failed"
+  test        run kyverno-test.yaml files; output as text, table, markdown,
+              json, yaml or junit; the text output ends with "N passed, N failed"
+  create      write a test, values, user info or PolicyException file
   jp          JMESPath helpers for policy authors
   version     print the version of gavel, its module and Go
   completion  print a shell completion script
 
 Run "gavel COMMAND -h" for the flags of a command.
 
+The upstream CLI's flags work as in kyverno apply and kyverno test: replace
+"kyverno" with "gavel" in a script.
+
 Exit codes:
-  0  clean: no Enforce violation (apply), every entry passed (test)
-  1  failures: an Enforce violation (apply), a failing entry (test)
+  0  clean: no failing or erroring result (apply), every entry passed (test)
+  1  failures: a failing (Audit too, unless --audit-warn) or erroring
+     result (apply), a failing entry (test)
+  N  apply --warn-exit-code N: warnings only, or no pass with --warn-no-pass
   2  usage error, or policies, resources or tests that cannot be loaded
 
 Environment:
@@ -64,7 +72,7 @@ Environment:
 `
 
 // commands are the top-level command names, for help and suggestions.
-var commands = []string{"apply", "test", "jp", "version", "completion", "help"}
+var commands = []string{"apply", "test", "create", "jp", "version", "completion", "help"}
 
 // gcPercent is the garbage collector's target when GOGC is not set: a
 // run's live heap is small (apply keeps neither resources nor full
@@ -89,6 +97,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runApply(args[1:], stdin, stdout, stderr)
 	case "test":
 		return runTest(args[1:], stdout, stderr)
+	case "create":
+		return runCreate(args[1:], stdout, stderr)
 	case "jp":
 		return runJP(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
@@ -129,6 +139,8 @@ func runHelp(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "Usage: gavel version\n\nPrints the version of gavel (from the module version embedded by the Go\ntoolchain, or -ldflags \"-X main.version=...\"), of Go and the commit.")
 	case "completion":
 		fmt.Fprint(stdout, completionUsage)
+	case "create":
+		fmt.Fprint(stdout, createUsage)
 	case "help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -84,6 +84,8 @@ func (o *testOutput) write(format string, w io.Writer) error {
 		return err
 	case formatJUnit:
 		return o.writeJUnit(w)
+	case formatMarkdown:
+		return o.writeMarkdown(w)
 	}
 	return o.writeText(w)
 }
@@ -157,6 +159,51 @@ func (o *testOutput) writeTable(w io.Writer) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		fmt.Fprintln(ew)
+	}
+	passed, failed := o.counts()
+	fmt.Fprintf(ew, "%d passed, %d failed\n", passed, failed)
+	return ew.err
+}
+
+// writeMarkdown prints, per test file with shown entries, a heading and a
+// Markdown table (for CI job summaries and pull request comments, as
+// upstream's -o markdown), then the summary line. Never coloured.
+func (o *testOutput) writeMarkdown(w io.Writer) error {
+	ew := &errWriter{w: w}
+	cell := func(s string) string { return strings.ReplaceAll(oneLine(s), "|", "\\|") }
+	for _, f := range o.files {
+		show := false
+		for _, r := range f.Rows {
+			show = show || o.shown(r)
+		}
+		if !show {
+			continue
+		}
+		heading := f.Path
+		if f.Name != "" {
+			heading += " (" + f.Name + ")"
+		}
+		fmt.Fprintf(ew, "### %s\n\n", cell(heading))
+		header, rule := "| ID | RESULT | POLICY | RULE | RESOURCE | REASON |", "|---|---|---|---|---|---|"
+		if o.detailed {
+			header, rule = header+" MESSAGE |", rule+"---|"
+		}
+		fmt.Fprintf(ew, "%s\n%s\n", header, rule)
+		for i, r := range f.Rows {
+			if !o.shown(r) {
+				continue
+			}
+			status := "FAIL"
+			if r.Passed {
+				status = "PASS"
+			}
+			fmt.Fprintf(ew, "| %d | %s | %s | %s | %s | %s |", i+1, status, cell(dash(r.Policy)), cell(dash(r.Rule)), cell(dash(strings.Trim(rowResource(r), "/"))), cell(r.Reason))
+			if o.detailed {
+				fmt.Fprintf(ew, " %s |", cell(r.Message))
+			}
+			fmt.Fprintln(ew)
 		}
 		fmt.Fprintln(ew)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -148,4 +149,63 @@ func (p *progress) finish() {
 	if p.on {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// klogUsage is the usage of klog's flags, accepted and ignored.
+const klogUsage = "klog's flag: accepted and ignored"
+
+// printFlags lists the flags of a command as the upstream CLI's help
+// does: a one-letter alias on the line of its flag ("-r, --resource"),
+// klog's flags in a section of their own.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	shorts := map[string][]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if target, ok := aliasOf(f); ok && len(f.Name) == 1 {
+			shorts[target] = append(shorts[target], f.Name)
+		}
+	})
+	var klog []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := aliasOf(f); ok && len(f.Name) == 1 {
+			return
+		}
+		if f.Usage == klogUsage {
+			klog = append(klog, flagName(f.Name))
+			return
+		}
+		names := "    "
+		if s := shorts[f.Name]; len(s) > 0 {
+			names = "-" + s[0] + ", "
+		}
+		typ, usage := flag.UnquoteUsage(f)
+		if typ == "value" {
+			typ = "strings"
+		}
+		line := "  " + names + "--" + f.Name
+		if typ != "" {
+			line += " " + typ
+		}
+		if d := f.DefValue; d != "" && d != "false" && d != "0" && d != "[]" {
+			if typ == "string" {
+				d = strconv.Quote(d)
+			}
+			usage += " (default " + d + ")"
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, usage)
+	})
+	if len(klog) > 0 {
+		fmt.Fprintf(w, "\nklog's flags, accepted and ignored (gavel does not log through klog):\n  %s\n", strings.Join(klog, ", "))
+	}
+}
+
+// aliasOf returns the flag a flag stands for, from its usage "same as
+// --NAME" or "shorthand for --NAME".
+func aliasOf(f *flag.Flag) (string, bool) {
+	for _, p := range []string{"same as --", "shorthand for --"} {
+		if rest, ok := strings.CutPrefix(f.Usage, p); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			return name, true
+		}
+	}
+	return "", false
 }

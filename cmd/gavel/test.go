@@ -6,11 +6,78 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/patterns"
 	"github.com/gavelpolicy/gavel/policytest"
+	"github.com/gavelpolicy/gavel/remote"
 )
+
+// testFilter is a --test-case-selector: the wildcards a test result's
+// policy, rule and one of its resources must match, as upstream's filter
+// (a result that names no policy, rule or resource matches that part).
+type testFilter struct {
+	policy, rule, resource string
+}
+
+// parseTestFilter parses "policy=P,rule=R,resource=NAME" (any subset, in
+// any order, spaces allowed).
+func parseTestFilter(in string) (testFilter, error) {
+	f := testFilter{policy: "*", rule: "*", resource: "*"}
+	if strings.TrimSpace(in) == "" {
+		return f, nil
+	}
+	for _, part := range strings.Split(in, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || strings.Contains(v, "=") {
+			return f, fmt.Errorf("invalid test-case-selector argument (%s): parameter must be in the form <key>=<value>", part)
+		}
+		switch v = strings.TrimSpace(v); strings.TrimSpace(k) {
+		case "policy":
+			f.policy = v
+		case "rule":
+			f.rule = v
+		case "resource":
+			f.resource = v
+		default:
+			return f, fmt.Errorf("invalid test-case-selector (%s): parameter can only be policy, rule or resource", part)
+		}
+	}
+	return f, nil
+}
+
+// keep returns the results the filter selects.
+func (f testFilter) keep(results []policytest.Result) []policytest.Result {
+	if f == (testFilter{"*", "*", "*"}) || f == (testFilter{}) {
+		return results
+	}
+	var out []policytest.Result
+	for _, r := range results {
+		if r.Policy != "" && !patterns.WildcardMatch(f.policy, r.Policy) {
+			continue
+		}
+		if r.Rule != "" && !patterns.WildcardMatch(f.rule, r.Rule) {
+			continue
+		}
+		names := r.Resources
+		if r.Resource != "" {
+			names = append(names[:len(names):len(names)], r.Resource)
+		}
+		matched := len(names) == 0
+		for _, n := range names {
+			matched = matched || patterns.WildcardMatch(f.resource, n)
+		}
+		if matched {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // Output formats of gavel test.
 const (
@@ -19,10 +86,12 @@ const (
 	formatJSON  = "json"
 	formatYAML  = "yaml"
 	formatJUnit = "junit"
+	// formatMarkdown is upstream's -o markdown: tables for CI summaries
+	formatMarkdown = "markdown"
 )
 
 // testFormats lists the formats -o accepts, the default first.
-var testFormats = []string{formatText, formatTable, formatJSON, formatYAML, formatJUnit}
+var testFormats = []string{formatText, formatTable, formatJSON, formatYAML, formatJUnit, formatMarkdown}
 
 // testOptions are the flags of gavel test.
 type testOptions struct {
@@ -33,6 +102,13 @@ type testOptions struct {
 	detailed bool
 	output   string
 	noColor  bool
+	// selector keeps the test results a --test-case-selector names
+	selector     string
+	filter       testFilter
+	requireTests bool
+	gitBranch    string
+	registry     bool
+	kubeconfig   string
 }
 
 const testUsage = `Usage: gavel test PATH... [flags]
@@ -43,8 +119,9 @@ each expected result. The default output prints one line per failing entry,
 and always ends with the line "N passed, N failed".
 
 Output formats (-o): text (default), table (aligned columns per test file),
-json, yaml, junit (JUnit XML for CI systems). --fail-only defaults to true for
-text and table and to false for json, yaml and junit, which always carry
+markdown (a Markdown table per test file), json, yaml, junit (JUnit XML for
+CI systems). --fail-only defaults to true for text, table and markdown and
+to false for json, yaml and junit, which always carry
 the rule messages. Colour is used only when standard output is a terminal
 (never with --no-color or NO_COLOR set). Progress is shown on standard error
 when it is a terminal and at least 10 test files run.
@@ -63,16 +140,24 @@ func newTestFlags(o *testOptions) *flag.FlagSet {
 	fs.StringVar(&o.fileName, "file-name", policytest.DefaultFileName, "test file name to look for")
 	fs.StringVar(&o.fileName, "f", policytest.DefaultFileName, "shorthand for --file-name")
 	fs.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "tests evaluated in parallel")
-	fs.BoolVar(&o.failOnly, "fail-only", true, "print only failing entries (default false for json, yaml and junit)")
+	fs.BoolVar(&o.failOnly, "fail-only", true, "print only failing entries (false for json, yaml and junit unless given)")
 	fs.BoolVar(&o.detailed, "detailed-results", false, "print the rule message of each printed entry")
-	fs.StringVar(&o.output, "o", formatText, "output format: text, table, json, yaml or junit")
-	fs.StringVar(&o.output, "output", formatText, "same as -o")
-	fs.StringVar(&o.output, "output-format", formatText, "same as -o (the upstream CLI's name)")
+	fs.StringVar(&o.output, "output-format", formatText, "output format: text, table, json, yaml, junit or markdown")
+	fs.StringVar(&o.output, "o", formatText, "same as --output-format")
+	fs.StringVar(&o.output, "output", formatText, "same as --output-format")
 	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
 	fs.BoolVar(&o.noColor, "remove-color", false, "same as --no-color (the upstream CLI's name)")
+	fs.StringVar(&o.selector, "test-case-selector", "policy=*,rule=*,resource=*", "run only the test results that match: policy=P,rule=R,resource=NAME, each with * and ? wildcards")
+	fs.StringVar(&o.selector, "t", "policy=*,rule=*,resource=*", "shorthand for --test-case-selector")
+	fs.BoolVar(&o.requireTests, "require-tests", false, "fail (exit 1) when no test file is found")
+	fs.StringVar(&o.gitBranch, "git-branch", "", "branch of a git URL path (https://HOST/OWNER/REPO/PATH); without it the URL's path after the repository is the branch")
+	fs.StringVar(&o.gitBranch, "b", "", "shorthand for --git-branch")
+	fs.BoolVar(&o.registry, "registry", false, "read image data for imageRegistry context entries from the registries, with the local docker credentials")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "accepted and ignored, as upstream's test never reads a cluster")
+	addKlogFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), testUsage)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	return fs
 }
@@ -106,10 +191,10 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		}
 	})
 	if !validFormat(o.output) {
-		fmt.Fprintf(stderr, "gavel test: unknown output format %q (text, table, json, yaml or junit)\n", o.output)
+		fmt.Fprintf(stderr, "gavel test: unknown output format %q (text, table, json, yaml, junit or markdown)\n", o.output)
 		return exitUsage
 	}
-	if !failOnlySet && o.output != formatText && o.output != formatTable {
+	if !failOnlySet && o.output != formatText && o.output != formatTable && o.output != formatMarkdown {
 		o.failOnly = false
 	}
 	if fs.NArg() == 0 {
@@ -117,13 +202,27 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, `Run "gavel test -h" for the flags.`)
 		return exitUsage
 	}
-	files, err := policytest.Discover(o.fileName, fs.Args()...)
+	var err error
+	if o.filter, err = parseTestFilter(o.selector); err != nil {
+		fmt.Fprintln(stderr, "gavel test:", err)
+		return exitUsage
+	}
+	paths, cleanup, err := resolvePolicyPaths(fs.Args(), o.gitBranch, "", "")
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(stderr, "gavel test:", err)
+		return exitUsage
+	}
+	files, err := policytest.Discover(o.fileName, paths...)
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel test:", err)
 		return exitUsage
 	}
 	if len(files) == 0 {
 		fmt.Fprintf(stderr, "gavel test: no %s found under %v\n", o.fileName, fs.Args())
+		if o.requireTests {
+			return exitFailed
+		}
 	}
 	prog := newProgress(stderr, len(files))
 	start := time.Now()
@@ -137,7 +236,7 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	passed, failed := out.counts()
-	if o.output != formatText && o.output != formatTable {
+	if o.output != formatText && o.output != formatTable && o.output != formatMarkdown {
 		// machine formats keep stdout to the document
 		fmt.Fprintf(stderr, "%d passed, %d failed\n", passed, failed)
 	}
@@ -196,7 +295,14 @@ func runTestFile(ctx context.Context, path string, o testOptions) testFile {
 		return tf
 	}
 	tf.Name = t.TestName()
-	rows, err := policytest.Run(ctx, t, policytest.Options{Strict: o.strict})
+	if t.Results = o.filter.keep(t.Results); len(t.Results) == 0 {
+		return tf
+	}
+	popts := policytest.Options{Strict: o.strict}
+	if o.registry {
+		popts.EngineOptions = append(popts.EngineOptions, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
+	}
+	rows, err := policytest.Run(ctx, t, popts)
 	if err != nil {
 		tf.Err = err
 		rows = policytest.FailedRows(t, err)
