@@ -67,9 +67,10 @@ func (p *Policy) Admission() bool { return p.admission }
 // warnings (spec.emitWarning).
 func (p *Policy) EmitWarning() bool { return p.emitWarning }
 
-// FailurePolicy returns how a webhook treats errors of this policy: Fail
-// (the default) or Ignore, from spec.webhookConfiguration.failurePolicy
-// or the deprecated spec.failurePolicy.
+// FailurePolicy returns how a webhook treats errors of this policy:
+// api.Fail (the default) or api.Ignore, from
+// spec.webhookConfiguration.failurePolicy or the deprecated
+// spec.failurePolicy (see Response.Blocked).
 func (p *Policy) FailurePolicy() api.FailurePolicyType {
 	spec := p.src.GetSpec()
 	if wc := spec.WebhookConfiguration; wc != nil && wc.FailurePolicy != nil {
@@ -78,7 +79,7 @@ func (p *Policy) FailurePolicy() api.FailurePolicyType {
 	if spec.FailurePolicy != nil {
 		return *spec.FailurePolicy
 	}
-	return "Fail"
+	return api.Fail
 }
 
 // RuleNames returns the names of the compiled rules, autogen rules included.

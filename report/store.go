@@ -36,8 +36,7 @@ var ErrNoUID = errors.New("report: resource UID is required")
 //
 //   - from admission (Update with background false): the results of
 //     policies in Audit mode or with background enabled. When the results
-//     show that the request was denied (an Enforce-mode validate or
-//     verifyImages rule failed or errored, see engine.Response.Blocked),
+//     show that the request was denied (engine.Response.Blocked),
 //     the resource was not admitted and Update changes nothing;
 //   - from a background scan: the results of policies with background
 //     enabled, whatever their failure action.

@@ -295,20 +295,10 @@ func resourceName(obj map[string]any) string {
 	return kind + "/" + name
 }
 
-// blocks reports whether an Enforce validate rule failed in the results.
+// blocks reports whether the results deny the resource at admission
+// (engine.Response.Blocked), which makes gavel apply exit 1.
 func blocks(prs []engine.PolicyResult) bool {
-	for i := range prs {
-		pr := &prs[i]
-		if !pr.FailureAction.IsEnforce() {
-			continue
-		}
-		for j := range pr.Rules {
-			if r := &pr.Rules[j]; r.Status == engine.StatusFail && r.Type == engine.Validation {
-				return true
-			}
-		}
-	}
-	return false
+	return (&engine.Response{Policies: prs}).Blocked()
 }
 
 // lateExceptions is the exception source of a run: its set is known once
