@@ -9,8 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ErrNotConfigured is wrapped by errors a rule reports when it needs a host
-// dependency that the engine was not given.
+// ErrNotConfigured is wrapped by the Err of an error result whose rule
+// needs a host dependency that the engine was not given (a configMap
+// context entry without WithConfigMapResolver, an apiCall without
+// WithAPIClient, ...); the message names the dependency. See
+// WithUnconfiguredEntriesSkipped for the upstream CLI's behaviour.
 var ErrNotConfigured = errors.New("not configured")
 
 // ConfigMapResolver returns a ConfigMap (as a JSON-like object with

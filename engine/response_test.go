@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -134,4 +136,36 @@ func TestResponseRules(t *testing.T) {
 		}
 		break
 	}
+}
+
+// TestUnknownOperation: an operation the engine does not know is refused
+// by the call that receives it, not evaluated as a CREATE.
+func TestUnknownOperation(t *testing.T) {
+	set := failurePolicyPolicySet(t)
+	obj := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "a"}}
+	for _, op := range []api.AdmissionOperation{"create", "PATCH"} {
+		req := &engine.Request{Operation: op, Object: obj}
+		for name, call := range map[string]func(context.Context, *engine.Request) (*engine.Response, error){
+			"Validate": set.Validate, "Mutate": set.Mutate, "Generate": set.Generate,
+		} {
+			if _, err := call(context.Background(), req); !errors.Is(err, engine.ErrInvalidObject) {
+				t.Errorf("%s with operation %q: error %v, want ErrInvalidObject", name, op, err)
+			}
+		}
+	}
+	for _, op := range []api.AdmissionOperation{"", api.Create, api.Update, api.Delete, api.Connect} {
+		if _, err := set.Validate(context.Background(), &engine.Request{Operation: op, Object: obj, OldObject: obj}); err != nil {
+			t.Errorf("operation %q: %v", op, err)
+		}
+	}
+}
+
+func failurePolicyPolicySet(t *testing.T) *engine.PolicySet {
+	t.Helper()
+	p := failurePolicyPolicy(t, "", "")
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng.NewPolicySet(p)
 }

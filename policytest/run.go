@@ -197,6 +197,7 @@ func prepare(t *Test, opts Options) (*env, error) {
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithContextValues(e.values),
 		engine.WithClient(e.cluster),
+		engine.WithUnconfiguredEntriesSkipped(),
 	}
 	if len(t.ClusterResources) > 0 {
 		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster), engine.WithAPIClient(e.cluster))

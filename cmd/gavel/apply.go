@@ -119,6 +119,7 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		engine.WithExceptions(excSource),
 		engine.WithClient(cluster),
 		engine.WithContextValues(ev.values),
+		engine.WithUnconfiguredEntriesSkipped(),
 	)
 	var set *engine.PolicySet
 	var cerr error
