@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/policytest"
+	"github.com/gavelpolicy/gavel/internal/report"
 )
 
 // applyEntry is one rule result of gavel apply in the json, yaml and
@@ -70,12 +70,11 @@ func (doc *applyDocument) count(entries []applyEntry) {
 // turn fail into warn), and whether they block the resource (blocks).
 func resourceEntries(rr *resourceResult, auditWarn bool) ([]applyEntry, bool) {
 	var entries []applyEntry
-	for _, pr := range rr.policies {
-		for _, r := range pr.Rules {
-			res := policytest.ReportResult(pr.Policy, r)
-			if res == "fail" && auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
-				res = "warn"
-			}
+	for i := range rr.policies {
+		pr := &rr.policies[i]
+		for j := range pr.Rules {
+			r := &pr.Rules[j]
+			res := string(report.EntryResult(pr, r, auditWarn))
 			e := applyEntry{Policy: pr.Policy.Key(), Rule: r.Name, Type: string(r.Type), Resource: resourceName(rr.resource), Result: res, Message: r.Message}
 			if r.Type == engine.Validation {
 				e.FailureAction = string(pr.FailureAction)
