@@ -357,6 +357,7 @@ func TestRequest(t *testing.T) {
 // TestRequestObjects: an in-process host may put typed or unstructured
 // objects in the request instead of raw JSON.
 func TestRequestObjects(t *testing.T) {
+	set := compile(t, policies)
 	typed := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "shop"}, "spec": map[string]any{"priority": int64(3)}}}
 	for _, obj := range []runtime.Object{typed, u} {
@@ -369,6 +370,11 @@ func TestRequestObjects(t *testing.T) {
 		md, _ := req.Object["metadata"].(map[string]any)
 		if md["name"] != "web" || req.Object["kind"] != "Pod" {
 			t.Errorf("%T: object %v", obj, req.Object)
+		}
+		// the engine reads converted objects (int64 numbers included)
+		resp, _ := admission.Validate(context.Background(), set, ar)
+		if resp.Allowed || !strings.Contains(resp.Result.Message, "resource Pod/shop/web was blocked") {
+			t.Errorf("%T: %+v", obj, resp.Result)
 		}
 	}
 	// the unstructured object is copied, not shared
