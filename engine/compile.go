@@ -82,6 +82,13 @@ func (p *Policy) FailurePolicy() api.FailurePolicyType {
 	return api.Fail
 }
 
+func webhookFailurePolicy(spec *api.Spec) *api.FailurePolicyType {
+	if spec.WebhookConfiguration == nil {
+		return nil
+	}
+	return spec.WebhookConfiguration.FailurePolicy
+}
+
 // RuleNames returns the names of the compiled rules, autogen rules included.
 func (p *Policy) RuleNames() []string {
 	out := make([]string, len(p.rules))
@@ -154,6 +161,14 @@ func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 	var errs field.ErrorList
 	if a := spec.ValidationFailureAction; a != "" && !a.IsValid() {
 		errs = append(errs, field.NotSupported(specPath.Child("validationFailureAction"), a, []string{"Audit", "Enforce"}))
+	}
+	for _, fp := range []struct {
+		v    *api.FailurePolicyType
+		path *field.Path
+	}{{spec.FailurePolicy, specPath.Child("failurePolicy")}, {webhookFailurePolicy(spec), specPath.Child("webhookConfiguration", "failurePolicy")}} {
+		if fp.v != nil && *fp.v != api.Fail && *fp.v != api.Ignore {
+			errs = append(errs, field.NotSupported(fp.path, *fp.v, []string{string(api.Fail), string(api.Ignore)}))
+		}
 	}
 	if spec.ApplyRules != nil && *spec.ApplyRules != api.ApplyAll && *spec.ApplyRules != api.ApplyOne {
 		errs = append(errs, field.NotSupported(specPath.Child("applyRules"), *spec.ApplyRules, []string{"All", "One"}))

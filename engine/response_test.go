@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -168,4 +169,19 @@ func failurePolicyPolicySet(t *testing.T) *engine.PolicySet {
 		t.Fatal(err)
 	}
 	return eng.NewPolicySet(p)
+}
+
+func TestFailurePolicyValues(t *testing.T) {
+	for _, src := range []string{"  failurePolicy: fail\n", "  webhookConfiguration:\n    failurePolicy: Deny\n"} {
+		p := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: p\nspec:\n" + src +
+			"  rules:\n  - name: r\n    match:\n      any:\n      - resources:\n          kinds: [Pod]\n    validate:\n      pattern:\n        metadata:\n          name: \"?*\"\n"
+		eng, err := engine.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = eng.Compile(decode(p).Policies...)
+		if err == nil || !strings.Contains(err.Error(), `supported values: "Fail", "Ignore"`) {
+			t.Errorf("%q: error %v", src, err)
+		}
+	}
 }
