@@ -22,6 +22,21 @@ import (
 // for an unknown operation, an object that is not a JSON object, and a
 // request with neither object nor old object.
 func Request(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
+	req, err := request(ar)
+	if err != nil {
+		return nil, &conversionError{err}
+	}
+	return req, nil
+}
+
+// conversionError marks the errors of Request, whose text the responses
+// carry as they are.
+type conversionError struct{ err error }
+
+func (e *conversionError) Error() string { return e.err.Error() }
+func (e *conversionError) Unwrap() error { return e.err }
+
+func request(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
 	if ar == nil {
 		return nil, errors.New("admission: no request")
 	}
@@ -112,32 +127,40 @@ func setNamespace(obj map[string]any, ns string) {
 }
 
 // Validate evaluates the validate rules of set on the request and answers
-// it as upstream's validating webhook does:
+// it as upstream's validating webhook does (see ValidateResponse). It also
+// returns the engine's response (nil when there is none), for reports.
+// Hosts that add to the engine request (RBAC roles, namespace labels)
+// call Request, set.Validate and ValidateResponse themselves.
+func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, *engine.Response) {
+	req, err := Request(ar)
+	var resp *engine.Response
+	if err == nil {
+		resp, err = set.Validate(ctx, req)
+	}
+	return ValidateResponse(ar, resp, err), resp
+}
+
+// ValidateResponse answers an admission request from the engine's
+// Validate response and error, as upstream's validating webhook does:
 //
-//   - denied when the engine's response is blocked
-//     (engine.Response.Blocked), with upstream's message: "resource
-//     KIND/NAMESPACE/NAME was blocked due to the following policies"
-//     followed by the YAML map of each Enforce policy's failing and
-//     erroring rules to their messages;
+//   - denied when the response is blocked (engine.Response.Blocked), with
+//     upstream's message: "resource KIND/NAMESPACE/NAME was blocked due to
+//     the following policies" followed by the YAML map of each Enforce
+//     policy's failing and erroring rules to their messages;
 //   - otherwise allowed, with a warning "policy NAME.RULE: MESSAGE" for
 //     each rule that failed, errored or warned in an Enforce policy (errors
 //     under failurePolicy Ignore) or in a policy with spec.emitWarning;
-//   - denied with the error's text when the request cannot be converted
-//     or evaluated (an invalid object, a cancelled context).
-//
-// It also returns the engine's response (nil when there is none), for
-// reports or for running generate rules on allowed requests.
-func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, *engine.Response) {
-	req, err := Request(ar)
+//   - denied with the error's text when err is set (a request Request
+//     could not convert, an invalid object, a cancelled context).
+func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err error) *admissionv1.AdmissionResponse {
 	if err != nil {
-		return deny(ar, err.Error()), nil
+		return deny(ar, failed("validation", err))
 	}
-	resp, err := set.Validate(ctx, req)
-	if err != nil {
-		return deny(ar, "gavel: validation failed: "+err.Error()), resp
+	if resp == nil {
+		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
 	if resp.Blocked() {
-		return deny(ar, blockedMessage(resp)), resp
+		return deny(ar, blockedMessage(resp))
 	}
 	var warnings []string
 	for p, r := range resp.Rules() {
@@ -145,11 +168,24 @@ func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admiss
 			warnings = append(warnings, warning(p, r))
 		}
 	}
-	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}, resp
+	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
 }
 
 // Mutate evaluates the mutate rules of set on the request and answers it
-// as upstream's mutating webhook does:
+// as upstream's mutating webhook does (see MutateResponse); a request
+// without an object (DELETE) is allowed without evaluation. It also
+// returns the engine's response (nil when there is none).
+func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, *engine.Response) {
+	req, err := Request(ar)
+	var resp *engine.Response
+	if err == nil && req.Object != nil {
+		resp, err = set.Mutate(ctx, req)
+	}
+	return MutateResponse(ar, resp, err), resp
+}
+
+// MutateResponse answers an admission request from the engine's Mutate
+// response and error, as upstream's mutating webhook does:
 //
 //   - denied when a policy blocks the request (a mutate rule errored in a
 //     policy whose failure policy is Fail, see engine.PolicyResult.Blocks),
@@ -159,22 +195,15 @@ func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admiss
 //     type JSONPatch) and a warning "policy NAME.RULE: MESSAGE" for each
 //     rule that failed, errored or warned, and for each applied rule of a
 //     policy with spec.emitWarning;
-//   - allowed without evaluation for a request without an object (DELETE);
-//   - denied with the error's text when the request cannot be converted
-//     or evaluated.
+//   - denied with the error's text when err is set.
 //
-// It also returns the engine's response (nil when there is none).
-func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, *engine.Response) {
-	req, err := Request(ar)
+// A request without an object (DELETE) is allowed, without a patch.
+func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err error) *admissionv1.AdmissionResponse {
 	if err != nil {
-		return deny(ar, err.Error()), nil
+		return deny(ar, failed("mutation", err))
 	}
-	if req.Object == nil {
-		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}, nil
-	}
-	resp, err := set.Mutate(ctx, req)
-	if err != nil {
-		return deny(ar, "gavel: mutation failed: "+err.Error()), resp
+	if resp == nil || (ar != nil && ar.Operation == admissionv1.Delete) {
+		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
 	for i := range resp.Policies {
 		if p := &resp.Policies[i]; p.Blocks() {
@@ -185,7 +214,7 @@ func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admissio
 				}
 			}
 			name := p.Policy.Name()
-			return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " "))), resp
+			return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
 		}
 	}
 	var warnings []string
@@ -199,7 +228,17 @@ func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admissio
 		pt := admissionv1.PatchTypeJSONPatch
 		out.Patch, out.PatchType = resp.Patch, &pt
 	}
-	return out, resp
+	return out
+}
+
+// failed is the message of a request that could not be evaluated: the
+// conversion's own error, or the engine's.
+func failed(step string, err error) string {
+	var conv *conversionError
+	if errors.As(err, &conv) {
+		return err.Error()
+	}
+	return "gavel: " + step + " failed: " + err.Error()
 }
 
 func uid(ar *admissionv1.AdmissionRequest) (u types.UID) {

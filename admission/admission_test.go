@@ -406,3 +406,54 @@ func TestRequestErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestResponses: a host that adds what an AdmissionRequest does not carry
+// (RBAC roles) evaluates itself and builds the answer with the builders.
+func TestResponses(t *testing.T) {
+	set := compile(t, strings.Replace(strings.Replace(policies, `  - name: check-team
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+`, `  - name: check-team
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    exclude:
+      any:
+      - clusterRoles: [cluster-admin]
+`, 1), "  name: require-team\nspec:\n", "  name: require-team\nspec:\n  background: false\n", 1))
+	ar := pod(admissionv1.Create, "web", map[string]string{"owner": "b"}, nil)
+	if resp, _ := admission.Validate(context.Background(), set, ar); resp.Allowed {
+		t.Fatal("allowed without the role")
+	}
+	req, err := admission.Request(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ClusterRoles = []string{"cluster-admin"}
+	resp, err := set.Validate(context.Background(), req)
+	check(t, admission.ValidateResponse(ar, resp, err), ar, true, "", nil)
+
+	// an engine error denies with its text
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	resp, err = set.Validate(ctx, req)
+	check(t, admission.ValidateResponse(ar, resp, err), ar, false, "gavel: validation failed: context canceled", nil)
+	mresp, merr := set.Mutate(ctx, req)
+	check(t, admission.MutateResponse(ar, mresp, merr), ar, false, "gavel: mutation failed: context canceled", nil)
+
+	// DELETE needs no mutation: allowed without a patch whatever the response
+	del := pod(admissionv1.Delete, "web", nil, nil)
+	dreq, err := admission.Request(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dresp, err := set.Mutate(context.Background(), dreq)
+	out := admission.MutateResponse(del, dresp, err)
+	check(t, out, del, true, "", nil)
+	if out.Patch != nil {
+		t.Errorf("patch %s for a DELETE", out.Patch)
+	}
+}

@@ -18,7 +18,19 @@
 // engine.Request (or give the engine a NamespaceLabeler) when policies
 // read them.
 //
-// Validate and Mutate build the AdmissionResponse from the engine's
-// decision (engine.Response.Blocked): allowed or not, the status message
-// and the warnings in upstream's formats, and for Mutate the JSONPatch.
+// ValidateResponse and MutateResponse build the AdmissionResponse from the
+// engine's response and decision (engine.Response.Blocked): allowed or
+// not, the status message and the warnings in upstream's formats, and for
+// a mutation the JSONPatch. Validate and Mutate convert, evaluate and
+// answer in one call; a host that adds to the engine request (roles,
+// namespace labels) or reuses it (generate rules after an allowed
+// request) calls the three steps itself:
+//
+//	req, err := admission.Request(ar)
+//	var resp *engine.Response
+//	if err == nil {
+//		req.ClusterRoles = clusterRolesOf(ar.UserInfo) // the host's RBAC lookup
+//		resp, err = set.Validate(ctx, req)
+//	}
+//	answer := admission.ValidateResponse(ar, resp, err)
 package admission

@@ -46,24 +46,26 @@ func (s *Server) serveReview(fn reviewFunc) http.HandlerFunc {
 	}
 }
 
-// validate answers with the validate rules (admission.Validate); an
-// allowed request that is not a dry run then goes to the generate rules,
-// which queue UpdateRequests.
+// validate answers with the validate rules (admission.ValidateResponse);
+// an allowed request that is not a dry run then goes to the generate
+// rules, which queue UpdateRequests. The engine request is built once
+// (admission.Request), for both.
 func (s *Server) validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	resp, _ := admission.Validate(ctx, set, ar)
-	if !resp.Allowed || (ar.DryRun != nil && *ar.DryRun) {
-		return resp
-	}
 	req, err := admission.Request(ar)
-	if err != nil {
-		return resp
+	var resp *engine.Response
+	if err == nil {
+		resp, err = set.Validate(ctx, req)
+	}
+	out := admission.ValidateResponse(ar, resp, err)
+	if !out.Allowed || req.DryRun {
+		return out
 	}
 	if gen, err := set.Generate(ctx, req); err != nil {
 		s.opts.Logf("generate for %s %s/%s: %v", ar.Kind.Kind, ar.Namespace, ar.Name, err)
 	} else if n := len(gen.UpdateRequests); n > 0 {
 		s.opts.Logf("queued %d update requests for %s %s/%s", n, ar.Kind.Kind, ar.Namespace, ar.Name)
 	}
-	return resp
+	return out
 }
 
 // mutate answers with the mutate rules' JSON patch (admission.Mutate).
