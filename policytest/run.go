@@ -13,6 +13,7 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/loader"
 )
 
@@ -586,7 +587,9 @@ func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleRe
 			return fail("Generated resource didn't match the generated resource in the test result")
 		}
 	}
-	got := ReportResult(resp.policy, rr)
+	// the result a policy report would show (fail is warn for a policy
+	// annotated policies.kyverno.io/scored: "false")
+	got := string(report.EntryResult(&engine.PolicyResult{Policy: resp.policy}, &rr, false))
 	row.Got = got
 	if got != exp {
 		if opts.Strict {
@@ -598,16 +601,6 @@ func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleRe
 	row.Passed = true
 	row.Reason = "Ok"
 	return row
-}
-
-// ReportResult maps a rule status to the result a policy report shows:
-// fail becomes warn for policies annotated policies.kyverno.io/scored: "false".
-func ReportResult(p *engine.Policy, rr engine.RuleResult) string {
-	status := string(rr.Status)
-	if rr.Status == engine.StatusFail && p.Annotations()["policies.kyverno.io/scored"] == "false" {
-		return "warn"
-	}
-	return status
 }
 
 // compareFile compares actual with the resource of the same kind, name and
