@@ -51,10 +51,13 @@ type RuleResult struct {
 	GeneratedResources []map[string]any
 	// PatchedTargets are mutate-existing targets after patching.
 	PatchedTargets []map[string]any
-	// Err is the cause of an error result when there is one, nil
-	// otherwise: errors.Is(Err, ErrLimitExceeded) tells a result stopped by
-	// one of the engine's Limits (errors.As gives the *LimitError),
-	// errors.Is(Err, context.DeadlineExceeded) one stopped by a deadline.
+	// Err is the cause of an error result, set on every one (an error
+	// with the message when nothing more precise is known), nil on the
+	// other results: errors.Is(Err, ErrLimitExceeded) tells a result
+	// stopped by one of the engine's Limits (errors.As gives the
+	// *LimitError), errors.Is(Err, context.DeadlineExceeded) one stopped by
+	// a deadline, errors.Is(Err, ErrNotConfigured) one whose rule needs a
+	// host dependency the engine was not given.
 	Err error
 }
 
@@ -83,12 +86,13 @@ type PolicyResult struct {
 	Rules []RuleResult
 }
 
-// Response is the result of a Validate, Mutate or Generate call.
+// Response is the result of a Validate, Mutate, Generate or Scan call.
 type Response struct {
 	// Policies holds one entry per policy of the set that has rules of the
 	// call's type, in order, also when none of its rules applied (Rules is
-	// then empty): PatchedResource and FailureAction are still set. Use
-	// Response.Rules to visit only the rule results.
+	// then empty): PatchedResource and FailureAction are still set. Scan
+	// keeps only the entries with rule results. Use Response.Rules to
+	// visit only the rule results.
 	Policies []PolicyResult
 	// Resource is the final resource (after all mutations for Mutate).
 	Resource map[string]any
