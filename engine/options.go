@@ -116,6 +116,8 @@ func WithGlobalContext(g GlobalContext) Option {
 
 // WithContextValues sets per-rule values that are added to the context of
 // each rule before its entries load (the upstream CLI's values files).
+// Entries whose host dependency is missing still make the rule an error
+// unless WithUnconfiguredEntriesSkipped lets the values stand for them.
 func WithContextValues(v ContextValues) Option {
 	return func(c *config) error { c.contextValues = v; return nil }
 }
