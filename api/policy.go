@@ -112,8 +112,15 @@ const (
 	ApplyOne ApplyRulesType = "One"
 )
 
-// FailurePolicyType is Fail or Ignore.
+// FailurePolicyType says how an admission webhook treats a policy's
+// errors: Fail (deny the request) or Ignore (admit it).
 type FailurePolicyType string
+
+// Failure policies.
+const (
+	Fail   FailurePolicyType = "Fail"
+	Ignore FailurePolicyType = "Ignore"
+)
 
 // WebhookConfiguration holds admission-webhook settings; gavel accepts and
 // exposes them but a host decides what to do with them.

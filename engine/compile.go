@@ -67,9 +67,10 @@ func (p *Policy) Admission() bool { return p.admission }
 // warnings (spec.emitWarning).
 func (p *Policy) EmitWarning() bool { return p.emitWarning }
 
-// FailurePolicy returns how a webhook treats errors of this policy: Fail
-// (the default) or Ignore, from spec.webhookConfiguration.failurePolicy
-// or the deprecated spec.failurePolicy.
+// FailurePolicy returns how a webhook treats errors of this policy:
+// api.Fail (the default) or api.Ignore, from
+// spec.webhookConfiguration.failurePolicy or the deprecated
+// spec.failurePolicy (see Response.Blocked).
 func (p *Policy) FailurePolicy() api.FailurePolicyType {
 	spec := p.src.GetSpec()
 	if wc := spec.WebhookConfiguration; wc != nil && wc.FailurePolicy != nil {
@@ -78,7 +79,14 @@ func (p *Policy) FailurePolicy() api.FailurePolicyType {
 	if spec.FailurePolicy != nil {
 		return *spec.FailurePolicy
 	}
-	return "Fail"
+	return api.Fail
+}
+
+func webhookFailurePolicy(spec *api.Spec) *api.FailurePolicyType {
+	if spec.WebhookConfiguration == nil {
+		return nil
+	}
+	return spec.WebhookConfiguration.FailurePolicy
 }
 
 // RuleNames returns the names of the compiled rules, autogen rules included.
@@ -153,6 +161,14 @@ func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 	var errs field.ErrorList
 	if a := spec.ValidationFailureAction; a != "" && !a.IsValid() {
 		errs = append(errs, field.NotSupported(specPath.Child("validationFailureAction"), a, []string{"Audit", "Enforce"}))
+	}
+	for _, fp := range []struct {
+		v    *api.FailurePolicyType
+		path *field.Path
+	}{{spec.FailurePolicy, specPath.Child("failurePolicy")}, {webhookFailurePolicy(spec), specPath.Child("webhookConfiguration", "failurePolicy")}} {
+		if fp.v != nil && *fp.v != api.Fail && *fp.v != api.Ignore {
+			errs = append(errs, field.NotSupported(fp.path, *fp.v, []string{string(api.Fail), string(api.Ignore)}))
+		}
 	}
 	if spec.ApplyRules != nil && *spec.ApplyRules != api.ApplyAll && *spec.ApplyRules != api.ApplyOne {
 		errs = append(errs, field.NotSupported(specPath.Child("applyRules"), *spec.ApplyRules, []string{"All", "One"}))

@@ -135,15 +135,25 @@ func (e *Engine) compileContext(entries []api.ContextEntry, path *field.Path, er
 	return out, errs
 }
 
-// errSkipped marks an entry whose host dependency is absent: as upstream,
-// the entry is not loaded and rules that read it see an unresolved variable.
+// errSkipped marks an entry that is not loaded: its host dependency is
+// absent and the engine was built WithUnconfiguredEntriesSkipped.
 var errSkipped = errors.New("skipped")
+
+// notConfigured is the error of an entry whose host dependency is absent:
+// errSkipped when the engine skips such entries, else an error naming the
+// dependency and the option that provides it, wrapping ErrNotConfigured.
+func (s *scope) notConfigured(ce *contextEntry, kind, dependency, option string) error {
+	if s.rs.e.cfg.skipUnconfigured {
+		return errSkipped
+	}
+	return fmt.Errorf("context entry %s: %s needs %s (engine.%s): %w", ce.name, kind, dependency, option, ErrNotConfigured)
+}
 
 // loadContext loads entries in order into the scope.
 func (s *scope) loadContext(entries []*contextEntry) error {
 	for _, ce := range entries {
 		v, err := s.loadEntry(ce)
-		if errors.Is(err, errSkipped) {
+		if err == errSkipped {
 			continue
 		}
 		if err != nil {
@@ -165,7 +175,7 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 	case src.ConfigMap != nil:
 		cms := s.rs.e.cfg.configMaps
 		if cms == nil {
-			return nil, errSkipped
+			return nil, s.notConfigured(ce, "configMap", "a ConfigMapResolver", "WithConfigMapResolver")
 		}
 		name, err := s.renderString(ce.cmName)
 		if err != nil {
@@ -190,7 +200,7 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 	case src.ImageRegistry != nil:
 		rc := s.rs.e.cfg.registry
 		if rc == nil {
-			return nil, errSkipped
+			return nil, s.notConfigured(ce, "imageRegistry", "a RegistryClient", "WithRegistryClient")
 		}
 		ref, err := s.renderString(ce.reference)
 		if err != nil {
@@ -216,7 +226,7 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 	case src.GlobalReference != nil:
 		g := s.rs.e.cfg.globalContext
 		if g == nil {
-			return nil, errSkipped
+			return nil, s.notConfigured(ce, "globalReference", "a GlobalContext", "WithGlobalContext")
 		}
 		name, err := s.renderString(ce.globalName)
 		if err != nil {
@@ -314,7 +324,7 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 	if ce.service == nil {
 		client := s.rs.e.cfg.apiClient
 		if client == nil {
-			return nil, errSkipped
+			return nil, s.notConfigured(ce, "apiCall", "an APIClient", "WithAPIClient")
 		}
 		path, perr := s.renderString(ce.urlPath)
 		if perr != nil {
@@ -329,7 +339,7 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 	} else {
 		caller := s.rs.e.cfg.services
 		if caller == nil {
-			return nil, errSkipped
+			return nil, s.notConfigured(ce, "apiCall.service", "a ServiceCaller", "WithServiceCaller")
 		}
 		url, uerr := s.renderString(ce.service.url)
 		if uerr != nil {

@@ -13,6 +13,13 @@
 //
 // Evaluation follows the upstream order for every rule: match/exclude,
 // policy exceptions, context entries, preconditions, then the rule body.
-// Results are plain data (RuleResult) that the report package turns into
-// PolicyReports.
+// Results are plain data (RuleResult, read with Response.Rules) that the
+// report package turns into PolicyReports. Response.Blocked is upstream's
+// decision to deny an admission request, which the admission package turns
+// into an AdmissionResponse; PolicySet.Scan evaluates a resource the way
+// `gavel apply` does.
+//
+// Objects are JSON-like maps (map[string]any as encoding/json and
+// unstructured.Unstructured hold them); convert typed objects with
+// runtime.DefaultUnstructuredConverter. The engine never modifies them.
 package engine

@@ -1101,7 +1101,7 @@ func TestRobustEvaluationFailures(t *testing.T) {
           - key: "{{ cm.data.k }}"
             operator: Equals
             value: forbidden
-`, nil, engine.StatusError, `Unknown key "cm" in path`},
+`, nil, engine.StatusError, `context entry cm: configMap needs a ConfigMapResolver (engine.WithConfigMapResolver): not configured`},
 		{"apiCall without client", `    context:
     - name: pods
       apiCall:
@@ -1114,7 +1114,7 @@ func TestRobustEvaluationFailures(t *testing.T) {
           - key: "{{ pods }}"
             operator: GreaterThan
             value: 10
-`, nil, engine.StatusError, `Unknown key "pods" in path`},
+`, nil, engine.StatusError, `context entry pods: apiCall needs an APIClient (engine.WithAPIClient): not configured`},
 		{"failing configMap lookup", `    context:
     - name: cm
       configMap:
@@ -1249,6 +1249,12 @@ func TestRobustEvaluationFailures(t *testing.T) {
 			}
 			if got.Status != tc.status || !strings.Contains(got.Message, tc.want) {
 				t.Errorf("got %s %q, want %s containing %q", got.Status, got.Message, tc.status, tc.want)
+			}
+			if got.Status == engine.StatusError && got.Err == nil {
+				t.Errorf("error result without Err")
+			}
+			if notConfigured := strings.HasSuffix(tc.want, "not configured"); errors.Is(got.Err, engine.ErrNotConfigured) != notConfigured {
+				t.Errorf("errors.Is(Err, ErrNotConfigured) = %v, want %v", !notConfigured, notConfigured)
 			}
 		})
 	}

@@ -130,6 +130,13 @@ func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler, 
 		if v := recover(); v != nil {
 			results = []RuleResult{r.errorResult("rule evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())))}
 		}
+		// every error result has its Err: the message when no cause
+		// was kept on the way
+		for i := range results {
+			if res := &results[i]; res.Status == StatusError && res.Err == nil {
+				res.Err = errors.New(res.Message)
+			}
+		}
 	}()
 	if !kindSelected || !r.match.KindsOnly() {
 		ok, _, err := r.match.Matches(rs.matchRes, rs.matchReq)

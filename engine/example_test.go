@@ -87,11 +87,9 @@ func Example_validate() {
 		fmt.Println(err)
 		return
 	}
-	for _, p := range resp.Policies {
-		for _, r := range p.Rules {
-			fmt.Printf("%s/%s: %s (%s)\n", p.Policy.Name(), r.Name, r.Status, p.FailureAction)
-			fmt.Println(r.Message)
-		}
+	for p, r := range resp.Rules() {
+		fmt.Printf("%s/%s: %s (%s)\n", p.Policy.Name(), r.Name, r.Status, p.FailureAction)
+		fmt.Println(r.Message)
 	}
 	fmt.Println("blocked:", resp.Blocked())
 	// Output:
@@ -139,10 +137,8 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	for _, p := range resp.Policies {
-		for _, r := range p.Rules {
-			fmt.Printf("%s/%s: %s: %s\n", p.Policy.Name(), r.Name, r.Status, r.Message)
-		}
+	for p, r := range resp.Rules() {
+		fmt.Printf("%s/%s: %s: %s\n", p.Policy.Name(), r.Name, r.Status, r.Message)
 	}
 	fmt.Println(string(resp.Patch))
 	labels := resp.Resource["metadata"].(map[string]any)["labels"]

@@ -41,7 +41,7 @@ func TestExceptionHostControl(t *testing.T) {
 	}{
 		{"no exception source", nil, engine.StatusFail},
 		{"enabled", []engine.Option{src}, engine.StatusSkip},
-		{"disabled", []engine.Option{src, engine.WithExceptionsDisabled()}, engine.StatusFail},
+		{"disabled", []engine.Option{engine.WithExceptionsDisabled()}, engine.StatusFail},
 		{"namespace allowed", []engine.Option{src, engine.WithExceptionNamespaces("def*")}, engine.StatusSkip},
 		{"namespace not allowed", []engine.Option{src, engine.WithExceptionNamespaces("kyverno")}, engine.StatusFail},
 	}
@@ -64,5 +64,20 @@ func TestExceptionHostControl(t *testing.T) {
 				t.Errorf("status = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestContradictoryExceptionOptions: exceptions given and disabled is a
+// mistake New reports, in either order.
+func TestContradictoryExceptionOptions(t *testing.T) {
+	src := engine.WithExceptions(engine.StaticExceptions{})
+	for _, opts := range [][]engine.Option{
+		{src, engine.WithExceptionsDisabled()},
+		{engine.WithExceptionsDisabled(), src},
+		{engine.WithExceptionNamespaces("kyverno"), engine.WithExceptionsDisabled()},
+	} {
+		if _, err := engine.New(opts...); err == nil {
+			t.Errorf("New(%d options): no error", len(opts))
+		}
 	}
 }

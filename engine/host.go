@@ -9,12 +9,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ErrNotConfigured is wrapped by errors a rule reports when it needs a host
-// dependency that the engine was not given.
+// ErrNotConfigured is wrapped by the Err of an error result whose rule
+// needs a host dependency that the engine was not given (a configMap
+// context entry without WithConfigMapResolver, an apiCall without
+// WithAPIClient, ...); the message names the dependency. See
+// WithUnconfiguredEntriesSkipped for the upstream CLI's behaviour.
 var ErrNotConfigured = errors.New("not configured")
 
 // ConfigMapResolver returns a ConfigMap (as a JSON-like object with
 // metadata and data) for configMap context entries.
+//
+// A ConfigMap that does not exist is an error wrapping ErrNotFound, never
+// (nil, nil): the rule is then an error result ("failed to retrieve config
+// map for context entry NAME: ..."), as upstream's rule errors. Other
+// errors (the API server unreachable) are reported the same way; the call
+// is bounded by Limits.HostCallTimeout and the request's context. The
+// returned map must not be modified afterwards (the engine reads it, never
+// writes it).
 type ConfigMapResolver interface {
 	GetConfigMap(ctx context.Context, namespace, name string) (map[string]any, error)
 }
@@ -48,7 +59,8 @@ type RegistryClient interface {
 }
 
 // NamespaceLabeler returns the labels of a namespace, for namespaceSelector
-// and failure-action overrides.
+// and failure-action overrides, when a Request carries no NamespaceLabels.
+// A namespace that does not exist is an error wrapping ErrNotFound.
 type NamespaceLabeler interface {
 	NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error)
 }
@@ -69,6 +81,13 @@ type ContextValues interface {
 // ExceptionSource returns the current compiled set of PolicyExceptions. A
 // host compiles exceptions with exceptions.Compile when they change and
 // returns the same set until then; StaticExceptions wraps a fixed set.
+//
+// Two filters may restrict exceptions by namespace and both apply (an
+// exception must pass each one that is set): exceptions.Namespaces drops
+// exceptions of other namespaces when the set is compiled (they are not
+// even validated), WithExceptionNamespaces ignores them at evaluation,
+// whatever the source. Set one of them: the engine option when the host
+// does not compile the sets itself, the exceptions option otherwise.
 type ExceptionSource interface {
 	Exceptions(ctx context.Context) (*exceptions.Set, error)
 }

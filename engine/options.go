@@ -21,6 +21,7 @@ type config struct {
 	namespaces       NamespaceLabeler
 	globalContext    GlobalContext
 	contextValues    ContextValues
+	skipUnconfigured bool
 	exceptions       ExceptionSource
 	exceptionsOff    bool
 	exceptionNS      []string
@@ -115,8 +116,23 @@ func WithGlobalContext(g GlobalContext) Option {
 
 // WithContextValues sets per-rule values that are added to the context of
 // each rule before its entries load (the upstream CLI's values files).
+// Entries whose host dependency is missing still make the rule an error
+// unless WithUnconfiguredEntriesSkipped lets the values stand for them.
 func WithContextValues(v ContextValues) Option {
 	return func(c *config) error { c.contextValues = v; return nil }
+}
+
+// WithUnconfiguredEntriesSkipped makes context entries whose host
+// dependency was not given (configMap without WithConfigMapResolver,
+// apiCall without WithAPIClient or WithServiceCaller, imageRegistry
+// without WithRegistryClient, globalReference without WithGlobalContext)
+// load nothing, as in the upstream CLI, where values files
+// (WithContextValues) stand in for them: a rule reading such an entry then
+// sees its value from ContextValues or an unresolved variable. Without
+// this option such an entry makes the rule an error result whose Err
+// wraps ErrNotConfigured and names the missing dependency.
+func WithUnconfiguredEntriesSkipped() Option {
+	return func(c *config) error { c.skipUnconfigured = true; return nil }
 }
 
 // WithExceptions enables PolicyExceptions from the given source.
@@ -137,7 +153,9 @@ func WithExceptionNamespaces(namespaces ...string) Option {
 	}
 }
 
-// WithExceptionsDisabled ignores PolicyExceptions entirely.
+// WithExceptionsDisabled ignores PolicyExceptions entirely. New rejects it
+// together with WithExceptions or WithExceptionNamespaces, which would
+// then have no effect.
 func WithExceptionsDisabled() Option {
 	return func(c *config) error { c.exceptionsOff = true; return nil }
 }

@@ -52,11 +52,13 @@ type Request struct {
 	Variables map[string]any
 }
 
-// ErrInvalidObject is wrapped by the error Validate and Mutate return for a
-// request whose object or old object the engine cannot read: a number that
-// is not valid JSON, apiVersion or kind that are not strings, metadata that
-// is not an object, or no kind at all. Such a request is refused rather
-// than evaluated by rules that could then not match it.
+// ErrInvalidObject is wrapped by the error Validate, Mutate and Generate
+// return for a request the engine cannot read: an operation other than
+// CREATE, UPDATE, DELETE and CONNECT (or empty), or an object or old
+// object with a number that is not valid JSON, apiVersion or kind that are
+// not strings, metadata that is not an object, or no kind at all. Such a
+// request is refused rather than evaluated by rules that could then not
+// match it.
 var ErrInvalidObject = errors.New("invalid request object")
 
 // check rejects objects the engine cannot read. It returns the object and
@@ -70,6 +72,11 @@ func (r *Request) check() (object, oldObject map[string]any, canonical [2]bool, 
 // checkMemo is check; with memo, the walk of the object rules look at also
 // fills memo for strategic merges into it (see mutate.CanonicalMemo).
 func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any, canonical [2]bool, err error) {
+	switch r.Operation {
+	case "", api.Create, api.Update, api.Delete, api.Connect:
+	default:
+		return nil, nil, canonical, fmt.Errorf("%w: unknown operation %q (CREATE, UPDATE, DELETE or CONNECT)", ErrInvalidObject, r.Operation)
+	}
 	// out[i] rather than pointers to the results, which would move them
 	// to the heap
 	var out [2]map[string]any

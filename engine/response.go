@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/gavelpolicy/gavel/api"
+import (
+	"iter"
+
+	"github.com/gavelpolicy/gavel/api"
+)
 
 // Status is the outcome of a rule.
 type Status string
@@ -47,10 +51,13 @@ type RuleResult struct {
 	GeneratedResources []map[string]any
 	// PatchedTargets are mutate-existing targets after patching.
 	PatchedTargets []map[string]any
-	// Err is the cause of an error result when there is one, nil
-	// otherwise: errors.Is(Err, ErrLimitExceeded) tells a result stopped by
-	// one of the engine's Limits (errors.As gives the *LimitError),
-	// errors.Is(Err, context.DeadlineExceeded) one stopped by a deadline.
+	// Err is the cause of an error result, set on every one (an error
+	// with the message when nothing more precise is known), nil on the
+	// other results: errors.Is(Err, ErrLimitExceeded) tells a result
+	// stopped by one of the engine's Limits (errors.As gives the
+	// *LimitError), errors.Is(Err, context.DeadlineExceeded) one stopped by
+	// a deadline, errors.Is(Err, ErrNotConfigured) one whose rule needs a
+	// host dependency the engine was not given.
 	Err error
 }
 
@@ -79,9 +86,13 @@ type PolicyResult struct {
 	Rules []RuleResult
 }
 
-// Response is the result of a Validate, Mutate or Generate call.
+// Response is the result of a Validate, Mutate, Generate or Scan call.
 type Response struct {
-	// Policies holds one entry per evaluated policy, in order.
+	// Policies holds one entry per policy of the set that has rules of the
+	// call's type, in order, also when none of its rules applied (Rules is
+	// then empty): PatchedResource and FailureAction are still set. Scan
+	// keeps only the entries with rule results. Use Response.Rules to
+	// visit only the rule results.
 	Policies []PolicyResult
 	// Resource is the final resource (after all mutations for Mutate).
 	Resource map[string]any
@@ -93,18 +104,74 @@ type Response struct {
 	UpdateRequests []*api.UpdateRequest
 }
 
-// Blocked reports whether an Enforce-mode validate rule failed or errored,
-// that is whether an admission controller must deny the request.
+// Rules returns an iterator over the rule results of the response with
+// their policy, in order; policies without rule results yield nothing:
+//
+//	for p, r := range resp.Rules() {
+//		fmt.Println(p.Policy.Name(), r.Name, r.Status)
+//	}
+//
+// Both pointers point into the response: read only.
+func (r *Response) Rules() iter.Seq2[*PolicyResult, *RuleResult] {
+	return func(yield func(*PolicyResult, *RuleResult) bool) {
+		for i := range r.Policies {
+			p := &r.Policies[i]
+			for j := range p.Rules {
+				if !yield(p, &p.Rules[j]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Blocked reports whether an admission controller must deny the request:
+// whether one of the policies blocks it (PolicyResult.Blocks). It is the
+// one block decision of gavel, used by the admission package, the report
+// Store and the CLI's exit status.
 func (r *Response) Blocked() bool {
-	for _, p := range r.Policies {
-		if !p.FailureAction.IsEnforce() {
+	for i := range r.Policies {
+		if r.Policies[i].Blocks() {
+			return true
+		}
+	}
+	return false
+}
+
+// Blocks reports whether the results of this policy deny an admission
+// request, as upstream's webhooks decide:
+//
+//   - a validate or verifyImages rule that failed, in a policy whose
+//     effective failure action (FailureAction) is Enforce;
+//   - a validate or verifyImages rule that errored, in an Enforce policy
+//     whose failure policy (Policy.FailurePolicy) is Fail, the default;
+//   - a mutate rule that errored in a policy whose failure policy is
+//     Fail, or failed in an Enforce policy.
+//
+// Audit policies' validate results never block (upstream evaluates them
+// after admission), nor do generate results (applied in the background).
+func (p *PolicyResult) Blocks() bool {
+	if p.Policy == nil {
+		return false
+	}
+	enforce := p.FailureAction.IsEnforce()
+	var failOnError, known bool
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		if r.Status != StatusFail && r.Status != StatusError {
 			continue
 		}
-		for _, rr := range p.Rules {
-			if rr.Type == Validation || rr.Type == ImageVerify {
-				if rr.Status == StatusFail || rr.Status == StatusError {
-					return true
-				}
+		if r.Status == StatusError && !known {
+			failOnError, known = p.Policy.FailurePolicy() != api.Ignore, true
+		}
+		switch r.Type {
+		case Validation, ImageVerify:
+			if enforce && (r.Status == StatusFail || failOnError) {
+				return true
+			}
+		case Mutation:
+			if (r.Status == StatusFail && enforce) || (r.Status == StatusError && failOnError) {
+				return true
 			}
 		}
 	}

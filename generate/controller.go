@@ -115,6 +115,12 @@ func (c *Controller) Policies() *engine.PolicySet {
 
 // SetPolicies replaces the controller's policies without any
 // synchronization (OnPolicyUpdate and OnPolicyDelete also update them).
+//
+// The controller and admission must use the same policies: a host that
+// installs a new set calls OnPolicyUpdate or OnPolicyDelete for each
+// changed policy (or SetPolicies), then serves admission from Policies(),
+// never from a set it kept from before, which still holds the old
+// policies.
 func (c *Controller) SetPolicies(set *engine.PolicySet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -13,14 +13,16 @@ import (
 	"github.com/gavelpolicy/gavel/internal/genlabel"
 )
 
-// The event handlers below build the UpdateRequests upstream builds for an
-// event, process them at once (Process, with retries) and return them with
-// their final status; errors of single requests are joined into the
-// returned error.
+// The event handlers below (On*) build the UpdateRequests upstream builds
+// for an event, process them at once (Process, with retries) and return
+// them with their final status, for the host to record or log: the host
+// must not process or enqueue them again. Errors of single requests are
+// joined into the returned error.
 
 // OnPolicyUpdate handles a created (old nil) or updated policy: cur
-// replaces the policy with the same key in the controller's policies. Then,
-// as upstream:
+// replaces the policy with the same key in the controller's policies (serve
+// admission from Policies() afterwards, see SetPolicies). Then, as
+// upstream (the requests it returns are already processed):
 //   - downstream resources of data rules with synchronize that were deleted
 //     from the policy are deleted, unless orphanDownstreamOnPolicyDelete;
 //   - downstream resources of data rules with synchronize are synced with

@@ -2,6 +2,12 @@
 // engine's host interfaces: a resource client, ConfigMap lookups,
 // Kubernetes API GET/list paths, namespace labels and an UpdateRequest
 // queue. Tests, examples and the gavel CLI use it as the cluster.
+//
+// The cluster emits no events: it has no watch, and changing an object
+// (Add, Create, Update, Delete) tells nobody. A host or test that drives a
+// generate.Controller with it calls the controller's On* handlers itself
+// after each change (OnTriggerUpdate, OnDownstreamChange, ...), and
+// drains the queue (Dequeue) into Controller.ProcessAll or Run.
 package inmem
 
 import (

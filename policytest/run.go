@@ -14,6 +14,7 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/loader"
 )
 
@@ -307,6 +308,7 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithContextValues(e.values),
 		engine.WithClient(e.cluster),
+		engine.WithUnconfiguredEntriesSkipped(),
 	}
 	var apiClient engine.APIClient
 	if len(e.t.ClusterResources) > 0 {
@@ -737,7 +739,9 @@ func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleRe
 			return fail("Generated resource didn't match the generated resource in the test result")
 		}
 	}
-	got := ReportResult(resp.policy, rr)
+	// the result a policy report would show (fail is warn for a policy
+	// annotated policies.kyverno.io/scored: "false")
+	got := string(report.EntryResult(&engine.PolicyResult{Policy: resp.policy}, &rr, false))
 	row.Got = got
 	if got != exp {
 		if opts.Strict {
@@ -749,16 +753,6 @@ func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleRe
 	row.Passed = true
 	row.Reason = "Ok"
 	return row
-}
-
-// ReportResult maps a rule status to the result a policy report shows:
-// fail becomes warn for policies annotated policies.kyverno.io/scored: "false".
-func ReportResult(p *engine.Policy, rr engine.RuleResult) string {
-	status := string(rr.Status)
-	if rr.Status == engine.StatusFail && p.Annotations()["policies.kyverno.io/scored"] == "false" {
-		return "warn"
-	}
-	return status
 }
 
 // compareFile compares actual with the resource of the same kind, name and

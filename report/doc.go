@@ -1,35 +1,29 @@
 // Package report turns engine results into policy reports: the
 // wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport, or their
-// OpenReports (openreports.io/v1alpha1) Report and ClusterReport twins.
+// OpenReports (openreports.io/v1alpha1) Report and ClusterReport twins,
+// each a Report value.
 //
-// Three entry points cover the three ways reports are made upstream:
+// There are two ways to make reports, one per kind of host:
 //
-//   - Result converts one rule result into one report entry, as upstream's
-//     CLI does (policy key, rule, result with the policies.kyverno.io/scored
-//     and --audit-warn conversions to warn, message, category and severity
-//     from the policy annotations, the resource reference, and properties:
-//     the rule's reportProperties, process, exceptions and the failed Pod
-//     Security controls).
-//   - Build groups the results of a whole run the way `kyverno apply
-//     --policy-report` does: every ClusterPolicy result in one cluster
-//     report named "merged", and one namespaced report per Policy.
-//   - Store keeps the current results of each resource, from admission and
-//     from background scans, and renders the in-cluster reports: a report
-//     per policy and per scope of the resource (a PolicyReport named
-//     cpol-<policy> or pol-<policy> in the resource's namespace, a
-//     ClusterPolicyReport for cluster-scoped resources), which only holds
-//     what is true now: a deleted resource's entries disappear.
+//   - a batch host (CI, gitops, a one-off audit) evaluates each resource
+//     with engine.PolicySet.Scan and gives all the results to Build, which
+//     groups them as `kyverno apply --policy-report` does: every
+//     ClusterPolicy result in one cluster report named "merged", one
+//     namespaced report per Policy. WriteYAML and WriteJSON print them as
+//     the upstream CLI does, WriteTable as `kubectl get policyreport`.
+//   - a controller keeps a Store: it records the results of admission
+//     requests and background scans per resource and renders the
+//     in-cluster reports (one per policy and namespace, named
+//     cpol-<policy> or pol-<policy>), which only hold what is true now.
 //
-// WriteYAML and WriteJSON print reports as the upstream CLI does (WriteYAML
-// gives exactly sigs.k8s.io/yaml's bytes, about a hundred times faster on
-// large reports), WriteTable prints the summary table of `kubectl get
-// policyreport`, and Summary adds up the counts of several reports.
-// WriteYAMLResults prints what Build and WriteYAML would, without building
-// the reports; Stream does the same for results that arrive one resource
-// at a time, rendering each resource's entries where it was evaluated and
-// keeping them in a bounded memory budget (then in a Spill, such as a
-// temporary file the host provides).
+// Each entry is made the way upstream's CLI makes it: the policy key, the
+// rule, its result (fail becomes warn for a policy annotated
+// policies.kyverno.io/scored: "false", and for an Audit policy with
+// Options.AuditWarn), its message, category and severity from the
+// policies.kyverno.io/category and policies.kyverno.io/severity
+// annotations, the resource reference, and properties: the rule's
+// reportProperties, process ("background scan" or "admission review"),
+// exceptions and the failed Pod Security controls.
 //
-// Timestamps come from Options.Clock; the package never reads the system
-// clock. Inputs are never modified, and every value returned is new.
+// Inputs are never modified, and every value returned is new.
 package report

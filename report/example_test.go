@@ -2,13 +2,10 @@ package report_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -26,7 +23,6 @@ metadata:
     policies.kyverno.io/severity: medium
 spec:
   validationFailureAction: Audit
-  background: true
   rules:
   - name: check-team
     match:
@@ -41,12 +37,15 @@ spec:
             team: "?*"
 `
 
-func examplePolicySet() *engine.PolicySet {
+// exampleSet compiles the example policy with a fixed clock: the reports
+// take the engine's clock (report.Options.Clock) so that their timestamps
+// are those of the evaluation.
+func exampleSet() (*engine.Engine, *engine.PolicySet) {
 	s := &loader.Set{}
-	if err := s.Read(strings.NewReader(examplePolicy), "example"); err != nil {
+	if err := s.Read(strings.NewReader(examplePolicy), "example.yaml"); err != nil {
 		panic(err)
 	}
-	eng, err := engine.New()
+	eng, err := engine.New(engine.WithClock(func() time.Time { return time.Unix(1666098438, 0) }))
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +53,7 @@ func examplePolicySet() *engine.PolicySet {
 	if err != nil {
 		panic(err)
 	}
-	return set
+	return eng, set
 }
 
 func examplePod(name, uid string, labels map[string]any) map[string]any {
@@ -62,184 +61,111 @@ func examplePod(name, uid string, labels map[string]any) map[string]any {
 		"apiVersion": "v1",
 		"kind":       "Pod",
 		"metadata":   map[string]any{"name": name, "namespace": "default", "uid": uid, "labels": labels},
-		"spec":       map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx"}}},
 	}
 }
 
-func clock() time.Time { return time.Unix(1666098438, 0) }
-
-func ExampleResult() {
-	set := examplePolicySet()
-	resp, _ := set.Validate(context.Background(), &engine.Request{Object: examplePod("web", "u1", nil)})
-	pr := resp.Policies[0]
-	r := report.Result(pr, pr.Rules[0], report.Options{Clock: clock, AuditWarn: true})
-	out, _ := yaml.Marshal(r)
-	fmt.Print(string(out))
-	// Output:
-	// category: Best Practices
-	// message: 'validation error: The label team is required. rule check-team failed at
-	//   path /metadata/labels/team/'
-	// policy: require-team
-	// properties:
-	//   process: background scan
-	// resources:
-	// - apiVersion: v1
-	//   kind: Pod
-	//   name: web
-	//   namespace: default
-	//   uid: u1
-	// result: warn
-	// rule: check-team
-	// scored: true
-	// severity: medium
-	// source: kyverno
-	// timestamp:
-	//   nanos: 0
-	//   seconds: 1666098438
-}
-
+// A batch host scans each resource as `gavel apply` does, builds the
+// reports of the run and prints them as the upstream CLI does.
 func ExampleBuild() {
-	set := examplePolicySet()
+	eng, set := exampleSet()
 	var results []engine.PolicyResult
 	for _, pod := range []map[string]any{
 		examplePod("web", "u1", map[string]any{"team": "shop"}),
 		examplePod("db", "u2", nil),
 	} {
-		resp, _ := set.Validate(context.Background(), &engine.Request{Object: pod})
+		resp, err := set.Scan(context.Background(), &engine.Request{Object: pod, Background: true})
+		if err != nil {
+			panic(err)
+		}
 		results = append(results, resp.Policies...)
 	}
-	reports, err := report.Build(results, report.Options{Clock: clock, Format: report.OpenReports})
+	reports, err := report.Build(results, report.Options{Clock: eng.Now})
 	if err != nil {
-		fmt.Println(err)
-		return
+		panic(err)
 	}
-	merged := reports[0].(*api.OpenClusterReport)
-	fmt.Println(merged.APIVersion, merged.Kind, merged.Name)
 	_ = report.WriteTable(os.Stdout, reports)
+	_ = report.WriteYAML(os.Stdout, reports)
 	// Output:
-	// openreports.io/v1alpha1 ClusterReport merged
 	// NAME     PASS   FAIL   WARN   ERROR   SKIP
 	// merged   1      1      0      0       0
+	// apiVersion: wgpolicyk8s.io/v1alpha2
+	// kind: ClusterPolicyReport
+	// metadata:
+	//   name: merged
+	// results:
+	// - category: Best Practices
+	//   message: validation rule 'check-team' passed.
+	//   policy: require-team
+	//   properties:
+	//     process: background scan
+	//   resources:
+	//   - apiVersion: v1
+	//     kind: Pod
+	//     name: web
+	//     namespace: default
+	//     uid: u1
+	//   result: pass
+	//   rule: check-team
+	//   scored: true
+	//   severity: medium
+	//   source: kyverno
+	//   timestamp:
+	//     nanos: 0
+	//     seconds: 1666098438
+	// - category: Best Practices
+	//   message: 'validation error: The label team is required. rule check-team failed at
+	//     path /metadata/labels/team/'
+	//   policy: require-team
+	//   properties:
+	//     process: background scan
+	//   resources:
+	//   - apiVersion: v1
+	//     kind: Pod
+	//     name: db
+	//     namespace: default
+	//     uid: u2
+	//   result: fail
+	//   rule: check-team
+	//   scored: true
+	//   severity: medium
+	//   source: kyverno
+	//   timestamp:
+	//     nanos: 0
+	//     seconds: 1666098438
+	// summary:
+	//   error: 0
+	//   fail: 1
+	//   pass: 1
+	//   skip: 0
+	//   warn: 0
 }
 
+// A controller records each admission and background result in a Store
+// and writes the reports it renders to the cluster (here, prints them).
 func ExampleStore() {
-	set := examplePolicySet()
-	store := report.NewStore(report.Options{Clock: clock})
+	eng, set := exampleSet()
+	store := report.NewStore(report.Options{Clock: eng.Now})
 	admit := func(pod map[string]any) {
-		resp, _ := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: pod})
+		resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: pod})
+		if err != nil {
+			panic(err)
+		}
 		uid := pod["metadata"].(map[string]any)["uid"].(string)
-		_ = store.Update(uid, resp.Policies, false)
+		if err := store.Update(uid, resp.Policies, false); err != nil {
+			panic(err)
+		}
 	}
 	admit(examplePod("web", "u1", map[string]any{"team": "shop"}))
 	admit(examplePod("db", "u2", nil))
-	_ = report.WriteTable(os.Stdout, store.Reports())
+	for _, r := range store.Reports() {
+		obj := r.Object().(*api.PolicyReport) // what a host writes to the cluster
+		fmt.Println(obj.Kind, obj.Namespace, obj.Name, obj.Summary.Pass, obj.Summary.Fail)
+	}
 
-	store.Delete("u2")
+	store.Delete("u2") // the resource was deleted
 	_ = report.WriteTable(os.Stdout, store.Reports())
 	// Output:
-	// NAMESPACE   NAME                PASS   FAIL   WARN   ERROR   SKIP
-	// default     cpol-require-team   1      1      0      0       0
+	// PolicyReport default cpol-require-team 1 1
 	// NAMESPACE   NAME                PASS   FAIL   WARN   ERROR   SKIP
 	// default     cpol-require-team   1      0      0      0       0
-}
-
-// ExampleStream writes the reports of resources evaluated one after the
-// other, rendering each resource's entries as its results come and keeping
-// them in a temporary file beyond a memory budget.
-func ExampleStream() {
-	set := examplePolicySet()
-	spill, err := os.CreateTemp("", "report-*")
-	if err != nil {
-		panic(err)
-	}
-	defer os.Remove(spill.Name())
-	defer spill.Close()
-	stream, err := report.NewStream(report.Options{Clock: clock, Format: report.OpenReports}, spill, 1<<20)
-	if err != nil {
-		panic(err)
-	}
-	renderer := stream.NewRenderer() // one per goroutine
-	for i, labels := range []map[string]any{{"team": "a"}, nil} {
-		resp, err := set.Validate(context.Background(), &engine.Request{Object: examplePod(fmt.Sprintf("web-%d", i), "", labels)})
-		if err != nil {
-			panic(err)
-		}
-		rendered, err := renderer.Render(resp.Policies)
-		if err != nil {
-			panic(err)
-		}
-		// Add takes the resources in order
-		if err := stream.Add(rendered); err != nil {
-			panic(err)
-		}
-	}
-	var out strings.Builder
-	sum, err := stream.WriteReports(&out)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Printf("pass %d, fail %d\n", sum.Pass, sum.Fail)
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.HasPrefix(line, "  result:") || strings.HasPrefix(line, "    name:") {
-			fmt.Println(line)
-		}
-	}
-	// Output:
-	// pass 1, fail 1
-	//     name: web-0
-	//   result: pass
-	//     name: web-1
-	//   result: fail
-}
-
-// ExampleNewJSONStream streams JSON policy reports (one JSON document per
-// report, as WriteJSON writes them) with entries kept in memory (no spill).
-func ExampleNewJSONStream() {
-	set := examplePolicySet()
-	stream, err := report.NewJSONStream(report.Options{Clock: clock, Format: report.OpenReports}, nil, 0)
-	if err != nil {
-		panic(err)
-	}
-	renderer := stream.NewRenderer()
-	for i, labels := range []map[string]any{{"team": "a"}, nil} {
-		resp, err := set.Validate(context.Background(), &engine.Request{Object: examplePod(fmt.Sprintf("web-%d", i), "", labels)})
-		if err != nil {
-			panic(err)
-		}
-		rendered, err := renderer.Render(resp.Policies)
-		if err != nil {
-			panic(err)
-		}
-		if err := stream.Add(rendered); err != nil {
-			panic(err)
-		}
-	}
-	var out strings.Builder
-	if _, err := stream.WriteReports(&out); err != nil {
-		panic(err)
-	}
-	var doc struct {
-		Kind    string `json:"kind"`
-		Summary struct {
-			Pass int `json:"pass"`
-			Fail int `json:"fail"`
-		} `json:"summary"`
-		Results []struct {
-			Result    string `json:"result"`
-			Resources []struct {
-				Name string `json:"name"`
-			} `json:"resources"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
-		panic(err)
-	}
-	fmt.Println(doc.Kind, doc.Summary.Pass, doc.Summary.Fail)
-	for _, r := range doc.Results {
-		fmt.Println(r.Resources[0].Name, r.Result)
-	}
-	// Output:
-	// ClusterReport 1 1
-	// web-0 pass
-	// web-1 fail
 }

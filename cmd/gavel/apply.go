@@ -12,10 +12,10 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/remote"
-	"github.com/gavelpolicy/gavel/report"
 )
 
 // resourceResult holds the evaluation of one resource. For YAML reports
@@ -208,6 +208,8 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		engine.WithExceptions(excs),
 		engine.WithClient(cluster),
 		engine.WithContextValues(ev.values),
+		// as upstream's CLI: an entry whose host is not configured is skipped
+		engine.WithUnconfiguredEntriesSkipped(),
 	}
 	if f.registry {
 		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
@@ -339,6 +341,12 @@ func resourceName(obj map[string]any) string {
 		return ns + "/" + kind + "/" + name
 	}
 	return kind + "/" + name
+}
+
+// blocks reports whether the results deny the resource at admission
+// (engine.Response.Blocked), which makes gavel apply exit 1.
+func blocks(prs []engine.PolicyResult) bool {
+	return (&engine.Response{Policies: prs}).Blocked()
 }
 
 // lateExceptions is the exception source of a run: its set is known once

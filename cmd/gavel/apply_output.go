@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/policytest"
+	"github.com/gavelpolicy/gavel/internal/report"
 )
 
 // applyEntry is one rule result of gavel apply in the json, yaml and
@@ -29,8 +29,8 @@ func newApplyDocument() applyDocument {
 }
 
 // add counts the results of one resource in the summary (an evaluation
-// error goes to Errors) and returns their entries, and whether an Enforce
-// validate rule failed.
+// error goes to Errors) and returns their entries, and whether they block
+// the resource (blocks).
 func (doc *applyDocument) add(rr *resourceResult, auditWarn bool) ([]applyEntry, bool) {
 	if rr.err != nil {
 		doc.addError(rr.err)
@@ -67,19 +67,14 @@ func (doc *applyDocument) count(entries []applyEntry) {
 
 // resourceEntries returns the entries of the results of one resource, with
 // the result a policy report would show (scored=false and --audit-warn
-// turn fail into warn), and whether an Enforce validate rule failed.
+// turn fail into warn), and whether they block the resource (blocks).
 func resourceEntries(rr *resourceResult, auditWarn bool) ([]applyEntry, bool) {
-	blocked := false
 	var entries []applyEntry
-	for _, pr := range rr.policies {
-		for _, r := range pr.Rules {
-			res := policytest.ReportResult(pr.Policy, r)
-			if res == "fail" && auditWarn && !pr.FailureAction.IsEnforce() && r.Type == engine.Validation {
-				res = "warn"
-			}
-			if r.Status == engine.StatusFail && r.Type == engine.Validation && pr.FailureAction.IsEnforce() {
-				blocked = true
-			}
+	for i := range rr.policies {
+		pr := &rr.policies[i]
+		for j := range pr.Rules {
+			r := &pr.Rules[j]
+			res := string(report.EntryResult(pr, r, auditWarn))
 			e := applyEntry{Policy: pr.Policy.Key(), Rule: r.Name, Type: string(r.Type), Resource: resourceName(rr.resource), Result: res, Message: r.Message}
 			if r.Type == engine.Validation {
 				e.FailureAction = string(pr.FailureAction)
@@ -87,7 +82,7 @@ func resourceEntries(rr *resourceResult, auditWarn bool) ([]applyEntry, bool) {
 			entries = append(entries, e)
 		}
 	}
-	return entries, blocked
+	return entries, blocks(rr.policies)
 }
 
 // failing keeps the entries that failed or errored (--fail-only).

@@ -17,9 +17,9 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/jsontext"
+	"github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/internal/yamltext"
 	"github.com/gavelpolicy/gavel/loader"
-	"github.com/gavelpolicy/gavel/report"
 )
 
 // reportMemory is the memory the rendered report entries of a run may

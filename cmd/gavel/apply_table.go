@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/policytest"
+	"github.com/gavelpolicy/gavel/internal/report"
 )
 
 // streamTable evaluates the resources and prints every result in a table
@@ -118,8 +118,7 @@ func streamExceptions(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f 
 					if r.Type != engine.Validation && r.Type != engine.ImageVerify {
 						continue
 					}
-					res := policytest.ReportResult(pr.Policy, r)
-					if res != "fail" || (f.auditWarn && !pr.FailureAction.IsEnforce()) {
+					if report.EntryResult(&pr, &r, f.auditWarn) != "fail" {
 						continue
 					}
 					b, err := renderException(pr.Policy.Name(), r, rr.resource, f.exceptionTTL, f.format)

@@ -4,7 +4,9 @@
 // (PolicySet.Generate) queues UpdateRequests, the background controller
 // (generate.Controller.Run) drains them and writes the downstream
 // resources, and a tampered NetworkPolicy is restored because the rule
-// synchronizes.
+// synchronizes. A policy update goes through the controller
+// (OnPolicyUpdate), which resyncs the downstream resources, and admission
+// then serves the controller's policies, so that both use the new version.
 package main
 
 import (
@@ -110,6 +112,47 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w, "team-a/default-deny restored")
+
+	// The policy changes (small namespaces get 8 CPUs): the controller
+	// installs it and resyncs the synchronized downstream resources, and
+	// admission goes on with the controller's policies, so that both use
+	// the new version (a set kept from before would still hold the old).
+	updated := strings.Replace(policies, "|| '4'", "|| '8'", 1)
+	next := &loader.Set{}
+	if err := next.Read(strings.NewReader(updated), "policies.yaml"); err != nil {
+		return err
+	}
+	cur, err := eng.CompilePolicy(next.Policies[0])
+	if err != nil {
+		return err
+	}
+	if _, err := ctrl.OnPolicyUpdate(ctx, ps.Policies()[0], cur); err != nil {
+		return err
+	}
+	admission := ctrl.Policies()
+	ns := namespace("team-c", "small")
+	cluster.Add(ns)
+	resp, err := admission.Generate(ctx, &engine.Request{Operation: api.Create, Object: ns})
+	if err != nil {
+		return err
+	}
+	for range resp.UpdateRequests {
+		ur, err := queue.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if err := ctrl.Process(ctx, ur); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "policy updated; team-c: %d update request\n", len(resp.UpdateRequests))
+	for _, name := range []string{"team-a", "team-c"} {
+		q, err := cluster.Get(ctx, "v1", "ResourceQuota", name, "default-quota")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "ResourceQuota %s/default-quota cpu=%v\n", name, q["spec"].(map[string]any)["hard"].(map[string]any)["requests.cpu"])
+	}
 	return nil
 }
 

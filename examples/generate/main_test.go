@@ -22,6 +22,9 @@ ResourceQuota team-a/default-quota (rule quota) cpu=4
 ResourceQuota team-b/default-quota (rule quota) cpu=16
 resync of team-a/default-deny: Completed
 team-a/default-deny restored
+policy updated; team-c: 1 update request
+ResourceQuota team-a/default-quota cpu=8
+ResourceQuota team-c/default-quota cpu=8
 `
 	if got := out.String(); got != want {
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)

@@ -6,14 +6,17 @@
 //	kustomize build overlays/prod > rendered/prod.yaml
 //	go run ./examples/gitops --policies policies/ rendered/
 //
-// Every resource is mutated then validated as an admission request would
-// be (CREATE, mutations first), with autogen rules for Pod controllers.
+// Every resource is evaluated as an admission request would be (CREATE,
+// mutations first: engine.PolicySet.Scan), with autogen rules for Pod
+// controllers.
 // Namespaces and ConfigMaps among the manifests serve namespaceSelector
 // and configMap context lookups. PolicyExceptions may sit beside the
 // policies or be given with --exceptions.
 //
 // It prints a table of the failing results (every result with --all) and a
-// summary, and exits 1 when a rule of an Enforce policy fails or errors, 2
+// summary, and exits 1 when a policy would deny the request
+// (engine.Response.Blocked: an Enforce policy's rule fails, or errors
+// under failurePolicy Fail), 2
 // when the manifests or policies cannot be loaded, 0 otherwise (Audit
 // failures are reported but do not fail the pipeline).
 package main
@@ -129,34 +132,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return report(stdout, rows, len(objs), *all)
 }
 
-// check mutates then validates one resource.
+// check evaluates one resource as an admission request would be
+// (engine.PolicySet.Scan: mutations first, then validate and generate
+// rules on the mutated resource). A row is enforced when its policy would
+// deny the request (engine.PolicyResult.Blocks) and the rule failed or
+// errored.
 func check(ctx context.Context, set *engine.PolicySet, obj map[string]any) ([]row, error) {
-	m, err := set.Mutate(ctx, &engine.Request{Operation: api.Create, Object: obj})
-	if err != nil {
-		return nil, err
-	}
-	v, err := set.Validate(ctx, &engine.Request{Operation: api.Create, Object: m.Resource})
+	resp, err := set.Scan(ctx, &engine.Request{Operation: api.Create, Object: obj})
 	if err != nil {
 		return nil, err
 	}
 	var rows []row
-	for _, p := range append(m.Policies, v.Policies...) {
-		for _, r := range p.Rules {
-			rw := row{
-				resource: name(obj),
-				policy:   p.Policy.Key(),
-				rule:     r.Name,
-				status:   r.Status,
-				message:  strings.Join(strings.Fields(r.Message), " "),
-			}
-			if r.Type == engine.Validation || r.Type == engine.ImageVerify {
-				rw.action = string(p.FailureAction)
-				rw.enforced = p.FailureAction.IsEnforce() && (r.Status == engine.StatusFail || r.Status == engine.StatusError)
-			} else {
-				rw.action = string(r.Type)
-			}
-			rows = append(rows, rw)
+	for p, r := range resp.Rules() {
+		rw := row{
+			resource: name(obj),
+			policy:   p.Policy.Key(),
+			rule:     r.Name,
+			status:   r.Status,
+			message:  strings.Join(strings.Fields(r.Message), " "),
+			enforced: p.Blocks() && (r.Status == engine.StatusFail || r.Status == engine.StatusError),
 		}
+		if r.Type == engine.Validation || r.Type == engine.ImageVerify {
+			rw.action = string(p.FailureAction)
+		} else {
+			rw.action = string(r.Type)
+		}
+		rows = append(rows, rw)
 	}
 	return rows, nil
 }

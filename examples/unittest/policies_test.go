@@ -56,10 +56,8 @@ func pod(namespace string, labels map[string]any, image string) map[string]any {
 // statuses maps "policy/rule" to the status of each rule that applied.
 func statuses(resp *engine.Response) map[string]engine.Status {
 	out := map[string]engine.Status{}
-	for _, p := range resp.Policies {
-		for _, r := range p.Rules {
-			out[p.Policy.Name()+"/"+r.Name] = r.Status
-		}
+	for p, r := range resp.Rules() {
+		out[p.Policy.Name()+"/"+r.Name] = r.Status
 	}
 	return out
 }
@@ -139,11 +137,9 @@ func TestMessages(t *testing.T) {
 		"validate-image-tag": "validation error: Using a mutable image tag e.g. 'latest' is not allowed. rule validate-image-tag failed at path /spec/containers/0/image/",
 		"check-for-labels":   "validation error: The label `app.kubernetes.io/name` is required. rule check-for-labels failed at path /metadata/labels/",
 	}
-	for _, p := range resp.Policies {
-		for _, r := range p.Rules {
-			if w, ok := want[r.Name]; ok && r.Message != w {
-				t.Errorf("%s: message\n%q\nwant\n%q", r.Name, r.Message, w)
-			}
+	for _, r := range resp.Rules() {
+		if w, ok := want[r.Name]; ok && r.Message != w {
+			t.Errorf("%s: message\n%q\nwant\n%q", r.Name, r.Message, w)
 		}
 	}
 }

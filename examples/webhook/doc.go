@@ -9,13 +9,15 @@
 // keep the set they started with and never wait for a reload. A folder that
 // fails to compile keeps the previous set serving.
 //
-// The validating endpoint denies a request when an Enforce-mode validate
-// rule fails, with upstream's message listing the failing policies and
-// rules, and returns admission warnings for the other failures it is asked
-// to surface (rules of policies with spec.emitWarning, or every Audit
-// failure with Options.WarnOnAudit). Allowed requests are then handed to the
-// generate rules, whose UpdateRequests go to an engine.UpdateRequestQueue
-// (an in-memory cluster by default) for a background controller to process.
+// Both endpoints answer with the admission package, which decides as
+// upstream's webhooks do (engine.Response.Blocked). The validating
+// endpoint denies a request when an Enforce policy's validate rule fails
+// (or errors, under failurePolicy Fail), with upstream's message listing
+// the failing policies and rules, and returns admission warnings for the
+// other failures (errors under failurePolicy Ignore, rules of policies with
+// spec.emitWarning). Allowed requests are then handed to the generate
+// rules, whose UpdateRequests go to an engine.UpdateRequestQueue (an
+// in-memory cluster by default) for a background controller to process.
 //
 // The mutating endpoint answers with the engine's RFC 6902 patch (JSONPatch,
 // base64 in the JSON body as the API server expects) and denies the request

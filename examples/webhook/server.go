@@ -31,9 +31,6 @@ type Options struct {
 	// EngineOptions are added after the webhook's own options (clock,
 	// registry client, limits...).
 	EngineOptions []engine.Option
-	// WarnOnAudit returns an admission warning for every failing rule of
-	// an Audit-mode policy, not only for policies with spec.emitWarning.
-	WarnOnAudit bool
 	// MaxRequestBytes bounds the size of an AdmissionReview body
 	// (default 3 MiB, the API server's own request limit).
 	MaxRequestBytes int64

@@ -200,7 +200,8 @@ func TestValidate(t *testing.T) {
 			allowed: false,
 			message: "\n\nresource Pod/shop/nolabel was blocked due to the following policies \n\n" +
 				"require-team-label:\n" +
-				"  check-team: 'validation error: label ''team'' is required. rule check-team failed at path /metadata/labels/'\n",
+				"  check-team: 'validation error: label ''team'' is required. rule check-team failed\n" +
+				"    at path /metadata/labels/'\n",
 		},
 		{
 			name:    "warning from an Audit policy with emitWarning",
@@ -220,8 +221,8 @@ func TestValidate(t *testing.T) {
 			msg := ""
 			if resp.Result != nil {
 				msg = resp.Result.Message
-				if !tt.allowed && resp.Result.Code != http.StatusForbidden {
-					t.Errorf("code = %d, want 403", resp.Result.Code)
+				if !tt.allowed && resp.Result.Status != metav1.StatusFailure {
+					t.Errorf("status = %q, want Failure", resp.Result.Status)
 				}
 			}
 			if msg != tt.message {
@@ -445,7 +446,7 @@ func TestBadRequests(t *testing.T) {
 	if status != http.StatusOK || json.Unmarshal(out, &review) != nil || review.Response == nil {
 		t.Fatalf("HTTP %d: %s", status, out)
 	}
-	if review.Response.Allowed || review.Response.Result.Code != http.StatusBadRequest || review.Response.UID != "u2" {
+	if review.Response.Allowed || review.Response.Result.Status != metav1.StatusFailure || review.Response.UID != "u2" {
 		t.Errorf("response = %s", out)
 	}
 	if code := ts.get(t, "/healthz"); code != http.StatusOK {
@@ -524,7 +525,9 @@ spec:
 				t.Fatalf("allowed = %v, want %v: %+v", resp.Allowed, tt.allowed, resp.Result)
 			}
 			if !tt.allowed {
-				want := "mutation policy copy-owner-label error: failed to apply policy copy-owner-label rules [copy-owner]"
+				want := "mutation policy copy-owner-label error: failed to apply policy copy-owner-label rules " +
+					"[copy-owner: variable substitution failed: failed to resolve request.object.metadata.annotations.owner " +
+					`at path /mutate/patchStrategicMerge/metadata/labels/owner: JMESPath query failed: Unknown key "annotations" in path]`
 				if resp.Result.Message != want {
 					t.Errorf("message = %q\nwant      %q", resp.Result.Message, want)
 				}

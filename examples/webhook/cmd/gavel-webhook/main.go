@@ -40,7 +40,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	keyFile := fs.String("tls-private-key-file", "", "TLS private key (PEM)")
 	selfSigned := fs.Bool("self-signed", false, "serve a generated self-signed certificate for localhost and 127.0.0.1 (development only); its PEM is printed to stderr")
 	poll := fs.Duration("poll", 2*time.Second, "how often the policy folder is checked for changes")
-	warnAudit := fs.Bool("warn-on-audit", false, "return admission warnings for every failing rule of an Audit policy")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -53,7 +52,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	srv, err := webhook.New(webhook.Options{
 		PolicyDir:    *policies,
 		PollInterval: *poll,
-		WarnOnAudit:  *warnAudit,
 		Logf:         logger.Printf,
 	})
 	if err != nil {

@@ -111,29 +111,65 @@ func Result(pr engine.PolicyResult, rr engine.RuleResult, opts Options) api.Poli
 }
 
 // convert is Result with the per-call values computed once by the caller.
+// It is the one place that decides what an entry holds: the encoders that
+// render entries without building them (entryEncoder) take every field from
+// headOf, EntryResult and entryProperties, as it does.
 func convert(pr *engine.PolicyResult, rr *engine.RuleResult, source string, ts metav1.Timestamp, auditWarn bool, ref api.ObjectReference) api.PolicyReportResult {
-	var annotations map[string]string
-	var key string
-	if p := pr.Policy; p != nil {
-		annotations = p.Annotations()
-		key = p.Key()
+	h := headOf(pr.Policy)
+	return api.PolicyReportResult{
+		Source:     source,
+		Policy:     h.key,
+		Rule:       rr.Name,
+		Category:   h.category,
+		Severity:   h.severity,
+		Timestamp:  ts,
+		Result:     h.result(pr, rr, auditWarn),
+		Scored:     h.scored,
+		Resources:  []api.ObjectReference{ref},
+		Message:    rr.Message,
+		Properties: entryProperties(pr, rr),
 	}
-	scored := annotations[AnnotationScored] != "false"
-	out := api.PolicyReportResult{
-		Source:    source,
-		Policy:    key,
-		Rule:      rr.Name,
-		Category:  annotations[AnnotationCategory],
-		Severity:  severity(annotations[AnnotationSeverity]),
-		Timestamp: ts,
-		Result:    status(rr.Status),
-		Scored:    scored,
-		Resources: []api.ObjectReference{ref},
-		Message:   rr.Message,
+}
+
+// head is what the entries of a policy take from it: the policy key, the
+// category, severity and scored flag of its annotations, and its process.
+type head struct {
+	key, category string
+	severity      api.PolicyResultSeverity
+	scored        bool
+	process       string
+}
+
+func headOf(p *engine.Policy) head {
+	if p == nil {
+		return head{scored: true}
 	}
-	out.Properties = entryProperties(pr, rr)
-	out.Result = resultOf(out.Result, scored, pr, auditWarn)
-	return out
+	annotations := p.Annotations()
+	return head{
+		key:      p.Key(),
+		category: annotations[AnnotationCategory],
+		severity: severity(annotations[AnnotationSeverity]),
+		scored:   annotations[AnnotationScored] != "false",
+		process:  process(p),
+	}
+}
+
+// result is the result of an entry: the rule status, fail becoming warn
+// when the policy is not scored or, with auditWarn, in Audit mode.
+func (h *head) result(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn bool) api.PolicyResult {
+	s := status(rr.Status)
+	if s == api.ResultFail && (!h.scored || (auditWarn && !pr.FailureAction.IsEnforce())) {
+		return api.ResultWarn
+	}
+	return s
+}
+
+// EntryResult is the result of the report entry of rule result rr of pr
+// (see Result), for outputs that show it without building the entry (the
+// CLI's text, JSON and JUnit outputs).
+func EntryResult(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn bool) api.PolicyResult {
+	h := headOf(pr.Policy)
+	return h.result(pr, rr, auditWarn)
 }
 
 // entryProperties are the properties of the entry of rr.
@@ -154,25 +190,6 @@ func entryProperties(pr *engine.PolicyResult, rr *engine.RuleResult) map[string]
 		podSecurityProperties(props, pr.Policy, rr)
 	}
 	return props
-}
-
-// resultOf is the result of an entry: the rule status, fail becoming warn
-// when the policy is not scored or, with auditWarn, in Audit mode.
-func resultOf(s api.PolicyResult, scored bool, pr *engine.PolicyResult, auditWarn bool) api.PolicyResult {
-	if s == api.ResultFail && (!scored || (auditWarn && !pr.FailureAction.IsEnforce())) {
-		return api.ResultWarn
-	}
-	return s
-}
-
-// entryResult is the result convert gives the entry of rr, without
-// converting it.
-func entryResult(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn bool) api.PolicyResult {
-	scored := true
-	if p := pr.Policy; p != nil {
-		scored = p.Annotations()[AnnotationScored] != "false"
-	}
-	return resultOf(status(rr.Status), scored, pr, auditWarn)
 }
 
 func status(s engine.Status) api.PolicyResult {

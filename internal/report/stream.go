@@ -94,8 +94,8 @@ const scoredLine = "scored: " + scalarTrue + "\n"
 
 // policyLines are the rendered lines shared by the entries of a policy.
 type policyLines struct {
+	head
 	category, policy, severity []byte // nil when omitted
-	scored                     bool
 	properties                 []byte // when process is the only property
 }
 
@@ -121,23 +121,23 @@ func (e *entryEncoder) policy(p *engine.Policy) (*policyLines, error) {
 	if pl := e.policies[p]; pl != nil {
 		return pl, nil
 	}
-	annotations := p.Annotations()
-	pl := &policyLines{scored: annotations[AnnotationScored] != "false"}
+	h := headOf(p)
+	pl := &policyLines{head: h}
 	var err error
-	if c := annotations[AnnotationCategory]; c != "" {
-		if pl.category, err = e.render("category", c); err != nil {
+	if h.category != "" {
+		if pl.category, err = e.render("category", h.category); err != nil {
 			return nil, err
 		}
 	}
-	if pl.policy, err = e.render("policy", p.Key()); err != nil {
+	if pl.policy, err = e.render("policy", h.key); err != nil {
 		return nil, err
 	}
-	if s := severity(annotations[AnnotationSeverity]); s != "" {
-		if pl.severity, err = e.render("severity", string(s)); err != nil {
+	if h.severity != "" {
+		if pl.severity, err = e.render("severity", string(h.severity)); err != nil {
 			return nil, err
 		}
 	}
-	b, err := e.properties(map[string]string{PropertyProcess: process(p)})
+	b, err := e.properties(map[string]string{PropertyProcess: h.process})
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (e *entryEncoder) entry(pr *engine.PolicyResult, rr *engine.RuleResult) (ap
 		put(props)
 	}
 	put(e.refLines)
-	res := entryResult(pr, rr, e.auditWarn)
+	res := pl.result(pr, rr, e.auditWarn)
 	if res != "" {
 		line, err := e.scalar(false, "result", string(res))
 		if err != nil {

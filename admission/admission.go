@@ -1,0 +1,298 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	goyaml "sigs.k8s.io/yaml/goyaml.v2"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// Request converts an admission request into an engine request. It fails
+// for an unknown operation, an object that is not a JSON object, and a
+// request with neither object nor old object.
+func Request(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
+	req, err := request(ar)
+	if err != nil {
+		return nil, &conversionError{err}
+	}
+	return req, nil
+}
+
+// conversionError marks the errors of Request, whose text the responses
+// carry as they are.
+type conversionError struct{ err error }
+
+func (e *conversionError) Error() string { return e.err.Error() }
+func (e *conversionError) Unwrap() error { return e.err }
+
+func request(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
+	if ar == nil {
+		return nil, errors.New("admission: no request")
+	}
+	op := api.AdmissionOperation(ar.Operation)
+	switch op {
+	case api.Create, api.Update, api.Delete, api.Connect:
+	default:
+		return nil, fmt.Errorf("admission: unknown operation %q", ar.Operation)
+	}
+	req := &engine.Request{
+		Operation:   op,
+		Kind:        engine.GroupVersionKind{Group: ar.Kind.Group, Version: ar.Kind.Version, Kind: ar.Kind.Kind},
+		Resource:    engine.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource},
+		SubResource: ar.SubResource,
+		Name:        ar.Name,
+		Namespace:   ar.Namespace,
+		UID:         string(ar.UID),
+		DryRun:      ar.DryRun != nil && *ar.DryRun,
+		UserInfo: api.UserInfoData{
+			Username: ar.UserInfo.Username,
+			UID:      ar.UserInfo.UID,
+			Groups:   ar.UserInfo.Groups,
+		},
+	}
+	if len(ar.UserInfo.Extra) > 0 {
+		req.UserInfo.Extra = make(map[string][]string, len(ar.UserInfo.Extra))
+		for k, v := range ar.UserInfo.Extra {
+			req.UserInfo.Extra[k] = []string(v)
+		}
+	}
+	var err error
+	if req.Object, err = object(ar.Object); err != nil {
+		return nil, fmt.Errorf("admission: request.object: %w", err)
+	}
+	if req.OldObject, err = object(ar.OldObject); err != nil {
+		return nil, fmt.Errorf("admission: request.oldObject: %w", err)
+	}
+	if req.Object == nil && req.OldObject == nil {
+		return nil, errors.New("admission: the request has neither object nor oldObject")
+	}
+	if ar.Namespace != "" && ar.Kind.Kind != "Namespace" {
+		setNamespace(req.Object, ar.Namespace)
+		setNamespace(req.OldObject, ar.Namespace)
+	}
+	return req, nil
+}
+
+// object decodes an object of the request: its raw JSON, else the object
+// an in-process caller set (unstructured or typed).
+func object(ext runtime.RawExtension) (map[string]any, error) {
+	if raw := ext.Raw; len(raw) > 0 && string(raw) != "null" {
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	switch o := ext.Object.(type) {
+	case nil:
+		return nil, nil
+	case *unstructured.Unstructured:
+		if o == nil {
+			return nil, nil
+		}
+		return runtime.DeepCopyJSON(o.Object), nil
+	default:
+		return runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	}
+}
+
+// setNamespace sets metadata.namespace of obj when it is empty, as
+// upstream does with the objects of namespaced requests.
+func setNamespace(obj map[string]any, ns string) {
+	if obj == nil {
+		return
+	}
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		if obj["metadata"] != nil {
+			return // left to the engine, which refuses it
+		}
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	if s, _ := md["namespace"].(string); s == "" {
+		md["namespace"] = ns
+	}
+}
+
+// Validate evaluates the validate rules of set on the request and answers
+// it as upstream's validating webhook does (see ValidateResponse). It also
+// returns the engine's response (nil when there is none), for reports.
+// Hosts that add to the engine request (RBAC roles, namespace labels)
+// call Request, set.Validate and ValidateResponse themselves.
+func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, *engine.Response) {
+	req, err := Request(ar)
+	var resp *engine.Response
+	if err == nil {
+		resp, err = set.Validate(ctx, req)
+	}
+	return ValidateResponse(ar, resp, err), resp
+}
+
+// ValidateResponse answers an admission request from the engine's
+// Validate response and error, as upstream's validating webhook does:
+//
+//   - denied when the response is blocked (engine.Response.Blocked), with
+//     upstream's message: "resource KIND/NAMESPACE/NAME was blocked due to
+//     the following policies" followed by the YAML map of each Enforce
+//     policy's failing and erroring rules to their messages;
+//   - otherwise allowed, with a warning "policy NAME.RULE: MESSAGE" for
+//     each rule that failed, errored or warned in an Enforce policy (errors
+//     under failurePolicy Ignore) or in a policy with spec.emitWarning;
+//   - denied with the error's text when err is set (a request Request
+//     could not convert, an invalid object, a cancelled context).
+func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err error) *admissionv1.AdmissionResponse {
+	if err != nil {
+		return deny(ar, failed("validation", err))
+	}
+	if resp == nil {
+		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
+	}
+	if resp.Blocked() {
+		return deny(ar, blockedMessage(resp))
+	}
+	var warnings []string
+	for p, r := range resp.Rules() {
+		if notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning) {
+			warnings = append(warnings, warning(p, r))
+		}
+	}
+	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+}
+
+// Mutate evaluates the mutate rules of set on the request and answers it
+// as upstream's mutating webhook does (see MutateResponse); a request
+// without an object (DELETE) is allowed without evaluation. It also
+// returns the engine's response (nil when there is none).
+func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, *engine.Response) {
+	req, err := Request(ar)
+	var resp *engine.Response
+	if err == nil && req.Object != nil {
+		resp, err = set.Mutate(ctx, req)
+	}
+	return MutateResponse(ar, resp, err), resp
+}
+
+// MutateResponse answers an admission request from the engine's Mutate
+// response and error, as upstream's mutating webhook does:
+//
+//   - denied when a policy blocks the request (a mutate rule errored in a
+//     policy whose failure policy is Fail, see engine.PolicyResult.Blocks),
+//     with upstream's message "mutation policy NAME error: failed to apply
+//     policy NAME rules [RULE: MESSAGE ...]" for the first such policy;
+//   - otherwise allowed with the RFC 6902 patch of the mutations (patch
+//     type JSONPatch) and a warning "policy NAME.RULE: MESSAGE" for each
+//     rule that failed, errored or warned, and for each applied rule of a
+//     policy with spec.emitWarning;
+//   - denied with the error's text when err is set.
+//
+// A request without an object (DELETE) is allowed, without a patch.
+func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err error) *admissionv1.AdmissionResponse {
+	if err != nil {
+		return deny(ar, failed("mutation", err))
+	}
+	if resp == nil || (ar != nil && ar.Operation == admissionv1.Delete) {
+		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
+	}
+	for i := range resp.Policies {
+		if p := &resp.Policies[i]; p.Blocks() {
+			var failed []string
+			for j := range p.Rules {
+				if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
+					failed = append(failed, r.Name+": "+r.Message)
+				}
+			}
+			name := p.Policy.Name()
+			return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
+		}
+	}
+	var warnings []string
+	for p, r := range resp.Rules() {
+		if notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass) {
+			warnings = append(warnings, warning(p, r))
+		}
+	}
+	out := &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+	if len(resp.Patch) > 0 {
+		pt := admissionv1.PatchTypeJSONPatch
+		out.Patch, out.PatchType = resp.Patch, &pt
+	}
+	return out
+}
+
+// failed is the message of a request that could not be evaluated: the
+// conversion's own error, or the engine's.
+func failed(step string, err error) string {
+	var conv *conversionError
+	if errors.As(err, &conv) {
+		return err.Error()
+	}
+	return "gavel: " + step + " failed: " + err.Error()
+}
+
+func uid(ar *admissionv1.AdmissionRequest) (u types.UID) {
+	if ar != nil {
+		u = ar.UID
+	}
+	return u
+}
+
+// deny is upstream's answer to a denied request: status Failure with the
+// message, no code (the API server reports 403).
+func deny(ar *admissionv1.AdmissionRequest, msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{
+		UID:     uid(ar),
+		Allowed: false,
+		Result:  &metav1.Status{Status: metav1.StatusFailure, Message: msg},
+	}
+}
+
+// notPassed reports whether a result is a failure, an error or a warning,
+// the results upstream turns into messages.
+func notPassed(r *engine.RuleResult) bool {
+	return r.Status != engine.StatusPass && r.Status != engine.StatusSkip
+}
+
+// warning is upstream's admission warning of a rule result.
+func warning(p *engine.PolicyResult, r *engine.RuleResult) string {
+	return "policy " + p.Policy.Name() + "." + r.Name + ": " + r.Message
+}
+
+// blockedMessage is upstream's message of a denied request: the resource,
+// then the YAML map of every Enforce policy's failing, erroring and warning
+// rules to their messages (policies and rules sorted by name, as yaml.v2
+// writes maps).
+func blockedMessage(resp *engine.Response) string {
+	failures := map[string]any{}
+	for p, r := range resp.Rules() {
+		if !p.FailureAction.IsEnforce() || !notPassed(r) {
+			continue
+		}
+		rules, _ := failures[p.Policy.Name()].(map[string]string)
+		if rules == nil {
+			rules = map[string]string{}
+			failures[p.Policy.Name()] = rules
+		}
+		rules[r.Name] = r.Message
+	}
+	kind, _ := resp.Resource["kind"].(string)
+	md, _ := resp.Resource["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	results, err := goyaml.Marshal(failures)
+	if err != nil {
+		results = []byte(err.Error())
+	}
+	return fmt.Sprintf("\n\nresource %s/%s/%s was blocked due to the following policies \n\n%s", kind, ns, name, results)
+}

@@ -1,0 +1,187 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// failurePolicyPolicy compiles a policy with one validate rule and the
+// given failure policies ("" leaves a field unset).
+func failurePolicyPolicy(t *testing.T, webhook, spec string) *engine.Policy {
+	t.Helper()
+	src := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: p\nspec:\n"
+	if spec != "" {
+		src += "  failurePolicy: " + spec + "\n"
+	}
+	if webhook != "" {
+		src += "  webhookConfiguration:\n    failurePolicy: " + webhook + "\n"
+	}
+	src += `  rules:
+  - name: r
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      pattern:
+        metadata:
+          name: "?*"
+`
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(decode(src).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set.Policies()[0]
+}
+
+func TestFailurePolicy(t *testing.T) {
+	for _, tt := range []struct {
+		webhook, spec string
+		want          api.FailurePolicyType
+	}{
+		{"", "", api.Fail},
+		{"", "Ignore", api.Ignore},
+		{"Ignore", "", api.Ignore},
+		{"Fail", "Ignore", api.Fail},
+		{"Ignore", "Fail", api.Ignore},
+	} {
+		if got := failurePolicyPolicy(t, tt.webhook, tt.spec).FailurePolicy(); got != tt.want {
+			t.Errorf("webhookConfiguration %q, spec %q: FailurePolicy() = %q, want %q", tt.webhook, tt.spec, got, tt.want)
+		}
+	}
+}
+
+// TestBlocked is the table of upstream's block decision
+// (pkg/webhooks/utils BlockRequest and the handlers that call it).
+func TestBlocked(t *testing.T) {
+	fail := failurePolicyPolicy(t, "", "")
+	ignore := failurePolicyPolicy(t, "Ignore", "")
+	for _, tt := range []struct {
+		name   string
+		policy *engine.Policy
+		action api.ValidationFailureAction
+		typ    engine.RuleType
+		status engine.Status
+		want   bool
+	}{
+		{"enforce validate fail", fail, api.Enforce, engine.Validation, engine.StatusFail, true},
+		{"enforce validate fail, failurePolicy Ignore", ignore, api.Enforce, engine.Validation, engine.StatusFail, true},
+		{"enforce lower-case validate fail", fail, "enforce", engine.Validation, engine.StatusFail, true},
+		{"audit validate fail", fail, api.Audit, engine.Validation, engine.StatusFail, false},
+		{"enforce validate error, failurePolicy Fail", fail, api.Enforce, engine.Validation, engine.StatusError, true},
+		{"enforce validate error, failurePolicy Ignore", ignore, api.Enforce, engine.Validation, engine.StatusError, false},
+		{"audit validate error, failurePolicy Fail", fail, api.Audit, engine.Validation, engine.StatusError, false},
+		{"enforce verifyImages fail", fail, api.Enforce, engine.ImageVerify, engine.StatusFail, true},
+		{"enforce verifyImages error, failurePolicy Ignore", ignore, api.Enforce, engine.ImageVerify, engine.StatusError, false},
+		{"mutate error, failurePolicy Fail", fail, api.Audit, engine.Mutation, engine.StatusError, true},
+		{"mutate error, failurePolicy Ignore", ignore, api.Enforce, engine.Mutation, engine.StatusError, false},
+		{"audit mutate fail", fail, api.Audit, engine.Mutation, engine.StatusFail, false},
+		{"enforce mutate fail", ignore, api.Enforce, engine.Mutation, engine.StatusFail, true},
+		{"generate error", fail, api.Enforce, engine.Generation, engine.StatusError, false},
+		{"generate fail", fail, api.Enforce, engine.Generation, engine.StatusFail, false},
+		{"enforce warn", fail, api.Enforce, engine.Validation, engine.StatusWarn, false},
+		{"enforce skip", fail, api.Enforce, engine.Validation, engine.StatusSkip, false},
+		{"enforce pass", fail, api.Enforce, engine.Validation, engine.StatusPass, false},
+	} {
+		pr := engine.PolicyResult{Policy: tt.policy, FailureAction: tt.action,
+			Rules: []engine.RuleResult{{Name: "ok", Type: tt.typ, Status: engine.StatusPass}, {Name: "r", Type: tt.typ, Status: tt.status}}}
+		if got := pr.Blocks(); got != tt.want {
+			t.Errorf("%s: Blocks() = %v, want %v", tt.name, got, tt.want)
+		}
+		resp := engine.Response{Policies: []engine.PolicyResult{{Policy: tt.policy, FailureAction: api.Enforce}, pr}}
+		if got := resp.Blocked(); got != tt.want {
+			t.Errorf("%s: Blocked() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if (&engine.Response{}).Blocked() {
+		t.Error("an empty response blocks")
+	}
+}
+
+func TestResponseRules(t *testing.T) {
+	p := failurePolicyPolicy(t, "", "")
+	resp := engine.Response{Policies: []engine.PolicyResult{
+		{Policy: p, Rules: []engine.RuleResult{{Name: "a"}, {Name: "b"}}},
+		{Policy: p},
+		{Policy: p, Rules: []engine.RuleResult{{Name: "c"}}},
+	}}
+	var got []string
+	for pr, r := range resp.Rules() {
+		got = append(got, fmt.Sprintf("%s.%s", pr.Policy.Name(), r.Name))
+	}
+	if fmt.Sprint(got) != "[p.a p.b p.c]" {
+		t.Errorf("Rules() visited %v", got)
+	}
+	got = got[:0]
+	for _, r := range resp.Rules() {
+		got = append(got, r.Name)
+		break
+	}
+	if fmt.Sprint(got) != "[a]" {
+		t.Errorf("Rules() after break visited %v", got)
+	}
+	// the results are those of the response, not copies
+	for _, r := range resp.Rules() {
+		if r != &resp.Policies[0].Rules[0] {
+			t.Error("Rules() yields a copy")
+		}
+		break
+	}
+}
+
+// TestUnknownOperation: an operation the engine does not know is refused
+// by the call that receives it, not evaluated as a CREATE.
+func TestUnknownOperation(t *testing.T) {
+	set := failurePolicyPolicySet(t)
+	obj := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "a"}}
+	for _, op := range []api.AdmissionOperation{"create", "PATCH"} {
+		req := &engine.Request{Operation: op, Object: obj}
+		for name, call := range map[string]func(context.Context, *engine.Request) (*engine.Response, error){
+			"Validate": set.Validate, "Mutate": set.Mutate, "Generate": set.Generate,
+		} {
+			if _, err := call(context.Background(), req); !errors.Is(err, engine.ErrInvalidObject) {
+				t.Errorf("%s with operation %q: error %v, want ErrInvalidObject", name, op, err)
+			}
+		}
+	}
+	for _, op := range []api.AdmissionOperation{"", api.Create, api.Update, api.Delete, api.Connect} {
+		if _, err := set.Validate(context.Background(), &engine.Request{Operation: op, Object: obj, OldObject: obj}); err != nil {
+			t.Errorf("operation %q: %v", op, err)
+		}
+	}
+}
+
+func failurePolicyPolicySet(t *testing.T) *engine.PolicySet {
+	t.Helper()
+	p := failurePolicyPolicy(t, "", "")
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng.NewPolicySet(p)
+}
+
+func TestFailurePolicyValues(t *testing.T) {
+	for _, src := range []string{"  failurePolicy: fail\n", "  webhookConfiguration:\n    failurePolicy: Deny\n"} {
+		p := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: p\nspec:\n" + src +
+			"  rules:\n  - name: r\n    match:\n      any:\n      - resources:\n          kinds: [Pod]\n    validate:\n      pattern:\n        metadata:\n          name: \"?*\"\n"
+		eng, err := engine.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = eng.Compile(decode(p).Policies...)
+		if err == nil || !strings.Contains(err.Error(), `supported values: "Fail", "Ignore"`) {
+			t.Errorf("%q: error %v", src, err)
+		}
+	}
+}
