@@ -20,7 +20,9 @@ func declField(name string, t *apiservercel.DeclType, required bool) *apiserverc
 	return apiservercel.NewDeclField(name, t, required, nil, nil)
 }
 
-func stringList() *apiservercel.DeclType { return apiservercel.NewListType(apiservercel.StringType, -1) }
+func stringList() *apiservercel.DeclType {
+	return apiservercel.NewListType(apiservercel.StringType, -1)
+}
 
 // requestType declares kubernetes.AdmissionRequest.
 func requestType() *apiservercel.DeclType {
