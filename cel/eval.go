@@ -151,7 +151,7 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		}
 		ev.act.variables = m
 	} else {
-		ev.act.variables = lazy.NewMapValue(types.NewObjectType(variablesTypeName))
+		ev.act.variables = noVariables
 	}
 	return ev
 }

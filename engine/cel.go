@@ -53,8 +53,9 @@ type celRule struct {
 	audits      []*cel.Program
 	paramKind   *api.ParamKind
 	paramRef    *api.ParamRef
-	// needsNamespace is set when an expression mentions namespaceObject.
-	needsNamespace bool
+	// needsNamespace and needsRequest are set when an expression
+	// mentions namespaceObject or request.
+	needsNamespace, needsRequest bool
 }
 
 type celValidation struct {
@@ -66,9 +67,9 @@ type celValidation struct {
 // celConds are the compiled celPreconditions of a rule that is not a
 // validate.cel rule.
 type celConds struct {
-	compiler       *cel.Compiler
-	pre            []*cel.Program
-	needsNamespace bool
+	compiler                     *cel.Compiler
+	pre                          []*cel.Program
+	needsNamespace, needsRequest bool
 }
 
 // compileCEL compiles the CEL parts of a rule: a validate.cel body (with
@@ -88,10 +89,13 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 	if err != nil {
 		return append(errs, field.InternalError(path, err))
 	}
-	mentions := false
+	mentions, mentionsRequest := false, false
 	note := func(expr string) {
 		if strings.Contains(expr, cel.NamespaceVar) {
 			mentions = true
+		}
+		if strings.Contains(expr, cel.RequestVar) {
+			mentionsRequest = true
 		}
 	}
 	bad := func(p *field.Path, expr string, err error) {
@@ -164,13 +168,13 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 		}
 	}
 	if cr2 != nil {
-		cr2.pre, cr2.needsNamespace = pre, mentions
+		cr2.pre, cr2.needsNamespace, cr2.needsRequest = pre, mentions, mentionsRequest
 		if cr.validate != nil {
 			cr.validate.cel = cr2
 		}
 		return errs
 	}
-	cr.celPre = &celConds{compiler: comp, pre: pre, needsNamespace: mentions}
+	cr.celPre = &celConds{compiler: comp, pre: pre, needsNamespace: mentions, needsRequest: mentionsRequest}
 	return errs
 }
 
@@ -202,6 +206,7 @@ type celInput struct {
 	gen               int
 	object, oldObject map[string]any
 	request           map[string]any
+	reqDone           bool
 	nsDone            bool
 	namespace         map[string]any
 	nsErr             error
@@ -221,7 +226,6 @@ func (rs *reqState) celData() *celInput {
 	if !rs.req.Background {
 		ci.oldObject = cel.FromJSONMap(rs.oldObject)
 	}
-	ci.request = rs.celRequest()
 	rs.celIn = ci
 	return ci
 }
@@ -321,9 +325,13 @@ func (rs *reqState) celNamespace() (map[string]any, error) {
 	return ci.namespace, ci.nsErr
 }
 
-// celInputFor binds a rule's input.
-func (rs *reqState) celInputFor(needsNamespace bool, params map[string]any) (*cel.Input, error) {
+// celInputFor binds a rule's input; request and namespaceObject are
+// built only for rules that read them.
+func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[string]any) (*cel.Input, error) {
 	ci := rs.celData()
+	if needsRequest && !ci.reqDone {
+		ci.request, ci.reqDone = rs.celRequest(), true
+	}
 	in := &cel.Input{Object: ci.object, OldObject: ci.oldObject, Request: ci.request, Params: params}
 	if needsNamespace {
 		ns, err := rs.celNamespace()
@@ -390,7 +398,7 @@ func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, pr
 // checkCELPreconditions evaluates the celPreconditions of a rule that is
 // not a validate.cel rule; it returns the rule's result when they stop it.
 func (e *Engine) checkCELPreconditions(rs *reqState, r *rule) []RuleResult {
-	in, err := rs.celInputFor(r.celPre.needsNamespace, nil)
+	in, err := rs.celInputFor(r.celPre.needsNamespace, r.celPre.needsRequest, nil)
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", err)}
 	}
@@ -420,7 +428,7 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 		}
 	}
 	for _, param := range params {
-		in, err := rs.celInputFor(c.needsNamespace, cel.FromJSONMap(param))
+		in, err := rs.celInputFor(c.needsNamespace, c.needsRequest, cel.FromJSONMap(param))
 		if err != nil {
 			return rs.single(r.errorResult("Error getting the resource's namespace", err))
 		}
@@ -451,8 +459,13 @@ func (e *Engine) celValidate(rs *reqState, r *rule, c *celRule, in *cel.Input) o
 	ev := c.compiler.NewEvaluation(rs.ctx, in)
 	// as the API server: every validation is evaluated, then the first
 	// that does not hold decides
-	vals := make([]ref.Val, len(c.validations))
-	errs := make([]error, len(c.validations))
+	var valsBuf [4]ref.Val
+	var errsBuf [4]error
+	vals, errs := valsBuf[:0], errsBuf[:0]
+	if n := len(c.validations); n > len(valsBuf) {
+		vals, errs = make([]ref.Val, 0, n), make([]error, 0, n)
+	}
+	vals, errs = vals[:len(c.validations)], errs[:len(c.validations)]
 	for i, v := range c.validations {
 		vals[i], errs[i] = ev.Eval(v.prog)
 		if errs[i] != nil && (errors.Is(errs[i], cel.ErrCostLimit) || rs.ctx.Err() != nil) {
