@@ -56,6 +56,8 @@ type celRule struct {
 	// needsNamespace and needsRequest are set when an expression
 	// mentions namespaceObject or request.
 	needsNamespace, needsRequest bool
+	// passMessage is upstream's message of a passed CEL rule.
+	passMessage string
 }
 
 type celValidation struct {
@@ -107,7 +109,8 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 	if c != nil {
 		vp := path.Child("validate", "cel")
 		errs = checkParams(c, vp, errs)
-		cr2 = &celRule{compiler: comp, paramKind: c.ParamKind, paramRef: c.ParamRef}
+		cr2 = &celRule{compiler: comp, paramKind: c.ParamKind, paramRef: c.ParamRef,
+			passMessage: fmt.Sprintf("Validation rule '%s' passed.", r.Name)}
 		for i, v := range c.Variables {
 			note(v.Expression)
 			if _, err := comp.AddVariable(v.Name, v.Expression); err != nil {
@@ -440,7 +443,7 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 			return rs.last()
 		}
 	}
-	res := rs.singleResult(r, StatusPass, fmt.Sprintf("Validation rule '%s' passed.", r.name))
+	res := rs.singleResult(r, StatusPass, c.passMessage)
 	res.EmitWarning = p.emitWarning
 	return rs.last()
 }
