@@ -241,16 +241,13 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 		return nil, &CompileError{Expression: expr, Detail: "variable name must not be empty"}
 	}
 	if c.vars == nil {
-		p := b2i(c.params)
-		var t *apiservercel.DeclType
-		for a := 0; a < 2; a++ {
-			env, nt, err := c.env.withVariables(c.env.plain[p][a], t)
-			if err != nil {
-				return nil, err
-			}
-			c.envs[a], t = env, nt
+		// variables see the authorizer: extend that environment now,
+		// the other one (message expressions) when it is first needed
+		env, t, err := c.env.withVariables(c.env.plain[b2i(c.params)][1], nil)
+		if err != nil {
+			return nil, err
 		}
-		c.vars = t
+		c.envs[0], c.envs[1], c.vars = nil, env, t
 	}
 	for _, v := range c.variables {
 		if v.name == name {
@@ -270,7 +267,15 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 // Compile type-checks expr as an expression of kind k and makes its
 // program.
 func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
-	env := c.envs[b2i(k.authorizer())]
+	a := b2i(k.authorizer())
+	if c.envs[a] == nil {
+		env, _, err := c.env.withVariables(c.env.plain[b2i(c.params)][a], c.vars)
+		if err != nil {
+			return nil, err
+		}
+		c.envs[a] = env
+	}
+	env := c.envs[a]
 	ast, issues := env.Compile(expr)
 	if issues != nil && issues.Err() != nil {
 		return nil, &CompileError{Expression: expr, Detail: "compilation failed: " + issues.String()}
