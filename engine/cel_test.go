@@ -108,6 +108,8 @@ func TestCELRules(t *testing.T) {
 			status: engine.StatusFail, message: "rule message"},
 		{name: "first failure decides", req: engine.Request{Object: deployment("forbidden", 9, 0)}, policy: "cel-basics", rule: "replicas",
 			status: engine.StatusFail, message: "too many replicas: 9"},
+		{name: "background", req: engine.Request{Object: deployment("web", 7, 0), Background: true}, policy: "cel-basics", rule: "replicas",
+			status: engine.StatusFail, message: "too many replicas: 7"},
 		{name: "variables", req: engine.Request{Object: celPod("apps", false, false)}, policy: "cel-basics", rule: "probes",
 			status: engine.StatusFail, message: "containers without probes: app, side"},
 		{name: "celPreconditions skip", req: engine.Request{Object: celPod("kube-system", false, false)}, policy: "cel-basics", rule: "probes",
