@@ -216,17 +216,27 @@ type celInput struct {
 }
 
 // celData returns the request's CEL data. As upstream: the object is null
-// for DELETE, the old object null when there is none; numbers are handed
+// for DELETE, the old object null when there is none (and in background
+// scans); numbers are handed
 // to CEL as the API server reads them (cel.FromJSON).
 func (rs *reqState) celData() *celInput {
 	if ci := rs.celIn; ci != nil && ci.gen == rs.gen {
 		return ci
 	}
 	ci := &celInput{gen: rs.gen}
-	if rs.req.Background || rs.op != api.Delete {
+	switch {
+	case rs.req.Background:
 		ci.object = cel.FromJSONMap(rs.obj)
-	}
-	if !rs.req.Background {
+	case rs.op == api.Delete:
+		// the object being deleted is the old one; a DELETE request that
+		// carries only an object (as the CLI's values make) deletes it
+		ci.oldObject = rs.oldObject
+		if ci.oldObject == nil {
+			ci.oldObject = rs.obj
+		}
+		ci.oldObject = cel.FromJSONMap(ci.oldObject)
+	default:
+		ci.object = cel.FromJSONMap(rs.obj)
 		ci.oldObject = cel.FromJSONMap(rs.oldObject)
 	}
 	rs.celIn = ci
