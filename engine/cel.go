@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -403,7 +404,8 @@ func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, pr
 		}
 	}
 	if len(errs) > 0 {
-		return false, errors.Join(errs...)
+		// the API server's text: the error, or "[e1, e2]" for several
+		return false, utilerrors.NewAggregate(errs)
 	}
 	return true, nil
 }
