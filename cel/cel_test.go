@@ -8,7 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/gavelpolicy/gavel/cel"
 )
@@ -288,5 +290,29 @@ func TestFromJSONShares(t *testing.T) {
 	}
 	if cel.FromJSONMap(nil) != nil {
 		t.Fatal("nil must stay nil")
+	}
+}
+
+func TestWithEnvOptions(t *testing.T) {
+	e, err := cel.NewEnv(cel.WithCompatibilityVersion("1.33"), cel.WithEnvOptions(
+		celgo.Function("twice", celgo.Overload("twice_int", []*celgo.Type{celgo.IntType}, celgo.IntType,
+			celgo.UnaryBinding(func(v ref.Val) ref.Val { return v.(types.Int) * 2 })))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.NewCompiler(false)
+	p, err := c.Compile("twice(object.n) == 4", cel.Validation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: cel.FromJSONMap(map[string]any{"n": float64(2)})}).Eval(p)
+	if err != nil || v != types.True {
+		t.Fatalf("got %v, %v", v, err)
+	}
+	if _, err := env(t).NewCompiler(false).Compile("twice(1) == 2", cel.Validation); err == nil {
+		t.Fatal("the option leaked into another environment")
+	}
+	if _, err := cel.NewEnv(cel.WithCompatibilityVersion("x")); err == nil {
+		t.Fatal("bad version accepted")
 	}
 }

@@ -92,7 +92,19 @@ type Env struct {
 type EnvOption func(*envConfig) error
 
 type envConfig struct {
-	ver *version.Version
+	ver   *version.Version
+	extra []cel.EnvOption
+}
+
+// WithEnvOptions adds cel-go options (libraries, variables, types) to every
+// environment, after Kubernetes' own: policy types with libraries of their
+// own (upstream's ValidatingPolicy and its siblings) build on the same
+// environment this way.
+func WithEnvOptions(opts ...cel.EnvOption) EnvOption {
+	return func(c *envConfig) error {
+		c.extra = append(c.extra, opts...)
+		return nil
+	}
 }
 
 // WithCompatibilityVersion builds the environment of a given Kubernetes
@@ -150,6 +162,11 @@ func NewEnv(opts ...EnvOption) (*Env, error) {
 				return nil, fmt.Errorf("cel: environment: %w", err)
 			}
 			e.plain[p][a] = set.NewExpressionsEnv()
+			if len(cfg.extra) > 0 {
+				if e.plain[p][a], err = e.plain[p][a].Extend(cfg.extra...); err != nil {
+					return nil, fmt.Errorf("cel: environment: %w", err)
+				}
+			}
 			e.shared[p][a], _, err = e.withVariables(e.plain[p][a], nil)
 			if err != nil {
 				return nil, err
