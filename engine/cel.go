@@ -451,7 +451,7 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 		if o.status != StatusPass {
 			res := rs.singleResult(r, o.status, o.msg)
 			res.Err = o.err
-			res.EmitWarning = p.emitWarning && o.status != StatusSkip
+			res.EmitWarning = p.emitWarning
 			return rs.last()
 		}
 	}
