@@ -3,6 +3,7 @@ package cel
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -80,12 +81,20 @@ func (k Kind) authorizer() bool { return k != MessageExpression }
 // Env is the compilation environment. It is immutable and safe for
 // concurrent use; build it once and share it.
 type Env struct {
-	ver *version.Version
-	// plain are the environments with the admission variables but no
-	// "variables" declaration, by [params][authorizer]; shared add an
-	// empty variables object to them, for units without variables.
-	plain  [2][2]*cel.Env
-	shared [2][2]*cel.Env
+	cfg  envConfig
+	base *environment.EnvSet
+	// variants are the environments by [params][authorizer], each built
+	// on first use (most policy sets need two of the four).
+	variants [2][2]variant
+}
+
+// variant is one environment: plain has the admission variables but no
+// "variables" declaration; shared adds an empty variables object, for
+// units without variables.
+type variant struct {
+	once          sync.Once
+	plain, shared *cel.Env
+	err           error
 }
 
 // EnvOption configures NewEnv.
@@ -133,47 +142,55 @@ func NewEnv(opts ...EnvOption) (*Env, error) {
 	if cfg.ver == nil {
 		cfg.ver = environment.DefaultCompatibilityVersion()
 	}
-	base := environment.MustBaseEnvSet(cfg.ver)
-	requestType := requestType()
-	namespaceType := namespaceType()
-	e := &Env{ver: cfg.ver}
-	for p := 0; p < 2; p++ {
-		for a := 0; a < 2; a++ {
-			vars := []cel.EnvOption{
-				cel.Variable(ObjectVar, cel.DynType),
-				cel.Variable(OldObjectVar, cel.DynType),
-				cel.Variable(NamespaceVar, namespaceType.CelType()),
-				cel.Variable(RequestVar, requestType.CelType()),
-			}
-			if p == 1 {
-				vars = append(vars, cel.Variable(ParamsVar, cel.DynType))
-			}
-			if a == 1 {
-				vars = append(vars,
-					cel.Variable(AuthorizerVar, library.AuthorizerType),
-					cel.Variable(requestResourceVar, library.ResourceCheckType))
-			}
-			set, err := base.Extend(environment.VersionedOptions{
-				IntroducedVersion: version.MajorMinor(1, 0),
-				EnvOptions:        vars,
-				DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},
-			}, environment.StrictCostOpt)
-			if err != nil {
-				return nil, fmt.Errorf("cel: environment: %w", err)
-			}
-			e.plain[p][a] = set.NewExpressionsEnv()
-			if len(cfg.extra) > 0 {
-				if e.plain[p][a], err = e.plain[p][a].Extend(cfg.extra...); err != nil {
-					return nil, fmt.Errorf("cel: environment: %w", err)
-				}
-			}
-			e.shared[p][a], _, err = e.withVariables(e.plain[p][a], nil)
-			if err != nil {
-				return nil, err
-			}
-		}
+	e := &Env{cfg: cfg, base: environment.MustBaseEnvSet(cfg.ver)}
+	// the variant of validations without params: every rule needs it, and
+	// building it now reports a broken configuration at once
+	if _, err := e.variant(false, true); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// variant returns the environment for [params][authorizer], built once.
+func (e *Env) variant(params, authz bool) (*variant, error) {
+	v := &e.variants[b2i(params)][b2i(authz)]
+	v.once.Do(func() { v.err = e.build(v, params, authz) })
+	return v, v.err
+}
+
+func (e *Env) build(v *variant, params, authz bool) error {
+	requestType := requestType()
+	namespaceType := namespaceType()
+	vars := []cel.EnvOption{
+		cel.Variable(ObjectVar, cel.DynType),
+		cel.Variable(OldObjectVar, cel.DynType),
+		cel.Variable(NamespaceVar, namespaceType.CelType()),
+		cel.Variable(RequestVar, requestType.CelType()),
+	}
+	if params {
+		vars = append(vars, cel.Variable(ParamsVar, cel.DynType))
+	}
+	if authz {
+		vars = append(vars,
+			cel.Variable(AuthorizerVar, library.AuthorizerType),
+			cel.Variable(requestResourceVar, library.ResourceCheckType))
+	}
+	set, err := e.base.Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        vars,
+		DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},
+	}, environment.StrictCostOpt)
+	if err != nil {
+		return fmt.Errorf("cel: environment: %w", err)
+	}
+	v.plain = set.NewExpressionsEnv()
+	if len(e.cfg.extra) > 0 {
+		if v.plain, err = v.plain.Extend(e.cfg.extra...); err != nil {
+			return fmt.Errorf("cel: environment: %w", err)
+		}
+	}
+	v.shared, _, err = e.withVariables(v.plain, nil)
+	return err
 }
 
 // withVariables extends env with a "variables" object of its own type
@@ -183,7 +200,7 @@ func (e *Env) withVariables(env *cel.Env, t *apiservercel.DeclType) (*cel.Env, *
 		t = apiservercel.NewObjectType(variablesTypeName, map[string]*apiservercel.DeclField{})
 	}
 	provider := apiservercel.NewDeclTypeProvider(t)
-	if e.ver.AtLeast(version.MajorMinor(1, 31)) {
+	if e.cfg.ver.AtLeast(version.MajorMinor(1, 31)) {
 		provider.SetRecognizeKeywordAsFieldName(true)
 	}
 	opts, err := provider.EnvOptions(env.CELTypeProvider())
@@ -240,8 +257,7 @@ var noVariables = lazy.NewMapValue(types.NewObjectType(variablesTypeName))
 // NewCompiler returns a compiler for a unit whose expressions see params
 // when hasParams is set (a paramKind is declared).
 func (e *Env) NewCompiler(hasParams bool) *Compiler {
-	p := b2i(hasParams)
-	return &Compiler{env: e, params: hasParams, envs: [2]*cel.Env{e.shared[p][0], e.shared[p][1]}}
+	return &Compiler{env: e, params: hasParams}
 }
 
 func b2i(b bool) int {
@@ -260,7 +276,11 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	if c.vars == nil {
 		// variables see the authorizer: extend that environment now,
 		// the other one (message expressions) when it is first needed
-		env, t, err := c.env.withVariables(c.env.plain[b2i(c.params)][1], nil)
+		v, err := c.env.variant(c.params, true)
+		if err != nil {
+			return nil, err
+		}
+		env, t, err := c.env.withVariables(v.plain, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -286,9 +306,15 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 	a := b2i(k.authorizer())
 	if c.envs[a] == nil {
-		env, _, err := c.env.withVariables(c.env.plain[b2i(c.params)][a], c.vars)
+		v, err := c.env.variant(c.params, k.authorizer())
 		if err != nil {
 			return nil, err
+		}
+		env := v.shared
+		if c.vars != nil {
+			if env, _, err = c.env.withVariables(v.plain, c.vars); err != nil {
+				return nil, err
+			}
 		}
 		c.envs[a] = env
 	}
