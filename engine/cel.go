@@ -339,18 +339,19 @@ func (rs *reqState) celNamespace() (map[string]any, error) {
 	return ci.namespace, ci.nsErr
 }
 
-// celInputFor binds a rule's input; request and namespaceObject are
-// built only for rules that read them.
-func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[string]any) (*cel.Input, error) {
+// celInputFor binds a rule's input into in (the caller's, so that it
+// needs no allocation); request and namespaceObject are built only for
+// rules that read them.
+func (rs *reqState) celInputFor(in *cel.Input, needsNamespace, needsRequest bool, params map[string]any) error {
 	ci := rs.celData()
 	if needsRequest && !ci.reqDone {
 		ci.request, ci.reqDone = rs.celRequest(), true
 	}
-	in := &cel.Input{Object: ci.object, OldObject: ci.oldObject, Request: ci.request, Params: params}
+	*in = cel.Input{Object: ci.object, OldObject: ci.oldObject, Request: ci.request, Params: params}
 	if needsNamespace {
 		ns, err := rs.celNamespace()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.Namespace = ns
 	}
@@ -362,7 +363,7 @@ func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[st
 			Resource: rs.req.Resource.Resource, Subresource: rs.req.SubResource,
 			Namespace: rs.matchRes.Namespace, Name: rs.matchRes.Name}
 	}
-	return in, nil
+	return nil
 }
 
 // celLimit marks an evaluation stopped by CEL's cost limits.
@@ -413,11 +414,11 @@ func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, pr
 // checkCELPreconditions evaluates the celPreconditions of a rule that is
 // not a validate.cel rule; it returns the rule's result when they stop it.
 func (e *Engine) checkCELPreconditions(rs *reqState, r *rule) []RuleResult {
-	in, err := rs.celInputFor(r.celPre.needsNamespace, r.celPre.needsRequest, nil)
-	if err != nil {
+	var in cel.Input
+	if err := rs.celInputFor(&in, r.celPre.needsNamespace, r.celPre.needsRequest, nil); err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", err)}
 	}
-	ok, err := celPreconditions(rs.ctx, r.celPre.compiler, in, r.celPre.pre)
+	ok, err := celPreconditions(rs.ctx, r.celPre.compiler, &in, r.celPre.pre)
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", celLimit(err))}
 	}
@@ -443,11 +444,11 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 		}
 	}
 	for _, param := range params {
-		in, err := rs.celInputFor(c.needsNamespace, c.needsRequest, cel.FromJSONMap(param))
-		if err != nil {
+		var in cel.Input
+		if err := rs.celInputFor(&in, c.needsNamespace, c.needsRequest, cel.FromJSONMap(param)); err != nil {
 			return rs.single(r.errorResult("Error getting the resource's namespace", err))
 		}
-		o := e.celValidate(rs, r, c, in)
+		o := e.celValidate(rs, r, c, &in)
 		if o.status != StatusPass {
 			res := rs.singleResult(r, o.status, o.msg)
 			res.Err = o.err
