@@ -104,8 +104,64 @@ type Validation struct {
 	AnyPattern                       any                               `json:"anyPattern,omitempty"`
 	Deny                             *Deny                             `json:"deny,omitempty"`
 	PodSecurity                      *PodSecurity                      `json:"podSecurity,omitempty"`
-	CEL                              any                               `json:"cel,omitempty"`
+	CEL                              *CEL                              `json:"cel,omitempty"`
 	Assert                           any                               `json:"assert,omitempty"`
+}
+
+// CEL is a validate rule written in the Common Expression Language, with
+// the fields of a ValidatingAdmissionPolicy.
+type CEL struct {
+	// Expressions must all hold for the resource to pass.
+	Expressions []CELExpression `json:"expressions,omitempty"`
+	// ParamKind is the kind of the parameter objects, read through the
+	// host's Client; ParamRef selects them.
+	ParamKind *ParamKind `json:"paramKind,omitempty"`
+	ParamRef  *ParamRef  `json:"paramRef,omitempty"`
+	// AuditAnnotations are compiled and checked; as upstream, their values
+	// are not reported.
+	AuditAnnotations []AuditAnnotation `json:"auditAnnotations,omitempty"`
+	// Variables are bound as variables.<name>, in order.
+	Variables []CELVariable `json:"variables,omitempty"`
+	// Generate asks upstream to generate a ValidatingAdmissionPolicy
+	// (accepted, not used by gavel).
+	Generate *bool `json:"generate,omitempty"`
+}
+
+// CELExpression is one validation of a CEL rule.
+type CELExpression struct {
+	Expression        string `json:"expression"`
+	Message           string `json:"message,omitempty"`
+	MessageExpression string `json:"messageExpression,omitempty"`
+	// Reason is the status reason of a failure (informational).
+	Reason *string `json:"reason,omitempty"`
+}
+
+// ParamKind names the kind of parameter objects.
+type ParamKind struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+}
+
+// ParamRef selects the parameter objects: by name, or by label selector.
+type ParamRef struct {
+	Name      string                `json:"name,omitempty"`
+	Namespace string                `json:"namespace,omitempty"`
+	Selector  *metav1.LabelSelector `json:"selector,omitempty"`
+	// ParameterNotFoundAction is Allow or Deny: what happens when a
+	// selector finds no parameter object.
+	ParameterNotFoundAction *string `json:"parameterNotFoundAction,omitempty"`
+}
+
+// AuditAnnotation is an audit annotation of a CEL rule.
+type AuditAnnotation struct {
+	Key             string `json:"key"`
+	ValueExpression string `json:"valueExpression"`
+}
+
+// CELVariable is a named CEL expression.
+type CELVariable struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
 }
 
 // Deny fails the rule when its conditions hold.

@@ -272,13 +272,7 @@ func asList(v any) []any {
 
 // hasCEL reports a non-empty validate.cel block.
 func hasCEL(v *api.Validation) bool {
-	if v.CEL == nil {
-		return false
-	}
-	if m, ok := v.CEL.(map[string]any); ok && len(m) == 0 {
-		return false
-	}
-	return true
+	return v.CEL != nil
 }
 
 // autogenAssertion moves the object and oldObject trees of an assertion

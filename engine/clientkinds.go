@@ -10,7 +10,8 @@ import (
 // ClientKinds returns the kinds of the objects the set's rules may read
 // through the Client: generate targets (read to find existing downstream
 // resources) and clone sources, cloneList kinds, and mutate-existing
-// targets. A host that keeps objects only to serve the Client (as the CLI's
+// targets, the parameter objects of CEL rules (paramKind) and Namespaces
+// for CEL expressions that read namespaceObject. A host that keeps objects only to serve the Client (as the CLI's
 // in-memory cluster does) may keep just these kinds. all is true when a
 // kind is known only at evaluation (it holds a variable, or is empty): then
 // any object may be read.
@@ -55,6 +56,19 @@ func (s *PolicySet) ClientKinds() (kinds []string, all bool) {
 				for i := range r.src.Mutation.Targets {
 					add(r.src.Mutation.Targets[i].Kind)
 				}
+			}
+			// CEL rules read their parameter objects, and the Namespace
+			// of the resource for namespaceObject
+			if v := r.validate; v != nil && v.cel != nil {
+				if v.cel.paramKind != nil {
+					add(v.cel.paramKind.Kind)
+				}
+				if v.cel.needsNamespace {
+					add("Namespace")
+				}
+			}
+			if r.celPre != nil && r.celPre.needsNamespace {
+				add("Namespace")
 			}
 		}
 	}

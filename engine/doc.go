@@ -12,7 +12,11 @@
 //	resp, err := set.Validate(ctx, &engine.Request{Operation: api.Create, Object: pod})
 //
 // Evaluation follows the upstream order for every rule: match/exclude,
-// policy exceptions, context entries, preconditions, then the rule body.
+// policy exceptions, context entries, preconditions (then, for rules other
+// than validate.cel, celPreconditions), then the rule body. A validate.cel
+// body runs, for each parameter object, its celPreconditions and then
+// every CEL expression, on the API server's CEL environment (package cel);
+// its expressions are type-checked at Compile.
 // Results are plain data (RuleResult, read with Response.Rules) that the
 // report package turns into PolicyReports. Response.Blocked is upstream's
 // decision to deny an admission request, which the admission package turns

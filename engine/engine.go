@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/jmespath"
 	"github.com/gavelpolicy/gavel/podsecurity"
 )
@@ -21,6 +22,10 @@ type Engine struct {
 	// of the engine's policy sets (reqState.release), with their spare
 	// scopes, for the next calls.
 	states sync.Pool
+	// the CEL environment, built on first use (celEnv)
+	celOnce sync.Once
+	celEnvV *cel.Env
+	celErr  error
 }
 
 // New builds an Engine.

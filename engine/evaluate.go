@@ -179,6 +179,12 @@ func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler, 
 		}
 		return rs.single(r.result(StatusSkip, text))
 	}
+	if r.celPre != nil {
+		if res := e.checkCELPreconditions(rs, r); res != nil {
+			rs.releaseScope(sc)
+			return res
+		}
+	}
 	results = handler(rs, p, r, sc, excs)
 	// handlers keep no reference to the scope
 	rs.releaseScope(sc)

@@ -30,6 +30,7 @@ type config struct {
 	limits           Limits
 	client           Client
 	queue            UpdateRequestQueue
+	authorizer       Authorizer
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().

@@ -22,6 +22,9 @@ type rule struct {
 	kinds         []match.KindSelector
 	context       []*contextEntry
 	preconditions *condSet
+	// celPre are the celPreconditions of a rule that is not a
+	// validate.cel rule (see compileCEL).
+	celPre *celConds
 	// precondKey names the preconditions block by its text when its
 	// outcome depends only on the request (see reqState.rulePreconditions);
 	// "" otherwise.
@@ -84,6 +87,7 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		cr.typ = ImageVerify
 		cr.unsupported = "verifyImages rules are not supported by gavel"
 	}
+	errs = e.compileCEL(cr, r, path, errs)
 	// the rule as a JSON-like tree, for the checks that walk every string
 	var doc map[string]any
 	docErr := remarshal(r, &doc)
@@ -105,6 +109,7 @@ type validateSpec struct {
 	rawMessage  string
 	body        *validateBody
 	podSecurity *podsecurity.Check
+	cel         *celRule
 	unsupported string
 }
 
@@ -163,7 +168,7 @@ func (e *Engine) compileValidate(name string, v *api.Validation, path *field.Pat
 		vs.podSecurity = c
 		return vs, errs
 	case v.CEL != nil:
-		vs.unsupported = "validate.cel rules are not supported by gavel"
+		// compiled with the rule's celPreconditions (compileCEL)
 		return vs, errs
 	case v.Manifests != nil:
 		vs.unsupported = "validate.manifests rules are not supported by gavel"

@@ -62,6 +62,9 @@ type reqState struct {
 	spare         *scope
 	spareChildren []*scope
 
+	// celIn is the request's data for CEL rules (see celData).
+	celIn *celInput
+
 	// results backs the rule results of the request's policies (see
 	// runPolicy).
 	results []RuleResult

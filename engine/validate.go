@@ -17,6 +17,9 @@ func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs 
 	if v.unsupported != "" {
 		return rs.single(r.result(StatusError, v.unsupported))
 	}
+	if v.cel != nil {
+		return e.validateCEL(rs, p, r)
+	}
 	if v.podSecurity != nil {
 		return e.validatePodSecurity(rs, r, excs)
 	}

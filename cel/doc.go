@@ -1,0 +1,26 @@
+// Package cel compiles and evaluates the Common Expression Language
+// expressions of Kubernetes admission policies, on the environment the
+// Kubernetes API server builds for ValidatingAdmissionPolicy: cel-go with
+// the libraries of k8s.io/apiserver (lists, regex, urls, quantity, IP,
+// CIDR, format, semver, authz, sets, two-variable comprehensions, ...) at
+// the API server's default compatibility version, its cost estimator and
+// per-call cost limit.
+//
+// An Env is built once (NewEnv) and shared. From it a Compiler is made for
+// each unit of expressions that share variables (a Kyverno validate.cel
+// rule, or later a ValidatingPolicy): AddVariable compiles the
+// `variables.<name>` expressions in order, each seeing the earlier ones
+// with their types; Compile type-checks an expression of a given Kind
+// (validation, match condition, message expression, audit annotation) and
+// returns a Program, immutable and safe for concurrent use.
+//
+// Evaluation binds the admission variables (object, oldObject, request,
+// params, namespaceObject, authorizer, variables) once per input:
+// NewEvaluation wraps an Input, whose objects are JSON-like trees
+// (map[string]any), handed to CEL as they are through cel-go's native
+// value adapter (integral numbers read as CEL ints, as the API server
+// reads JSON). Variables are evaluated lazily, at most once per
+// Evaluation. Every evaluation is bounded: each expression by the per-call
+// cost limit and the Evaluation as a whole by a budget; going over either
+// is an error that matches ErrCostLimit.
+package cel

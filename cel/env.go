@@ -1,0 +1,407 @@
+package cel
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
+
+	"k8s.io/apimachinery/pkg/util/version"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/lazy"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// Names of the variables an expression sees.
+const (
+	ObjectVar     = "object"
+	OldObjectVar  = "oldObject"
+	ParamsVar     = "params"
+	RequestVar    = "request"
+	NamespaceVar  = "namespaceObject"
+	AuthorizerVar = "authorizer"
+	VariablesVar  = "variables"
+	// requestResourceVar is authorizer.requestResource.
+	requestResourceVar = "authorizer.requestResource"
+)
+
+// Limits of the API server, the defaults of an Env.
+const (
+	// PerCallCostLimit bounds the cost of one evaluation of one expression.
+	PerCallCostLimit = celconfig.PerCallLimit
+	// RuntimeCostBudget bounds the cost of all expressions of one
+	// Evaluation (a rule on one resource, for one parameter object).
+	RuntimeCostBudget = celconfig.RuntimeCELCostBudget
+	// MaxMessageBytes bounds the message a messageExpression may produce.
+	MaxMessageBytes = celconfig.MaxEvaluatedMessageExpressionSizeBytes
+)
+
+// variablesTypeName is the type of the variables object, as the API
+// server names it.
+const variablesTypeName = "kubernetes.variables"
+
+// Kind is the role of an expression: it decides the type the expression
+// must have and whether it sees the authorizer.
+type Kind int
+
+// Kinds of expressions.
+const (
+	// Validation must be a bool; it sees the authorizer.
+	Validation Kind = iota
+	// MatchCondition (a precondition) must be a bool; it sees the
+	// authorizer.
+	MatchCondition
+	// MessageExpression must be a string; it does not see the authorizer.
+	MessageExpression
+	// AuditAnnotation must be a string or null; it sees the authorizer.
+	AuditAnnotation
+	// Variable may have any type; it sees the authorizer.
+	Variable
+)
+
+func (k Kind) returnTypes() []*cel.Type {
+	switch k {
+	case MessageExpression:
+		return []*cel.Type{cel.StringType}
+	case AuditAnnotation:
+		return []*cel.Type{cel.StringType, cel.NullType}
+	case Variable:
+		return []*cel.Type{cel.AnyType}
+	}
+	return []*cel.Type{cel.BoolType}
+}
+
+func (k Kind) authorizer() bool { return k != MessageExpression }
+
+// Env is the compilation environment. It is immutable and safe for
+// concurrent use; build it once and share it.
+type Env struct {
+	cfg  envConfig
+	base *environment.EnvSet
+	// variants are the environments by [params][authorizer], each built
+	// on first use (most policy sets need two of the four).
+	variants [2][2]variant
+}
+
+// variant is one environment: plain has the admission variables but no
+// "variables" declaration; shared adds an empty variables object, for
+// units without variables.
+type variant struct {
+	once          sync.Once
+	plain, shared *cel.Env
+	err           error
+}
+
+// EnvOption configures NewEnv.
+type EnvOption func(*envConfig) error
+
+type envConfig struct {
+	ver   *version.Version
+	extra []cel.EnvOption
+}
+
+// WithEnvOptions adds cel-go options (libraries, variables, types) to every
+// environment, after Kubernetes' own: policy types with libraries of their
+// own (upstream's ValidatingPolicy and its siblings) build on the same
+// environment this way.
+func WithEnvOptions(opts ...cel.EnvOption) EnvOption {
+	return func(c *envConfig) error {
+		c.extra = append(c.extra, opts...)
+		return nil
+	}
+}
+
+// WithCompatibilityVersion builds the environment of a given Kubernetes
+// version ("1.33"): the libraries and options the API server enables at
+// that compatibility version. The default is the API server's default
+// compatibility version (environment.DefaultCompatibilityVersion).
+func WithCompatibilityVersion(v string) EnvOption {
+	return func(c *envConfig) error {
+		ver, err := version.ParseMajorMinor(v)
+		if err != nil {
+			return fmt.Errorf("cel: compatibility version %q: %w", v, err)
+		}
+		c.ver = ver
+		return nil
+	}
+}
+
+// NewEnv builds the environment.
+func NewEnv(opts ...EnvOption) (*Env, error) {
+	cfg := envConfig{}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ver == nil {
+		cfg.ver = environment.DefaultCompatibilityVersion()
+	}
+	e := &Env{cfg: cfg, base: environment.MustBaseEnvSet(cfg.ver)}
+	// the variant of validations without params: every rule needs it, and
+	// building it now reports a broken configuration at once
+	if _, err := e.variant(false, true); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// variant returns the environment for [params][authorizer], built once.
+func (e *Env) variant(params, authz bool) (*variant, error) {
+	v := &e.variants[b2i(params)][b2i(authz)]
+	v.once.Do(func() { v.err = e.build(v, params, authz) })
+	return v, v.err
+}
+
+func (e *Env) build(v *variant, params, authz bool) error {
+	requestType := requestType()
+	namespaceType := namespaceType()
+	vars := []cel.EnvOption{
+		cel.Variable(ObjectVar, cel.DynType),
+		cel.Variable(OldObjectVar, cel.DynType),
+		cel.Variable(NamespaceVar, namespaceType.CelType()),
+		cel.Variable(RequestVar, requestType.CelType()),
+	}
+	if params {
+		vars = append(vars, cel.Variable(ParamsVar, cel.DynType))
+	}
+	if authz {
+		vars = append(vars,
+			cel.Variable(AuthorizerVar, library.AuthorizerType),
+			cel.Variable(requestResourceVar, library.ResourceCheckType))
+	}
+	set, err := e.base.Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        vars,
+		DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},
+	}, environment.StrictCostOpt)
+	if err != nil {
+		return fmt.Errorf("cel: environment: %w", err)
+	}
+	v.plain = set.NewExpressionsEnv()
+	if len(e.cfg.extra) > 0 {
+		if v.plain, err = v.plain.Extend(e.cfg.extra...); err != nil {
+			return fmt.Errorf("cel: environment: %w", err)
+		}
+	}
+	v.shared, _, err = e.withVariables(v.plain, nil)
+	return err
+}
+
+// withVariables extends env with a "variables" object of its own type
+// (fields added to the returned type are seen by later compilations).
+func (e *Env) withVariables(env *cel.Env, t *apiservercel.DeclType) (*cel.Env, *apiservercel.DeclType, error) {
+	if t == nil {
+		t = apiservercel.NewObjectType(variablesTypeName, map[string]*apiservercel.DeclField{})
+	}
+	provider := apiservercel.NewDeclTypeProvider(t)
+	if e.cfg.ver.AtLeast(version.MajorMinor(1, 31)) {
+		provider.SetRecognizeKeywordAsFieldName(true)
+	}
+	opts, err := provider.EnvOptions(env.CELTypeProvider())
+	if err != nil {
+		return nil, nil, fmt.Errorf("cel: environment: %w", err)
+	}
+	out, err := env.Extend(append(opts, cel.Variable(VariablesVar, t.CelType()))...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cel: environment: %w", err)
+	}
+	return out, t, nil
+}
+
+// CompileError is an expression that does not compile or does not have the
+// type its Kind requires.
+type CompileError struct {
+	Expression string
+	// Detail is the API server's text: "compilation failed: ..." with the
+	// positions of the problems, or "must evaluate to bool but got string".
+	Detail string
+}
+
+func (e *CompileError) Error() string { return e.Detail }
+
+// Program is a compiled expression: immutable, safe for concurrent use.
+type Program struct {
+	prog cel.Program
+	expr string
+	kind Kind
+	// name is the variable name for Kind Variable.
+	name string
+	out  *cel.Type
+}
+
+// Expression returns the expression's text.
+func (p *Program) Expression() string { return p.expr }
+
+// Compiler compiles the expressions of one unit that shares variables.
+// AddVariable and Compile must not be called concurrently; the Programs
+// are independent of it.
+type Compiler struct {
+	env    *Env
+	params bool
+	envs   [2]*cel.Env // by authorizer
+	vars   *apiservercel.DeclType
+	// variables are the compiled variables, in order.
+	variables []*Program
+}
+
+// noVariables is the variables object of units without variables: it has
+// no field to evaluate, so one value serves every Evaluation.
+var noVariables = lazy.NewMapValue(types.NewObjectType(variablesTypeName))
+
+// NewCompiler returns a compiler for a unit whose expressions see params
+// when hasParams is set (a paramKind is declared).
+func (e *Env) NewCompiler(hasParams bool) *Compiler {
+	return &Compiler{env: e, params: hasParams}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// AddVariable compiles the expression of variables.<name>; it sees the
+// variables added before it.
+func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
+	if name == "" {
+		return nil, &CompileError{Expression: expr, Detail: "variable name must not be empty"}
+	}
+	if c.vars == nil {
+		// variables see the authorizer: extend that environment now,
+		// the other one (message expressions) when it is first needed
+		v, err := c.env.variant(c.params, true)
+		if err != nil {
+			return nil, err
+		}
+		env, t, err := c.env.withVariables(v.plain, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.envs[0], c.envs[1], c.vars = nil, env, t
+	}
+	for _, v := range c.variables {
+		if v.name == name {
+			return nil, &CompileError{Expression: expr, Detail: fmt.Sprintf("variable %q is defined twice", name)}
+		}
+	}
+	p, err := c.Compile(expr, Variable)
+	if err != nil {
+		return nil, err
+	}
+	p.name = name
+	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
+	c.variables = append(c.variables, p)
+	return p, nil
+}
+
+// Compile type-checks expr as an expression of kind k and makes its
+// program.
+func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
+	a := b2i(k.authorizer())
+	if c.envs[a] == nil {
+		v, err := c.env.variant(c.params, k.authorizer())
+		if err != nil {
+			return nil, err
+		}
+		env := v.shared
+		if c.vars != nil {
+			if env, _, err = c.env.withVariables(v.plain, c.vars); err != nil {
+				return nil, err
+			}
+		}
+		c.envs[a] = env
+	}
+	env := c.envs[a]
+	ast, issues := env.Compile(expr)
+	if issues != nil && issues.Err() != nil {
+		return nil, &CompileError{Expression: expr, Detail: "compilation failed: " + issues.String()}
+	}
+	rts := k.returnTypes()
+	found := false
+	for _, rt := range rts {
+		if ast.OutputType().IsExactType(rt) || cel.AnyType.IsExactType(rt) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		var reason string
+		if len(rts) == 1 {
+			reason = fmt.Sprintf("must evaluate to %v but got %v", rts[0].String(), ast.OutputType().String())
+		} else {
+			reason = fmt.Sprintf("must evaluate to one of %v but got %v", rts, ast.OutputType().String())
+		}
+		return nil, &CompileError{Expression: expr, Detail: reason}
+	}
+	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+	if err != nil {
+		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
+	}
+	return &Program{prog: prog, expr: expr, kind: k, out: ast.OutputType()}, nil
+}
+
+// declTypeOf converts a checked type into the declaration of a variable's
+// field (lists and maps keep their element types, others are dyn), as the
+// API server declares composited variables.
+func declTypeOf(t *cel.Type) *apiservercel.DeclType {
+	if t == nil {
+		return apiservercel.DynType
+	}
+	switch t {
+	case cel.AnyType:
+		return apiservercel.AnyType
+	case cel.BoolType:
+		return apiservercel.BoolType
+	case cel.BytesType:
+		return apiservercel.BytesType
+	case cel.DoubleType:
+		return apiservercel.DoubleType
+	case cel.DurationType:
+		return apiservercel.DurationType
+	case cel.IntType:
+		return apiservercel.IntType
+	case cel.NullType:
+		return apiservercel.NullType
+	case cel.StringType:
+		return apiservercel.StringType
+	case cel.TimestampType:
+		return apiservercel.TimestampType
+	case cel.UintType:
+		return apiservercel.UintType
+	}
+	if t.HasTrait(traits.ContainerType) && t.HasTrait(traits.IndexerType) {
+		ps := t.Parameters()
+		switch len(ps) {
+		case 1:
+			return apiservercel.NewListType(declTypeOf(ps[0]), -1)
+		case 2:
+			return apiservercel.NewMapType(declTypeOf(ps[0]), declTypeOf(ps[1]), -1)
+		}
+	}
+	return apiservercel.DynType
+}
+
+// ErrCostLimit is matched (errors.Is) by the errors of evaluations stopped
+// by the per-call cost limit or by the budget of an Evaluation.
+var ErrCostLimit = errors.New("cel: cost limit exceeded")
+
+// EvalError is an expression whose evaluation failed.
+type EvalError struct {
+	Expression string
+	Err        error
+}
+
+// Error gives the API server's text.
+func (e *EvalError) Error() string {
+	return fmt.Sprintf("expression '%v' resulted in error: %v", e.Expression, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *EvalError) Unwrap() error { return e.Err }

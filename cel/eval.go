@@ -1,0 +1,282 @@
+package cel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/lazy"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// UserInfo is the requesting user, for the authorizer.
+type UserInfo struct {
+	Username string
+	UID      string
+	Groups   []string
+	Extra    map[string][]string
+}
+
+// Check is one authorization question an expression asks through the
+// authorizer variable.
+type Check struct {
+	User UserInfo
+	// Verb is the API verb ("get", "create", ...).
+	Verb string
+	// ResourceRequest tells a resource check (APIGroup, Resource, ...)
+	// from a non-resource one (Path).
+	ResourceRequest bool
+	APIGroup        string
+	APIVersion      string
+	Resource        string
+	Subresource     string
+	Namespace       string
+	Name            string
+	Path            string
+}
+
+// Authorizer answers the checks of the authorizer variable.
+type Authorizer interface {
+	Authorize(ctx context.Context, c Check) (allowed bool, reason string, err error)
+}
+
+// RequestResource is the resource of the request, for
+// authorizer.requestResource.
+type RequestResource struct {
+	Group, Version, Resource, Subresource string
+	Namespace, Name                       string
+}
+
+// Input is what an Evaluation binds to the variables. Object, OldObject,
+// Params and Namespace are JSON-like trees, nil for null; they are read,
+// never modified. Request has the fields of an AdmissionRequest (kind,
+// resource, operation, userInfo, ...).
+type Input struct {
+	Object, OldObject map[string]any
+	Params            map[string]any
+	Request           map[string]any
+	Namespace         map[string]any
+	// Authorizer, when set, binds the authorizer variables for User and
+	// Resource; an expression that uses them is an error otherwise.
+	Authorizer Authorizer
+	User       UserInfo
+	Resource   RequestResource
+	// Budget bounds the total cost of the Evaluation's expressions
+	// (variables included); 0 means RuntimeCostBudget.
+	Budget int64
+}
+
+// Evaluation evaluates programs of one Compiler on one Input. It is not
+// safe for concurrent use.
+type Evaluation struct {
+	ctx       context.Context
+	act       activation
+	remaining int64
+	// varCost is the cost of variables evaluated since the last Eval.
+	varCost int64
+	// costErr is a cost limit hit by a variable.
+	costErr error
+}
+
+type activation struct {
+	object, oldObject, params, request, namespace any
+	authorizer, requestResource                   any
+	variables                                     ref.Val
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case ObjectVar:
+		return a.object, true
+	case OldObjectVar:
+		return a.oldObject, true
+	case ParamsVar:
+		return a.params, true
+	case RequestVar:
+		return a.request, true
+	case NamespaceVar:
+		return a.namespace, true
+	case AuthorizerVar:
+		return a.authorizer, a.authorizer != nil
+	case requestResourceVar:
+		return a.requestResource, a.requestResource != nil
+	case VariablesVar:
+		return a.variables, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// orNull keeps nil maps apart from empty ones: a nil map is CEL's null.
+func orNull(m map[string]any) any {
+	if m == nil {
+		return nil
+	}
+	return m
+}
+
+// NewEvaluation binds in for the compiler's programs. ctx bounds every
+// evaluation (cancellation is checked inside comprehensions).
+func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
+	ev := &Evaluation{ctx: ctx, remaining: in.Budget}
+	if ev.remaining <= 0 {
+		ev.remaining = RuntimeCostBudget
+	}
+	ev.act = activation{
+		object:    orNull(in.Object),
+		oldObject: orNull(in.OldObject),
+		params:    orNull(in.Params),
+		request:   orNull(in.Request),
+		namespace: orNull(in.Namespace),
+	}
+	if in.Authorizer != nil {
+		u := &user.DefaultInfo{Name: in.User.Username, UID: in.User.UID, Groups: in.User.Groups, Extra: in.User.Extra}
+		a := authorizerAdapter{in.Authorizer}
+		ev.act.authorizer = library.NewAuthorizerVal(u, a)
+		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
+	}
+	if c.vars != nil {
+		m := lazy.NewMapValue(c.vars.CelType())
+		for _, v := range c.variables {
+			m.Append(v.name, ev.variable(v))
+		}
+		ev.act.variables = m
+	} else {
+		ev.act.variables = noVariables
+	}
+	return ev
+}
+
+func (ev *Evaluation) variable(p *Program) lazy.GetFieldFunc {
+	return func(*lazy.MapValue) ref.Val {
+		v, details, err := ev.run(p)
+		if details != nil {
+			if c := details.ActualCost(); c != nil {
+				ev.varCost = addCost(ev.varCost, *c)
+			}
+		}
+		if err != nil {
+			if isCostErr(err) && ev.costErr == nil {
+				ev.costErr = err
+			}
+			return types.NewErr("composited variable %q fails to evaluate: %v", p.name, err)
+		}
+		return v
+	}
+}
+
+func addCost(a int64, c uint64) int64 {
+	if c > math.MaxInt64 || a > math.MaxInt64-int64(c) {
+		return math.MaxInt64
+	}
+	return a + int64(c)
+}
+
+func isCostErr(err error) bool {
+	var ce interpreter.EvalCancelledError
+	return errors.As(err, &ce) && ce.Cause == interpreter.CostLimitExceeded
+}
+
+// costError is an evaluation stopped by a cost limit.
+type costError struct{ msg string }
+
+func (e *costError) Error() string        { return e.msg }
+func (e *costError) Is(target error) bool { return target == ErrCostLimit }
+
+// errBudget is the API server's text for an exhausted budget.
+const errBudget = "validation failed due to running out of cost budget, no further validation rules will be run"
+
+// Eval evaluates p, which must come from the Evaluation's Compiler. An
+// error is an *EvalError, or matches ErrCostLimit when a cost limit
+// stopped the evaluation (the Evaluation is then spent: later calls fail
+// the same way), or the context's error.
+func (ev *Evaluation) Eval(p *Program) (ref.Val, error) {
+	if ev.remaining < 0 {
+		return nil, &costError{msg: errBudget}
+	}
+	val, details, err := ev.run(p)
+	cost := ev.varCost
+	ev.varCost = 0
+	if details != nil {
+		if c := details.ActualCost(); c != nil {
+			cost = addCost(cost, *c)
+		}
+	}
+	if cost > ev.remaining {
+		ev.remaining = -1
+		return nil, &costError{msg: errBudget}
+	}
+	ev.remaining -= cost
+	if err == nil && ev.costErr != nil {
+		err = ev.costErr
+	}
+	if err != nil {
+		if isCostErr(err) || ev.costErr != nil {
+			ev.remaining = -1
+			return nil, &costError{msg: fmt.Sprintf("expression '%v' resulted in error: %v", p.expr, err)}
+		}
+		var ce interpreter.EvalCancelledError
+		if errors.As(err, &ce) && ev.ctx.Err() != nil {
+			return nil, ev.ctx.Err()
+		}
+		return nil, &EvalError{Expression: p.expr, Err: err}
+	}
+	return val, nil
+}
+
+// run evaluates p; a context that can never be cancelled (no Done
+// channel) needs none of ContextEval's interruption checks, which cost a
+// cancellable context per evaluation.
+func (ev *Evaluation) run(p *Program) (ref.Val, *cel.EvalDetails, error) {
+	if ev.ctx.Done() == nil {
+		return p.prog.Eval(&ev.act)
+	}
+	return p.prog.ContextEval(ev.ctx, &ev.act)
+}
+
+// authorizerAdapter puts an Authorizer behind the API server's interface.
+type authorizerAdapter struct{ a Authorizer }
+
+func (a authorizerAdapter) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	c := Check{
+		Verb:            attrs.GetVerb(),
+		ResourceRequest: attrs.IsResourceRequest(),
+		APIGroup:        attrs.GetAPIGroup(),
+		APIVersion:      attrs.GetAPIVersion(),
+		Resource:        attrs.GetResource(),
+		Subresource:     attrs.GetSubresource(),
+		Namespace:       attrs.GetNamespace(),
+		Name:            attrs.GetName(),
+		Path:            attrs.GetPath(),
+	}
+	if u := attrs.GetUser(); u != nil {
+		c.User = UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
+	}
+	ok, reason, err := a.a.Authorize(ctx, c)
+	if err != nil {
+		return authorizer.DecisionNoOpinion, reason, err
+	}
+	if ok {
+		return authorizer.DecisionAllow, reason, nil
+	}
+	return authorizer.DecisionDeny, reason, nil
+}
+
+type resourceAttrs RequestResource
+
+func (r resourceAttrs) GetName() string      { return r.Name }
+func (r resourceAttrs) GetNamespace() string { return r.Namespace }
+func (r resourceAttrs) GetResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+}
+func (r resourceAttrs) GetSubresource() string { return r.Subresource }
