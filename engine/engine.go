@@ -20,6 +20,8 @@ type Engine struct {
 	// of the engine's policy sets (reqState.release), with their spare
 	// scopes, for the next calls.
 	states sync.Pool
+	// vcache keeps image verification outcomes (verifycache.go).
+	vcache *verifyCache
 }
 
 // New builds an Engine.
@@ -48,7 +50,7 @@ func New(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: c, jp: jp, psa: psa}, nil
+	return &Engine{cfg: c, jp: jp, psa: psa, vcache: newVerifyCache(c.verifyCache, c.now)}, nil
 }
 
 // JMESPath returns the engine's JMESPath interpreter.

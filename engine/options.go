@@ -29,6 +29,9 @@ type config struct {
 	limits           Limits
 	client           Client
 	queue            UpdateRequestQueue
+	// verifyImages (imageverifier.go)
+	imageVerifier ImageVerifier
+	verifyCache   ImageVerifyCacheOptions
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().
