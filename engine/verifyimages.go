@@ -602,7 +602,10 @@ func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntr
 				if err != nil {
 					return fail(fmt.Errorf("%s: %w", entryPath, err))
 				}
-				ok, err := e.checkStatements(sc, info, ent.conds[i], at.predicateType, statements)
+				found, ok, err := e.checkStatements(sc, info, ent.conds[i], at.predicateType, statements)
+				if !found && err == nil {
+					return verification{status: StatusFail, msg: fmt.Sprintf("%s: attestations not found for predicate type %s", entryPath, at.predicateType)}
+				}
 				if err != nil {
 					return verification{status: StatusError, msg: fmt.Sprintf("%s: failed to check attestations: %s", entryPath, err), err: err}
 				}
@@ -711,8 +714,7 @@ func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string) (st
 // checkStatements checks the statements of the predicate type: there must
 // be one, and each must satisfy every conditions block, with the fields of
 // its predicate as variables.
-func (e *Engine) checkStatements(sc *scope, info images.Info, blocks []*condSet, predicateType string, statements []map[string]any) (bool, error) {
-	found := false
+func (e *Engine) checkStatements(sc *scope, info images.Info, blocks []*condSet, predicateType string, statements []map[string]any) (found, ok bool, err error) {
 	for _, s := range statements {
 		if pt, _ := s["predicateType"].(string); pt != predicateType {
 			continue
@@ -721,9 +723,9 @@ func (e *Engine) checkStatements(sc *scope, info images.Info, blocks []*condSet,
 		if len(blocks) == 0 {
 			continue
 		}
-		predicate, ok := s["predicate"].(map[string]any)
-		if !ok {
-			return false, fmt.Errorf("failed to extract predicate from statement of type %s", predicateType)
+		predicate, isMap := s["predicate"].(map[string]any)
+		if !isMap {
+			return true, false, fmt.Errorf("failed to extract predicate from statement of type %s", predicateType)
 		}
 		c := sc.child()
 		c.own()
@@ -733,19 +735,16 @@ func (e *Engine) checkStatements(sc *scope, info images.Info, blocks []*condSet,
 		}
 		c.memo = nil
 		for _, cs := range blocks {
-			ok, _, err := c.checkConditions(cs)
+			holds, _, err := c.checkConditions(cs)
 			if err != nil {
-				return false, fmt.Errorf("failed to substitute variables in attestation conditions: %w", err)
+				return true, false, fmt.Errorf("failed to substitute variables in attestation conditions: %w", err)
 			}
-			if !ok {
-				return false, nil
+			if !holds {
+				return true, false, nil
 			}
 		}
 	}
-	if !found {
-		return false, nil
-	}
-	return true, nil
+	return found, found, nil
 }
 
 // noteImage records an image's outcome for the verify-images annotation.
