@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
@@ -16,6 +18,7 @@ import (
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/report"
+	"github.com/gavelpolicy/gavel/verify"
 )
 
 type stringList []string
@@ -119,6 +122,9 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		engine.WithExceptions(excSource),
 		engine.WithClient(cluster),
 		engine.WithContextValues(ev.values),
+		// verifyImages rules read the registries the images name, with
+		// the docker config's credentials
+		engine.WithImageVerifier(verify.New(verify.WithKeychain(authn.DefaultKeychain))),
 	)
 	var set *engine.PolicySet
 	var cerr error
