@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -14,7 +16,6 @@ import (
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/images"
 	"github.com/gavelpolicy/gavel/match"
-	"github.com/gavelpolicy/gavel/mutate"
 )
 
 // ImageVerifyAnnotation is the annotation upstream writes on resources whose
@@ -74,7 +75,7 @@ type attestorSet struct {
 type attestorNode struct {
 	nested *attestorSet
 	req    ImageVerifyRequest // Image unset
-	key    string             // the request without Image, as JSON
+	key    string             // a hash of the request without Image
 	path   string             // ".keys", ".certificates", ".keyless"
 }
 
@@ -294,7 +295,11 @@ func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.P
 		if err != nil {
 			errs = append(errs, field.Invalid(ep, "", err.Error()))
 		}
-		n.req, n.key = req, string(key)
+		// the cache key names the attestor by a hash of the whole request
+		// but the image: type, attestor, repository, annotations,
+		// predicate type, credentials
+		sum := sha256.Sum256(key)
+		n.req, n.key = req, string(sum[:16])
 		set.entries = append(set.entries, n)
 	}
 	return set, errs
@@ -401,7 +406,7 @@ func imageVariable(info images.Info) map[string]any {
 
 // plan returns the entry's plan for one image: the static one, or the
 // entry substituted in a scope holding the image variable.
-func (ent *verifyEntry) plan(sc *scope, info images.Info, path *field.Path) (*verifyPlan, error) {
+func (ent *verifyEntry) plan(sc *scope, info images.Info) (*verifyPlan, error) {
 	if ent.static != nil {
 		return ent.static, nil
 	}
@@ -415,7 +420,7 @@ func (ent *verifyEntry) plan(sc *scope, info images.Info, path *field.Path) (*ve
 	if err := remarshal(doc, &iv); err != nil {
 		return nil, &substError{err}
 	}
-	plan, errs := buildVerifyPlan(iv, path)
+	plan, errs := buildVerifyPlan(iv, field.NewPath("verifyImages").Index(ent.index))
 	if len(errs) > 0 {
 		return nil, &substError{errs.ToAggregate()}
 	}
@@ -444,7 +449,8 @@ func (e *Engine) verifyImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _
 		return rs.single(r.errorResult("failed to extract images", err))
 	}
 	var results []RuleResult
-	var ops []any
+	type pin struct{ pointer, value string }
+	var pins []pin
 	changedAnnotation := rs.op == api.Update && annotationOf(rs.object) != annotationOf(rs.oldObject)
 	for _, ent := range vs.entries {
 		for _, info := range infos {
@@ -479,7 +485,7 @@ func (e *Engine) verifyImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _
 					}
 					hasResult = true
 				} else {
-					ops = append(ops, map[string]any{"op": "replace", "path": info.Pointer, "value": info.ReferenceWithTag() + "@" + digest})
+					pins = append(pins, pin{info.Pointer, info.ReferenceWithTag() + "@" + digest})
 					if !hasResult {
 						v = verification{status: StatusPass, msg: "mutated image digest"}
 						hasResult = true
@@ -500,17 +506,15 @@ func (e *Engine) verifyImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _
 			results = append(results, res)
 		}
 	}
-	if len(ops) > 0 {
-		jp, err := mutate.CompileJSONPatch(ops)
-		if err == nil {
-			var patched map[string]any
-			if patched, err = jp.Apply(rs.obj); err == nil {
-				rs.setObject(patched)
+	if len(pins) > 0 {
+		obj := rs.obj
+		for _, p := range pins {
+			var err error
+			if obj, err = replaceAt(obj, p.pointer, p.value); err != nil {
+				return []RuleResult{r.errorResult("failed to apply patch", err)}
 			}
 		}
-		if err != nil {
-			return []RuleResult{r.errorResult("failed to apply patch", err)}
-		}
+		rs.setObject(obj)
 	}
 	return results
 }
@@ -548,6 +552,60 @@ func (s *PolicySet) verifyImages(rs *reqState, resp *Response) error {
 	return nil
 }
 
+// replaceAt returns obj with the string at pointer (an image field, as
+// images.Info.Pointer gives it: unescaped keys and list indexes) replaced
+// by value; the maps and lists on the way are copied, the rest is shared
+// (the engine never modifies objects in place). It is the digest patch of
+// upstream's RFC 6902 "replace" operation, applied without encoding the
+// object.
+func replaceAt(obj map[string]any, pointer, value string) (map[string]any, error) {
+	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	var walk func(cur any, i int) (any, error)
+	walk = func(cur any, i int) (any, error) {
+		if i == len(parts) {
+			if _, ok := cur.(string); !ok {
+				return nil, fmt.Errorf("%s is not a string", pointer)
+			}
+			return value, nil
+		}
+		switch t := cur.(type) {
+		case map[string]any:
+			v, ok := t[parts[i]]
+			if !ok {
+				return nil, fmt.Errorf("%s: no field %s", pointer, parts[i])
+			}
+			nv, err := walk(v, i+1)
+			if err != nil {
+				return nil, err
+			}
+			out := make(map[string]any, len(t))
+			for k, x := range t {
+				out[k] = x
+			}
+			out[parts[i]] = nv
+			return out, nil
+		case []any:
+			n, err := strconv.Atoi(parts[i])
+			if err != nil || n < 0 || n >= len(t) {
+				return nil, fmt.Errorf("%s: no element %s", pointer, parts[i])
+			}
+			nv, err := walk(t[n], i+1)
+			if err != nil {
+				return nil, err
+			}
+			out := slices.Clone(t)
+			out[n] = nv
+			return out, nil
+		}
+		return nil, fmt.Errorf("%s: cannot descend into %T", pointer, cur)
+	}
+	v, err := walk(obj, 0)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
 // verifyImage verifies one image against an entry's attestors and
 // attestations.
 func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntry, info images.Info) verification {
@@ -568,7 +626,7 @@ func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntr
 	if e.cfg.imageVerifier == nil {
 		return fail(fmt.Errorf("no image verifier: %w", ErrNotConfigured))
 	}
-	plan, err := ent.plan(sc, info, field.NewPath("verifyImages").Index(ent.index))
+	plan, err := ent.plan(sc, info)
 	if err != nil {
 		return verification{status: StatusError, msg: "failed to substitute variables: " + err.Error(), err: err}
 	}
@@ -630,10 +688,9 @@ func (e *Engine) verifyAttestorSet(rs *reqState, ent *verifyEntry, set *attestor
 	var errs []error
 	verified := 0
 	for i, n := range set.entries {
-		entryPath := fmt.Sprintf("%s.entries[%d]%s", path, i, n.path)
 		var err error
 		if n.nested != nil {
-			err = e.verifyAttestorSet(rs, ent, n.nested, image, entryPath)
+			err = e.verifyAttestorSet(rs, ent, n.nested, image, fmt.Sprintf("%s.entries[%d]%s", path, i, n.path))
 		} else {
 			_, err = e.vcache.do("s\x00"+image+"\x00"+n.key, ent.cache, func() (verifyOutcome, error) {
 				req := n.req
@@ -642,7 +699,7 @@ func (e *Engine) verifyAttestorSet(rs *reqState, ent *verifyEntry, set *attestor
 				return verifyOutcome{}, done(e.cfg.imageVerifier.VerifySignature(ctx, req))
 			})
 			if err != nil {
-				err = fmt.Errorf("%s: %w", entryPath, err)
+				err = fmt.Errorf("%s.entries[%d]%s: %w", path, i, n.path, err)
 			}
 		}
 		if err == nil {
@@ -848,8 +905,8 @@ func lookupPointer(obj map[string]any, pointer string) (string, bool) {
 		case map[string]any:
 			cur = t[part]
 		case []any:
-			i := 0
-			if _, err := fmt.Sscanf(part, "%d", &i); err != nil || i < 0 || i >= len(t) {
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(t) {
 				return "", false
 			}
 			cur = t[i]
