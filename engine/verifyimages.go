@@ -49,6 +49,12 @@ type verifyEntry struct {
 	static *verifyPlan
 	tree   *tree
 	conds  [][]*condSet // per attestation, per conditions block
+	names  []string     // per attestation, its name (the predicate's variable)
+	// deny and message are the entry's validate block, evaluated once the
+	// attestations verified, with each named attestation's predicate as a
+	// variable
+	deny    *condSet
+	message *template
 	// hasChecks is set when the entry has attestors or attestations.
 	hasChecks                                  bool
 	mutateDigest, verifyDigest, required, cache bool
@@ -147,8 +153,22 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 		default:
 			errs = append(errs, field.NotSupported(p.Child("type"), iv.Type, []string{"Cosign", "SigstoreBundle", "Notary"}))
 		}
-		if iv.Validation != nil {
-			errs = append(errs, field.Invalid(p.Child("validate"), "", "verifyImages validate blocks are not supported by gavel"))
+		if v := iv.Validation; v != nil {
+			if v.Deny != nil {
+				ent.deny, errs = e.compileConditions(v.Deny.Conditions, p.Child("validate", "deny", "conditions"), errs)
+				if ent.deny == nil {
+					ent.deny = &condSet{}
+				}
+			}
+			if v.Message != "" {
+				t, err := e.compileTemplate(v.Message)
+				if err != nil {
+					errs = append(errs, field.Invalid(p.Child("validate", "message"), v.Message, err.Error()))
+				}
+				ent.message = t
+			}
+			// evaluated after the attestations, not substituted with the entry
+			iv.Validation = nil
 		}
 		// attestation conditions are evaluated per statement, with the
 		// predicate's fields as variables: they are compiled apart and left
@@ -169,6 +189,7 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 				blocks = append(blocks, cs)
 			}
 			ent.conds = append(ent.conds, blocks)
+			ent.names = append(ent.names, a.Name)
 			iv.Attestations[j].Conditions = nil
 		}
 		var doc any
@@ -646,40 +667,105 @@ func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntr
 	if len(plan.attestations) == 0 {
 		return verification{status: StatusPass, msg: "verified image signatures for " + image, digest: digest}
 	}
+	// the predicates of named attestations are variables of the validate
+	// block
+	var named map[string]any
 	for i, at := range plan.attestations {
 		path := fmt.Sprintf(".attestations[%d]", i)
 		if at.predicateType == "" {
-			return verification{status: StatusFail, msg: path + ": missing predicateType"}
+			return verification{status: StatusFail, msg: path + ": missing type"}
 		}
 		for j, set := range at.sets {
 			setPath := fmt.Sprintf("%s.attestors[%d]", path, j)
 			verified := 0
+			var errs []error
 			for k, n := range set.entries {
 				entryPath := fmt.Sprintf("%s.entries[%d]%s", setPath, k, n.path)
 				statements, err := e.fetchAttestations(rs, ent, n, byDigest)
 				if err != nil {
-					return fail(fmt.Errorf("%s: %w", entryPath, err))
+					if errors.Is(err, ErrRegistryUnavailable) || rs.ctx.Err() != nil {
+						return fail(fmt.Errorf("%s: %w", entryPath, err))
+					}
+					errs = append(errs, fmt.Errorf("%s: %w", entryPath, err))
+					continue
 				}
 				found, ok, err := e.checkStatements(sc, info, ent.conds[i], at.predicateType, statements)
-				if !found && err == nil {
-					return verification{status: StatusFail, msg: fmt.Sprintf("%s: attestations not found for predicate type %s", entryPath, at.predicateType)}
+				switch {
+				case err != nil:
+					errs = append(errs, fmt.Errorf("%s: failed to check attestations: %w", entryPath, err))
+				case !found:
+					errs = append(errs, fmt.Errorf("%s: attestations not found for predicate type %s", entryPath, at.predicateType))
+				case !ok:
+					errs = append(errs, fmt.Errorf("%s: attestation checks failed for %s and predicate %s", entryPath, image, at.predicateType))
+				default:
+					if name := ent.names[i]; name != "" && named[name] == nil {
+						if named == nil {
+							named = map[string]any{}
+						}
+						named[name] = firstPredicate(statements, at.predicateType)
+					}
+					verified++
 				}
-				if err != nil {
-					return verification{status: StatusError, msg: fmt.Sprintf("%s: failed to check attestations: %s", entryPath, err), err: err}
-				}
-				if !ok {
-					return verification{status: StatusFail, msg: fmt.Sprintf("%s: attestation checks failed for %s and predicate %s", entryPath, image, at.predicateType)}
-				}
-				if verified++; verified >= set.required {
+				if verified >= set.required {
 					break
 				}
 			}
 			if verified < set.required {
-				return verification{status: StatusFail, msg: fmt.Sprintf("image attestations verification failed, verifiedCount: %d, requiredCount: %d", verified, set.required)}
+				msg := fmt.Sprintf("image attestations verification failed, verifiedCount: %d, requiredCount: %d", verified, set.required)
+				if len(errs) > 0 {
+					msg += ", error: " + joinErrors(errs)
+				}
+				return verification{status: StatusFail, msg: msg, err: errors.Join(errs...)}
 			}
 		}
 	}
+	if ent.deny != nil {
+		c := sc.child()
+		c.own()
+		c.data["image"] = normalize(imageVariable(info))
+		for k, v := range named {
+			c.data[k] = v
+		}
+		c.memo = nil
+		holds, condMsg, err := c.checkConditions(ent.deny)
+		if err != nil {
+			return verification{status: StatusError, msg: "validation in verifyImages failed: failed to check deny conditions: " + err.Error(), err: err}
+		}
+		if holds {
+			msg, err := c.renderString(ent.message)
+			if err != nil {
+				return verification{status: StatusError, msg: "validation in verifyImages failed: failed to substitute variables in the message: " + err.Error(), err: err}
+			}
+			if msg == "" {
+				msg = condMsg
+			}
+			if msg == "" {
+				msg = "validation error: imageVerify failed"
+			}
+			return verification{status: StatusFail, msg: "validation in verifyImages failed: " + msg}
+		}
+	}
 	return verification{status: StatusPass, msg: "verified image attestations for " + image, digest: digest}
+}
+
+// firstPredicate returns the predicate of the first statement of the
+// predicate type.
+func firstPredicate(statements []map[string]any, predicateType string) any {
+	for _, s := range statements {
+		if pt, _ := s["predicateType"].(string); pt == predicateType {
+			return s["predicate"]
+		}
+	}
+	return nil
+}
+
+// joinErrors joins errors as upstream's multierr prints them.
+func joinErrors(errs []error) string {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // verifyAttestorSet verifies until set.required entries verified; it

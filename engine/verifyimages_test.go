@@ -314,8 +314,11 @@ func TestVerifyImagesAttestations(t *testing.T) {
 	tests := []struct{ name, entry, want string }{
 		{"conditions hold", attest(keyA, holds), "pass: verified image attestations for registry.test/app:v1"},
 		{"image variable", attest(keyA, image), "pass: verified image attestations for registry.test/app:v1"},
-		{"conditions fail", attest(keyA, fails), "fail: .attestations[0].attestors[0].entries[0].keys: attestation checks failed for registry.test/app:v1 and predicate https://example.com/CodeReview/v1"},
-		{"signed by another key", attest(keyB, holds), "fail: failed to verify image registry.test/app:v1: .attestations[0].attestors[0].entries[0].keys: no matching attestations"},
+		{"conditions fail", attest(keyA, fails), "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].keys: attestation checks failed for registry.test/app:v1 and predicate https://example.com/CodeReview/v1"},
+		{"signed by another key", attest(keyB, holds), "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].keys: no matching attestations"},
+		{"count 1 of 2 attestors", strings.Replace(attest(keyB, holds), "        - entries:\n", "        - count: 1\n          entries:\n          - keys:\n              publicKeys: |-\n"+indent(keyA, "                ")+"\n", 1), "pass: verified image attestations for registry.test/app:v1"},
+		{"named, validate deny holds", "      validate:\n        message: 'reviewed by {{ review.author }}, not allowed'\n        deny:\n          conditions:\n            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: alice\n" + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1), "fail: validation in verifyImages failed: reviewed by alice, not allowed"},
+		{"named, validate deny does not hold", "      validate:\n        deny:\n          conditions:\n            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: mallory\n" + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1), "pass: verified image attestations for registry.test/app:v1"},
 		{"signature and attestation", keysEntry("", keyA) + attest(keyA, holds), "pass: verified image attestations for registry.test/app:v1"},
 	}
 	for _, tt := range tests {

@@ -184,9 +184,9 @@ func TestCosignAttestations(t *testing.T) {
 	v := verify.New()
 	tests := []struct{ name, entry, want string }{
 		{"conditions hold", entry("https://example.com/CodeReview/v1", key.pem, holds), "pass: verified image attestations for " + img},
-		{"conditions fail", entry("https://example.com/CodeReview/v1", key.pem, fails), "fail: .attestations[0].attestors[0].entries[0].keys: attestation checks failed for " + img + " and predicate https://example.com/CodeReview/v1"},
-		{"signed by another key", entry("https://slsa.dev/provenance/v0.2", key.pem, ""), "fail: .attestations[0].attestors[0].entries[0].keys: attestations not found for predicate type https://slsa.dev/provenance/v0.2"},
-		{"no attestation verifies", entry("https://example.com/CodeReview/v1", newKey(t).pem, ""), "fail: failed to verify image " + img + ": .attestations[0].attestors[0].entries[0].keys: no matching attestations: accepted signatures do not match threshold, Found: 0, Expected 1\n accepted signatures do not match threshold, Found: 0, Expected 1"},
+		{"conditions fail", entry("https://example.com/CodeReview/v1", key.pem, fails), "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].keys: attestation checks failed for " + img + " and predicate https://example.com/CodeReview/v1"},
+		{"signed by another key", entry("https://slsa.dev/provenance/v0.2", key.pem, ""), "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].keys: attestations not found for predicate type https://slsa.dev/provenance/v0.2"},
+		{"no attestation verifies", entry("https://example.com/CodeReview/v1", newKey(t).pem, ""), "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].keys: no matching attestations: accepted signatures do not match threshold, Found: 0, Expected 1\n accepted signatures do not match threshold, Found: 0, Expected 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
