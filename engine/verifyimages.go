@@ -56,9 +56,9 @@ type verifyEntry struct {
 	deny    *condSet
 	message *template
 	// hasChecks is set when the entry has attestors or attestations.
-	hasChecks                                  bool
+	hasChecks                                   bool
 	mutateDigest, verifyDigest, required, cache bool
-	creds                                      *api.ImageRegistryCredentials
+	creds                                       *api.ImageRegistryCredentials
 }
 
 // verifyPlan is an entry after substitution: its attestor sets and

@@ -226,4 +226,3 @@ func (ca *testCA) issue(t testing.TB, email, issuer string) (signature.SignerVer
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n"+prefix)
 }
-
