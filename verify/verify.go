@@ -221,6 +221,24 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 			return nil, nil, fmt.Errorf("failed to load ctlog public key: %w", err)
 		}
 	}
+	if ctlog != nil && ctlog.TSACertChain != "" {
+		chain, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(ctlog.TSACertChain))
+		if err != nil || len(chain) == 0 {
+			return nil, nil, fmt.Errorf("failed to load the TSA certificate chain: %v", err)
+		}
+		// the leaf first, then intermediates, the root last
+		co.UseSignedTimestamps = true
+		for _, c := range chain {
+			switch {
+			case c.CheckSignatureFrom(c) == nil:
+				co.TSARootCertificates = append(co.TSARootCertificates, c)
+			case !c.IsCA && co.TSACertificate == nil:
+				co.TSACertificate = c
+			default:
+				co.TSAIntermediateCertificates = append(co.TSAIntermediateCertificates, c)
+			}
+		}
+	}
 	if a.Keys == nil && !co.IgnoreSCT && co.CTLogPubKeys == nil {
 		return nil, nil, errors.New("checking certificate transparency needs ctlog.pubkey (or ctlog.ignoreSCT: true)")
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -16,6 +17,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/report"
 	"github.com/gavelpolicy/gavel/verify"
 )
 
@@ -324,5 +326,36 @@ func TestOneVerificationPerDigest(t *testing.T) {
 	wg.Wait()
 	if r, v := cv.resolves.Load(), cv.verifies.Load(); r != 2 || v != 2 {
 		t.Errorf("resolves %d, verifies %d; want 2 and 2 (one per image digest)", r, v)
+	}
+}
+
+// TestReportEntries: verifyImages results go into policy reports as
+// upstream writes them (one entry per rule result).
+func TestReportEntries(t *testing.T) {
+	reg := newRegistry(t)
+	key := newKey(t)
+	signed, d := reg.push(t, "app:signed")
+	sign(t, d, key.signer, nil)
+	unsigned, _ := reg.push(t, "app:unsigned")
+	set := compile(t, verify.New(), policy("", keysEntry("", key.pem)))
+	var results []engine.PolicyResult
+	for _, img := range []string{signed, unsigned} {
+		resp, _ := run(t, set, pod(img))
+		results = append(results, resp.Policies...)
+	}
+	reports, err := report.Build(results, report.Options{Clock: func() time.Time { return time.Unix(0, 0) }})
+	if err != nil || len(reports) != 1 {
+		t.Fatalf("%d reports, %v", len(reports), err)
+	}
+	var got []string
+	for _, r := range reports[0].(*api.ClusterPolicyReport).Results {
+		got = append(got, r.Policy+"/"+r.Rule+": "+string(r.Result)+": "+r.Message)
+	}
+	want := []string{
+		"check-images/check: pass: verified image signatures for " + signed,
+		"check-images/check: fail: failed to verify image " + unsigned + ": .attestors[0].entries[0].keys: no signatures found",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("entries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
