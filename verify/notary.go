@@ -103,7 +103,10 @@ func (v *Verifier) orasRepository(ctx context.Context, req engine.ImageVerifyReq
 		return nil, err
 	}
 	repo.PlainHTTP = repoName.Registry.Scheme() == "http"
-	keychain := v.keychain
+	keychain, err := v.keychainFor(ctx, req.Credentials)
+	if err != nil {
+		return nil, err
+	}
 	repo.Client = &orasauth.Client{
 		Client: &http.Client{Transport: &limitTransport{next: v.transport, max: v.maxBytes}},
 		Credential: func(ctx context.Context, host string) (orasauth.Credential, error) {

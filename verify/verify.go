@@ -48,6 +48,7 @@ type Verifier struct {
 	transport http.RoundTripper
 	maxBytes  int64
 	secrets   SecretReader
+	secretsNS string
 }
 
 var _ engine.ImageVerifier = (*Verifier)(nil)
@@ -72,16 +73,20 @@ func WithSecrets(s SecretReader) Option { return func(v *Verifier) { v.secrets =
 
 // New returns a Verifier.
 func New(opts ...Option) *Verifier {
-	v := &Verifier{keychain: authn.NewMultiKeychain(), transport: http.DefaultTransport, maxBytes: 4 << 20}
+	v := &Verifier{keychain: authn.NewMultiKeychain(), transport: http.DefaultTransport, maxBytes: 4 << 20, secretsNS: "kyverno"}
 	for _, o := range opts {
 		o(v)
 	}
 	return v
 }
 
-func (v *Verifier) remoteOptions(ctx context.Context) []remote.Option {
-	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(v.keychain),
-		remote.WithTransport(&limitTransport{next: v.transport, max: v.maxBytes})}
+func (v *Verifier) remoteOptions(ctx context.Context, creds *api.ImageRegistryCredentials) ([]remote.Option, error) {
+	kc, err := v.keychainFor(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc),
+		remote.WithTransport(&limitTransport{next: v.transport, max: v.maxBytes})}, nil
 }
 
 func parseReference(image string, creds *api.ImageRegistryCredentials) (name.Reference, error) {
@@ -105,10 +110,14 @@ func (v *Verifier) ResolveDigest(ctx context.Context, image string, creds *api.I
 	if d, ok := ref.(name.Digest); ok {
 		return d.DigestStr(), nil
 	}
-	desc, err := remote.Head(ref, v.remoteOptions(ctx)...)
+	opts, err := v.remoteOptions(ctx, creds)
+	if err != nil {
+		return "", err
+	}
+	desc, err := remote.Head(ref, opts...)
 	if err != nil {
 		// some registries answer HEAD badly: GET reads the manifest
-		d, gerr := remote.Get(ref, v.remoteOptions(ctx)...)
+		d, gerr := remote.Get(ref, opts...)
 		if gerr != nil {
 			return "", registryError(fmt.Errorf("failed to fetch image descriptor %s: %w", image, gerr))
 		}
@@ -187,7 +196,11 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	regOpts := []ociremote.Option{ociremote.WithRemoteOptions(v.remoteOptions(ctx)...)}
+	ropts, err := v.remoteOptions(ctx, req.Credentials)
+	if err != nil {
+		return nil, nil, err
+	}
+	regOpts := []ociremote.Option{ociremote.WithRemoteOptions(ropts...)}
 	if req.Repository != "" {
 		repo, err := name.NewRepository(req.Repository)
 		if err != nil {
