@@ -522,3 +522,23 @@ func TestVerifyImagesCache(t *testing.T) {
 		t.Errorf("TTL: verifies %d, want 2", v)
 	}
 }
+
+// TestVerifyImagesFailureAction: an entry's failureAction decides whether
+// a failure blocks, as the policy's validationFailureAction does.
+func TestVerifyImagesFailureAction(t *testing.T) {
+	for _, tt := range []struct {
+		spec, entry string
+		blocked     bool
+	}{
+		{"", "      failureAction: Enforce\n", true},
+		{"", "      failureAction: Audit\n", false},
+		{"", "", false},
+		{"  validationFailureAction: Enforce", "", true},
+	} {
+		set := compileVerify(t, signedFake(), verifyPolicy("p", tt.spec, tt.entry+keysEntry("", keyB)))
+		resp, got := mutateRules(t, set, pod("registry.test/app:v1"))
+		if len(got) != 1 || got[0].Status != engine.StatusFail || resp.Blocked() != tt.blocked {
+			t.Errorf("spec %q entry %q: %+v, blocked %v, want %v", tt.spec, tt.entry, got, resp.Blocked(), tt.blocked)
+		}
+	}
+}
