@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -540,5 +541,26 @@ func TestVerifyImagesFailureAction(t *testing.T) {
 		if len(got) != 1 || got[0].Status != engine.StatusFail || resp.Blocked() != tt.blocked {
 			t.Errorf("spec %q entry %q: %+v, blocked %v, want %v", tt.spec, tt.entry, got, resp.Blocked(), tt.blocked)
 		}
+	}
+}
+
+// TestVerifyImagesLinksNoSigningStack: engine (with this test's own
+// imports) links no signing library; package verify does.
+func TestVerifyImagesLinksNoSigningStack(t *testing.T) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Skip("no build information")
+	}
+	linked := false // the list is the real one: engine's JMESPath library is in it
+	for _, m := range info.Deps {
+		linked = linked || m.Path == "github.com/jmespath-community/go-jmespath"
+		for _, bad := range []string{"sigstore", "notaryproject", "oras.land", "go-securesystemslib"} {
+			if strings.Contains(m.Path, bad) {
+				t.Errorf("engine's test binary links %s", m.Path)
+			}
+		}
+	}
+	if !linked {
+		t.Errorf("build information lists no go-jmespath: %d modules", len(info.Deps))
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
@@ -18,7 +16,6 @@ import (
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/report"
-	"github.com/gavelpolicy/gavel/verify"
 )
 
 type stringList []string
@@ -122,9 +119,7 @@ func runApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		engine.WithExceptions(excSource),
 		engine.WithClient(cluster),
 		engine.WithContextValues(ev.values),
-		// verifyImages rules read the registries the images name, with
-		// the docker config's credentials
-		engine.WithImageVerifier(verify.New(verify.WithKeychain(authn.DefaultKeychain))),
+		imageVerifierOption(), // nil unless built with -tags verifyimages
 	)
 	var set *engine.PolicySet
 	var cerr error
