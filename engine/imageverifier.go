@@ -16,9 +16,9 @@ import (
 // image and one attestor. Package verify implements it with
 // go-containerregistry, cosign and notation.
 type ImageVerifier interface {
-	// ResolveDigest returns the digest ("sha256:...") of an image
-	// reference.
-	ResolveDigest(ctx context.Context, image string, creds *api.ImageRegistryCredentials) (string, error)
+	// ResolveDigest returns the digest ("sha256:...") of req.Image, a
+	// reference by tag (req.Attestor is empty).
+	ResolveDigest(ctx context.Context, req ImageVerifyRequest) (string, error)
 	// VerifySignature checks that the image, given by digest
 	// ("registry/path@sha256:..."), carries a signature that the request's
 	// attestor accepts. A nil error means verified.
@@ -48,6 +48,11 @@ type ImageVerifyRequest struct {
 	PredicateType string
 	// Credentials are the entry's imageRegistryCredentials.
 	Credentials *api.ImageRegistryCredentials
+	// PullSecrets are the image pull secrets of the resource, as
+	// "namespace/name" (a Pod's spec.imagePullSecrets), which upstream
+	// uses as registry credentials too. They are not part of the cache
+	// key: a signature's validity does not depend on who reads it.
+	PullSecrets []string
 	// CosignOCI11 asks for signatures stored as OCI 1.1 referrers.
 	CosignOCI11 bool
 }

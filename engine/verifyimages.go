@@ -496,7 +496,7 @@ func (e *Engine) verifyImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _
 				digest := v.digest
 				var err error
 				if digest == "" {
-					digest, err = e.resolveDigest(rs, ent, image)
+					digest, err = e.resolveDigest(rs, ent, image, rs.pullSecrets(info))
 				}
 				if err != nil {
 					if errors.Is(err, ErrRegistryUnavailable) && p.FailurePolicy() == "Ignore" {
@@ -651,16 +651,17 @@ func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntr
 	if err != nil {
 		return verification{status: StatusError, msg: "failed to substitute variables: " + err.Error(), err: err}
 	}
+	pullSecrets := rs.pullSecrets(info)
 	digest := info.Digest
 	if digest == "" {
-		if digest, err = e.resolveDigest(rs, ent, image); err != nil {
+		if digest, err = e.resolveDigest(rs, ent, image, pullSecrets); err != nil {
 			return fail(err)
 		}
 	}
 	byDigest := info.ReferenceWithTag()
 	byDigest = byDigest[:strings.LastIndexByte(byDigest, ':')] + "@" + digest
 	for i, set := range plan.attestors {
-		if err := e.verifyAttestorSet(rs, ent, set, byDigest, fmt.Sprintf(".attestors[%d]", i)); err != nil {
+		if err := e.verifyAttestorSet(rs, ent, set, byDigest, pullSecrets, fmt.Sprintf(".attestors[%d]", i)); err != nil {
 			return fail(err)
 		}
 	}
@@ -681,7 +682,7 @@ func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntr
 			var errs []error
 			for k, n := range set.entries {
 				entryPath := fmt.Sprintf("%s.entries[%d]%s", setPath, k, n.path)
-				statements, err := e.fetchAttestations(rs, ent, n, byDigest)
+				statements, err := e.fetchAttestations(rs, ent, n, byDigest, pullSecrets)
 				if err != nil {
 					if errors.Is(err, ErrRegistryUnavailable) || rs.ctx.Err() != nil {
 						return fail(fmt.Errorf("%s: %w", entryPath, err))
@@ -770,17 +771,17 @@ func joinErrors(errs []error) string {
 
 // verifyAttestorSet verifies until set.required entries verified; it
 // returns the errors of the entries that did not.
-func (e *Engine) verifyAttestorSet(rs *reqState, ent *verifyEntry, set *attestorSet, image, path string) error {
+func (e *Engine) verifyAttestorSet(rs *reqState, ent *verifyEntry, set *attestorSet, image string, pullSecrets []string, path string) error {
 	var errs []error
 	verified := 0
 	for i, n := range set.entries {
 		var err error
 		if n.nested != nil {
-			err = e.verifyAttestorSet(rs, ent, n.nested, image, fmt.Sprintf("%s.entries[%d]%s", path, i, n.path))
+			err = e.verifyAttestorSet(rs, ent, n.nested, image, pullSecrets, fmt.Sprintf("%s.entries[%d]%s", path, i, n.path))
 		} else {
 			_, err = e.vcache.do("s\x00"+image+"\x00"+n.key, ent.cache, func() (verifyOutcome, error) {
 				req := n.req
-				req.Image = image
+				req.Image, req.PullSecrets = image, pullSecrets
 				ctx, done := rs.hostContext()
 				return verifyOutcome{}, done(e.cfg.imageVerifier.VerifySignature(ctx, req))
 			})
@@ -802,13 +803,13 @@ func (e *Engine) verifyAttestorSet(rs *reqState, ent *verifyEntry, set *attestor
 	return errors.Join(errs...)
 }
 
-func (e *Engine) fetchAttestations(rs *reqState, ent *verifyEntry, n attestorNode, image string) ([]map[string]any, error) {
+func (e *Engine) fetchAttestations(rs *reqState, ent *verifyEntry, n attestorNode, image string, pullSecrets []string) ([]map[string]any, error) {
 	if n.nested != nil {
 		return nil, errors.New("nested attestors are not supported in attestations")
 	}
 	out, err := e.vcache.do("a\x00"+image+"\x00"+n.key, ent.cache, func() (verifyOutcome, error) {
 		req := n.req
-		req.Image = image
+		req.Image, req.PullSecrets = image, pullSecrets
 		ctx, done := rs.hostContext()
 		st, err := e.cfg.imageVerifier.FetchAttestations(ctx, req)
 		err = done(err)
@@ -827,7 +828,7 @@ func (e *Engine) fetchAttestations(rs *reqState, ent *verifyEntry, n attestorNod
 	return out.statements, err
 }
 
-func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string) (string, error) {
+func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string, pullSecrets []string) (string, error) {
 	if e.cfg.imageVerifier == nil {
 		return "", fmt.Errorf("no image verifier to resolve the digest of %s: %w", image, ErrNotConfigured)
 	}
@@ -838,7 +839,7 @@ func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string) (st
 	}
 	out, err := e.vcache.do("d\x00"+image+"\x00"+credKey, ent.cache, func() (verifyOutcome, error) {
 		ctx, done := rs.hostContext()
-		d, err := e.cfg.imageVerifier.ResolveDigest(ctx, image, ent.creds)
+		d, err := e.cfg.imageVerifier.ResolveDigest(ctx, ImageVerifyRequest{Image: image, Credentials: ent.creds, PullSecrets: pullSecrets})
 		err = done(err)
 		if err != nil {
 			return verifyOutcome{}, err
@@ -888,6 +889,19 @@ func (e *Engine) checkStatements(sc *scope, info images.Info, blocks []*condSet,
 		}
 	}
 	return found, found, nil
+}
+
+// pullSecrets returns the image's pull secrets as "namespace/name", in
+// the resource's namespace.
+func (rs *reqState) pullSecrets(info images.Info) []string {
+	if len(info.ImagePullSecrets) == 0 {
+		return nil
+	}
+	out := make([]string, len(info.ImagePullSecrets))
+	for i, s := range info.ImagePullSecrets {
+		out[i] = rs.matchRes.Namespace + "/" + s
+	}
+	return out
 }
 
 // noteImage records an image's outcome for the verify-images annotation.

@@ -43,7 +43,8 @@ const (
 	keyB        = "-----BEGIN PUBLIC KEY-----\nBBBB\n-----END PUBLIC KEY-----"
 )
 
-func (f *fakeVerifier) ResolveDigest(ctx context.Context, image string, _ *api.ImageRegistryCredentials) (string, error) {
+func (f *fakeVerifier) ResolveDigest(ctx context.Context, req engine.ImageVerifyRequest) (string, error) {
+	image := req.Image
 	f.resolves.Add(1)
 	if f.down {
 		return "", fmt.Errorf("dial tcp: connection refused: %w", engine.ErrRegistryUnavailable)

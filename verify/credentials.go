@@ -20,17 +20,23 @@ func WithSecretsNamespace(ns string) Option { return func(v *Verifier) { v.secre
 
 // keychainFor returns the keychain of a request: the docker configs of
 // the entry's imageRegistryCredentials.secrets (kubernetes.io/dockerconfigjson
-// or dockercfg Secrets, read through the SecretReader) first, then the
-// Verifier's keychain.
-func (v *Verifier) keychainFor(ctx context.Context, creds *api.ImageRegistryCredentials) (authn.Keychain, error) {
-	if creds == nil || len(creds.Secrets) == 0 {
+// or dockercfg Secrets, read through the SecretReader), then those of the
+// resource's image pull secrets (best effort: skipped without a
+// SecretReader or when unreadable, as the kubelet reads them, not the
+// policy), then the Verifier's keychain.
+func (v *Verifier) keychainFor(ctx context.Context, creds *api.ImageRegistryCredentials, pullSecrets []string) (authn.Keychain, error) {
+	var named []string
+	if creds != nil {
+		named = creds.Secrets
+	}
+	if len(named) == 0 && (len(pullSecrets) == 0 || v.secrets == nil) {
 		return v.keychain, nil
 	}
-	if v.secrets == nil {
+	if len(named) > 0 && v.secrets == nil {
 		return nil, fmt.Errorf("imageRegistryCredentials.secrets: %w", engine.ErrNotConfigured)
 	}
-	chain := make([]authn.Keychain, 0, len(creds.Secrets)+1)
-	for _, s := range creds.Secrets {
+	chain := make([]authn.Keychain, 0, len(named)+len(pullSecrets)+1)
+	for _, s := range named {
 		ns, name, ok := strings.Cut(s, "/")
 		if !ok {
 			ns, name = v.secretsNS, s
@@ -44,6 +50,16 @@ func (v *Verifier) keychainFor(ctx context.Context, creds *api.ImageRegistryCred
 			return nil, fmt.Errorf("registry credentials %s/%s: %w", ns, name, err)
 		}
 		chain = append(chain, kc)
+	}
+	if v.secrets != nil {
+		for _, s := range pullSecrets {
+			ns, name, _ := strings.Cut(s, "/")
+			if data, err := v.secrets.SecretData(ctx, ns, name); err == nil {
+				if kc, err := dockerConfigKeychain(data); err == nil {
+					chain = append(chain, kc)
+				}
+			}
+		}
 	}
 	return authn.NewMultiKeychain(append(chain, v.keychain)...), nil
 }

@@ -65,4 +65,17 @@ func TestRegistryCredentials(t *testing.T) {
 			}
 		})
 	}
+	// a Pod's own imagePullSecrets, read in its namespace
+	withPull := pod(img)
+	withPull["metadata"].(map[string]any)["namespace"] = "team"
+	withPull["spec"].(map[string]any)["imagePullSecrets"] = []any{map[string]any{"name": "pull"}}
+	set := compile(t, v, policy("", keysEntry("", key.pem)))
+	if _, got := run(t, set, withPull); got != "pass: verified image signatures for "+img {
+		t.Errorf("imagePullSecrets: got %s", got)
+	}
+	withPull["metadata"].(map[string]any)["namespace"] = "elsewhere"
+	set = compile(t, v, policy("", keysEntry("", key.pem)))
+	if _, got := run(t, set, withPull); !strings.Contains(got, "401 Unauthorized") {
+		t.Errorf("imagePullSecrets of another namespace: got %s", got)
+	}
 }

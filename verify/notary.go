@@ -103,7 +103,7 @@ func (v *Verifier) orasRepository(ctx context.Context, req engine.ImageVerifyReq
 		return nil, err
 	}
 	repo.PlainHTTP = repoName.Registry.Scheme() == "http"
-	keychain, err := v.keychainFor(ctx, req.Credentials)
+	keychain, err := v.keychainFor(ctx, req.Credentials, req.PullSecrets)
 	if err != nil {
 		return nil, err
 	}

@@ -80,8 +80,8 @@ func New(opts ...Option) *Verifier {
 	return v
 }
 
-func (v *Verifier) remoteOptions(ctx context.Context, creds *api.ImageRegistryCredentials) ([]remote.Option, error) {
-	kc, err := v.keychainFor(ctx, creds)
+func (v *Verifier) remoteOptions(ctx context.Context, creds *api.ImageRegistryCredentials, pullSecrets []string) ([]remote.Option, error) {
+	kc, err := v.keychainFor(ctx, creds, pullSecrets)
 	if err != nil {
 		return nil, err
 	}
@@ -102,15 +102,16 @@ func parseReference(image string, creds *api.ImageRegistryCredentials) (name.Ref
 }
 
 // ResolveDigest implements engine.ImageVerifier.
-func (v *Verifier) ResolveDigest(ctx context.Context, image string, creds *api.ImageRegistryCredentials) (string, error) {
-	ref, err := parseReference(image, creds)
+func (v *Verifier) ResolveDigest(ctx context.Context, req engine.ImageVerifyRequest) (string, error) {
+	image := req.Image
+	ref, err := parseReference(image, req.Credentials)
 	if err != nil {
 		return "", err
 	}
 	if d, ok := ref.(name.Digest); ok {
 		return d.DigestStr(), nil
 	}
-	opts, err := v.remoteOptions(ctx, creds)
+	opts, err := v.remoteOptions(ctx, req.Credentials, req.PullSecrets)
 	if err != nil {
 		return "", err
 	}
@@ -196,7 +197,7 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	ropts, err := v.remoteOptions(ctx, req.Credentials)
+	ropts, err := v.remoteOptions(ctx, req.Credentials, req.PullSecrets)
 	if err != nil {
 		return nil, nil, err
 	}

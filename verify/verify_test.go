@@ -284,9 +284,9 @@ type countingVerifier struct {
 	resolves, verifies atomic.Int64
 }
 
-func (c *countingVerifier) ResolveDigest(ctx context.Context, image string, creds *api.ImageRegistryCredentials) (string, error) {
+func (c *countingVerifier) ResolveDigest(ctx context.Context, req engine.ImageVerifyRequest) (string, error) {
 	c.resolves.Add(1)
-	return c.Verifier.ResolveDigest(ctx, image, creds)
+	return c.Verifier.ResolveDigest(ctx, req)
 }
 
 func (c *countingVerifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRequest) error {
