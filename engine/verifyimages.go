@@ -483,7 +483,7 @@ func (e *Engine) verifyImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _
 				results = append(results, r.result(StatusFail, ImageVerifyAnnotation+" annotation cannot be changed"))
 				continue
 			}
-			if rs.op == api.Update && !imageChanged(rs.object, rs.oldObject, info.Pointer) {
+			if rs.op == api.Update && !imageChanged(rs.obj, rs.oldObject, info.Pointer) {
 				continue
 			}
 			v := verification{}

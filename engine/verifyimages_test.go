@@ -569,3 +569,42 @@ func TestVerifyImagesLinksNoSigningStack(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyImagesUpdateMutated: on UPDATE, an image that a mutate rule
+// changed is verified even though the request did not change it.
+func TestVerifyImagesUpdateMutated(t *testing.T) {
+	f := signedFake()
+	policy := verifyPolicy("p", "", keysEntry("", keyA)) + `---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: rewrite
+spec:
+  rules:
+  - name: rewrite
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchesJson6902: |-
+        - op: replace
+          path: /spec/containers/0/image
+          value: registry.test/other:v1
+`
+	set := compileVerify(t, f, policy)
+	old := pod("registry.test/app:v1")
+	resp, err := set.Mutate(context.Background(), &engine.Request{Operation: api.Update, Object: old, OldObject: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []engine.RuleResult
+	for _, p := range resp.Policies {
+		for _, r := range p.Rules {
+			if r.Type == engine.ImageVerify {
+				got = append(got, r)
+			}
+		}
+	}
+	wantResults(t, got, "fail: failed to verify image registry.test/other:v1: .attestors[0].entries[0].keys: invalid signature")
+}
