@@ -921,7 +921,7 @@ func (rs *reqState) noteImage(image string, status Status) {
 
 // annotateVerified writes the verify-images annotation of the images the
 // rules verified (merged into the one the object has), without modifying
-// the object in place.
+// the object in place. It runs after every rule of a Mutate call.
 func (rs *reqState) annotateVerified() {
 	if len(rs.verified) == 0 {
 		return
@@ -956,7 +956,10 @@ func (rs *reqState) annotateVerified() {
 	ann[ImageVerifyAnnotation] = string(raw)
 	meta["annotations"] = ann
 	obj["metadata"] = meta
-	rs.setObject(obj)
+	// the last change of a Mutate call: no rule reads the object after
+	// it, so what derives from it (variables, match data) is not rebuilt;
+	// the new maps hold canonical values only
+	rs.obj = obj
 }
 
 func annotationOf(obj map[string]any) string {
