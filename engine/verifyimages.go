@@ -34,8 +34,8 @@ const (
 // verifySpec is a compiled verifyImages rule.
 type verifySpec struct {
 	entries []*verifyEntry
-	// extractor reads the images of the rule's imageExtractors (nil: the
-	// built-in extractors).
+	// extractor reads the images of the rule's resources (its
+	// imageExtractors, or the built-in ones).
 	extractor *images.Extractor
 }
 
@@ -115,7 +115,13 @@ func boolOr(b *bool, def bool) bool {
 
 func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.ErrorList) (*verifySpec, field.ErrorList) {
 	vs := &verifySpec{}
-	if len(r.ImageExtractors) > 0 {
+	if len(r.ImageExtractors) == 0 {
+		x, err := images.NewExtractor(images.Config{DefaultRegistry: e.cfg.defaultRegistry, EnableDefaultRegistryMutation: e.cfg.registryMutation})
+		if err != nil {
+			errs = append(errs, field.Invalid(path, "", err.Error()))
+		}
+		vs.extractor = x
+	} else {
 		cfg := images.Config{DefaultRegistry: e.cfg.defaultRegistry, EnableDefaultRegistryMutation: e.cfg.registryMutation,
 			Extractors: map[string][]images.ExtractorConfig{},
 			CompileJMESPath: func(expr string) (images.Searcher, error) {
@@ -373,13 +379,7 @@ func splitPEMKeys(s string) []string {
 // ruleImages returns the images of the rule's resource in a stable order
 // (by pointer).
 func (vs *verifySpec) ruleImages(rs *reqState, obj map[string]any) ([]images.Info, error) {
-	var infos map[string]map[string]images.Info
-	var err error
-	if vs.extractor != nil {
-		infos, err = vs.extractor.Extract(obj)
-	} else {
-		infos, err = images.Extract(obj, images.Config{DefaultRegistry: rs.e.cfg.defaultRegistry, EnableDefaultRegistryMutation: rs.e.cfg.registryMutation})
-	}
+	infos, err := vs.extractor.Extract(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -936,7 +936,7 @@ func (rs *reqState) annotateVerified() {
 	for k, v := range maps {
 		data[k] = v
 	}
-	raw, _ := json.Marshal(data)
+	raw := annotationJSON(data)
 	obj := make(map[string]any, len(rs.obj))
 	for k, v := range rs.obj {
 		obj[k] = v
@@ -960,6 +960,49 @@ func (rs *reqState) annotateVerified() {
 	// it, so what derives from it (variables, match data) is not rebuilt;
 	// the new maps hold canonical values only
 	rs.obj = obj
+}
+
+// annotationJSON is json.Marshal(data), written directly when every key
+// and value is plain (image references are), through encoding/json
+// otherwise.
+func annotationJSON(data map[string]string) string {
+	keys := make([]string, 0, len(data))
+	n := 2
+	for k, v := range data {
+		if !plainJSON(k) || !plainJSON(v) {
+			raw, _ := json.Marshal(data)
+			return string(raw)
+		}
+		keys = append(keys, k)
+		n += len(k) + len(v) + 6
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(k)
+		b.WriteString(`":"`)
+		b.WriteString(data[k])
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// plainJSON reports whether encoding/json writes s as is between quotes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func annotationOf(obj map[string]any) string {
