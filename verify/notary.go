@@ -3,12 +3,15 @@ package verify
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	_ "github.com/notaryproject/notation-core-go/signature/cose" // COSE envelopes
 	_ "github.com/notaryproject/notation-core-go/signature/jws"  // JWS envelopes
 	"github.com/notaryproject/notation-go"
@@ -38,6 +41,12 @@ func (s notaryStore) GetCertificates(_ context.Context, t truststore.Type, named
 // certificates (cert and certChain) are the trust store of a strict trust
 // policy for every registry and identity, as upstream builds it.
 func (v *Verifier) verifyNotary(ctx context.Context, req engine.ImageVerifyRequest) error {
+	return v.notaryVerify(ctx, req, req.Image)
+}
+
+// notaryVerify verifies the Notary signatures of artifact, a reference by
+// digest in req's repository.
+func (v *Verifier) notaryVerify(ctx context.Context, req engine.ImageVerifyRequest, artifact string) error {
 	c := req.Attestor.Certificates
 	if c == nil {
 		return errors.New("Notary signatures are verified with certificates attestors (cert, certChain)")
@@ -75,7 +84,7 @@ func (v *Verifier) verifyNotary(ctx context.Context, req engine.ImageVerifyReque
 		return err
 	}
 	_, _, err = notation.Verify(ctx, nv, notationreg.NewRepository(repo), notation.VerifyOptions{
-		ArtifactReference:    req.Image,
+		ArtifactReference:    artifact,
 		MaxSignatureAttempts: 10,
 		UserMetadata:         req.Annotations,
 	})
@@ -122,4 +131,83 @@ func (v *Verifier) orasRepository(ctx context.Context, req engine.ImageVerifyReq
 		},
 	}
 	return repo, nil
+}
+
+// maxReferrers bounds the referrers read for Notary attestations, as
+// upstream does against images with abnormally many.
+const maxReferrers = 50
+
+// fetchNotaryAttestations returns the attestations of a Notary-signed
+// image: its OCI referrers whose artifactType is req.PredicateType and
+// whose own Notary signature req's certificates accept, each read as a
+// statement {"type", "predicateType", "predicate"} from its single layer
+// (a JSON document), as upstream reads them.
+func (v *Verifier) fetchNotaryAttestations(ctx context.Context, req engine.ImageVerifyRequest) ([]map[string]any, error) {
+	ref, err := parseReference(req.Image, req.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := ref.(name.Digest)
+	if !ok {
+		return nil, fmt.Errorf("attestations of %s: a reference by digest is required", req.Image)
+	}
+	opts, err := v.remoteOptions(ctx, req.Credentials, req.PullSecrets)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := remote.Referrers(d, opts...)
+	if err != nil {
+		return nil, registryError(fmt.Errorf("failed to fetch referrers of %s: %w", req.Image, err))
+	}
+	list, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Manifests) > maxReferrers {
+		return nil, fmt.Errorf("failed to fetch referrers: too many referrers found, max limit is %d", maxReferrers)
+	}
+	var out []map[string]any
+	var errs []error
+	for _, desc := range list.Manifests {
+		if desc.ArtifactType != req.PredicateType {
+			continue
+		}
+		artifact := d.Context().Digest(desc.Digest.String())
+		if err := v.notaryVerify(ctx, req, artifact.String()); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", desc.Digest, err))
+			continue
+		}
+		img, err := remote.Image(artifact, opts...)
+		if err != nil {
+			return nil, registryError(err)
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			return nil, registryError(err)
+		}
+		if len(layers) != 1 {
+			return nil, fmt.Errorf("attestation %s: want one layer, found %d", desc.Digest, len(layers))
+		}
+		rc, err := layers[0].Compressed()
+		if err != nil {
+			return nil, registryError(err)
+		}
+		raw, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, registryError(err)
+		}
+		var predicate map[string]any
+		if err := json.Unmarshal(raw, &predicate); err != nil {
+			return nil, fmt.Errorf("attestation %s: the predicate is not a JSON object: %w", desc.Digest, err)
+		}
+		out = append(out, map[string]any{"type": req.PredicateType, "predicateType": req.PredicateType, "predicate": predicate})
+	}
+	if len(out) == 0 {
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("no matching attestations: %w", errors.Join(errs...))
+		}
+		return nil, fmt.Errorf("no attestations of type %s", req.PredicateType)
+	}
+	return out, nil
 }

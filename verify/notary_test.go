@@ -13,6 +13,12 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	ggcrmutate "github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/notaryproject/notation-go"
 	notationreg "github.com/notaryproject/notation-go/registry"
 	"github.com/notaryproject/notation-go/signer"
@@ -75,6 +81,64 @@ func TestNotary(t *testing.T) {
 			_, got := run(t, set, pod(tt.image))
 			if !strings.HasPrefix(got, tt.want) || !strings.Contains(got, tt.cause) {
 				t.Errorf("got\n%s\nwant prefix\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// pushReferrer attaches to the image an artifact of the type whose single
+// layer is the JSON document, as `notation`'s users attach SBOMs (oras
+// attach); it returns the artifact's digest reference.
+func pushReferrer(t *testing.T, d name.Digest, artifactType string, doc []byte) name.Digest {
+	t.Helper()
+	subject, err := remote.Head(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := static.NewLayer(doc, types.MediaType(artifactType))
+	img, err := ggcrmutate.AppendLayers(ggcrmutate.ConfigMediaType(empty.Image, types.MediaType(artifactType)), layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSubject := ggcrmutate.Subject(img, *subject).(v1.Image)
+	dig, err := withSubject.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := d.Context().Digest(dig.String())
+	if err := remote.Write(ad, withSubject); err != nil {
+		t.Fatal(err)
+	}
+	return ad
+}
+
+func TestNotaryAttestations(t *testing.T) {
+	reg := newRegistry(t)
+	ca, other := newCA(t), newCA(t)
+	const sbom = "application/vnd.cyclonedx+json"
+	img, d := reg.push(t, "app:sbom")
+	notarySign(t, ca, d)
+	notarySign(t, ca, pushReferrer(t, d, sbom, []byte(`{"bomFormat":"CycloneDX","specVersion":"1.4","components":[{"name":"log4j","version":"2.17.1"}]}`)))
+	unsigned, ud := reg.push(t, "app:unsigned-sbom")
+	notarySign(t, ca, ud)
+	pushReferrer(t, ud, sbom, []byte(`{"bomFormat":"CycloneDX"}`))
+	entry := func(roots, value string) string {
+		return "      type: Notary\n      attestations:\n      - type: " + sbom + "\n        attestors:\n        - entries:\n          - certificates:\n              certChain: |-\n" + indent(roots, "                ") +
+			"\n        conditions:\n        - all:\n          - key: '{{ bomFormat }}'\n            operator: Equals\n            value: " + value + "\n"
+	}
+	v := verify.New()
+	tests := []struct{ name, entry, image, want, cause string }{
+		{"signed, conditions hold", entry(ca.pem, "CycloneDX"), img, "pass: verified image attestations for " + img, ""},
+		{"signed, conditions fail", entry(ca.pem, "SPDX"), img, "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].certificates: attestation checks failed for " + img, ""},
+		{"another root", entry(other.pem, "CycloneDX"), img, "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].certificates: no matching attestations: ", "does not contain any trusted certificate"},
+		{"unsigned attestation", entry(ca.pem, "CycloneDX"), unsigned, "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].certificates: no matching attestations: ", "no signature is associated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := compile(t, v, policy("", tt.entry))
+			_, got := run(t, set, pod(tt.image))
+			if !strings.HasPrefix(got, tt.want) || !strings.Contains(got, tt.cause) {
+				t.Errorf("got\n%s\nwant prefix\n%s\n(and %q)", got, tt.want, tt.cause)
 			}
 		})
 	}

@@ -153,7 +153,7 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	switch req.Type {
 	case "", "Cosign":
 	case "Notary":
-		return nil, errors.New("attestations of Notary signatures are not supported by gavel's verifier")
+		return v.fetchNotaryAttestations(ctx, req)
 	default:
 		return nil, fmt.Errorf("signature type %s is not supported by gavel's verifier", req.Type)
 	}
