@@ -79,3 +79,32 @@ func TestRegistryCredentials(t *testing.T) {
 		t.Errorf("imagePullSecrets of another namespace: got %s", got)
 	}
 }
+
+// TestKeySecrets: a public key read from a Secret's cosign.pub, given as
+// keys.secret or as upstream's k8s://namespace/name.
+func TestKeySecrets(t *testing.T) {
+	reg := newRegistry(t)
+	key := newKey(t)
+	img, d := reg.push(t, "app:v1")
+	sign(t, d, key.signer, nil)
+	v := verify.New(verify.WithSecrets(secrets{"keys/signer": {"cosign.pub": []byte(key.pem)}, "keys/other": {"cosign.pub": []byte(newKey(t).pem)}}))
+	tests := []struct{ name, keys, want string }{
+		{"secret", "            secret:\n              namespace: keys\n              name: signer\n", "pass: verified image signatures for " + img},
+		{"k8s://", "            publicKeys: k8s://keys/signer\n", "pass: verified image signatures for " + img},
+		{"other key", "            publicKeys: k8s://keys/other\n", "fail: failed to verify image " + img + ": .attestors[0].entries[0].keys: no matching signatures: invalid signature when validating ASN.1 encoded signature"},
+		{"missing", "            publicKeys: k8s://keys/none\n", "fail: failed to verify image " + img + ": .attestors[0].entries[0].keys: failed to read secret keys/none: secret keys/none not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := compile(t, v, policy("", "      attestors:\n      - entries:\n        - keys:\n"+tt.keys))
+			if _, got := run(t, set, pod(img)); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+	// without a SecretReader the key cannot be read: an error, not a failure
+	set := compile(t, verify.New(), policy("", "      attestors:\n      - entries:\n        - keys:\n            publicKeys: k8s://keys/signer\n"))
+	if _, got := run(t, set, pod(img)); got != "error: failed to verify image "+img+": .attestors[0].entries[0].keys: key from secret keys/signer: not configured" {
+		t.Errorf("no SecretReader: got %s", got)
+	}
+}

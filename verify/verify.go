@@ -259,20 +259,28 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 	switch {
 	case a.Keys != nil:
 		pem := a.Keys.PublicKeys
+		var secret *api.SecretReference
 		if a.Keys.Secret != nil {
-			if v.secrets == nil {
-				return nil, nil, fmt.Errorf("key from secret %s/%s: %w", a.Keys.Secret.Namespace, a.Keys.Secret.Name, engine.ErrNotConfigured)
+			secret = a.Keys.Secret
+		} else if rest, ok := strings.CutPrefix(strings.TrimSpace(pem), "k8s://"); ok {
+			// upstream's k8s://namespace/name form of a Secret
+			ns, name, ok := strings.Cut(rest, "/")
+			if !ok {
+				return nil, nil, fmt.Errorf("invalid key reference %s: want k8s://namespace/name", pem)
 			}
-			data, err := v.secrets.SecretData(ctx, a.Keys.Secret.Namespace, a.Keys.Secret.Name)
-			if err != nil {
-				return nil, nil, fmt.Errorf("failed to read secret %s/%s: %w", a.Keys.Secret.Namespace, a.Keys.Secret.Name, err)
-			}
-			pem = string(data["cosign.pub"])
+			secret = &api.SecretReference{Namespace: ns, Name: name}
 		} else if a.Keys.KMS != "" {
 			return nil, nil, fmt.Errorf("KMS keys (%s) are not supported by gavel's verifier", a.Keys.KMS)
 		}
-		if strings.HasPrefix(pem, "k8s://") {
-			return nil, nil, fmt.Errorf("keys given as %s are not supported: use keys.secret", pem)
+		if secret != nil {
+			if v.secrets == nil {
+				return nil, nil, fmt.Errorf("key from secret %s/%s: %w", secret.Namespace, secret.Name, engine.ErrNotConfigured)
+			}
+			data, err := v.secrets.SecretData(ctx, secret.Namespace, secret.Name)
+			if err != nil {
+				return nil, nil, fmt.Errorf("failed to read secret %s/%s: %w", secret.Namespace, secret.Name, err)
+			}
+			pem = string(data["cosign.pub"])
 		}
 		pub, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(pem))
 		if err != nil {
