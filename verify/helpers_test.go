@@ -198,6 +198,12 @@ func newCA(t testing.TB) *testCA {
 // oidIssuer is Fulcio's OIDC issuer extension (v1: the raw string).
 var oidIssuer = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}
 
+// fulcioIssuer is the extension naming the OIDC issuer of a keyless
+// certificate.
+func fulcioIssuer(issuer string) []pkix.Extension {
+	return []pkix.Extension{{Id: oidIssuer, Value: []byte(issuer)}}
+}
+
 // issue returns a signer for a new leaf certificate of email from issuer,
 // with the leaf's PEM.
 func (ca *testCA) issue(t testing.TB, email, issuer string) (signature.SignerVerifier, []byte) {

@@ -133,6 +133,8 @@ func (v *Verifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRe
 	case "", "Cosign":
 	case "Notary":
 		return v.verifyNotary(ctx, req)
+	case "SigstoreBundle":
+		return v.verifyBundleSignature(ctx, req)
 	default:
 		return fmt.Errorf("signature type %s is not supported by gavel's verifier", req.Type)
 	}
@@ -150,14 +152,19 @@ func (v *Verifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRe
 // FetchAttestations implements engine.ImageVerifier: the verified in-toto
 // statements of the predicate type.
 func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerifyRequest) ([]map[string]any, error) {
+	var ref name.Reference
+	var co *cosign.CheckOpts
+	var err error
 	switch req.Type {
 	case "", "Cosign":
+		ref, co, err = v.checkOpts(ctx, req)
+	case "SigstoreBundle":
+		ref, co, err = v.bundleOpts(ctx, req)
 	case "Notary":
 		return v.fetchNotaryAttestations(ctx, req)
 	default:
 		return nil, fmt.Errorf("signature type %s is not supported by gavel's verifier", req.Type)
 	}
-	ref, co, err := v.checkOpts(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -353,6 +360,28 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 		co.Offline = true
 	}
 	return ref, co, nil
+}
+
+// certsOf returns the certificates an attestor names: certificates' cert
+// and certChain, keyless roots.
+func certsOf(req engine.ImageVerifyRequest) []*x509.Certificate {
+	var pems []string
+	if c := req.Attestor.Certificates; c != nil {
+		pems = append(pems, c.Certificate, c.CertificateChain)
+	}
+	if k := req.Attestor.Keyless; k != nil {
+		pems = append(pems, k.Roots)
+	}
+	var out []*x509.Certificate
+	for _, p := range pems {
+		if p == "" {
+			continue
+		}
+		if certs, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(p)); err == nil {
+			out = append(out, certs...)
+		}
+	}
+	return out
 }
 
 // certPools splits a PEM chain: self-signed certificates are roots, the
