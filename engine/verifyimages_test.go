@@ -608,3 +608,19 @@ spec:
 	}
 	wantResults(t, got, "fail: failed to verify image registry.test/other:v1: .attestors[0].entries[0].keys: invalid signature")
 }
+
+// TestVerifyImagesAutogen: the rule applies to Pod controllers through
+// autogen, the digest pinned in the Pod template.
+func TestVerifyImagesAutogen(t *testing.T) {
+	set := compileVerify(t, signedFake(), verifyPolicy("p", "", keysEntry("", keyA)))
+	deploy := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "d", "namespace": "default"},
+		"spec": map[string]any{"template": map[string]any{"spec": pod("registry.test/app:v1")["spec"]}}}
+	resp, got := mutateRules(t, set, deploy)
+	wantResults(t, got, "pass: verified image signatures for registry.test/app:v1")
+	if len(got) == 1 && got[0].Name != "autogen-check" {
+		t.Errorf("rule %s", got[0].Name)
+	}
+	if !strings.Contains(string(resp.Patch), `"path":"/spec/template/spec/containers/0/image","value":"registry.test/app:v1@`+digestApp) {
+		t.Errorf("patch %s", resp.Patch)
+	}
+}
