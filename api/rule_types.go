@@ -272,28 +272,116 @@ type ForEachGeneration struct {
 	CloneList     *CloneList `json:"cloneList,omitempty"`
 }
 
-// ImageVerification is a verifyImages entry. gavel decodes it; attestor and
-// attestation bodies are kept free-form.
+// ImageVerification is a verifyImages entry.
 type ImageVerification struct {
-	Type                     string                    `json:"type,omitempty"`
-	Image                    string                    `json:"image,omitempty"`
-	ImageReferences          []string                  `json:"imageReferences,omitempty"`
-	SkipImageReferences      []string                  `json:"skipImageReferences,omitempty"`
-	Key                      string                    `json:"key,omitempty"`
-	Roots                    string                    `json:"roots,omitempty"`
-	Subject                  string                    `json:"subject,omitempty"`
-	Issuer                   string                    `json:"issuer,omitempty"`
-	AdditionalExtensions     map[string]string         `json:"additionalExtensions,omitempty"`
-	Attestors                any                       `json:"attestors,omitempty"`
-	Attestations             any                       `json:"attestations,omitempty"`
-	Annotations              map[string]string         `json:"annotations,omitempty"`
-	Repository               string                    `json:"repository,omitempty"`
-	MutateDigest             *bool                     `json:"mutateDigest,omitempty"`
-	VerifyDigest             *bool                     `json:"verifyDigest,omitempty"`
-	Validation               any                       `json:"validate,omitempty"`
-	Required                 *bool                     `json:"required,omitempty"`
-	ImageRegistryCredentials *ImageRegistryCredentials `json:"imageRegistryCredentials,omitempty"`
-	UseCache                 *bool                     `json:"useCache,omitempty"`
-	FailureAction            *ValidationFailureAction  `json:"failureAction,omitempty"`
-	Cosign                   any                       `json:"cosign,omitempty"`
+	// Type is Cosign (the default), SigstoreBundle or Notary.
+	Type                string   `json:"type,omitempty"`
+	Image               string   `json:"image,omitempty"` // deprecated: imageReferences
+	ImageReferences     []string `json:"imageReferences,omitempty"`
+	SkipImageReferences []string `json:"skipImageReferences,omitempty"`
+	// Key, Roots, Subject, Issuer and AdditionalExtensions are deprecated
+	// (attestors); they are converted as upstream converts them.
+	Key                      string                     `json:"key,omitempty"`
+	Roots                    string                     `json:"roots,omitempty"`
+	Subject                  string                     `json:"subject,omitempty"`
+	Issuer                   string                     `json:"issuer,omitempty"`
+	AdditionalExtensions     map[string]string          `json:"additionalExtensions,omitempty"`
+	Attestors                []AttestorSet              `json:"attestors,omitempty"`
+	Attestations             []Attestation              `json:"attestations,omitempty"`
+	Annotations              map[string]string          `json:"annotations,omitempty"`
+	Repository               string                     `json:"repository,omitempty"`
+	CosignOCI11              bool                       `json:"cosignOCI11,omitempty"`
+	MutateDigest             *bool                      `json:"mutateDigest,omitempty"`
+	VerifyDigest             *bool                      `json:"verifyDigest,omitempty"`
+	Validation               *ValidateImageVerification `json:"validate,omitempty"`
+	Required                 *bool                      `json:"required,omitempty"`
+	ImageRegistryCredentials *ImageRegistryCredentials  `json:"imageRegistryCredentials,omitempty"`
+	UseCache                 *bool                      `json:"useCache,omitempty"`
+	FailureAction            *ValidationFailureAction   `json:"failureAction,omitempty"`
+	Cosign                   any                        `json:"cosign,omitempty"`
+}
+
+// ValidateImageVerification is a verifyImages entry's validate block.
+type ValidateImageVerification struct {
+	Message string `json:"message,omitempty"`
+	Deny    *Deny  `json:"deny,omitempty"`
+}
+
+// AttestorSet is a list of attestors of which Count must verify (all when
+// Count is unset or 0).
+type AttestorSet struct {
+	Count   *int       `json:"count,omitempty"`
+	Entries []Attestor `json:"entries,omitempty"`
+}
+
+// Attestor is one way of checking a signature: static keys, certificates,
+// keyless, or a nested AttestorSet.
+type Attestor struct {
+	Keys         *StaticKeyAttestor   `json:"keys,omitempty"`
+	Certificates *CertificateAttestor `json:"certificates,omitempty"`
+	Keyless      *KeylessAttestor     `json:"keyless,omitempty"`
+	// Attestor is a nested AttestorSet.
+	Attestor    *AttestorSet      `json:"attestor,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Repository  string            `json:"repository,omitempty"`
+}
+
+// StaticKeyAttestor verifies with public keys (PEM, several allowed), a
+// Secret or a KMS key.
+type StaticKeyAttestor struct {
+	PublicKeys         string           `json:"publicKeys,omitempty"`
+	SignatureAlgorithm string           `json:"signatureAlgorithm,omitempty"`
+	KMS                string           `json:"kms,omitempty"`
+	Secret             *SecretReference `json:"secret,omitempty"`
+	Rekor              *Rekor           `json:"rekor,omitempty"`
+	CTLog              *CTLog           `json:"ctlog,omitempty"`
+}
+
+// SecretReference names a Secret holding a cosign.pub key.
+type SecretReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// CertificateAttestor verifies with a certificate and its chain.
+type CertificateAttestor struct {
+	Certificate      string `json:"cert,omitempty"`
+	CertificateChain string `json:"certChain,omitempty"`
+	Rekor            *Rekor `json:"rekor,omitempty"`
+	CTLog            *CTLog `json:"ctlog,omitempty"`
+}
+
+// KeylessAttestor verifies Sigstore keyless signatures.
+type KeylessAttestor struct {
+	Rekor                *Rekor            `json:"rekor,omitempty"`
+	CTLog                *CTLog            `json:"ctlog,omitempty"`
+	Issuer               string            `json:"issuer,omitempty"`
+	IssuerRegExp         string            `json:"issuerRegExp,omitempty"`
+	Subject              string            `json:"subject,omitempty"`
+	SubjectRegExp        string            `json:"subjectRegExp,omitempty"`
+	Roots                string            `json:"roots,omitempty"`
+	AdditionalExtensions map[string]string `json:"additionalExtensions,omitempty"`
+}
+
+// Rekor configures the transparency log.
+type Rekor struct {
+	URL        string `json:"url,omitempty"`
+	PubKey     string `json:"pubkey,omitempty"`
+	IgnoreTlog bool   `json:"ignoreTlog,omitempty"`
+}
+
+// CTLog configures certificate transparency.
+type CTLog struct {
+	IgnoreSCT    bool   `json:"ignoreSCT,omitempty"`
+	PubKey       string `json:"pubkey,omitempty"`
+	TSACertChain string `json:"tsaCertChain,omitempty"`
+}
+
+// Attestation checks signed in-toto statements of one predicate type.
+type Attestation struct {
+	Name          string             `json:"name,omitempty"`
+	Type          string             `json:"type,omitempty"`
+	PredicateType string             `json:"predicateType,omitempty"`
+	Attestors     []AttestorSet      `json:"attestors,omitempty"`
+	Conditions    []AnyAllConditions `json:"conditions,omitempty"`
 }

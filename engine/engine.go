@@ -26,6 +26,8 @@ type Engine struct {
 	celOnce sync.Once
 	celEnvV *cel.Env
 	celErr  error
+	// vcache keeps image verification outcomes (verifycache.go).
+	vcache *verifyCache
 }
 
 // New builds an Engine.
@@ -57,7 +59,7 @@ func New(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: c, jp: jp, psa: psa}, nil
+	return &Engine{cfg: c, jp: jp, psa: psa, vcache: newVerifyCache(c.verifyCache, c.now)}, nil
 }
 
 // JMESPath returns the engine's JMESPath interpreter.

@@ -1223,9 +1223,10 @@ func TestRobustEvaluationFailures(t *testing.T) {
           labels:
             x: "{{ request.object.spec.nothing }}"
 `, nil, engine.StatusError, "variable substitution failed"},
-		{"unsupported verifyImages", `    verifyImages:
+		// validation of a Pod that no verifyImages mutation pinned
+		{"verifyImages without digests", `    verifyImages:
     - imageReferences: ["*"]
-`, nil, engine.StatusError, "not supported"},
+`, nil, engine.StatusFail, "missing digest for docker.io/nginx:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := rbCompile(t, rbRule(tc.body), tc.opts...)

@@ -338,6 +338,9 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 		}
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Mutation, s.eng.mutateRule, cands.policy(i)))
 	}
+	if err := s.verifyImages(rs, resp); err != nil {
+		return resp, err
+	}
 	resp.Resource = rs.obj
 	s.putReqState(rs)
 	// a cancellation during the last policy leaves rules unevaluated

@@ -31,6 +31,9 @@ type config struct {
 	client           Client
 	queue            UpdateRequestQueue
 	authorizer       Authorizer
+	// verifyImages (imageverifier.go)
+	imageVerifier ImageVerifier
+	verifyCache   ImageVerifyCacheOptions
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().

@@ -83,7 +83,7 @@ func (p *Policy) baseFailureAction() (api.ValidationFailureAction, []override) {
 	action := p.failureAction
 	overrides := p.overrides
 	for _, r := range p.rules {
-		if r.typ != Validation {
+		if r.typ != Validation && r.typ != ImageVerify {
 			continue
 		}
 		if r.failureAction != nil {

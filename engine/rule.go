@@ -32,6 +32,7 @@ type rule struct {
 	validate       *validateSpec
 	mutate         *mutateSpec
 	generate       *generateSpec
+	verify         *verifySpec
 	failureAction  *api.ValidationFailureAction
 	overrides      []override
 	allowExisting  bool
@@ -85,7 +86,13 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		cr.generate, errs = e.compileGenerate(r.Generation, path.Child("generate"), errs)
 	case len(r.VerifyImages) > 0:
 		cr.typ = ImageVerify
-		cr.unsupported = "verifyImages rules are not supported by gavel"
+		for _, iv := range r.VerifyImages {
+			if iv.FailureAction != nil {
+				cr.failureAction = iv.FailureAction
+				break
+			}
+		}
+		cr.verify, errs = e.compileVerifyImages(r, path, errs)
 	}
 	errs = e.compileCEL(cr, r, path, errs)
 	// the rule as a JSON-like tree, for the checks that walk every string

@@ -73,6 +73,9 @@ type reqState struct {
 	// mergeMemo remembers what strategic merges learn about the object
 	// (it starts over when given another one)
 	mergeMemo mutate.Memo
+	// verified holds the outcomes of verifyImages rules by image, for
+	// the verify-images annotation (see noteImage).
+	verified map[string]string
 }
 
 // canonical reports mutate.CanonicalTree(m), remembered for the request's

@@ -13,6 +13,9 @@ import (
 
 // validateRule is the handler of validate rules.
 func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult {
+	if r.verify != nil {
+		return e.validateImagesRule(rs, p, r, sc, excs)
+	}
 	v := r.validate
 	if v.unsupported != "" {
 		return rs.single(r.result(StatusError, v.unsupported))

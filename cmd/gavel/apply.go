@@ -214,6 +214,9 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 	if f.registry {
 		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
 	}
+	if o := imageVerifierOption(); o != nil { // nil unless built with -tags verifyimages
+		opts = append(opts, o)
+	}
 	return opts
 }
 
