@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
-	"text/template"
 )
 
 const createUsage = `Usage: gavel create test|values|user-info|exception [flags]
@@ -43,7 +43,7 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var fs *flag.FlagSet
-	var render func() (string, any)
+	var render func(b *strings.Builder)
 	switch args[0] {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, createUsage)
@@ -78,7 +78,8 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gavel create %s: unexpected argument %q\n", args[0], fs.Arg(0))
 		return exitUsage
 	}
-	text, data := render()
+	var text strings.Builder
+	render(&text)
 	w := stdout
 	if output != "" {
 		f, err := os.Create(output)
@@ -89,8 +90,7 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		w = f
 	}
-	tmpl := template.Must(template.New(args[0]).Parse(text))
-	if err := tmpl.Execute(w, data); err != nil {
+	if _, err := io.WriteString(w, text.String()); err != nil {
 		fmt.Fprintf(stderr, "gavel create %s: %v\n", args[0], err)
 		return exitUsage
 	}
@@ -106,7 +106,21 @@ func keyValue(s string) (k, v string, ok bool) {
 	return parts[0], parts[1], true
 }
 
-// kv is one value of a template, in a fixed order.
+// writeList writes each item after prefix.
+func writeList(b *strings.Builder, prefix string, items []string) {
+	for _, it := range items {
+		b.WriteString(prefix + it)
+	}
+}
+
+// writeValues writes each item as KEY: VALUE after prefix.
+func writeValues(b *strings.Builder, prefix string, items []kv) {
+	for _, it := range items {
+		b.WriteString(prefix + it.Key + ": " + it.Value)
+	}
+}
+
+// kv is one NAME=VALUE item of a file, in a fixed order.
 type kv struct{ Key, Value string }
 
 // sortedValues returns the NAME=VALUE items of a list, sorted by name (as
@@ -126,39 +140,7 @@ func sortedValues(items []string) []kv {
 	return out
 }
 
-const createTestTemplate = `apiVersion: cli.kyverno.io/v1alpha1
-kind: Test
-metadata:
-  name: {{ .Name }}
-policies:
-{{- range .Policies }}
-  - {{ . }}
-{{- end }}
-resources:
-{{- range .Resources }}
-  - {{ . }}
-{{- end }}
-{{- with .Values }}
-variables: {{ . }}
-{{- end }}
-results:
-{{- range .Results }}
-  - policy: {{ .Policy }}
-    rule: {{ .Rule }}
-    resources:
-      - {{ .Resource }}
-{{- with .Namespace }}
-    namespace: {{ . }}
-{{- end }}
-    kind: {{ .Kind }}
-{{- with .PatchedResource }}
-    patchedResources: {{ . }}
-{{- end }}
-    result: {{ .Result }}
-{{- end }}
-`
-
-func createTestFlags() (*flag.FlagSet, func() (string, any)) {
+func createTestFlags() (*flag.FlagSet, func(*strings.Builder)) {
 	fs := flag.NewFlagSet("create test", flag.ContinueOnError)
 	var name, values string
 	var policies, resources stringList
@@ -177,7 +159,7 @@ func createTestFlags() (*flag.FlagSet, func() (string, any)) {
 	type result struct {
 		Policy, Rule, Resource, Namespace, Kind, PatchedResource, Result string
 	}
-	return fs, func() (string, any) {
+	return fs, func(b *strings.Builder) {
 		var results []result
 		for _, set := range []struct {
 			items  multi
@@ -195,58 +177,30 @@ func createTestFlags() (*flag.FlagSet, func() (string, any)) {
 				results = append(results, r)
 			}
 		}
-		return createTestTemplate, map[string]any{"Name": name, "Policies": policies, "Resources": resources, "Values": values, "Results": results}
+		b.WriteString("apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\nmetadata:\n  name: " + name + "\npolicies:")
+		writeList(b, "\n  - ", policies)
+		b.WriteString("\nresources:")
+		writeList(b, "\n  - ", resources)
+		if values != "" {
+			b.WriteString("\nvariables: " + values)
+		}
+		b.WriteString("\nresults:")
+		for _, r := range results {
+			b.WriteString("\n  - policy: " + r.Policy + "\n    rule: " + r.Rule + "\n    resources:\n      - " + r.Resource)
+			if r.Namespace != "" {
+				b.WriteString("\n    namespace: " + r.Namespace)
+			}
+			b.WriteString("\n    kind: " + r.Kind)
+			if r.PatchedResource != "" {
+				b.WriteString("\n    patchedResources: " + r.PatchedResource)
+			}
+			b.WriteString("\n    result: " + r.Result)
+		}
+		b.WriteString("\n")
 	}
 }
 
-const createValuesTemplate = `apiVersion: cli.kyverno.io/v1alpha1
-kind: Values
-metadata:
-  name: values
-# list of policy values
-policies:
-{{- range .Policies }}
-  - name: {{ .Name }}
-{{- with .Rules }}
-    rules:
-{{- range . }}
-      - name: {{ .Name }}
-        values:
-{{- range .Values }}
-          {{ .Key }}: {{ .Value }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- with .Resources }}
-    resources:
-{{- range . }}
-      - name: {{ .Name }}
-        values:
-{{- range .Values }}
-          {{ .Key }}: {{ .Value }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-# list of global values
-globalValues:
-{{- range .GlobalValues }}
-  {{ .Key }}: {{ .Value }}
-{{- end }}
-
-# list of namespace selectors
-namespaceSelector:
-{{- range .NamespaceSelectors }}
-  - name: {{ .Name }}
-    labels:
-{{- range .Labels }}
-      {{ .Key }}: {{ .Value }}
-{{- end }}
-{{- end }}
-`
-
-func createValuesFlags() (*flag.FlagSet, func() (string, any)) {
+func createValuesFlags() (*flag.FlagSet, func(*strings.Builder)) {
 	fs := flag.NewFlagSet("create values", flag.ContinueOnError)
 	var global stringList
 	var nsSelectors, rules, resources multi
@@ -268,7 +222,7 @@ func createValuesFlags() (*flag.FlagSet, func() (string, any)) {
 		Name   string
 		Labels []kv
 	}
-	return fs, func() (string, any) {
+	return fs, func(b *strings.Builder) {
 		var policies []policy
 		var selectors []selector
 		for _, s := range nsSelectors {
@@ -287,38 +241,35 @@ func createValuesFlags() (*flag.FlagSet, func() (string, any)) {
 				policies = append(policies, policy{Name: p[0], Resources: []named{{p[1], sortedValues(p[2:])}}})
 			}
 		}
-		return createValuesTemplate, map[string]any{"Policies": policies, "GlobalValues": sortedValues(global), "NamespaceSelectors": selectors}
+		b.WriteString("apiVersion: cli.kyverno.io/v1alpha1\nkind: Values\nmetadata:\n  name: values\n# list of policy values\npolicies:")
+		for _, p := range policies {
+			b.WriteString("\n  - name: " + p.Name)
+			for _, part := range []struct {
+				key   string
+				items []named
+			}{{"rules", p.Rules}, {"resources", p.Resources}} {
+				if len(part.items) == 0 {
+					continue
+				}
+				b.WriteString("\n    " + part.key + ":")
+				for _, n := range part.items {
+					b.WriteString("\n      - name: " + n.Name + "\n        values:")
+					writeValues(b, "\n          ", n.Values)
+				}
+			}
+		}
+		b.WriteString("\n\n# list of global values\nglobalValues:")
+		writeValues(b, "\n  ", sortedValues(global))
+		b.WriteString("\n\n# list of namespace selectors\nnamespaceSelector:")
+		for _, sel := range selectors {
+			b.WriteString("\n  - name: " + sel.Name + "\n    labels:")
+			writeValues(b, "\n      ", sel.Labels)
+		}
+		b.WriteString("\n")
 	}
 }
 
-const createUserInfoTemplate = `apiVersion: cli.kyverno.io/v1alpha1
-kind: UserInfo
-metadata:
-  name: user-info
-# list of roles
-roles:
-{{- range .Roles }}
-  - {{ . }}
-{{- end }}
-
-# list of cluster roles
-clusterRoles:
-{{- range .ClusterRoles }}
-  - {{ . }}
-{{- end }}
-
-userInfo:
-  # user name
-  username: {{ .Username }}
-
-  # list of groups
-  groups:
-{{- range .Groups }}
-    - {{ . }}
-{{- end }}
-`
-
-func createUserInfoFlags() (*flag.FlagSet, func() (string, any)) {
+func createUserInfoFlags() (*flag.FlagSet, func(*strings.Builder)) {
 	fs := flag.NewFlagSet("create user-info", flag.ContinueOnError)
 	var username string
 	var roles, clusterRoles, groups stringList
@@ -330,62 +281,18 @@ func createUserInfoFlags() (*flag.FlagSet, func() (string, any)) {
 	fs.Var(&clusterRoles, "c", "same as --cluster-role")
 	fs.Var(&groups, "group", "groups (repeatable, comma-separated)")
 	fs.Var(&groups, "g", "same as --group")
-	return fs, func() (string, any) {
-		return createUserInfoTemplate, map[string]any{"Username": username, "Roles": roles, "ClusterRoles": clusterRoles, "Groups": groups}
+	return fs, func(b *strings.Builder) {
+		b.WriteString("apiVersion: cli.kyverno.io/v1alpha1\nkind: UserInfo\nmetadata:\n  name: user-info\n# list of roles\nroles:")
+		writeList(b, "\n  - ", roles)
+		b.WriteString("\n\n# list of cluster roles\nclusterRoles:")
+		writeList(b, "\n  - ", clusterRoles)
+		b.WriteString("\n\nuserInfo:\n  # user name\n  username: " + username + "\n\n  # list of groups\n  groups:")
+		writeList(b, "\n    - ", groups)
+		b.WriteString("\n")
 	}
 }
 
-const createExceptionTemplate = `apiVersion: kyverno.io/v2beta1
-kind: PolicyException
-metadata:
-  name: {{ .Name }}
-  namespace: {{ or .Namespace "default" }}
-spec:
-  background: {{ .Background }}
-  match:
-{{- range $block, $filters := .Match }}
-    {{ $block }}:
-{{- range $filters }}
-      - resources:
-{{- with .Kinds }}
-          kinds:
-{{- range . }}
-            - {{ . }}
-{{- end }}
-{{- end }}
-{{- with .Names }}
-          names:
-{{- range . }}
-            - {{ . }}
-{{- end }}
-{{- end }}
-{{- with .Namespaces }}
-          namespaces:
-{{- range . }}
-            - {{ . }}
-{{- end }}
-{{- end }}
-{{- with .Operations }}
-          operations:
-{{- range . }}
-            - {{ . }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- with .Exceptions }}
-  exceptions:
-{{- range . }}
-    - policyName: {{ .PolicyName }}
-      ruleNames:
-{{- range .RuleNames }}
-        - {{ . }}
-{{- end }}
-{{- end }}
-{{- end }}
-`
-
-func createExceptionFlags() (*flag.FlagSet, func() (string, any)) {
+func createExceptionFlags() (*flag.FlagSet, func(*strings.Builder)) {
 	fs := flag.NewFlagSet("create exception", flag.ContinueOnError)
 	var name, namespace string
 	var background bool
@@ -432,20 +339,46 @@ func createExceptionFlags() (*flag.FlagSet, func() (string, any)) {
 		}
 		return out
 	}
-	return fs, func() (string, any) {
+	return fs, func(b *strings.Builder) {
 		var excs []exception
 		for _, r := range rules {
 			if p := strings.Split(r, ","); len(p) >= 2 {
 				excs = append(excs, exception{p[0], p[1:]})
 			}
 		}
-		match := map[string][]filter{}
-		if f := parse(anyOf); len(f) > 0 {
-			match["any"] = f
+		if namespace == "" {
+			namespace = "default"
 		}
-		if f := parse(allOf); len(f) > 0 {
-			match["all"] = f
+		b.WriteString("apiVersion: kyverno.io/v2beta1\nkind: PolicyException\nmetadata:\n  name: " + name + "\n  namespace: " + namespace)
+		b.WriteString("\nspec:\n  background: " + strconv.FormatBool(background) + "\n  match:")
+		for _, block := range []struct {
+			key     string
+			filters []filter
+		}{{"all", parse(allOf)}, {"any", parse(anyOf)}} { // sorted, as upstream's map
+			if len(block.filters) == 0 {
+				continue
+			}
+			b.WriteString("\n    " + block.key + ":")
+			for _, f := range block.filters {
+				b.WriteString("\n      - resources:")
+				for _, l := range []struct {
+					key    string
+					values []string
+				}{{"kinds", f.Kinds}, {"names", f.Names}, {"namespaces", f.Namespaces}, {"operations", f.Operations}} {
+					if len(l.values) > 0 {
+						b.WriteString("\n          " + l.key + ":")
+						writeList(b, "\n            - ", l.values)
+					}
+				}
+			}
 		}
-		return createExceptionTemplate, map[string]any{"Name": name, "Namespace": namespace, "Background": background, "Match": match, "Exceptions": excs}
+		if len(excs) > 0 {
+			b.WriteString("\n  exceptions:")
+			for _, e := range excs {
+				b.WriteString("\n    - policyName: " + e.PolicyName + "\n      ruleNames:")
+				writeList(b, "\n        - ", e.RuleNames)
+			}
+		}
+		b.WriteString("\n")
 	}
 }
