@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/conditions"
+	"github.com/gavelpolicy/gavel/internal/conditions"
 )
 
 // cond is one compiled condition.

@@ -4,8 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/jmespath"
-	"github.com/gavelpolicy/gavel/podsecurity"
 )
 
 // Engine evaluates compiled policies. It is immutable after New and safe

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/gavelpolicy/gavel/internal/variables"
 	"github.com/gavelpolicy/gavel/jmespath"
-	"github.com/gavelpolicy/gavel/variables"
 )
 
 // Lookup implements variables.LookupEvaluator. A nil result of a plain

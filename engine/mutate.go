@@ -11,8 +11,8 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/mutate"
-	"github.com/gavelpolicy/gavel/variables"
+	"github.com/gavelpolicy/gavel/internal/mutate"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
 // patchSpec is a strategic merge patch or a JSON patch, compiled once when

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/jmespath"
-	"github.com/gavelpolicy/gavel/mutate"
 )
 
 // GroupVersionKind names a kind.

@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/images"
+	"github.com/gavelpolicy/gavel/internal/images"
+	"github.com/gavelpolicy/gavel/internal/mutate"
+	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/jmespath"
 	"github.com/gavelpolicy/gavel/match"
-	"github.com/gavelpolicy/gavel/mutate"
-	"github.com/gavelpolicy/gavel/podsecurity"
 )
 
 // reqState is the per-request state shared by every rule of one call.

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gavelpolicy/gavel/patterns"
-	"github.com/gavelpolicy/gavel/variables"
+	"github.com/gavelpolicy/gavel/internal/patterns"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
 // template is a compiled string that may hold {{ }} expressions.

@@ -1,7 +1,7 @@
 package jmespath
 
 import (
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/patterns"
 
 	"crypto/md5"
 	"crypto/sha1"

@@ -3,7 +3,7 @@ package match
 import (
 	"strings"
 
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 // Wildcard reports whether s matches pattern, where '*' stands for any

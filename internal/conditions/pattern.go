@@ -3,7 +3,7 @@ package conditions
 import (
 	"strings"
 
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 // The set operators accept a numeric range as their value ("1-10", "-5-5",

@@ -3,7 +3,7 @@ package mutate
 import (
 	"testing"
 
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 func TestMatchLeaf(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 // conformance corpus is checked out beside the repository, the whole corpus
 // is run too.
 
-const sharedCorpus = "../../shared/conformance/kyverno-policies"
+const sharedCorpus = "../../../shared/conformance/kyverno-policies"
 
 func TestRealWorld(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/realworld/*/.kyverno-test")

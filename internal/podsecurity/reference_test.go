@@ -251,10 +251,10 @@ var referenceExtra = []string{
 func referenceObjects(t *testing.T) []map[string]any {
 	t.Helper()
 	var objs []map[string]any
-	if _, err := os.Stat("../../shared/bench/pods-1000.yaml"); err == nil {
-		objs = append(objs, mustReadObjects(t, "../../shared/bench/pods-1000.yaml")...)
+	if _, err := os.Stat("../../../shared/bench/pods-1000.yaml"); err == nil {
+		objs = append(objs, mustReadObjects(t, "../../../shared/bench/pods-1000.yaml")...)
 	}
-	for _, root := range []string{"../../shared/conformance", "testdata/conformance"} {
+	for _, root := range []string{"../../../shared/conformance", "testdata/conformance"} {
 		err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() || !strings.HasSuffix(path, ".yaml") {
 				return err

@@ -30,7 +30,7 @@ import (
 // testdata/realworld holds a copy of some of those tests; when the shared
 // conformance corpus is checked out beside the repository, it is run too.
 
-const sharedCorpus = "../../shared/conformance/kyverno-policies"
+const sharedCorpus = "../../../shared/conformance/kyverno-policies"
 
 // override builds the concrete patches of a rule for one resource, in the
 // order the engine applies them (foreach loops over strategic merge patches

@@ -3,7 +3,7 @@ package conditions
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/gavelpolicy/gavel/quantity"
+	"github.com/gavelpolicy/gavel/internal/quantity"
 )
 
 // parseQuantity is quantity.Parse: bounded, so resource data cannot make a

@@ -1,6 +1,6 @@
 package mutate
 
-import "github.com/gavelpolicy/gavel/patterns"
+import "github.com/gavelpolicy/gavel/internal/patterns"
 
 // anchorKind is the modifier of an anchored map key.
 type anchorKind byte

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 // TestHugeQuantitiesAreBounded: a resource value with a huge decimal

@@ -1,6 +1,6 @@
 package mutate
 
-import "github.com/gavelpolicy/gavel/patterns"
+import "github.com/gavelpolicy/gavel/internal/patterns"
 
 // matchCondition reports whether resource matches the pattern of an anchor
 // condition; nil means match. The semantics are those of validate

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/podsecurity"
+	"github.com/gavelpolicy/gavel/internal/podsecurity"
 )
 
 func ExampleCheck_Evaluate() {

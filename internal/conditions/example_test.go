@@ -3,7 +3,7 @@ package conditions_test
 import (
 	"fmt"
 
-	"github.com/gavelpolicy/gavel/conditions"
+	"github.com/gavelpolicy/gavel/internal/conditions"
 )
 
 // Parse the operator once, when the policy is compiled, then evaluate it for

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/gavelpolicy/gavel/images"
+	"github.com/gavelpolicy/gavel/internal/images"
 )
 
 func Example() {

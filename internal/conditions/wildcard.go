@@ -1,6 +1,6 @@
 package conditions
 
-import "github.com/gavelpolicy/gavel/patterns"
+import "github.com/gavelpolicy/gavel/internal/patterns"
 
 // wildcardMatch is Kyverno's wildcard match ('*' any run of characters,
 // '?' exactly one), shared with validate patterns.

@@ -3,7 +3,7 @@ package mutate_test
 import (
 	"fmt"
 
-	"github.com/gavelpolicy/gavel/mutate"
+	"github.com/gavelpolicy/gavel/internal/mutate"
 	"sigs.k8s.io/yaml"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 func decode(s string) any {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gavelpolicy/gavel/variables"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
 // lookup is a toy Evaluator: it resolves dotted paths in a fixed context.

@@ -1,7 +1,7 @@
 package patterns
 
 import (
-	"github.com/gavelpolicy/gavel/quantity"
+	"github.com/gavelpolicy/gavel/internal/quantity"
 
 	"encoding/json"
 	"fmt"
