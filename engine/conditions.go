@@ -114,7 +114,7 @@ func (e *Engine) conditionsKey(raw any, cs *condSet) string {
 					if v.Nested {
 						return ""
 					}
-					q, err := e.jp.Query(v.Expression)
+					q, err := e.jp.Compile(v.Expression)
 					if err != nil || !q.Pure() {
 						return ""
 					}

@@ -536,7 +536,7 @@ func (s *scope) queryCompiled(expr string, q *jmespath.Query) (any, error) {
 	}
 	if q == nil {
 		var err error
-		if q, err = s.rs.e.jp.Query(expr); err != nil {
+		if q, err = s.rs.e.jp.Compile(expr); err != nil {
 			return nil, err
 		}
 	}

@@ -62,8 +62,8 @@ func WithRandom(r io.Reader) Option {
 	}
 }
 
-// WithCacheSize bounds the number of compiled expressions Interpreter.Search
-// keeps. Zero disables the cache. The default is 512.
+// WithCacheSize bounds the number of compiled expressions Compile and Search
+// keep. Zero disables the cache. The default is 512.
 func WithCacheSize(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
@@ -129,6 +129,7 @@ type Interpreter struct {
 	cfg     config
 	caller  interpreter.FunctionCaller
 	infos   []FunctionInfo
+	sigs    map[string]signature // checked by Compile
 	queries *boundedCache[*Query]
 	regexes *boundedCache[regexResult]
 	randMu  sync.Mutex
@@ -189,8 +190,26 @@ type Query struct {
 	fast evalFn
 }
 
-// Compile parses expr once. The error, a *CompileError, names the expression.
-func (i *Interpreter) Compile(expr string) (q *Query, err error) {
+// Compile returns the compiled query for expr, from the interpreter's
+// bounded cache of compiled expressions when it is there (a Query is
+// immutable: sharing one is safe). The error, a *CompileError, names the
+// expression: a syntax error, or a call that fails on every evaluation (an
+// unknown function, a wrong number of arguments, a literal argument of a
+// type the function does not take).
+func (i *Interpreter) Compile(expr string) (*Query, error) {
+	if q, ok := i.queries.get(expr); ok {
+		return q, nil
+	}
+	q, err := i.compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	i.queries.put(expr, q)
+	return q, nil
+}
+
+// compile parses and checks expr.
+func (i *Interpreter) compile(expr string) (q *Query, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			q, err = nil, &CompileError{Expression: expr, Offset: -1, Err: fmt.Errorf("parser fault: %v", r)}
@@ -204,6 +223,9 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 			offset = se.Offset
 		}
 		return nil, &CompileError{Expression: expr, Offset: offset, Err: perr}
+	}
+	if err := i.checkCalls(node); err != nil {
+		return nil, &CompileError{Expression: expr, Offset: -1, Err: err}
 	}
 	q = &Query{expr: expr, node: node, intr: i, pure: pureNode(node), builds: buildsValues(node)}
 	if steps, ok := plainPath(node); ok {
@@ -304,43 +326,13 @@ func Normalize(data any) (any, error) {
 	return out, nil
 }
 
-// Search compiles expr (reusing a bounded cache of compiled queries) and
-// evaluates it against data.
+// Search compiles expr (see Compile) and evaluates it against data.
 func (i *Interpreter) Search(expr string, data any) (any, error) {
-	q, err := i.cached(expr)
-	if err != nil {
-		return nil, err
-	}
-	return q.Search(data)
-}
-
-// SearchNormalized is Search for data already in normalized form (see
-// Normalize): numbers only as float64, no typed slices or maps. It skips
-// the conversion walk, which dominates the cost of small queries on large
-// documents.
-func (i *Interpreter) SearchNormalized(expr string, data any) (any, error) {
-	q, err := i.cached(expr)
-	if err != nil {
-		return nil, err
-	}
-	return q.SearchNormalized(data)
-}
-
-// Query returns the compiled query for expr, from the interpreter's cache
-// of compiled expressions when possible (Compile always parses).
-func (i *Interpreter) Query(expr string) (*Query, error) { return i.cached(expr) }
-
-// cached returns the compiled query for expr, from the cache when possible.
-func (i *Interpreter) cached(expr string) (*Query, error) {
-	if q, ok := i.queries.get(expr); ok {
-		return q, nil
-	}
 	q, err := i.Compile(expr)
 	if err != nil {
 		return nil, err
 	}
-	i.queries.put(expr, q)
-	return q, nil
+	return q.Search(data)
 }
 
 // regexp returns the compiled pattern, from the cache when possible.
