@@ -3,6 +3,8 @@ package conditions
 import (
 	"strconv"
 	"time"
+
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // equals implements Equals on normalized operands.
@@ -45,7 +47,7 @@ func equalString(key string, value any) bool {
 		}
 	}
 	if v, ok := value.(string); ok {
-		return wildcardMatch(v, key)
+		return wildcard.Match(v, key)
 	}
 	return false
 }
@@ -86,14 +88,14 @@ func notEqualString(key string, value any) bool {
 	if kq, ok := parseQuantity(key); ok {
 		if v, ok := value.(string); ok {
 			if v == "" {
-				return !wildcardMatch(v, key)
+				return !wildcard.Match(v, key)
 			}
 			vq, ok := parseQuantity(v)
 			return ok && kq.Cmp(vq) != 0
 		}
 	}
 	if v, ok := value.(string); ok {
-		return !wildcardMatch(v, key)
+		return !wildcard.Match(v, key)
 	}
 	return true
 }

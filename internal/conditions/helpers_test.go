@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 func TestWildcardMatch(t *testing.T) {
@@ -37,8 +39,8 @@ func TestWildcardMatch(t *testing.T) {
 		{"x\xff*", "x\xfey", true},
 	}
 	for _, tc := range tests {
-		if got := wildcardMatch(tc.pattern, tc.s); got != tc.want {
-			t.Errorf("wildcardMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		if got := wildcard.Match(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("wildcard.Match(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // legacyIn implements the deprecated In and NotIn operators.
@@ -52,7 +54,7 @@ func legacyKeyExists(key string, value any) (invalid, found bool) {
 		}
 		return false, false
 	case string:
-		if wildcardMatch(v, key) {
+		if wildcard.Match(v, key) {
 			return false, true
 		}
 		var list []string
@@ -180,7 +182,7 @@ func keyExists(key string, value any) (invalid, found bool) {
 		}
 		return false, false
 	case string:
-		if wildcardMatch(v, key) {
+		if wildcard.Match(v, key) {
 			return false, true
 		}
 		if classify(v) == opInRange {
@@ -299,5 +301,5 @@ func matchAny(key string, set []string) bool {
 
 // matchEither matches two texts with wildcards allowed on either side.
 func matchEither(a, b string) bool {
-	return wildcardMatch(b, a) || wildcardMatch(a, b)
+	return wildcard.Match(b, a) || wildcard.Match(a, b)
 }

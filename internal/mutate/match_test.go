@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/internal/patterns"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 func TestMatchLeaf(t *testing.T) {
@@ -123,7 +124,7 @@ func TestWildcardMatch(t *testing.T) {
 		{"a**", "a", true},
 	}
 	for _, tt := range tests {
-		if got := patterns.WildcardMatch(tt.p, tt.s); got != tt.want {
+		if got := wildcard.Match(tt.p, tt.s); got != tt.want {
 			t.Errorf("wildcardMatch(%q, %q) = %v", tt.p, tt.s, got)
 		}
 	}

@@ -81,16 +81,6 @@ func ExampleMatchValue() {
 	// true
 }
 
-func ExampleWildcardMatch() {
-	fmt.Println(patterns.WildcardMatch("*.example.com", "api.example.com"))
-	fmt.Println(patterns.WildcardMatch("?*", ""))
-	fmt.Println(patterns.WildcardMatch("v?.*", "v1.2"))
-	// Output:
-	// true
-	// false
-	// true
-}
-
 func ExampleParseAnchor() {
 	for _, key := range []string{"=(hostPath)", "X(hostNetwork)", "<(image)", "name"} {
 		a, ok := patterns.ParseAnchor(key)

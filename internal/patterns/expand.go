@@ -3,6 +3,8 @@ package patterns
 import (
 	"slices"
 	"sort"
+
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // metaInfo describes wildcard keys in metadata.labels or metadata.annotations
@@ -47,7 +49,7 @@ func buildMetaInfo(n *node) *metaInfo {
 			if e.value.kind != leafNode || e.value.leaf.k != vString {
 				allStrings = false
 			}
-			wild = wild || ContainsWildcard(e.raw)
+			wild = wild || wildcard.Has(e.raw)
 			sorted = append(sorted, rawEntry{raw: e.raw, value: e.value})
 		}
 		if !wild || !allStrings {
@@ -156,7 +158,7 @@ func (m *matcher) expandKeys(sorted []rawEntry, keys []string) *node {
 	out := make([]rawEntry, 0, len(sorted))
 	for _, r := range sorted {
 		raw := r.raw
-		if ContainsWildcard(raw) {
+		if wildcard.Has(raw) {
 			if a, ok := ParseAnchor(raw); ok {
 				a.Key = firstMatch(a.Key, keys)
 				raw = a.String()
@@ -181,7 +183,7 @@ func (m *matcher) expandKeys(sorted []rawEntry, keys []string) *node {
 // firstMatch returns the first key that pattern matches, or pattern.
 func firstMatch(pattern string, keys []string) string {
 	for _, k := range keys {
-		if wildcardMatch(pattern, k) {
+		if wildcard.Match(pattern, k) {
 			return k
 		}
 	}

@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"github.com/gavelpolicy/gavel/internal/quantity"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 
 	"encoding/json"
 	"fmt"
@@ -204,7 +205,7 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 type term struct {
 	op      op
 	operand string
-	wild    wild
+	wild    wildcard.Pattern
 	dur     time.Duration
 	durOK   bool
 	qty     resource.Quantity
@@ -226,7 +227,7 @@ func parseTerm(s string) *term {
 		return &term{op: o, lo: parseTerm("< " + left), hi: parseTerm("> " + right)}
 	}
 	t := &term{op: o, operand: strings.TrimSpace(s[n:])}
-	t.wild = compileWild(t.operand)
+	t.wild = wildcard.Compile(t.operand)
 	if mayBeDuration(t.operand) {
 		if d, err := time.ParseDuration(t.operand); err == nil {
 			t.dur, t.durOK = d, true
@@ -264,13 +265,13 @@ func (t *term) match(v *val) bool {
 	var matched bool
 	switch v.k {
 	case vString:
-		matched = matchWildString(&t.wild, v.s)
+		matched = t.wild.Match(v.s)
 	case vFloat:
-		matched = matchWild(&t.wild, strconv.AppendFloat(buf[:0], v.f, 'E', -1, 64))
+		matched = t.wild.MatchBytes(strconv.AppendFloat(buf[:0], v.f, 'E', -1, 64))
 	case vInt:
-		matched = matchWild(&t.wild, strconv.AppendInt(buf[:0], v.i, 10))
+		matched = t.wild.MatchBytes(strconv.AppendInt(buf[:0], v.i, 10))
 	case vBool:
-		matched = matchWild(&t.wild, strconv.FormatBool(v.b))
+		matched = t.wild.Match(strconv.FormatBool(v.b))
 	default:
 		return false
 	}
@@ -421,7 +422,7 @@ func (sp *stringPattern) matchString(s string) bool {
 	for _, alt := range sp.alts {
 		ok := true
 		for _, t := range alt {
-			if matchWildString(&t.wild, s) == (t.op == opNotEqual) {
+			if t.wild.Match(s) == (t.op == opNotEqual) {
 				ok = false
 				break
 			}

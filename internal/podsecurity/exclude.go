@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,9 +13,9 @@ import (
 // exclusion is a compiled podSecurity exemption.
 type exclusion struct {
 	ids             []string
-	images          []glob // none: pod-level exemption
+	images          []wildcard.Pattern // none: pod-level exemption
 	restrictedField string
-	values          []glob
+	values          []wildcard.Pattern
 	// probeKey names the pod the exemption evaluates (see Decoded.probe):
 	// "" for the pod-level one, else the image patterns
 	probeKey string
@@ -85,9 +86,9 @@ func compileExclusions(in []api.PodSecurityStandard, path *field.Path) ([]exclus
 		x := exclusion{
 			ids:             ctl.ids,
 			control:         -1,
-			images:          compileGlobs(ex.Images),
+			images:          wildcard.CompileAll(ex.Images),
 			restrictedField: ex.RestrictedField,
-			values:          compileGlobs(ex.Values),
+			values:          wildcard.CompileAll(ex.Values),
 		}
 		if i, ok := controlIndex[ex.ControlName]; ok {
 			x.control = i
@@ -308,12 +309,12 @@ func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded, owned bool, sc
 
 // valuesAllowed reports whether every value of a field error matches one of
 // the exemption's values (always true without values).
-func valuesAllowed(values []glob, bad any) bool {
+func valuesAllowed(values []wildcard.Pattern, bad any) bool {
 	if len(values) == 0 {
 		return true
 	}
 	for _, v := range badValues(bad) {
-		if !matchAny(values, v) {
+		if !wildcard.MatchAny(values, v) {
 			return false
 		}
 	}
@@ -348,7 +349,7 @@ var noContainersSpec = &corev1.PodSpec{}
 // matchingContainersSpecInto writes into p the spec of the pod upstream
 // evaluates for an exemption with images: only the containers whose image
 // matches, without any pod-level field.
-func matchingContainersSpecInto(p, spec *corev1.PodSpec, images []glob) {
+func matchingContainersSpecInto(p, spec *corev1.PodSpec, images []wildcard.Pattern) {
 	*p = corev1.PodSpec{}
 	p.Containers = matchingContainers(spec.Containers, images, func(c *corev1.Container) string { return c.Image })
 	p.InitContainers = matchingContainers(spec.InitContainers, images, func(c *corev1.Container) string { return c.Image })
@@ -358,10 +359,10 @@ func matchingContainersSpecInto(p, spec *corev1.PodSpec, images []glob) {
 // matchingContainers returns the containers of list whose image matches
 // one of the patterns (nil for none). When all match it returns list
 // itself: checks only read pods, and containers are large to copy.
-func matchingContainers[C any](list []C, images []glob, image func(*C) string) []C {
+func matchingContainers[C any](list []C, images []wildcard.Pattern, image func(*C) string) []C {
 	n := 0
 	for i := range list {
-		if matchAny(images, image(&list[i])) {
+		if wildcard.MatchAny(images, image(&list[i])) {
 			n++
 		}
 	}
@@ -373,7 +374,7 @@ func matchingContainers[C any](list []C, images []glob, image func(*C) string) [
 	}
 	out := make([]C, 0, n)
 	for i := range list {
-		if matchAny(images, image(&list[i])) {
+		if wildcard.MatchAny(images, image(&list[i])) {
 			out = append(out, list[i])
 		}
 	}
@@ -382,16 +383,16 @@ func matchingContainers[C any](list []C, images []glob, image func(*C) string) [
 
 // anyContainerMatches reports whether the image of a container of the pod
 // matches one of the patterns.
-func anyContainerMatches(pod *decodedPod, images []glob) bool {
+func anyContainerMatches(pod *decodedPod, images []wildcard.Pattern) bool {
 	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
-			if matchAny(images, list[i].Image) {
+			if wildcard.MatchAny(images, list[i].Image) {
 				return true
 			}
 		}
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		if matchAny(images, pod.Spec.EphemeralContainers[i].Image) {
+		if wildcard.MatchAny(images, pod.Spec.EphemeralContainers[i].Image) {
 			return true
 		}
 	}

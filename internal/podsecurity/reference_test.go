@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -100,17 +101,17 @@ func refExempt(c *Check, x *exclusion, fails []failure, pod *decodedPod) []failu
 	if len(x.images) > 0 {
 		probe = &decodedPod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 		for _, ct := range pod.Spec.Containers {
-			if matchAny(x.images, ct.Image) {
+			if wildcard.MatchAny(x.images, ct.Image) {
 				probe.Spec.Containers = append(probe.Spec.Containers, ct)
 			}
 		}
 		for _, ct := range pod.Spec.InitContainers {
-			if matchAny(x.images, ct.Image) {
+			if wildcard.MatchAny(x.images, ct.Image) {
 				probe.Spec.InitContainers = append(probe.Spec.InitContainers, ct)
 			}
 		}
 		for _, ct := range pod.Spec.EphemeralContainers {
-			if matchAny(x.images, ct.Image) {
+			if wildcard.MatchAny(x.images, ct.Image) {
 				probe.Spec.EphemeralContainers = append(probe.Spec.EphemeralContainers, ct)
 			}
 		}

@@ -1,26 +1,24 @@
-package patterns
+// Package wildcard is the one wildcard matcher of gavel: Kyverno's dialect
+// ('*' any run of characters, '?' exactly one, no escaping) used by
+// validate patterns, condition operators, match/exclude blocks, exception
+// names, Pod Security exclusions and the wildcard JMESPath function.
+package wildcard
 
 import (
 	"strings"
 	"unicode/utf8"
 )
 
-// WildcardMatch reports whether s matches the Kyverno wildcard pattern:
-// '*' matches any run of characters (including none) and '?' matches exactly
-// one character. Characters are Unicode code points; every other character
-// matches itself. An empty pattern matches only the empty string.
-func WildcardMatch(pattern, s string) bool {
-	return wildcardMatch(pattern, s)
-}
+// Has reports whether s holds a '*' or a '?'.
+func Has(s string) bool { return strings.ContainsAny(s, "*?") }
 
-// ContainsWildcard reports whether s holds a '*' or a '?'.
-func ContainsWildcard(s string) bool {
-	return strings.ContainsAny(s, "*?")
-}
-
-// wildcardMatch is the glob matcher behind WildcardMatch, generic so that a
-// number formatted into a stack buffer can be matched without a copy.
-func wildcardMatch[S string | []byte](pattern string, s S) bool {
+// Match reports whether s matches the wildcard pattern: '*' matches any
+// run of characters (including none) and '?' exactly one. Characters are
+// code points (an invalid byte is one U+FFFD, as in a []rune conversion);
+// every other character matches itself, with no escaping. An empty pattern
+// matches only the empty string. It is generic so that a number formatted
+// into a stack buffer is matched without a copy, and does not allocate.
+func Match[S string | []byte](pattern string, s S) bool {
 	if pattern == "" {
 		return len(s) == 0
 	}
@@ -101,12 +99,13 @@ func runeAt[S string | []byte](s S, i int) (rune, int) {
 	return utf8.DecodeRune(buf[:n])
 }
 
-// wild is a wildcard pattern compiled for the shapes policies use most:
+// Pattern is a wildcard pattern compiled for the shapes policies use most:
 // a literal, "*", "?*", and a literal with a leading or trailing star (or
-// both). Everything else goes through wildcardMatch. The byte comparisons of
-// the fast shapes agree with the code point semantics because the literal is
-// valid UTF-8 without U+FFFD (decoding realigns on its first byte).
-type wild struct {
+// both: image patterns such as "nginx*" mostly are), compared as bytes.
+// Everything else goes through Match. The byte comparisons of the fast
+// shapes agree with the code point semantics because the literal is valid
+// UTF-8 without U+FFFD (decoding realigns on its first byte).
+type Pattern struct {
 	kind wildKind
 	lit  string // the literal part
 	pat  string // the whole pattern
@@ -124,8 +123,9 @@ const (
 	wildContains
 )
 
-func compileWild(p string) wild {
-	w := wild{kind: wildGeneral, pat: p}
+// Compile compiles p.
+func Compile(p string) Pattern {
+	w := Pattern{kind: wildGeneral, pat: p}
 	switch {
 	case p == "*":
 		w.kind = wildAny
@@ -157,7 +157,18 @@ func compileWild(p string) wild {
 	return w
 }
 
-func matchWild[S string | []byte](w *wild, s S) bool {
+// Literal returns the text the pattern matches when it matches only that
+// text (no wildcard, valid UTF-8 without U+FFFD).
+func (w *Pattern) Literal() (string, bool) { return w.lit, w.kind == wildLiteral }
+
+// MatchBytes is Match of the compiled pattern against b. It is not inlined:
+// the generic matcher instantiated in the caller's package would make b
+// escape (a number formatted into a stack buffer would move to the heap).
+//
+//go:noinline
+func (w *Pattern) MatchBytes(b []byte) bool { return matchCompiled(w, b) }
+
+func matchCompiled[S string | []byte](w *Pattern, s S) bool {
 	switch w.kind {
 	case wildAny:
 		return true
@@ -177,12 +188,12 @@ func matchWild[S string | []byte](w *wild, s S) bool {
 		}
 		return false
 	}
-	return wildcardMatch(w.pat, s)
+	return Match(w.pat, s)
 }
 
-// matchWildString is matchWild for a string, with the string comparisons of
-// the standard library.
-func matchWildString(w *wild, s string) bool {
+// Match is Match of the compiled pattern against s, with the string
+// comparisons of the standard library.
+func (w *Pattern) Match(s string) bool {
 	switch w.kind {
 	case wildAny:
 		return true
@@ -197,5 +208,27 @@ func matchWildString(w *wild, s string) bool {
 	case wildContains:
 		return strings.Contains(s, w.lit)
 	}
-	return wildcardMatch(w.pat, s)
+	return Match(w.pat, s)
+}
+
+// CompileAll compiles each pattern of ps; nil when there are none.
+func CompileAll(ps []string) []Pattern {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]Pattern, len(ps))
+	for i, p := range ps {
+		out[i] = Compile(p)
+	}
+	return out
+}
+
+// MatchAny reports whether s matches at least one of ps.
+func MatchAny(ps []Pattern, s string) bool {
+	for i := range ps {
+		if ps[i].Match(s) {
+			return true
+		}
+	}
+	return false
 }
