@@ -1,11 +1,11 @@
 package conditions
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"strconv"
+
+	"github.com/gavelpolicy/gavel/internal/jsonnum"
 )
 
 // ValueError reports a key or value that is not a JSON-like tree, or that
@@ -82,46 +82,7 @@ func normalize(v any, path string) (any, error) {
 
 // number converts any Go number or json.Number to float64. ok is false when v
 // is not a number at all.
-func number(v any) (f float64, ok bool, err error) {
-	switch t := v.(type) {
-	case float64:
-		return t, true, nil
-	case float32:
-		return float64(t), true, nil
-	case int:
-		return float64(t), true, nil
-	case int8:
-		return float64(t), true, nil
-	case int16:
-		return float64(t), true, nil
-	case int32:
-		return float64(t), true, nil
-	case int64:
-		return float64(t), true, nil
-	case uint:
-		return float64(t), true, nil
-	case uint8:
-		return float64(t), true, nil
-	case uint16:
-		return float64(t), true, nil
-	case uint32:
-		return float64(t), true, nil
-	case uint64:
-		return float64(t), true, nil
-	case uintptr:
-		return float64(t), true, nil
-	case json.Number:
-		f, err := strconv.ParseFloat(string(t), 64)
-		if err != nil || math.IsInf(f, 0) {
-			if err == nil {
-				err = fmt.Errorf("%q is out of range", string(t))
-			}
-			return 0, true, err
-		}
-		return f, true, nil
-	}
-	return 0, false, nil
-}
+func number(v any) (f float64, ok bool, err error) { return jsonnum.Float(v) }
 
 // deepNormalize returns a copy of v in which every number is a float64 and
 // every []string or map[string]string is a []any or map[string]any. It is

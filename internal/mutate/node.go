@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gavelpolicy/gavel/internal/jsonnum"
 )
 
 // nodeKind mirrors the three YAML node kinds the merge walker cares about.
@@ -534,44 +536,21 @@ func fromReflect(v any, p path) (*node, error) {
 // numberText returns the canonical JSON text of a number (as
 // encoding/json writes it). ok is false when v is not a number.
 func numberText(v any) (text string, ok bool, err error) {
-	switch t := v.(type) {
-	case float64:
-		s, err := floatText(t)
-		return s, true, err
-	case float32:
-		s, err := floatText(float64(t))
-		return s, true, err
-	case int:
-		return strconv.FormatInt(int64(t), 10), true, nil
-	case int8:
-		return strconv.FormatInt(int64(t), 10), true, nil
-	case int16:
-		return strconv.FormatInt(int64(t), 10), true, nil
-	case int32:
-		return strconv.FormatInt(int64(t), 10), true, nil
-	case int64:
-		return strconv.FormatInt(t, 10), true, nil
-	case uint:
-		return strconv.FormatUint(uint64(t), 10), true, nil
-	case uint8:
-		return strconv.FormatUint(uint64(t), 10), true, nil
-	case uint16:
-		return strconv.FormatUint(uint64(t), 10), true, nil
-	case uint32:
-		return strconv.FormatUint(uint64(t), 10), true, nil
-	case uint64:
-		return strconv.FormatUint(t, 10), true, nil
-	case json.Number:
-		s := string(t)
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return strconv.FormatInt(i, 10), true, nil
+	i, f, k := jsonnum.Read(v)
+	switch k {
+	case jsonnum.Integer:
+		return strconv.FormatInt(i, 10), true, nil
+	case jsonnum.Real:
+		switch u := v.(type) {
+		case uint64: // above math.MaxInt64, written exactly as encoding/json does
+			return strconv.FormatUint(u, 10), true, nil
+		case uint:
+			return strconv.FormatUint(uint64(u), 10), true, nil
 		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return "", true, fmt.Errorf("%w: invalid number %q", ErrUnsupportedValue, s)
-		}
-		s2, err := floatText(f)
-		return s2, true, err
+		s, err := floatText(f)
+		return s, true, err
+	case jsonnum.Invalid:
+		return "", true, fmt.Errorf("%w: invalid number %q", ErrUnsupportedValue, string(v.(json.Number)))
 	}
 	return "", false, nil
 }
@@ -688,33 +667,7 @@ func jsonAny(n *node) any {
 // normalizeNumber turns any Go number into float64, as encoding/json decodes
 // it; other values are returned unchanged.
 func normalizeNumber(v any) any {
-	switch t := v.(type) {
-	case float64:
-		return t
-	case float32:
-		return float64(t)
-	case int:
-		return float64(t)
-	case int8:
-		return float64(t)
-	case int16:
-		return float64(t)
-	case int32:
-		return float64(t)
-	case int64:
-		return float64(t)
-	case uint:
-		return float64(t)
-	case uint8:
-		return float64(t)
-	case uint16:
-		return float64(t)
-	case uint32:
-		return float64(t)
-	case uint64:
-		return float64(t)
-	case json.Number:
-		f, _ := t.Float64()
+	if f, ok, _ := jsonnum.Float(v); ok {
 		return f
 	}
 	return v

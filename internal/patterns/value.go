@@ -1,6 +1,7 @@
 package patterns
 
 import (
+	"github.com/gavelpolicy/gavel/internal/jsonnum"
 	"github.com/gavelpolicy/gavel/internal/quantity"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 
@@ -73,45 +74,11 @@ func toVal(x any) val {
 		return val{k: vMap}
 	case []any:
 		return val{k: vArray}
-	case json.Number:
-		return numberVal(t)
-	case float32:
-		return val{k: vFloat, f: float64(t)}
-	case int8:
-		return val{k: vInt, i: int64(t)}
-	case int16:
-		return val{k: vInt, i: int64(t)}
-	case int32:
-		return val{k: vInt, i: int64(t)}
-	case uint:
-		return uintVal(uint64(t))
-	case uint8:
-		return val{k: vInt, i: int64(t)}
-	case uint16:
-		return val{k: vInt, i: int64(t)}
-	case uint32:
-		return val{k: vInt, i: int64(t)}
-	case uint64:
-		return uintVal(t)
 	}
-	return val{k: vOther}
-}
-
-func uintVal(u uint64) val {
-	if u > math.MaxInt64 {
-		return val{k: vFloat, f: float64(u)}
-	}
-	return val{k: vInt, i: int64(u)}
-}
-
-func numberVal(n json.Number) val {
-	s := string(n)
-	if !strings.ContainsAny(s, ".eE") {
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return val{k: vInt, i: i}
-		}
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
+	switch i, f, k := jsonnum.Read(x); k {
+	case jsonnum.Integer:
+		return val{k: vInt, i: i}
+	case jsonnum.Real:
 		return val{k: vFloat, f: f}
 	}
 	return val{k: vOther}

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gavelpolicy/gavel/internal/jsonnum"
 )
 
 // ErrUnsupportedKind is wrapped by the error Evaluate returns for a resource
@@ -227,7 +229,8 @@ func typeName(v any) string {
 		return "string"
 	case bool:
 		return "boolean"
-	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+	}
+	if jsonnum.Is(v) {
 		return "number"
 	}
 	return fmt.Sprintf("%T", v)

@@ -1,9 +1,9 @@
 package variables
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/jsonnum"
 	"github.com/gavelpolicy/gavel/internal/patterns"
 	"maps"
 	"path"
@@ -170,7 +170,7 @@ func (r *refResolver) resolve(ref, p string) (any, error) {
 	switch t := val.(type) {
 	case string:
 		return op + t, nil
-	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+	default:
 		if f, ok := toFloat(t); ok {
 			return op + strconv.FormatFloat(f, 'f', 6, 64), nil
 		}
@@ -199,36 +199,8 @@ func referenceOperator(s string) string {
 }
 
 func toFloat(v any) (float64, bool) {
-	switch t := v.(type) {
-	case float64:
-		return t, true
-	case float32:
-		return float64(t), true
-	case int:
-		return float64(t), true
-	case int8:
-		return float64(t), true
-	case int16:
-		return float64(t), true
-	case int32:
-		return float64(t), true
-	case int64:
-		return float64(t), true
-	case uint:
-		return float64(t), true
-	case uint8:
-		return float64(t), true
-	case uint16:
-		return float64(t), true
-	case uint32:
-		return float64(t), true
-	case uint64:
-		return float64(t), true
-	case json.Number:
-		f, err := t.Float64()
-		return f, err == nil
-	}
-	return 0, false
+	f, ok, err := jsonnum.Float(v)
+	return f, ok && err == nil
 }
 
 // lookup finds the value at a path of the original document the way upstream

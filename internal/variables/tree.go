@@ -1,11 +1,12 @@
 package variables
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gavelpolicy/gavel/internal/jsonnum"
 )
 
 // Tree is a pre-compiled JSON-like document (a rule body, a message, a patch
@@ -115,10 +116,12 @@ func (c *compiler) value(v any) (any, *cnode, error) {
 			l[i] = m
 		}
 		return c.list(l)
-	case nil, bool, float64, float32, int, int8, int16, int32, int64,
-		uint, uint8, uint16, uint32, uint64, json.Number:
+	case nil, bool, float64:
 		return v, nil, nil
 	default:
+		if jsonnum.Is(v) {
+			return v, nil, nil
+		}
 		return nil, nil, &InvalidDocumentError{Path: c.path(), Value: v}
 	}
 }
