@@ -165,13 +165,12 @@ func evalStep(s *step, meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textAre
 
 // applyExclusions applies exemptions one after the other, as upstream. It
 // reports whether they changed the failures; when they did not, fails
-// itself is returned. owned and scratch are as for exempt; the failures an
-// exemption changed are owned by the next ones.
-func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded, owned bool, scratch []failure) ([]failure, bool) {
+// itself is returned. fails is never modified.
+func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded) ([]failure, bool) {
 	changed := false
 	for i := range excls {
 		var ch bool
-		fails, ch = c.exempt(&excls[i], fails, d, owned || changed, scratch)
+		fails, ch = c.exempt(&excls[i], fails, d)
 		changed = changed || ch
 	}
 	return fails, changed
@@ -181,130 +180,155 @@ func (c *Check) applyExclusions(excls []exclusion, fails []failure, d *Decoded, 
 // (a check failing in several revisions keeps its last result), evaluates
 // the reduced pod, and lets each field error of an excluded check there
 // remove one matching field error of the full pod on the same field (and,
-// for container fields of an image exemption, the same container).
+// for container fields of an image exemption, the same container); a
+// failure left without field errors is removed.
 //
-// Unless owned (a copy the caller lets it change), fails is only read: when
-// the exemption changes nothing, it is returned as it is with changed
-// false; otherwise the failures are copied first, into scratch when it has
-// room (the caller's buffer, which it does not read).
-func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded, owned bool, scratch []failure) (kept []failure, changed bool) {
-	pod := &d.pod
+// fails is only read: when the exemption changes nothing, it is returned
+// as it is with changed false (the rules sharing a pod's failures then
+// share their results); otherwise the change is made on a copy.
+func (c *Check) exempt(x *exclusion, fails []failure, d *Decoded) (kept []failure, changed bool) {
 	kept = fails
-	// indexOf finds the failure of a check in kept (a few dozen at most)
-	indexOf := func(id string) int {
-		for i := range kept {
-			if kept[i].id == id {
-				return i
-			}
-		}
-		return -1
-	}
 	if c.dupIDs {
-		kept = make([]failure, 0, len(fails))
-		for _, f := range fails {
-			if i := indexOf(f.id); i >= 0 {
-				kept[i] = f
-				continue
-			}
-			kept = append(kept, f)
-		}
+		kept = lastPerCheck(fails)
 		changed = len(kept) != len(fails)
 	}
-	// owned: kept can be changed (a copy of fails, or the caller's)
-	owned = owned || c.dupIDs
-	covered := false
-	for i := range kept {
-		if x.covers(kept[i].id) {
-			covered = true
-			break
-		}
-	}
-	if !covered {
+	if !x.coversAny(kept) {
 		// no failure the exemption could remove: its pod need not be
 		// evaluated
 		return kept, changed
 	}
-	var removedBuf [32]bool
-	var removed []bool // made with the first change
-	anyRemoved := false
-	// own makes kept a copy of fails, before the first change
-	own := func() {
-		if !owned {
-			if cap(scratch) >= len(kept) {
-				kept = append(scratch[:0], kept...)
-			} else {
-				kept = append([]failure(nil), kept...)
-			}
-			owned = true
-		}
-		if removed == nil {
-			if len(kept) <= len(removedBuf) {
-				removed = removedBuf[:len(kept)]
-			} else {
-				removed = make([]bool, len(kept))
-			}
-		}
-		changed = true
-	}
-
-	containerLevel := len(x.images) > 0
-	probe, outcomes := d.probeOutcomes(x, c.steps)
+	r := remover{kept: kept, copied: c.dupIDs, containerLevel: len(x.images) > 0, spec: &d.pod.Spec}
+	var outcomes []probeOutcome
+	r.probe, outcomes = d.probeOutcomes(x, c.steps)
 	for _, si := range x.steps {
-		s := &c.steps[si]
-		pf := probeFailure(outcomes, s.index)
+		pf := probeFailure(outcomes, c.steps[si].index)
 		if pf == nil {
 			continue
 		}
 		for _, perr := range pf.errs {
-			if x.restrictedField != "" && !patternIs(perr.Field, x.restrictedField) {
-				continue
-			}
-			if !valuesAllowed(x.values, perr.BadValue) {
-				continue
-			}
-			i := indexOf(pf.id)
-			if i < 0 || (removed != nil && removed[i]) {
-				continue
-			}
-			exRef := locateField(perr.Field, containerLevel, probe)
-			for j := range kept[i].errs {
-				dField := kept[i].errs[j].Field
-				if !samePattern(perr.Field, dField) {
-					continue
-				}
-				if dRef := locateField(dField, containerLevel, &pod.Spec); dRef.isContainer && exRef.name != dRef.name {
-					continue
-				}
-				own()
-				f := &kept[i]
-				if f.check != nil {
-					// copy on write: the cached failure stays intact
-					f.errs = append([]FieldError(nil), f.errs...)
-					f.check = nil
-				}
-				// Upstream removes by swapping in the last element.
-				last := len(f.errs) - 1
-				f.errs[j] = f.errs[last]
-				f.errs = f.errs[:last]
-				break
-			}
-			if len(kept[i].errs) == 0 {
-				own()
-				removed[i] = true
-				anyRemoved = true
+			if x.exempts(perr) {
+				r.remove(pf.id, perr)
 			}
 		}
 	}
-	if !anyRemoved {
+	if !r.changed {
 		return kept, changed
 	}
-	out := kept[:0]
-	for i, f := range kept {
-		if !removed[i] {
+	return r.result(), true
+}
+
+// lastPerCheck returns the failures with one per check ID, the last one
+// of a check failing in several revisions, in a new slice.
+func lastPerCheck(fails []failure) []failure {
+	kept := make([]failure, 0, len(fails))
+	for _, f := range fails {
+		if i := indexOf(kept, f.id); i >= 0 {
+			kept[i] = f
+			continue
+		}
+		kept = append(kept, f)
+	}
+	return kept
+}
+
+// indexOf finds the failure of a check (a few dozen at most).
+func indexOf(fails []failure, id string) int {
+	for i := range fails {
+		if fails[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// coversAny reports whether the exemption covers the check of a failure.
+func (x *exclusion) coversAny(fails []failure) bool {
+	for i := range fails {
+		if x.covers(fails[i].id) {
+			return true
+		}
+	}
+	return false
+}
+
+// exempts reports whether a field error of the reduced pod is within the
+// exemption's restricted field and values.
+func (x *exclusion) exempts(perr FieldError) bool {
+	return (x.restrictedField == "" || patternIs(perr.Field, x.restrictedField)) && valuesAllowed(x.values, perr.BadValue)
+}
+
+// remover removes the field errors an exemption's reduced pod excuses from
+// the failures of the full pod.
+type remover struct {
+	kept []failure
+	// copied: kept is the remover's own copy (made at the first change); a
+	// failure's errs are shared with the Decoded's cache while its check is
+	// set, and copied before they change
+	copied, changed bool
+	containerLevel  bool
+	probe, spec     *corev1.PodSpec // the reduced pod's and the full pod's
+}
+
+// remove removes from the failure of check id the first field error that
+// perr, a field error of the reduced pod, excuses; and the failure when it
+// is left without field errors.
+func (r *remover) remove(id string, perr FieldError) {
+	i := indexOf(r.kept, id) // removed failures have no id
+	if i < 0 {
+		return
+	}
+	if j := r.excused(r.kept[i].errs, perr); j >= 0 {
+		f := r.own(i)
+		if f.check != nil {
+			f.errs = append([]FieldError(nil), f.errs...)
+			f.check = nil
+		}
+		// Upstream removes by swapping in the last element.
+		last := len(f.errs) - 1
+		f.errs[j] = f.errs[last]
+		f.errs = f.errs[:last]
+	}
+	if len(r.kept[i].errs) == 0 {
+		r.own(i).id = ""
+	}
+}
+
+// excused returns the index of the first of errs on the same field as perr
+// (for a container field of an image exemption, of the same container), or
+// -1.
+func (r *remover) excused(errs []FieldError, perr FieldError) int {
+	exRef := locateField(perr.Field, r.containerLevel, r.probe)
+	for j := range errs {
+		if !samePattern(perr.Field, errs[j].Field) {
+			continue
+		}
+		if dRef := locateField(errs[j].Field, r.containerLevel, r.spec); dRef.isContainer && exRef.name != dRef.name {
+			continue
+		}
+		return j
+	}
+	return -1
+}
+
+// own returns failure i of the remover's copy of the failures.
+func (r *remover) own(i int) *failure {
+	if !r.copied {
+		r.kept = append([]failure(nil), r.kept...)
+		r.copied = true
+	}
+	r.changed = true
+	return &r.kept[i]
+}
+
+// result returns the failures left.
+func (r *remover) result() []failure {
+	out := r.kept[:0]
+	for _, f := range r.kept {
+		if f.id != "" {
 			out = append(out, f)
 		}
 	}
-	return out, changed
+	return out
 }
 
 // valuesAllowed reports whether every value of a field error matches one of

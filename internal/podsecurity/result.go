@@ -425,11 +425,8 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	pod, w := &d.pod, d.w
 	set := d.stepSet(c)
 	fails, changed := set.fails, false
-	// the failures exemptions change are copied here (they are read
-	// below only)
-	var scratch [8]failure
 	if len(fails) > 0 && len(c.excludes) > 0 {
-		fails, changed = c.applyExclusions(c.excludes, fails, d, false, scratch[:0])
+		fails, changed = c.applyExclusions(c.excludes, fails, d)
 	}
 	res := Result{Level: c.level, Version: c.version}
 	if len(fails) == 0 {
@@ -439,7 +436,7 @@ func (c *Check) EvaluateDecoded(d *Decoded, extraExcludes []api.PodSecurityStand
 	}
 	if len(extra) > 0 {
 		var more bool
-		fails, more = c.applyExclusions(extra, fails, d, changed, scratch[:0])
+		fails, more = c.applyExclusions(extra, fails, d)
 		changed = changed || more
 		if len(fails) == 0 {
 			res.Allowed = true

@@ -166,7 +166,7 @@ func TestExemptChangedFlag(t *testing.T) {
 		for i := range fails {
 			errsBefore[i] = append([]FieldError(nil), fails[i].errs...)
 		}
-		got, changed := c.exempt(&c.excludes[0], fails, d, false, nil)
+		got, changed := c.exempt(&c.excludes[0], fails, d)
 		if changed != tt.wantChanged {
 			t.Errorf("%q: changed %v, want %v", tt.ps, changed, tt.wantChanged)
 		}
