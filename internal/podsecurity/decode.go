@@ -92,20 +92,6 @@ func (w workload) resourcePath(field string) string {
 	return field
 }
 
-// resourcePathIn is resourcePath written into a.
-func (w workload) resourcePathIn(a *textArena, field string) string {
-	if w.isPod() || a == nil {
-		return w.resourcePath(field)
-	}
-	switch {
-	case field == "spec" || strings.HasPrefix(field, "spec."):
-		return a.join(w.specPrefix, field[len("spec"):])
-	case field == "metadata" || strings.HasPrefix(field, "metadata."):
-		return a.join(w.metaPrefix, field[len("metadata"):])
-	}
-	return field
-}
-
 // decodedPod is what the checks read of a pod: its metadata and spec (a
 // corev1.Pod without its status, a third of its size).
 type decodedPod struct {

@@ -65,7 +65,7 @@ func TestDecoderMatchesJSON(t *testing.T) {
 				if a != b {
 					t.Errorf("%s %s %v: %+v vs json %+v", fast.Name, c.id, v.MinimumVersion.String(), a, b)
 				}
-				if ea, eb := c.errs(&fast.ObjectMeta, &fast.Spec, v.MinimumVersion, nil), c.errs(&slow.ObjectMeta, &slow.Spec, v.MinimumVersion, nil); !reflect.DeepEqual(ea, eb) {
+				if ea, eb := c.errs(&fast.ObjectMeta, &fast.Spec, v.MinimumVersion), c.errs(&slow.ObjectMeta, &slow.Spec, v.MinimumVersion); !reflect.DeepEqual(ea, eb) {
 					t.Errorf("%s %s: field errors %v vs json %v", fast.Name, c.id, ea, eb)
 				}
 			}

@@ -143,7 +143,7 @@ func runSteps(steps []step, only *exclusion, pod *decodedPod) []failure {
 
 // runStep evaluates one step on a pod: its failure, or nil.
 func runStep(s step, pod *decodedPod) *failure {
-	if f, failed := evalStep(&s, &pod.ObjectMeta, &pod.Spec, nil); failed {
+	if f, failed := evalStep(&s, &pod.ObjectMeta, &pod.Spec); failed {
 		return &f
 	}
 	return nil
@@ -151,7 +151,7 @@ func runStep(s step, pod *decodedPod) *failure {
 
 // evalStep evaluates one step on a pod: its failure, if it failed, with
 // its field paths written into a.
-func evalStep(s *step, meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textArena) (failure, bool) {
+func evalStep(s *step, meta *metav1.ObjectMeta, spec *corev1.PodSpec) (failure, bool) {
 	r := s.run(meta, spec)
 	if r.Allowed {
 		return failure{}, false
@@ -159,7 +159,7 @@ func evalStep(s *step, meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textAre
 	return failure{
 		id:   s.id,
 		res:  checkOutcome{reason: r.ForbiddenReason, detail: r.ForbiddenDetail},
-		errs: s.errs(meta, spec, s.min, a),
+		errs: s.errs(meta, spec, s.min),
 	}, true
 }
 

@@ -157,7 +157,7 @@ func required(path string) FieldError {
 // library rejected. min is the minimum version of the revision, for checks
 // whose allowed values changed between revisions. The field paths are
 // written into a (nil: each in its own allocation).
-type errFn func(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError
+type errFn func(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError
 
 // fieldErrorFns maps library check IDs to their field error computation.
 var fieldErrorFns = map[string]errFn{
@@ -186,22 +186,22 @@ var fieldErrorFns = map[string]errFn{
 // computation for (a check added by a newer library): one forbidden error on
 // the pod spec, so the failure still shows and can still be exempted by a
 // control-wide exclusion.
-func unknownCheckErrs(*metav1.ObjectMeta, *corev1.PodSpec, psaapi.Version, *textArena) []FieldError {
+func unknownCheckErrs(*metav1.ObjectMeta, *corev1.PodSpec, psaapi.Version) []FieldError {
 	return []FieldError{forbidden("spec", "")}
 }
 
 // visitContainers calls fn for every container with its field path, in the
 // library's order: init containers, containers, ephemeral containers. The
 // paths are written into a.
-func visitContainers(spec *corev1.PodSpec, a *textArena, fn func(c *corev1.Container, path containerPath)) {
+func visitContainers(spec *corev1.PodSpec, fn func(c *corev1.Container, path containerPath)) {
 	for i := range spec.InitContainers {
-		fn(&spec.InitContainers[i], containerPath{"spec.initContainers[", i, a})
+		fn(&spec.InitContainers[i], containerPath{"spec.initContainers[", i})
 	}
 	for i := range spec.Containers {
-		fn(&spec.Containers[i], containerPath{"spec.containers[", i, a})
+		fn(&spec.Containers[i], containerPath{"spec.containers[", i})
 	}
 	for i := range spec.EphemeralContainers {
-		fn((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), containerPath{"spec.ephemeralContainers[", i, a})
+		fn((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), containerPath{"spec.ephemeralContainers[", i})
 	}
 }
 
@@ -210,7 +210,6 @@ func visitContainers(spec *corev1.PodSpec, a *textArena, fn func(c *corev1.Conta
 type containerPath struct {
 	list  string // "spec.containers[" and the like
 	index int
-	a     *textArena
 }
 
 // at returns the path of a field of the container: the container's path
@@ -222,56 +221,15 @@ func (p containerPath) at(parts ...string) string {
 	for _, s := range parts {
 		n += len(s)
 	}
-	b := p.a.reserve(n)
-	start := b.Len()
+	var b strings.Builder
+	b.Grow(n)
 	b.WriteString(p.list)
 	b.Write(d)
 	b.WriteByte(']')
 	for _, s := range parts {
 		b.WriteString(s)
 	}
-	return b.String()[start:]
-}
-
-// textArena writes many short strings (field paths) into shared chunks,
-// taking substrings of a strings.Builder, which only ever appends: a
-// string it has returned is never written again. It serves one Decoded,
-// under its lock.
-type textArena struct {
-	b strings.Builder
-}
-
-// arenaChunk is the size of a chunk of textArena: a few field paths (larger
-// chunks waste more than they save on allocations, measured on the bench).
-const arenaChunk = 256
-
-// reserve returns a builder with room for n more bytes: the arena's, or a
-// new one for a nil arena.
-func (a *textArena) reserve(n int) *strings.Builder {
-	if a == nil {
-		b := new(strings.Builder)
-		b.Grow(n)
-		return b
-	}
-	if a.b.Cap()-a.b.Len() < n {
-		a.b = strings.Builder{}
-		a.b.Grow(max(n, arenaChunk))
-	}
-	return &a.b
-}
-
-// join returns the concatenation of parts, written into a.
-func (a *textArena) join(parts ...string) string {
-	n := 0
-	for _, s := range parts {
-		n += len(s)
-	}
-	b := a.reserve(n)
-	start := b.Len()
-	for _, s := range parts {
-		b.WriteString(s)
-	}
-	return b.String()[start:]
+	return b.String()
 }
 
 // sortedUnique sorts items and removes repeated ones, in place.
@@ -291,9 +249,9 @@ func concatErrs(a, b []FieldError) []FieldError {
 	return append(a, b...)
 }
 
-func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		const field = ".securityContext.allowPrivilegeEscalation"
 		switch {
 		case c.SecurityContext == nil:
@@ -317,12 +275,12 @@ func appArmorTypeAllowed(t corev1.AppArmorProfileType) bool {
 	return t == corev1.AppArmorProfileTypeRuntimeDefault || t == corev1.AppArmorProfileTypeLocalhost
 }
 
-func appArmorProfileErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func appArmorProfileErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.AppArmorProfile != nil && !appArmorTypeAllowed(sc.AppArmorProfile.Type) {
 		errs = append(errs, forbidden("spec.securityContext.appArmorProfile.type", string(sc.AppArmorProfile.Type)))
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.AppArmorProfile != nil && !appArmorTypeAllowed(sc.AppArmorProfile.Type) {
 			errs = append(errs, forbidden(path.at(".securityContext.appArmorProfile.type"), string(sc.AppArmorProfile.Type)))
 		}
@@ -336,7 +294,7 @@ func appArmorProfileErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		errs = append(errs, forbidden(a.join("metadata.annotations[", k, "]"), meta.Annotations[k]))
+		errs = append(errs, forbidden("metadata.annotations["+k+"]", meta.Annotations[k]))
 	}
 	return errs
 }
@@ -346,9 +304,9 @@ var baselineCapabilities = map[string]struct{}{
 	"NET_BIND_SERVICE": {}, "SETFCAP": {}, "SETGID": {}, "SETPCAP": {}, "SETUID": {}, "SYS_CHROOT": {},
 }
 
-func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			return
 		}
@@ -365,9 +323,9 @@ func capabilitiesBaselineErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaa
 	return errs
 }
 
-func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var dropErrs, addErrs []FieldError
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		const dropPath = ".securityContext.capabilities.drop"
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			dropErrs = append(dropErrs, required(path.at(dropPath)))
@@ -405,7 +363,7 @@ func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ ps
 	return concatErrs(dropErrs, addErrs)
 }
 
-func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	if spec.HostNetwork {
 		errs = append(errs, forbidden("spec.hostNetwork", true))
@@ -419,19 +377,19 @@ func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Ver
 	return errs
 }
 
-func hostPathVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func hostPathVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	for i, v := range spec.Volumes {
 		if v.HostPath != nil {
-			errs = append(errs, forbidden(a.join("spec.volumes[", strconv.Itoa(i), "].hostPath"), v.HostPath.Path))
+			errs = append(errs, forbidden("spec.volumes["+strconv.Itoa(i)+"].hostPath", v.HostPath.Path))
 		}
 	}
 	return errs
 }
 
-func hostPortsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func hostPortsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		for i, p := range c.Ports {
 			if p.HostPort != 0 {
 				errs = append(errs, forbidden(path.at(".ports[", strconv.Itoa(i), "].hostPort"), int(p.HostPort)))
@@ -441,7 +399,7 @@ func hostPortsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version,
 	return errs
 }
 
-func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	// field is the handler's field of the container (".livenessProbe")
 	handler := func(path containerPath, field string, httpGet *corev1.HTTPGetAction, tcp *corev1.TCPSocketAction) {
@@ -457,7 +415,7 @@ func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 			handler(path, field, p.HTTPGet, p.TCPSocket)
 		}
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		probe(path, ".livenessProbe", c.LivenessProbe)
 		probe(path, ".readinessProbe", c.ReadinessProbe)
 		probe(path, ".startupProbe", c.StartupProbe)
@@ -473,9 +431,9 @@ func hostProbesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 	return errs
 }
 
-func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
 			errs = append(errs, forbidden(path.at(".securityContext.privileged"), true))
 		}
@@ -483,9 +441,9 @@ func privilegedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version
 	return errs
 }
 
-func procMountErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func procMountErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.ProcMount != nil && *c.SecurityContext.ProcMount != corev1.DefaultProcMount {
 			errs = append(errs, forbidden(path.at(".securityContext.procMount"), string(*c.SecurityContext.ProcMount)))
 		}
@@ -546,17 +504,17 @@ func restrictedVolumeType(v *corev1.Volume) string {
 	return "unknown"
 }
 
-func restrictedVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func restrictedVolumesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	for i := range spec.Volumes {
 		if t := restrictedVolumeType(&spec.Volumes[i]); t != "" {
-			errs = append(errs, forbidden(a.join("spec.volumes[", strconv.Itoa(i), "].", t), ""))
+			errs = append(errs, forbidden("spec.volumes["+strconv.Itoa(i)+"]."+t, ""))
 		}
 	}
 	return errs
 }
 
-func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var explicit, implicit []FieldError
 	podNonRoot := false
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsNonRoot != nil {
@@ -566,7 +524,7 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 			explicit = append(explicit, forbidden("spec.securityContext.runAsNonRoot", false))
 		}
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		const field = ".securityContext.runAsNonRoot"
 		if c.SecurityContext != nil && c.SecurityContext.RunAsNonRoot != nil {
 			if !*c.SecurityContext.RunAsNonRoot {
@@ -581,12 +539,12 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 	return concatErrs(explicit, implicit)
 }
 
-func runAsUserErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func runAsUserErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser == 0 {
 		errs = append(errs, forbidden("spec.securityContext.runAsUser", 0))
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil && *c.SecurityContext.RunAsUser == 0 {
 			errs = append(errs, forbidden(path.at(".securityContext.runAsUser"), 0))
 		}
@@ -604,23 +562,23 @@ func seLinuxTypeAllowed(t string, min psaapi.Version) bool {
 	return false
 }
 
-func seLinuxOptionsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError {
+func seLinuxOptionsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError {
 	var errs []FieldError
 	add := func(path string, o *corev1.SELinuxOptions) {
 		if !seLinuxTypeAllowed(o.Type, min) {
-			errs = append(errs, forbidden(a.join(path, ".seLinuxOptions.type"), o.Type))
+			errs = append(errs, forbidden(path+".seLinuxOptions.type", o.Type))
 		}
 		if o.User != "" {
-			errs = append(errs, forbidden(a.join(path, ".seLinuxOptions.user"), o.User))
+			errs = append(errs, forbidden(path+".seLinuxOptions.user", o.User))
 		}
 		if o.Role != "" {
-			errs = append(errs, forbidden(a.join(path, ".seLinuxOptions.role"), o.Role))
+			errs = append(errs, forbidden(path+".seLinuxOptions.role", o.Role))
 		}
 	}
 	if sc := spec.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
 		add("spec.securityContext", sc.SELinuxOptions)
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if c.SecurityContext != nil && c.SecurityContext.SELinuxOptions != nil {
 			add(path.at(".securityContext"), c.SecurityContext.SELinuxOptions)
 		}
@@ -641,15 +599,15 @@ func seccompAnnotationAllowed(v string) bool {
 	return v == "runtime/default" || v == "docker/default" || strings.HasPrefix(v, "localhost/")
 }
 
-func seccompBaselineErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError {
+func seccompBaselineErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError {
 	if min.Older(psaapi.MajorMinorVersion(1, 19)) {
-		return seccompAnnotationErrs(meta, spec, a)
+		return seccompAnnotationErrs(meta, spec)
 	}
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil && !seccompTypeAllowed(sc.SeccompProfile.Type) {
 		errs = append(errs, forbidden("spec.securityContext.seccompProfile.type", string(sc.SeccompProfile.Type)))
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil && !seccompTypeAllowed(sc.SeccompProfile.Type) {
 			errs = append(errs, forbidden(path.at(".securityContext.seccompProfile.type"), string(sc.SeccompProfile.Type)))
 		}
@@ -660,7 +618,7 @@ func seccompBaselineErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, min psaa
 // seccompAnnotationErrs covers the 1.0 revision of seccompProfile_baseline,
 // which checks the deprecated seccomp annotations. Errors are sorted by
 // "key=value" (upstream collects them in a map).
-func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *textArena) []FieldError {
+func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec) []FieldError {
 	type entry struct {
 		sortKey string
 		err     FieldError
@@ -673,10 +631,10 @@ func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *tex
 			return
 		}
 		seen[key] = true
-		entries = append(entries, entry{fmt.Sprintf("%s=%q", key, v), forbidden(a.join("metadata.annotations[", key, "]"), v)})
+		entries = append(entries, entry{fmt.Sprintf("%s=%q", key, v), forbidden("metadata.annotations["+key+"]", v)})
 	}
 	check(seccompPodAnnotation)
-	visitContainers(spec, a, func(c *corev1.Container, _ containerPath) {
+	visitContainers(spec, func(c *corev1.Container, _ containerPath) {
 		check(seccompContainerAnnotationPrefix + c.Name)
 	})
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].sortKey < entries[j].sortKey })
@@ -687,7 +645,7 @@ func seccompAnnotationErrs(meta *metav1.ObjectMeta, spec *corev1.PodSpec, a *tex
 	return errs
 }
 
-func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var explicit, implicit []FieldError
 	podSet := false
 	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil {
@@ -697,7 +655,7 @@ func seccompRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.
 			explicit = append(explicit, forbidden("spec.securityContext.seccompProfile.type", string(sc.SeccompProfile.Type)))
 		}
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		const field = ".securityContext.seccompProfile.type"
 		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil {
 			if !seccompTypeAllowed(sc.SeccompProfile.Type) {
@@ -742,25 +700,25 @@ func sysctlAllowed(name string, min psaapi.Version) bool {
 	return false
 }
 
-func sysctlsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version, a *textArena) []FieldError {
+func sysctlsErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, min psaapi.Version) []FieldError {
 	if spec.SecurityContext == nil {
 		return nil
 	}
 	var errs []FieldError
 	for i, s := range spec.SecurityContext.Sysctls {
 		if !sysctlAllowed(s.Name, min) {
-			errs = append(errs, forbidden(a.join("spec.securityContext.sysctls[", strconv.Itoa(i), "].name"), s.Name))
+			errs = append(errs, forbidden("spec.securityContext.sysctls["+strconv.Itoa(i)+"].name", s.Name))
 		}
 	}
 	return errs
 }
 
-func windowsHostProcessErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version, a *textArena) []FieldError {
+func windowsHostProcessErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
 		errs = append(errs, forbidden("spec.securityContext.windowsOptions.hostProcess", true))
 	}
-	visitContainers(spec, a, func(c *corev1.Container, path containerPath) {
+	visitContainers(spec, func(c *corev1.Container, path containerPath) {
 		if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
 			errs = append(errs, forbidden(path.at(".securityContext.windowsOptions.hostProcess"), true))
 		}

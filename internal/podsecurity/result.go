@@ -80,8 +80,6 @@ type Decoded struct {
 	// probes are the reduced pods exemptions evaluate, with the outcomes
 	// of the checks on them
 	probes []*probe
-	// paths holds the field paths of the failures
-	paths textArena
 
 	// the first outcomes, sets and probes, in the Decoded's allocation
 	resultsBuf [32]*failure
@@ -175,7 +173,7 @@ func (d *Decoded) probeOutcomes(x *exclusion, steps []step) (*corev1.PodSpec, []
 	for _, i := range x.steps {
 		if s := &steps[i]; !pr.has(s.index) {
 			var out *failure
-			if f, failed := evalStep(s, pr.meta, pr.spec, &d.paths); failed {
+			if f, failed := evalStep(s, pr.meta, pr.spec); failed {
 				out = new(failure)
 				*out = f
 			}
@@ -280,7 +278,7 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 		if d.results[s.index] != nil {
 			continue
 		}
-		if f, failed := evalStep(s, &d.pod.ObjectMeta, &d.pod.Spec, &d.paths); failed {
+		if f, failed := evalStep(s, &d.pod.ObjectMeta, &d.pod.Spec); failed {
 			fails = append(fails, fresh{index: s.index, f: f})
 			continue
 		}
@@ -308,7 +306,7 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 		f, ch := &failBlock[i], &checks[i]
 		*f = fails[i].f
 		f.check = ch
-		*ch = checkResult(*f, &d.pod, d.w, &d.paths)
+		*ch = checkResult(*f, &d.pod, d.w)
 		if fails[i].hasGroup {
 			start := len(images)
 			images = appendImages(images, fails[i].group, &d.pod)
@@ -474,7 +472,7 @@ func (f *failure) checkResult(pod *decodedPod, w workload) CheckResult {
 	if f.check != nil {
 		return *f.check
 	}
-	cr := checkResult(*f, pod, w, nil)
+	cr := checkResult(*f, pod, w)
 	cr.Images = detailImages(f.res.detail, pod)
 	return cr
 }
@@ -482,7 +480,7 @@ func (f *failure) checkResult(pod *decodedPod, w workload) CheckResult {
 // checkResult makes the check result of a failure, without its images;
 // for a resource other than a Pod, the field paths are written into a
 // (nil: each in its own allocation).
-func checkResult(f failure, pod *decodedPod, w workload, a *textArena) CheckResult {
+func checkResult(f failure, pod *decodedPod, w workload) CheckResult {
 	var errs []FieldError
 	switch {
 	case f.errs == nil:
@@ -494,7 +492,7 @@ func checkResult(f failure, pod *decodedPod, w workload, a *textArena) CheckResu
 	default:
 		errs = make([]FieldError, len(f.errs))
 		for i, e := range f.errs {
-			e.Field = w.resourcePathIn(a, e.Field)
+			e.Field = w.resourcePath(e.Field)
 			errs[i] = e
 		}
 	}
