@@ -520,25 +520,18 @@ func (s *scope) own() {
 	}
 }
 
-// Evaluate implements variables.Evaluator.
-func (s *scope) Evaluate(expr string) (any, error) { return s.query(expr) }
-
-func (s *scope) query(expr string) (any, error) { return s.queryCompiled(expr, nil) }
-
-// queryCompiled is query with expr compiled as q (nil: looked up in the
-// engine's cache of compiled queries).
-func (s *scope) queryCompiled(expr string, q *jmespath.Query) (any, error) {
+// query evaluates expr, compiled once in the engine's cache of compiled
+// queries, on the scope's data.
+func (s *scope) query(expr string) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
 	}
 	if s.pending.set || s.hasTarget {
 		s.own()
 	}
-	if q == nil {
-		var err error
-		if q, err = s.rs.e.jp.Compile(expr); err != nil {
-			return nil, err
-		}
+	q, err := s.rs.e.jp.Compile(expr)
+	if err != nil {
+		return nil, err
 	}
 	if q.PlainPath() || !q.Pure() {
 		return q.SearchNormalized(s.data)

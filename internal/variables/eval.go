@@ -4,10 +4,8 @@ import "errors"
 
 // evalState is the per-call state of one Render or Substitute.
 type evalState struct {
-	ev       Evaluator
-	lookup   LookupEvaluator
-	prepared PreparedEvaluator
-	cfg      evalConfig
+	ev  Evaluator
+	cfg evalConfig
 
 	prefix      string
 	prefixKnown bool
@@ -15,12 +13,6 @@ type evalState struct {
 
 func newEvalState(ev Evaluator, cfg evalConfig) evalState {
 	st := evalState{ev: ev, cfg: cfg}
-	// one type assertion for an evaluator that has every method
-	if pe, ok := ev.(PreparedEvaluator); ok {
-		st.lookup, st.prepared = pe, pe
-	} else if le, ok := ev.(LookupEvaluator); ok {
-		st.lookup = le
-	}
 	if cfg.prefixSet {
 		st.prefix, st.prefixKnown = cfg.currentPrefix, true
 	}
@@ -40,24 +32,12 @@ func (st *evalState) currentPrefix() string {
 }
 
 func (st *evalState) find(expr string) (any, bool, error) {
-	if st.lookup != nil {
-		return st.lookup.Lookup(expr)
-	}
-	v, err := st.ev.Evaluate(expr)
-	return v, v != nil, err
+	return st.ev.Lookup(expr)
 }
 
-// resolve evaluates expr for the string at path; prepared, when not nil,
-// is what the compile-time preparation returned for expr.
-func (st *evalState) resolve(expr string, prepared any, path string) (any, error) {
-	var v any
-	var found bool
-	var err error
-	if prepared != nil && st.prepared != nil {
-		v, found, err = st.prepared.LookupPrepared(expr, prepared)
-	} else {
-		v, found, err = st.find(expr)
-	}
+// resolve evaluates expr for the string at path.
+func (st *evalState) resolve(expr string, path string) (any, error) {
+	v, found, err := st.find(expr)
 	if err != nil {
 		if st.cfg.unresolvedAsNil && errors.Is(err, ErrNotFound) {
 			return nil, nil

@@ -241,10 +241,13 @@ func splitExpr(expr string) ([]string, error) {
 	return out, nil
 }
 
-// plainEvaluator hides Lookup, so only the Evaluator contract is used.
+// plainEvaluator cannot tell an existing null from a missing value, as an
+// EvaluatorFunc.
 type plainEvaluator struct{ f *fakeEvaluator }
 
-func (p plainEvaluator) Evaluate(expr string) (any, error) { return p.f.Evaluate(expr) }
+func (p plainEvaluator) Lookup(expr string) (any, bool, error) {
+	return EvaluatorFunc(p.f.Evaluate).Lookup(expr)
+}
 
 // mustJSON decodes a JSON document for tests.
 func mustJSON(s string) any {

@@ -14,7 +14,6 @@ type CompileOption func(*compileConfig) error
 type compileConfig struct {
 	basePath   string
 	maxNesting int
-	prepare    func(expr string) any
 }
 
 func newCompileConfig(opts []CompileOption) (compileConfig, error) {
@@ -57,25 +56,6 @@ func WithMaxNesting(n int) CompileOption {
 	}
 }
 
-// WithPrepare has prepare called once, at compile time, on the text of
-// every expression known then: the expressions without inner ones (the
-// text the [Evaluator] would receive, trimmed, shallow dash dropped),
-// except `{{ @ }}`. What it returns (nil: nothing) is handed back with the
-// text to an evaluator that implements [PreparedEvaluator], each time the
-// expression is evaluated as written: an evaluator can so keep, for
-// example, the compiled query with the template instead of looking it up
-// by its text at each evaluation. prepare must be safe for concurrent use
-// if the template is compiled from several goroutines at once.
-func WithPrepare(prepare func(expr string) any) CompileOption {
-	return func(c *compileConfig) error {
-		if prepare == nil {
-			return errors.New("variables: nil prepare function")
-		}
-		c.prepare = prepare
-		return nil
-	}
-}
-
 // Option configures one evaluation ([Template.Render], [Tree.Substitute]).
 type Option func(*evalConfig) error
 
@@ -114,8 +94,8 @@ func WithDeleteRequest(isDelete bool) Option {
 
 // WithUnresolvedAsNil makes unresolved variables evaluate to nil (rendered
 // "null" inside a longer string) instead of failing. A variable is unresolved
-// when the [Evaluator] returns a nil value with a nil error, reports found =
-// false through [LookupEvaluator], or returns an error wrapping [ErrNotFound].
+// when the [Evaluator] reports found = false or returns an error wrapping
+// [ErrNotFound].
 // Other evaluator errors still fail.
 //
 // Upstream substituted an empty value for unresolved variables in

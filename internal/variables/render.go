@@ -7,43 +7,27 @@ import (
 )
 
 // Evaluator evaluates one JMESPath expression (braces stripped, trimmed)
-// against the rule's evaluation context. The engine implements it
-// (compiled-query cache + context lookup). A nil result with nil error means
-// "not found".
+// against the rule's evaluation context; the engine implements it. found
+// tells a value that exists and is null (found, nil value) from one that
+// does not exist: upstream substitutes an existing null as nil (or "null"
+// inside a longer string).
 //
 // To report upstream's exact message for a missing key, an Evaluator returns
 // an error carrying upstream's text (e.g. `JMESPath query failed: Unknown key
 // "x" in path`), ideally wrapping [ErrNotFound].
 type Evaluator interface {
-	Evaluate(expr string) (any, error)
-}
-
-// LookupEvaluator is an optional extension of [Evaluator] that tells a value
-// that exists and is null (found = true, value nil) from one that does not
-// exist. Upstream substitutes an existing null as nil (or "null" inside a
-// longer string); a plain Evaluator cannot express that, since a nil result
-// means "not found".
-type LookupEvaluator interface {
-	Evaluator
 	Lookup(expr string) (value any, found bool, err error)
 }
 
-// PreparedEvaluator is an optional extension of [LookupEvaluator] for
-// templates compiled with [WithPrepare]: LookupPrepared(expr, prepared) is
-// Lookup(expr) for an expression whose prepared value (never nil) the
-// prepare function returned for the same text. Expressions that were not
-// prepared, and those rewritten at evaluation (on DELETE requests,
-// request.object becomes request.oldObject), go to Lookup.
-type PreparedEvaluator interface {
-	LookupEvaluator
-	LookupPrepared(expr string, prepared any) (value any, found bool, err error)
-}
-
-// EvaluatorFunc adapts a function to [Evaluator].
+// EvaluatorFunc adapts to [Evaluator] a function for which a nil result
+// means "not found" (it cannot tell an existing null from a missing value).
 type EvaluatorFunc func(expr string) (any, error)
 
-// Evaluate calls f(expr).
-func (f EvaluatorFunc) Evaluate(expr string) (any, error) { return f(expr) }
+// Lookup calls f(expr); a nil result is not found.
+func (f EvaluatorFunc) Lookup(expr string) (any, bool, error) {
+	v, err := f(expr)
+	return v, v != nil, err
+}
 
 // appendText renders v as upstream does when a value is spliced into a
 // longer string or into the text of an outer expression: strings as they are,

@@ -36,11 +36,6 @@ type exprNode struct {
 	expr   string // trimmed expression text, shallow dash dropped (static only)
 	src    string // as written, delimiters included
 	depth  int
-	// prepared is what WithPrepare's function returned for expr (static
-	// only, nil for "@"); oldObject: expr holds "request.object", which
-	// DELETE requests rewrite
-	prepared  any
-	oldObject bool
 }
 
 // Variable describes one expression found at compile time.
@@ -127,21 +122,7 @@ func parseTemplate(s, path string, cfg *compileConfig) (*Template, error) {
 		t.whole = true
 	}
 	t.prepareCurrentValue()
-	if cfg.prepare != nil {
-		t.prepare(cfg.prepare)
-	}
 	return t, nil
-}
-
-// prepare records what prepare returns for the text of each expression
-// that has no inner one, except `{{ @ }}`, whose text is rewritten.
-func (t *Template) prepare(prepare func(expr string) any) {
-	for i := range t.nodes {
-		if n := &t.nodes[i]; n.static && n.expr != "@" {
-			n.prepared = prepare(n.expr)
-			n.oldObject = strings.Contains(n.expr, "request.object")
-		}
-	}
 }
 
 // newNode records the expression whose content (between the delimiters) is
@@ -383,9 +364,7 @@ func (t *Template) render(st *evalState) (any, error) {
 	}
 	if t.whole && len(t.nodes) == 1 {
 		// the common "{{ expr }}": its value, without the lists below
-		n := &t.nodes[0]
-		expr, prepared := t.resolvable(n, n.expr, st)
-		return st.resolve(expr, prepared, t.path)
+		return st.resolve(t.rewrite(t.nodes[0].expr, st), t.path)
 	}
 	var vals []any
 	var exprs []string
@@ -414,8 +393,8 @@ func (t *Template) render(st *evalState) (any, error) {
 			}
 			expr = cleanExpression(string(buf))
 		}
-		expr, prepared := t.resolvable(n, expr, st)
-		v, err := st.resolve(expr, prepared, t.path)
+		expr = t.rewrite(expr, st)
+		v, err := st.resolve(expr, t.path)
 		if err != nil {
 			return nil, err
 		}
@@ -436,16 +415,6 @@ func (t *Template) render(st *evalState) (any, error) {
 		}
 	}
 	return string(buf), nil
-}
-
-// resolvable returns the text node n is evaluated with (expr, its text
-// after inner expressions, rewritten) and the value prepared for it at
-// compile time, nil when there is none or the text is rewritten.
-func (t *Template) resolvable(n *exprNode, expr string, st *evalState) (string, any) {
-	if n.prepared != nil && (!n.oldObject || !st.cfg.deleteRequest) {
-		return expr, n.prepared // evaluated as written: see rewrite
-	}
-	return t.rewrite(expr, st), nil
 }
 
 // rewrite applies upstream's rewriting of an expression: `@` becomes the path
