@@ -116,9 +116,9 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 		var r mutate.Result
 		var err error
 		if sc.rs.canonical(resource) {
-			r, err = sm.MutateCanonicalMemo(resource, &sc.rs.mergeMemo)
+			r, err = sm.MutateCanonical(resource, &sc.rs.mergeMemo)
 		} else {
-			r, err = sm.MutateShared(resource)
+			r, err = sm.Mutate(resource)
 		}
 		if err != nil {
 			return nil, err
@@ -140,7 +140,11 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 			}
 		}
 	}
-	return jp.Apply(resource)
+	r, err := jp.Mutate(resource)
+	if err != nil {
+		return nil, err
+	}
+	return r.Object, nil
 }
 
 // patchPlaceholder stands for every variable of a JSON patch template when

@@ -108,18 +108,18 @@ func TestCompileErrors(t *testing.T) {
 
 func TestApplyErrors(t *testing.T) {
 	smp, _ := CompileStrategicMerge(map[string]any{"spec": map[string]any{"x": "y"}})
-	if _, err := smp.Apply(nil); !errors.Is(err, ErrApply) {
+	if _, err := objectOf(smp.Mutate(nil)); !errors.Is(err, ErrApply) {
 		t.Errorf("nil resource: %v", err)
 	}
-	if _, err := smp.Apply(map[string]any{"spec": map[string]any{"bad": make(chan int)}}); !errors.Is(err, ErrUnsupportedValue) || !strings.Contains(err.Error(), "spec.bad") {
+	if _, err := objectOf(smp.Mutate(map[string]any{"spec": map[string]any{"bad": make(chan int)}})); !errors.Is(err, ErrUnsupportedValue) || !strings.Contains(err.Error(), "spec.bad") {
 		t.Errorf("channel in resource: %v", err)
 	}
-	if _, err := smp.Apply(map[string]any{"spec": "scalar"}); !errors.Is(err, ErrKindMismatch) {
+	if _, err := objectOf(smp.Mutate(map[string]any{"spec": "scalar"})); !errors.Is(err, ErrKindMismatch) {
 		t.Errorf("kind mismatch: %v", err)
 	}
 	jp, _ := CompileJSONPatch(`[{"op":"replace","path":"/nope","value":1}]`)
 	var e *Error
-	if _, err := jp.Apply(map[string]any{}); !errors.As(err, &e) || e.Path != "/nope" || !errors.Is(err, ErrApply) {
+	if _, err := objectOf(jp.Mutate(map[string]any{})); !errors.As(err, &e) || e.Path != "/nope" || !errors.Is(err, ErrApply) {
 		t.Errorf("missing path: %v", err)
 	}
 }
@@ -143,7 +143,7 @@ func TestValueTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := smp.Apply(resource)
+	out, err := objectOf(smp.Mutate(resource))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestValueTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err = jp.Apply(resource)
+	out, err = objectOf(jp.Mutate(resource))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestValueTypes(t *testing.T) {
 
 func TestOtherContainerTypes(t *testing.T) {
 	smp, _ := CompileStrategicMerge(map[string]any{"metadata": map[string]string{"name": "x"}})
-	out, err := smp.Apply(map[string]any{"metadata": map[string]any{"labels": map[string]string{"a": "b"}}, "list": []string{"a"}})
+	out, err := objectOf(smp.Mutate(map[string]any{"metadata": map[string]any{"labels": map[string]string{"a": "b"}}, "list": []string{"a"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,20 +203,20 @@ func TestConcurrentApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	resource := benchPod()
-	want, _ := smp.Apply(resource)
-	wantJP, _ := jp.Apply(resource)
+	want, _ := objectOf(smp.Mutate(resource))
+	wantJP, _ := objectOf(jp.Mutate(resource))
 	var wg sync.WaitGroup
 	for i := 0; i < 16; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 50; j++ {
-				got, err := smp.Apply(resource)
+				got, err := objectOf(smp.Mutate(resource))
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Errorf("concurrent strategic merge differs: %v", err)
 					return
 				}
-				got, err = jp.Apply(resource)
+				got, err = objectOf(jp.Mutate(resource))
 				if err != nil || !reflect.DeepEqual(got, wantJP) {
 					t.Errorf("concurrent JSON patch differs: %v", err)
 					return
@@ -291,4 +291,12 @@ func TestOperationJSON(t *testing.T) {
 	if got := jp.Operations(); len(got) != 3 || got[2].From != "/c" {
 		t.Errorf("operations: %#v", got)
 	}
+}
+
+// objectOf is the object of a Mutate's result.
+func objectOf(r Result, err error) (map[string]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r.Object, nil
 }

@@ -72,7 +72,7 @@ func BenchmarkStrategicMergeApply(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := patch.Apply(pod); err != nil {
+		if _, err := objectOf(patch.Mutate(pod)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func BenchmarkStrategicMergeApplyPlain(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := patch.Apply(pod); err != nil {
+		if _, err := objectOf(patch.Mutate(pod)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -108,7 +108,7 @@ func BenchmarkJSONPatchApply(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := patch.Apply(pod); err != nil {
+		if _, err := objectOf(patch.Mutate(pod)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func BenchmarkDiff(b *testing.B) {
 		b.Fatal(err)
 	}
 	pod := benchPod()
-	patched, err := patch.Apply(pod)
+	patched, err := objectOf(patch.Mutate(pod))
 	if err != nil {
 		b.Fatal(err)
 	}

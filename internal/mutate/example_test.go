@@ -38,11 +38,11 @@ spec:
   - name: sidecar
     image: busybox:1.36
 `)
-	out, err := patch.Apply(pod)
+	res, err := patch.Mutate(pod)
 	if err != nil {
 		panic(err)
 	}
-	b, _ := yaml.Marshal(out["spec"])
+	b, _ := yaml.Marshal(res.Object["spec"])
 	fmt.Print(string(b))
 	// Output:
 	// containers:
@@ -90,7 +90,7 @@ func ExampleCompileJSONPatch() {
 	if err != nil {
 		panic(err)
 	}
-	out, err := patch.Apply(mustYAML(`
+	res, err := patch.Mutate(mustYAML(`
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -101,7 +101,7 @@ spec:
 	if err != nil {
 		panic(err)
 	}
-	b, _ := yaml.Marshal(out)
+	b, _ := yaml.Marshal(res.Object)
 	fmt.Print(string(b))
 	// Output:
 	// apiVersion: apps/v1
@@ -165,7 +165,7 @@ spec:
 		if err != nil {
 			panic(err)
 		}
-		res, err := patch.MutateCanonicalMemo(pod, &memo)
+		res, err := patch.MutateCanonical(pod, &memo)
 		if err != nil {
 			panic(err)
 		}

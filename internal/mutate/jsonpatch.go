@@ -116,17 +116,6 @@ func (p *JSONPatch) Operations() []Operation {
 	return out
 }
 
-// Apply applies the operations to resource and returns the new object;
-// resource is not modified. Values the patch does not touch keep their Go
-// representation.
-func (p *JSONPatch) Apply(resource map[string]any) (map[string]any, error) {
-	r, err := p.Mutate(resource)
-	if err != nil {
-		return nil, err
-	}
-	return r.Object, nil
-}
-
 // Mutate applies the operations and reports the outcome like upstream: a
 // patch that changes nothing is Skipped ("no patches applied").
 func (p *JSONPatch) Mutate(resource map[string]any) (Result, error) {

@@ -61,7 +61,7 @@ func sameOutcome(t *testing.T, what string, sm *StrategicMerge, resource map[str
 		}
 		got, gerr := sm.mutate(resource, share, true)
 		if mode == "canonical" {
-			got, gerr = sm.MutateCanonical(resource)
+			got, gerr = sm.MutateCanonical(resource, nil)
 		}
 		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 			t.Fatalf("%s (share %v): error %v, eager %v", what, share, gerr, werr)
@@ -185,9 +185,9 @@ func TestMemo(t *testing.T) {
 		}
 		var own Memo
 		for i, sm := range patches {
-			want, werr := sm.MutateCanonical(r)
+			want, werr := sm.MutateCanonical(r, nil)
 			for _, memo := range []*Memo{&own, &shared} {
-				got, gerr := sm.MutateCanonicalMemo(r, memo)
+				got, gerr := sm.MutateCanonical(r, memo)
 				if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 					t.Fatalf("patch %d on resource %d: error %v, want %v", i, j, gerr, werr)
 				}
@@ -250,9 +250,9 @@ func TestCanonicalMemo(t *testing.T) {
 			unstableSeen++
 		}
 		for i, sm := range patches {
-			want, werr := sm.MutateCanonical(r)
+			want, werr := sm.MutateCanonical(r, nil)
 			m := memo
-			got, gerr := sm.MutateCanonicalMemo(r, &m)
+			got, gerr := sm.MutateCanonical(r, &m)
 			if fmt.Sprint(werr) != fmt.Sprint(gerr) || (werr == nil && (!reflect.DeepEqual(want.Object, got.Object) || want.Skipped != got.Skipped)) {
 				t.Fatalf("patch %d on resource %d: %v %v, want %v %v", i, j, got.Object, gerr, want.Object, werr)
 			}

@@ -205,7 +205,11 @@ func TestConditionPath(t *testing.T) {
 		"volumes":    []any{map[string]any{"name": "v1", "hostPath": map[string]any{"path": "/x"}}, map[string]any{"name": "v2", "secret": map[string]any{}}},
 	}}
 	want := ConditionError{Global: true, Path: "spec.volumes[1].<(emptyDir)", Reason: `could not found "emptyDir" key in the resource`}
-	for name, f := range map[string]func(map[string]any) (Result, error){"Mutate": sm.Mutate, "MutateShared": sm.MutateShared, "MutateCanonical": sm.MutateCanonical} {
+	for name, f := range map[string]func(map[string]any) (Result, error){
+		"Mutate":          sm.Mutate,
+		"copying":         func(r map[string]any) (Result, error) { return sm.mutate(r, false, true) },
+		"MutateCanonical": func(r map[string]any) (Result, error) { return sm.MutateCanonical(r, nil) },
+	} {
 		r, err := f(res)
 		if err != nil {
 			t.Fatal(err)
