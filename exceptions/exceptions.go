@@ -199,13 +199,13 @@ func SkipMessage(keys ...string) string {
 	return "rule is skipped due to policy exception: " + strings.Join(keys, ", ")
 }
 
-// Keys returns the keys of exceptions, in order (for SkipMessage).
-func Keys(excs []*Exception) []string {
-	keys := make([]string, len(excs))
+// keys returns the keys of exceptions, in order (for SkipMessage).
+func keys(excs []*Exception) []string {
+	out := make([]string, len(excs))
 	for i, e := range excs {
-		keys[i] = e.Key()
+		out[i] = e.Key()
 	}
-	return keys
+	return out
 }
 
 // ValidationError reports an invalid PolicyException.
