@@ -81,12 +81,6 @@ type Decoded struct {
 	// of the checks on them
 	probes []*probe
 
-	// the first outcomes, sets and probes, in the Decoded's allocation
-	resultsBuf [32]*failure
-	setsBuf    [2]stepSet
-	nSets      int
-	setPtrs    [2]*stepSet
-	probePtrs  [2]*probe
 }
 
 // passed is the outcome of a step that passed in Decoded.results (never
@@ -243,24 +237,13 @@ func (d *Decoded) stepSet(c *Check) *stepSet {
 	return set
 }
 
-// newStepSet returns a zero stepSet, one of the Decoded's own for the
-// first ones (a pod is seldom checked at more than two levels). d.mu is
-// held.
-func (d *Decoded) newStepSet() *stepSet {
-	if d.nSets < len(d.setsBuf) {
-		d.nSets++
-		return &d.setsBuf[d.nSets-1]
-	}
-	return new(stepSet)
-}
+// newStepSet returns a zero stepSet.
+func (d *Decoded) newStepSet() *stepSet { return new(stepSet) }
 
 // runSteps runs the steps of c not run yet on the pod, and caches their
 // outcomes: it returns the new failures, in step order, and their check
 // results, each kind in one allocation. d.mu is held.
 func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
-	if d.results == nil && c.slots <= len(d.resultsBuf) {
-		d.results = d.resultsBuf[:c.slots]
-	}
 	if len(d.results) < c.slots {
 		d.results = append(d.results, make([]*failure, c.slots-len(d.results))...)
 	}
@@ -271,6 +254,9 @@ func (d *Decoded) runSteps(c *Check) ([]failure, []CheckResult) {
 		group    string
 		hasGroup bool
 	}
+	// The failures are gathered on the stack: growing a slice instead
+	// costs BenchmarkValidate 909 B/op (+3.3%), 4 allocs/op and 0.4% more
+	// instructions (.ci/icount).
 	var buf [8]fresh
 	fails := buf[:0]
 	for i := range c.steps {
@@ -391,7 +377,6 @@ func (d *Decoded) setOfChecks(checks []CheckResult) *stepSet {
 // several checks can evaluate it with EvaluateDecoded.
 func Decode(resource map[string]any) (*Decoded, error) {
 	d := &Decoded{}
-	d.sets, d.probes = d.setPtrs[:0], d.probePtrs[:0]
 	w, err := decodePodInto(resource, &d.pod)
 	if err != nil {
 		return nil, err
