@@ -9,6 +9,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/conditions"
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
 )
 
 // cond is one compiled condition.
@@ -115,7 +116,7 @@ func (e *Engine) conditionsKey(raw any, cs *condSet) string {
 						return ""
 					}
 					q, err := e.jp.Compile(v.Expression)
-					if err != nil || !q.Pure() {
+					if err != nil || !jmespathx.Pure(q) {
 						return ""
 					}
 				}

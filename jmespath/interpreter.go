@@ -12,6 +12,8 @@ import (
 
 	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
+
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
 )
 
 const (
@@ -239,16 +241,17 @@ func (i *Interpreter) compile(expr string) (q *Query, err error) {
 // String returns the expression text.
 func (q *Query) String() string { return q.expr }
 
-// Pure reports whether the query's result depends only on the data it is
+// isPure reports whether the query's result depends only on the data it is
 // evaluated on: it calls none of the functions that read the clock
 // (time_now, time_now_utc, time_since) or the source of randomness
 // (random). Two evaluations of a pure query on the same data give equal
 // results, so callers may reuse one.
-func (q *Query) Pure() bool { return q.pure }
+func (q *Query) isPure() bool { return q.pure }
 
-// PlainPath reports whether the query is a plain field path (a.b[0]."c"),
-// which SearchNormalized evaluates by a direct walk without allocating.
-func (q *Query) PlainPath() bool { return q.path != nil }
+// isPlainPath reports whether the query is a plain field path
+// (a.b[0]."c"), which searchCanonical evaluates by a direct walk without
+// allocating.
+func (q *Query) isPlainPath() bool { return q.path != nil }
 
 // pureNode reports whether an expression calls none of the functions
 // that read the clock or the source of randomness.
@@ -276,15 +279,23 @@ func (q *Query) Search(data any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return q.SearchNormalized(data)
+	return q.searchCanonical(data)
 }
 
-// SearchNormalized evaluates the query against data that is already in
+// The engine's access to the canonical fast path (see internal/jmespathx).
+func init() {
+	jmespathx.SearchCanonical = func(q, data any) (any, error) { return q.(*Query).searchCanonical(data) }
+	jmespathx.Pure = func(q any) bool { return q.(*Query).isPure() }
+	jmespathx.Memoizable = func(q any) bool { qq := q.(*Query); return qq.isPure() && !qq.isPlainPath() }
+	jmespathx.Canonical = canonicalTree
+}
+
+// searchCanonical evaluates the query against data that is already in
 // canonical form (float64 numbers, map[string]any and []any containers), for
-// example a tree returned by Normalize, skipping the read-only conversion walk
+// example a tree returned by canonicalTree, skipping the read-only conversion walk
 // Search performs on every call. Non-canonical values are not converted: a
 // Go int then behaves as a value of unknown type, never as a number.
-func (q *Query) SearchNormalized(data any) (result any, err error) {
+func (q *Query) searchCanonical(data any) (result any, err error) {
 	if q.path != nil {
 		return walk(q.path, data), nil
 	}
@@ -312,13 +323,13 @@ func (q *Query) SearchNormalized(data any) (result any, err error) {
 	return result, nil
 }
 
-// Normalize returns data in the canonical form expressions are evaluated on:
+// canonicalTree returns data in the canonical form expressions are evaluated on:
 // every Go integer, float32 and json.Number becomes a float64 and typed slices
 // and maps become []any and map[string]any. data is not modified; containers
 // are copied only along the paths that needed a conversion, so a tree that is
 // already canonical is returned as is. Convert a large context once with
-// Normalize, then evaluate many queries on it with SearchNormalized.
-func Normalize(data any) (any, error) {
+// canonicalTree, then evaluate many queries on it with searchCanonical.
+func canonicalTree(data any) (any, error) {
 	out, _, err := normalize(data, "")
 	if err != nil {
 		return nil, err
