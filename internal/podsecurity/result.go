@@ -80,7 +80,6 @@ type Decoded struct {
 	// probes are the reduced pods exemptions evaluate, with the outcomes
 	// of the checks on them
 	probes []*probe
-
 }
 
 // passed is the outcome of a step that passed in Decoded.results (never
