@@ -291,65 +291,35 @@ func (d *decoder) integer(m map[string]any, key string, p *jsonPath, min, max in
 	if !ok || v == nil {
 		return 0, false
 	}
-	var n int64
-	switch t := v.(type) {
-	case float64:
-		if t != math.Trunc(t) || t < math.MinInt64 || t >= math.MaxInt64 {
-			d.failKey(p, key, "expected an integer, got %v", t)
-			return 0, false
-		}
-		n = int64(t)
-	case float32:
-		f := float64(t)
-		if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-			d.failKey(p, key, "expected an integer, got %v", t)
-			return 0, false
-		}
-		n = int64(f)
-	case int:
-		n = int64(t)
-	case int8:
-		n = int64(t)
-	case int16:
-		n = int64(t)
-	case int32:
-		n = int64(t)
-	case int64:
-		n = t
-	case uint:
-		if uint64(t) > math.MaxInt64 {
-			d.failKey(p, key, "integer %d out of range", t)
-			return 0, false
-		}
-		n = int64(t)
-	case uint8:
-		n = int64(t)
-	case uint16:
-		n = int64(t)
-	case uint32:
-		n = int64(t)
-	case uint64:
-		if t > math.MaxInt64 {
-			d.failKey(p, key, "integer %d out of range", t)
-			return 0, false
-		}
-		n = int64(t)
-	case json.Number:
-		i, err := strconv.ParseInt(string(t), 10, 64)
-		if err != nil {
+	i, f, kind := jsonnum.Read(v)
+	switch kind {
+	case jsonnum.Integer:
+	case jsonnum.Real:
+		switch t := v.(type) {
+		case json.Number: // a fraction, an exponent, or too large
 			d.failKey(p, key, "expected an integer, got %s", t)
 			return 0, false
+		case uint, uint64, uintptr: // above math.MaxInt64
+			d.failKey(p, key, "integer %d out of range", t)
+			return 0, false
 		}
-		n = i
+		if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			d.failKey(p, key, "expected an integer, got %v", v)
+			return 0, false
+		}
+		i = int64(f)
+	case jsonnum.Invalid:
+		d.failKey(p, key, "expected an integer, got %s", v)
+		return 0, false
 	default:
 		d.failKey(p, key, "expected an integer, got %s", typeName(v))
 		return 0, false
 	}
-	if n < min || n > max {
-		d.failKey(p, key, "integer %d out of range", n)
+	if i < min || i > max {
+		d.failKey(p, key, "integer %d out of range", i)
 		return 0, false
 	}
-	return n, true
+	return i, true
 }
 
 func (d *decoder) int64Ptr(m map[string]any, key string, p *jsonPath) *int64 {
