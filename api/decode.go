@@ -368,7 +368,7 @@ func DecodeStrict(d Document, out any) error {
 	if n := d.Name(); n != "" {
 		obj += "/" + n
 	}
-	if unknown := UnknownFields(d.Object, reflect.TypeOf(out)); len(unknown) > 0 {
+	if unknown := unknownFields(d.Object, reflect.TypeOf(out)); len(unknown) > 0 {
 		return &DecodeError{Source: d.Source, Index: d.Index, Object: obj, Field: unknown[0],
 			Err: fmt.Errorf("unknown field %q", unknown[0][strings.LastIndex(unknown[0], ".")+1:])}
 	}
@@ -387,9 +387,9 @@ func DecodeStrict(d Document, out any) error {
 	return nil
 }
 
-// UnknownFields lists the paths ("spec.rules[0].validate.patern") of the
+// unknownFields lists the paths ("spec.rules[0].validate.patern") of the
 // fields of v that type t does not declare, sorted.
-func UnknownFields(v any, t reflect.Type) []string {
+func unknownFields(v any, t reflect.Type) []string {
 	var out []string
 	walkUnknown(v, t, "", &out)
 	sort.Strings(out)

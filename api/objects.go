@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// IsKyvernoGroup reports whether apiVersion belongs to the kyverno.io group.
-func IsKyvernoGroup(apiVersion string) bool {
+// isKyvernoGroup reports whether apiVersion belongs to the kyverno.io group.
+func isKyvernoGroup(apiVersion string) bool {
 	return strings.HasPrefix(apiVersion, GroupKyverno+"/")
 }
 
@@ -19,12 +19,12 @@ var exceptionVersions = map[string]bool{"kyverno.io/v2": true, "kyverno.io/v2bet
 // IsPolicy reports whether the document is a ClusterPolicy or Policy.
 func (d Document) IsPolicy() bool {
 	k := d.Kind()
-	return (k == KindClusterPolicy || k == KindPolicy) && IsKyvernoGroup(d.APIVersion())
+	return (k == KindClusterPolicy || k == KindPolicy) && isKyvernoGroup(d.APIVersion())
 }
 
 // IsPolicyException reports whether the document is a kyverno.io PolicyException.
 func (d Document) IsPolicyException() bool {
-	return d.Kind() == KindPolicyException && IsKyvernoGroup(d.APIVersion())
+	return d.Kind() == KindPolicyException && isKyvernoGroup(d.APIVersion())
 }
 
 // DecodePolicy decodes a ClusterPolicy or Policy document strictly.

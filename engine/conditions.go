@@ -8,7 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/conditions"
+	"github.com/gavelpolicy/gavel/internal/conditions"
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
 )
 
 // cond is one compiled condition.
@@ -114,8 +115,8 @@ func (e *Engine) conditionsKey(raw any, cs *condSet) string {
 					if v.Nested {
 						return ""
 					}
-					q, err := e.jp.Query(v.Expression)
-					if err != nil || !q.Pure() {
+					q, err := e.jp.Compile(v.Expression)
+					if err != nil || !jmespathx.Pure(q) {
 						return ""
 					}
 				}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/jmespath"
-	"github.com/gavelpolicy/gavel/podsecurity"
 )
 
 // Engine evaluates compiled policies. It is immutable after New and safe

@@ -13,10 +13,10 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/conditions"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/conditions"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 

@@ -992,6 +992,30 @@ func TestRobustBadPolicies(t *testing.T) {
       - list: "request.object.spec.containers[?"
         deny: {}
 `), []string{"policy bad", "spec.rules[0].validate.foreach[0].list", "invalid JMESPath expression"}},
+		{"unknown JMESPath function", rbRule(`    validate:
+      message: "{{ nope(@) }}"
+      pattern: {}
+`), []string{"policy bad", "spec.rules[0].validate.message", `rule r: invalid JMESPath expression "nope(@)": unknown function: nope`}},
+		{"JMESPath function arity in a precondition", rbRule(`    preconditions:
+      all:
+      - key: "{{ to_upper(request.object.metadata.name, 'x') }}"
+        operator: Equals
+        value: X
+    validate:
+      pattern: {}
+`), []string{"policy bad", "spec.rules[0].preconditions.all[0].key", "invalid arity, the function 'to_upper'"}},
+		{"JMESPath literal argument type in a foreach list", rbRule(`    validate:
+      foreach:
+      - list: "split(request.object.metadata.name, ` + "`1`" + `)"
+        deny: {}
+`), []string{"policy bad", "spec.rules[0].validate.foreach[0].list", "argument #2 is not of type string (got number)"}},
+		{"unknown JMESPath function in a context entry", rbRule(`    context:
+    - name: v
+      variable:
+        jmesPath: "nope(request.object)"
+    validate:
+      pattern: {}
+`), []string{"policy bad", "spec.rules[0].context[0].variable.jmesPath", "unknown function: nope"}},
 		{"missing foreach list", rbRule(`    validate:
       foreach:
       - deny: {}

@@ -18,8 +18,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/match"
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // rbHostile are values an attacker puts in the data a policy reads: if any
@@ -635,8 +634,8 @@ func TestSecurityNoHiddenIO(t *testing.T) {
 func TestSecurityNoIOImports(t *testing.T) {
 	forbidden := map[string]bool{"os": true, "os/exec": true, "net": true, "net/http": true, "syscall": true,
 		"io/ioutil": true, "os/user": true, "plugin": true, "unsafe": true, "log": true, "flag": true}
-	for _, pkg := range []string{".", "../api", "../autogen", "../conditions", "../exceptions", "../images", "../jmespath",
-		"../match", "../mutate", "../patterns", "../podsecurity", "../variables"} {
+	for _, pkg := range []string{".", "../api", "../autogen", "../internal/conditions", "../exceptions", "../internal/images", "../jmespath",
+		"../match", "../internal/mutate", "../internal/patterns", "../internal/podsecurity", "../internal/variables"} {
 		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -760,7 +759,7 @@ func TestSecurityWildcardsArePolynomial(t *testing.T) {
 	pattern := strings.Repeat("*a", 40) + "*b"
 	subject := strings.Repeat("a", 20000)
 	start := time.Now()
-	if match.Wildcard(pattern, subject) || patterns.WildcardMatch(pattern, subject) {
+	if wildcard.Match(pattern, subject) {
 		t.Fatal("matched")
 	}
 	set := rbCompile(t, rbRule(`    validate:

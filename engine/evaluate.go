@@ -11,6 +11,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
 )
 
@@ -271,7 +272,7 @@ func (e *Engine) exceptionNamespaceAllowed(namespace string) bool {
 		return true
 	}
 	for _, pat := range e.cfg.exceptionNS {
-		if match.Wildcard(pat, namespace) {
+		if wildcard.Match(pat, namespace) {
 			return true
 		}
 	}

@@ -4,28 +4,16 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/gavelpolicy/gavel/jmespath"
-	"github.com/gavelpolicy/gavel/variables"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
-// Lookup implements variables.LookupEvaluator. A nil result of a plain
+// Lookup implements variables.Evaluator. A nil result of a plain
 // path expression (a.b["c"][0]) whose key is missing is reported as
 // upstream reports it, `JMESPath query failed: Unknown key "c" in path`,
 // wrapping variables.ErrNotFound; an existing null, or a nil result of any
 // other expression, is found.
-func (s *scope) Lookup(expr string) (any, bool, error) { return s.lookup(expr, nil) }
-
-// LookupPrepared implements variables.PreparedEvaluator: Lookup with the
-// query prepareQuery compiled for expr when the template was compiled.
-func (s *scope) LookupPrepared(expr string, prepared any) (any, bool, error) {
-	q, _ := prepared.(*jmespath.Query)
-	return s.lookup(expr, q)
-}
-
-// lookup is Lookup with expr compiled as q (nil: looked up in the
-// engine's cache of compiled queries).
-func (s *scope) lookup(expr string, q *jmespath.Query) (any, bool, error) {
-	v, err := s.queryCompiled(expr, q)
+func (s *scope) Lookup(expr string) (any, bool, error) {
+	v, err := s.query(expr)
 	if err != nil {
 		return nil, false, fmt.Errorf("JMESPath query failed: %w", err)
 	}

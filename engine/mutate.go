@@ -11,8 +11,8 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/mutate"
-	"github.com/gavelpolicy/gavel/variables"
+	"github.com/gavelpolicy/gavel/internal/mutate"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
 // patchSpec is a strategic merge patch or a JSON patch, compiled once when
@@ -116,9 +116,9 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 		var r mutate.Result
 		var err error
 		if sc.rs.canonical(resource) {
-			r, err = sm.MutateCanonicalMemo(resource, &sc.rs.mergeMemo)
+			r, err = sm.MutateCanonical(resource, &sc.rs.mergeMemo)
 		} else {
-			r, err = sm.MutateShared(resource)
+			r, err = sm.Mutate(resource)
 		}
 		if err != nil {
 			return nil, err
@@ -140,7 +140,11 @@ func (ps *patchSpec) apply(sc *scope, resource map[string]any) (map[string]any, 
 			}
 		}
 	}
-	return jp.Apply(resource)
+	r, err := jp.Mutate(resource)
+	if err != nil {
+		return nil, err
+	}
+	return r.Object, nil
 }
 
 // patchPlaceholder stands for every variable of a JSON patch template when

@@ -3,13 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // targetSpec is a compiled mutate target: templates for its identity and
@@ -174,7 +173,7 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 		if p.src.IsNamespaced() {
 			namespace = p.src.GetNamespace()
 		}
-		if name != "" && namespace != "" && !hasWildcard(name) && !hasWildcard(namespace) {
+		if name != "" && namespace != "" && !wildcard.Has(name) && !wildcard.Has(namespace) {
 			cctx, done := rs.hostContext()
 			obj, err := client.Get(cctx, apiVersion, kind, namespace, name)
 			err = done(err)
@@ -188,7 +187,7 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 			continue
 		}
 		listNS := namespace
-		if hasWildcard(listNS) {
+		if wildcard.Has(listNS) {
 			listNS = ""
 		}
 		cctx, done := rs.hostContext()
@@ -213,8 +212,6 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 	return out, errors.Join(errs...)
 }
 
-func hasWildcard(s string) bool { return strings.ContainsAny(s, "*?") }
-
 // targetMatches filters listed targets by namespace and name patterns, as
 // upstream's match helper.
 func targetMatches(nsPattern, namePattern, ns, name string) bool {
@@ -222,9 +219,9 @@ func targetMatches(nsPattern, namePattern, ns, name string) bool {
 	case nsPattern == "" && namePattern == "":
 		return true
 	case nsPattern == "":
-		return match.Wildcard(namePattern, name)
-	case match.Wildcard(nsPattern, ns):
-		return namePattern == "" || match.Wildcard(namePattern, name)
+		return wildcard.Match(namePattern, name)
+	case wildcard.Match(nsPattern, ns):
+		return namePattern == "" || wildcard.Match(namePattern, name)
 	}
 	return false
 }

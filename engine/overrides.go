@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // labelSelector is a compiled metav1.LabelSelector.
@@ -63,7 +63,7 @@ func (p *Policy) failureActionFor(rs *reqState) api.ValidationFailureAction {
 			continue
 		}
 		for _, pat := range o.namespaces {
-			if !patterns.WildcardMatch(pat, ns) {
+			if !wildcard.Match(pat, ns) {
 				continue
 			}
 			if o.selector == nil {

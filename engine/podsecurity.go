@@ -4,7 +4,7 @@ import (
 	"reflect"
 
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/podsecurity"
+	"github.com/gavelpolicy/gavel/internal/podsecurity"
 )
 
 // decodedPod returns the request object decoded for Pod Security checks,

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/jmespath"
-	"github.com/gavelpolicy/gavel/mutate"
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	"github.com/gavelpolicy/gavel/internal/mutate"
 )
 
 // GroupVersionKind names a kind.
@@ -98,7 +98,7 @@ func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any
 			// Normalize would return it as it is
 			obj, canonical[i] = o.obj, true
 		} else {
-			n, err := jmespath.Normalize(o.obj)
+			n, err := jmespathx.Canonical(o.obj)
 			if err != nil {
 				return nil, nil, canonical, fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
 			}

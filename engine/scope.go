@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/images"
-	"github.com/gavelpolicy/gavel/jmespath"
+	"github.com/gavelpolicy/gavel/internal/images"
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	"github.com/gavelpolicy/gavel/internal/mutate"
+	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/match"
-	"github.com/gavelpolicy/gavel/mutate"
-	"github.com/gavelpolicy/gavel/podsecurity"
 )
 
 // reqState is the per-request state shared by every rule of one call.
@@ -529,28 +529,21 @@ func (s *scope) own() {
 	}
 }
 
-// Evaluate implements variables.Evaluator.
-func (s *scope) Evaluate(expr string) (any, error) { return s.query(expr) }
-
-func (s *scope) query(expr string) (any, error) { return s.queryCompiled(expr, nil) }
-
-// queryCompiled is query with expr compiled as q (nil: looked up in the
-// engine's cache of compiled queries).
-func (s *scope) queryCompiled(expr string, q *jmespath.Query) (any, error) {
+// query evaluates expr, compiled once in the engine's cache of compiled
+// queries, on the scope's data.
+func (s *scope) query(expr string) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
 	}
 	if s.pending.set || s.hasTarget {
 		s.own()
 	}
-	if q == nil {
-		var err error
-		if q, err = s.rs.e.jp.Query(expr); err != nil {
-			return nil, err
-		}
+	q, err := s.rs.e.jp.Compile(expr)
+	if err != nil {
+		return nil, err
 	}
-	if q.PlainPath() || !q.Pure() {
-		return q.SearchNormalized(s.data)
+	if !jmespathx.Memoizable(q) {
+		return jmespathx.SearchCanonical(q, s.data)
 	}
 	// Pure queries are remembered while the data does not change: on the
 	// request's base (shared by every rule of the request) or on this
@@ -562,12 +555,12 @@ func (s *scope) queryCompiled(expr string, q *jmespath.Query) (any, error) {
 	case s.owned:
 		memo = &s.memo
 	default:
-		return q.SearchNormalized(s.data)
+		return jmespathx.SearchCanonical(q, s.data)
 	}
 	if r, ok := memo.get(expr); ok {
 		return r.v, r.err
 	}
-	v, err := q.SearchNormalized(s.data)
+	v, err := jmespathx.SearchCanonical(q, s.data)
 	switch n := len(*memo); {
 	case n == 0 && cap(*memo) == 0:
 		// a few results per scope: one allocation instead of growing
@@ -680,7 +673,7 @@ func normalizeAgainst(v, prev any) (out any, changed bool, err error) {
 	case nil, string, bool, float64:
 		return v, false, nil
 	}
-	n, err := jmespath.Normalize(v)
+	n, err := jmespathx.Canonical(v)
 	if err != nil {
 		return nil, false, err
 	}
@@ -703,7 +696,7 @@ func sameValue(n, v any) bool {
 // normalize converts host data to the canonical JSON-like form (float64
 // numbers) that queries run on; canonical data is returned as is.
 func normalize(v any) any {
-	n, err := jmespath.Normalize(v)
+	n, err := jmespathx.Canonical(v)
 	if err != nil {
 		return v
 	}

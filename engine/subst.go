@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gavelpolicy/gavel/patterns"
-	"github.com/gavelpolicy/gavel/variables"
+	"github.com/gavelpolicy/gavel/internal/patterns"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
 // template is a compiled string that may hold {{ }} expressions.
@@ -17,24 +17,12 @@ type template = variables.Template
 // tree is a compiled document that may hold {{ }} expressions.
 type tree = variables.Tree
 
-// prepareQuery compiles an expression of a template when the template is
-// compiled (variables.WithPrepare), so that its evaluations need not look
-// the query up by its text (scope.LookupPrepared); nil when it does not
-// compile: its evaluations then report the error.
-func (e *Engine) prepareQuery(expr string) any {
-	q, err := e.jp.Compile(expr)
-	if err != nil {
-		return nil
-	}
-	return q
-}
-
 func (e *Engine) compileTemplate(s string) (*template, error) {
-	return variables.Parse(s, variables.WithPrepare(e.prepareQuery))
+	return variables.Parse(s)
 }
 
 func (e *Engine) compileTree(doc any, basePath string) (*tree, error) {
-	return variables.Compile(doc, variables.WithBasePath(basePath), variables.WithPrepare(e.prepareQuery))
+	return variables.Compile(doc, variables.WithBasePath(basePath))
 }
 
 // render evaluates a template to a string (non-string results are an

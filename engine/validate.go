@@ -8,7 +8,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 // validateRule is the handler of validate rules.

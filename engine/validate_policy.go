@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/variables"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
 // checkExpressions compiles every JMESPath expression of a rule once, so
@@ -50,7 +50,7 @@ func (e *Engine) checkExpressions(r *api.Rule, ruleDoc map[string]any, docErr er
 		}
 		expr := v.Expression
 		if _, err := e.jp.Compile(expr); err != nil {
-			errs = append(errs, field.Invalid(pointerPath(path, v.Path), v.Source, fmt.Sprintf("invalid JMESPath expression: %v", err)))
+			errs = append(errs, field.Invalid(pointerPath(path, v.Path), v.Source, fmt.Sprintf("rule %s: %v", r.Name, err)))
 		}
 	}
 	walkPlainExpressions(doc, "", func(p, expr string) {
@@ -58,7 +58,7 @@ func (e *Engine) checkExpressions(r *api.Rule, ruleDoc map[string]any, docErr er
 			return
 		}
 		if _, err := e.jp.Compile(expr); err != nil {
-			errs = append(errs, field.Invalid(pointerPath(path, p), expr, fmt.Sprintf("invalid JMESPath expression: %v", err)))
+			errs = append(errs, field.Invalid(pointerPath(path, p), expr, fmt.Sprintf("rule %s: %v", r.Name, err)))
 		}
 	})
 	return errs

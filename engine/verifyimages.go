@@ -14,8 +14,8 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/images"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/images"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // ImageVerifyAnnotation is the annotation upstream writes on resources whose
@@ -396,7 +396,7 @@ func (vs *verifySpec) ruleImages(rs *reqState, obj map[string]any) ([]images.Inf
 func (ent *verifyEntry) matches(image string) bool {
 	ok := false
 	for _, p := range ent.refs {
-		if match.Wildcard(p, image) {
+		if wildcard.Match(p, image) {
 			ok = true
 			break
 		}
@@ -405,7 +405,7 @@ func (ent *verifyEntry) matches(image string) bool {
 		return false
 	}
 	for _, p := range ent.skip {
-		if match.Wildcard(p, image) {
+		if wildcard.Match(p, image) {
 			return false
 		}
 	}

@@ -35,13 +35,13 @@ spec:
 	}
 
 	res := match.Resource{Group: "apps", Version: "v1", Kind: "Deployment", Name: "important-tool", Namespace: "delta"}
-	var applied []*exceptions.Exception
+	var applied []string
 	for _, e := range set.Candidates("disallow-host-namespaces", "autogen-host-namespaces") {
 		if ok, _ := e.Matches(res, match.Request{Operation: "CREATE"}); ok && e.Conditions == nil {
-			applied = append(applied, e)
+			applied = append(applied, e.Key())
 		}
 	}
-	fmt.Println(exceptions.SkipMessage(exceptions.Keys(applied)...))
+	fmt.Println(exceptions.SkipMessage(applied...))
 	// Output:
 	// rule is skipped due to policy exception: delta/delta-exception
 }

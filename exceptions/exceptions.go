@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -144,7 +145,7 @@ func Compile(excs []*api.PolicyException, opts ...Option) (*Set, error) {
 
 func namespaceAccepted(patterns []string, ns string) bool {
 	for _, p := range patterns {
-		if match.Wildcard(p, ns) {
+		if wildcard.Match(p, ns) {
 			return true
 		}
 	}
@@ -171,7 +172,7 @@ func (s *Set) Candidates(policyKey, ruleName string) []*Exception {
 	var out []*Exception
 	for i := range cands {
 		for _, pattern := range cands[i].rules {
-			if match.Wildcard(pattern, ruleName) || (base != "" && match.Wildcard(pattern, base)) {
+			if wildcard.Match(pattern, ruleName) || (base != "" && wildcard.Match(pattern, base)) {
 				if out == nil {
 					out = make([]*Exception, 0, len(cands)-i)
 				}
@@ -198,13 +199,13 @@ func SkipMessage(keys ...string) string {
 	return "rule is skipped due to policy exception: " + strings.Join(keys, ", ")
 }
 
-// Keys returns the keys of exceptions, in order (for SkipMessage).
-func Keys(excs []*Exception) []string {
-	keys := make([]string, len(excs))
+// keys returns the keys of exceptions, in order (for SkipMessage).
+func keys(excs []*Exception) []string {
+	out := make([]string, len(excs))
 	for i, e := range excs {
-		keys[i] = e.Key()
+		out[i] = e.Key()
 	}
-	return keys
+	return out
 }
 
 // ValidationError reports an invalid PolicyException.

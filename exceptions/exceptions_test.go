@@ -101,7 +101,7 @@ func TestCandidates(t *testing.T) {
 		{s, "unknown", "x", nil},
 	}
 	for _, tt := range tests {
-		got := Keys(tt.set.Candidates(tt.policy, tt.rule))
+		got := keys(tt.set.Candidates(tt.policy, tt.rule))
 		if len(got) == 0 {
 			got = nil
 		}
@@ -289,7 +289,7 @@ metadata: {name: exempt-hostpath-pod}
 spec:
   exceptions: [{policyName: p, ruleNames: [r]}]
   match: {any: [{resources: {kinds: [Pod]}}]}`)
-	if got := SkipMessage(Keys(s.Candidates("p", "r"))...); got != "rule is skipped due to policy exception: exempt-hostpath-pod" {
+	if got := SkipMessage(keys(s.Candidates("p", "r"))...); got != "rule is skipped due to policy exception: exempt-hostpath-pod" {
 		t.Fatal(got)
 	}
 }
@@ -373,7 +373,7 @@ func TestSeedCases(t *testing.T) {
 					case r.Result == "skip" && len(matched) == 0:
 						t.Errorf("%s/%s on %s: expected skip, no exception matches", r.Policy, r.Rule, name)
 					case r.Result != "skip" && len(matched) > 0 && !decidedElsewhere:
-						t.Errorf("%s/%s on %s: expected %s, but %v matches", r.Policy, r.Rule, name, r.Result, Keys(matched))
+						t.Errorf("%s/%s on %s: expected %s, but %v matches", r.Policy, r.Rule, name, r.Result, keys(matched))
 					}
 					checked++
 				}

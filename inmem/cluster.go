@@ -312,7 +312,7 @@ func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte)
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("in-memory cluster: unsupported path %s", path)
 	}
-	kind := KindFor(parts[0])
+	kind := kindFor(parts[0])
 	var selector *metav1.LabelSelector
 	for _, kv := range strings.Split(query, "&") {
 		if v, ok := strings.CutPrefix(kv, "labelSelector="); ok {

@@ -80,11 +80,3 @@ func TestCluster(t *testing.T) {
 		t.Errorf("second Delete: %v", err)
 	}
 }
-
-func TestKinds(t *testing.T) {
-	for res, kind := range map[string]string{"pods": "Pod", "networkpolicies": "NetworkPolicy", "widgets": "Widget", "policies": "Policy", "ingresses": "Ingress"} {
-		if got := inmem.KindFor(res); got != kind {
-			t.Errorf("KindFor(%s) = %s, want %s", res, got, kind)
-		}
-	}
-}

@@ -23,9 +23,9 @@ var resourceKinds = map[string]string{
 	"verticalpodautoscalers": "VerticalPodAutoscaler", "leases": "Lease",
 }
 
-// KindFor returns the kind of a plural resource name: the built-in table,
+// kindFor returns the kind of a plural resource name: the built-in table,
 // else the name singularised and capitalised.
-func KindFor(resource string) string {
+func kindFor(resource string) string {
 	if k, ok := resourceKinds[resource]; ok {
 		return k
 	}
@@ -42,21 +42,4 @@ func KindFor(resource string) string {
 		return r
 	}
 	return strings.ToUpper(r[:1]) + r[1:]
-}
-
-// ResourceFor returns the plural resource name of a kind.
-func ResourceFor(kind string) string {
-	for r, k := range resourceKinds {
-		if k == kind {
-			return r
-		}
-	}
-	l := strings.ToLower(kind)
-	switch {
-	case strings.HasSuffix(l, "y"):
-		return l[:len(l)-1] + "ies"
-	case strings.HasSuffix(l, "s"), strings.HasSuffix(l, "x"):
-		return l + "es"
-	}
-	return l + "s"
 }

@@ -1,7 +1,7 @@
 package jmespath
 
 import (
-	"github.com/gavelpolicy/gavel/quantity"
+	"github.com/gavelpolicy/gavel/internal/quantity"
 
 	"fmt"
 	"math"

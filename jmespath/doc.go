@@ -19,7 +19,10 @@
 // float64). int, int64, other Go numbers and json.Number are accepted and
 // read as float64; the caller's tree is never modified.
 //
-// Errors: Compile returns *CompileError (naming the expression); custom
+// Errors: Compile returns *CompileError (naming the expression) for a syntax
+// error and for a call that would fail on every evaluation: an unknown
+// function, a wrong number of arguments, a literal argument of a type the
+// function does not take (nope(@), to_upper(@, 'x'), length(`5`)); custom
 // functions fail with *FunctionError whose text follows the upstream form
 // "JMESPath function 'name': ..."; other evaluation failures are *EvalError.
 package jmespath

@@ -150,8 +150,8 @@ func TestFastEvalMatchesLibrary(t *testing.T) {
 		lib := *q
 		lib.fast = nil
 		for i, doc := range docs {
-			got, gerr := q.SearchNormalized(doc)
-			want, werr := lib.SearchNormalized(doc)
+			got, gerr := q.searchCanonical(doc)
+			want, werr := lib.searchCanonical(doc)
 			ge, we := errText(gerr), errText(werr)
 			if unordered(expr) {
 				// keys, values and object projections follow map order,
@@ -213,8 +213,8 @@ func FuzzFastEval(f *testing.F) {
 		lib := *q
 		lib.fast = nil
 		for i, doc := range docs {
-			got, gerr := q.SearchNormalized(doc)
-			want, werr := lib.SearchNormalized(doc)
+			got, gerr := q.searchCanonical(doc)
+			want, werr := lib.searchCanonical(doc)
 			ge, we := errText(gerr), errText(werr)
 			if unordered(expr) {
 				// keys, values and object projections follow map order,
@@ -287,12 +287,12 @@ func TestFlattenProjectionAllocations(t *testing.T) {
 		t.Fatalf("not compiled: %v", err)
 	}
 	doc := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a"}, nil}}}
-	got, err := q.SearchNormalized(doc)
+	got, err := q.searchCanonical(doc)
 	if err != nil || !reflect.DeepEqual(got, []any{map[string]any{"name": "a"}}) {
 		t.Fatalf("got %#v, %v", got, err)
 	}
 	// the result and its interface value
-	if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != 2 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != 2 {
 		t.Errorf("%v allocations, want 2", n)
 	}
 }
@@ -321,7 +321,7 @@ func TestEmptyResultsAreShared(t *testing.T) {
 		if err != nil || q.fast == nil {
 			t.Fatalf("%s: not compiled: %v", expr, err)
 		}
-		got, err := q.SearchNormalized(doc)
+		got, err := q.searchCanonical(doc)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
@@ -332,7 +332,7 @@ func TestEmptyResultsAreShared(t *testing.T) {
 		if !reflect.DeepEqual(got, []any{}) || !reflect.DeepEqual(got, lib) {
 			t.Errorf("%s = %#v, library %#v, want []", expr, got, lib)
 		}
-		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != allocs {
+		if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != allocs {
 			t.Errorf("%s: %v allocations, want %v", expr, n, allocs)
 		}
 	}
@@ -358,14 +358,14 @@ func TestFlattenReturnsUnchangedLists(t *testing.T) {
 		if err != nil || q.fast == nil {
 			t.Fatalf("%s: not compiled: %v", expr, err)
 		}
-		got, err := q.SearchNormalized(doc)
+		got, err := q.searchCanonical(doc)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		if l, ok := got.([]any); !ok || len(l) != len(want) || &l[0] != &want[0] {
 			t.Errorf("%s = %#v, want the list read", expr, got)
 		}
-		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != 0 {
 			t.Errorf("%s: %v allocations, want 0", expr, n)
 		}
 	}
@@ -375,7 +375,7 @@ func TestFlattenReturnsUnchangedLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := q.SearchNormalized(doc)
+		got, _ := q.searchCanonical(doc)
 		lib, _ := interpreter.NewInterpreter(doc, intr.caller, nil).Execute(q.node, doc)
 		if !reflect.DeepEqual(got, lib) {
 			t.Errorf("%s = %#v, library %#v", expr, got, lib)
@@ -398,14 +398,14 @@ func TestCaseUnchangedNotCopied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := q.SearchNormalized(doc); err != nil || got != want {
+		if got, err := q.searchCanonical(doc); err != nil || got != want {
 			t.Fatalf("%s = %#v, %v, want %q", expr, got, err, want)
 		}
 		allocs := 0.0
 		if expr == "to_upper(mixed)" || expr == "to_lower(mixed)" {
 			allocs = 2 // the string and its interface value
 		}
-		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != allocs {
+		if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != allocs {
 			t.Errorf("%s: %v allocations, want %v", expr, n, allocs)
 		}
 	}
@@ -423,11 +423,11 @@ func TestProjectionOnItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := q.SearchNormalized(doc)
+	got, err := q.searchCanonical(doc)
 	if l, ok := got.([]any); err != nil || !ok || len(l) != 2 || &l[0] != &upper[0] {
 		t.Fatalf("c.upper[].to_upper(@) = %#v, %v, want the list read", got, err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchNormalized(doc) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != 0 {
 		t.Errorf("c.upper[].to_upper(@): %v allocations, want 0", n)
 	}
 	for expr, want := range map[string][]any{
@@ -440,7 +440,7 @@ func TestProjectionOnItself(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := q.SearchNormalized(doc)
+		got, err := q.searchCanonical(doc)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %#v, %v, want %#v", expr, got, err, want)
 		}

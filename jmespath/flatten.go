@@ -242,6 +242,11 @@ func (c *fastCompiler) projectValue(node parsing.ASTNode, l any, right evalFn, v
 // projectedOnItself reports whether a projected value is the element it was
 // projected from, as far as any reader can tell: strings, numbers (bit
 // for bit) and booleans of equal values.
+//
+// What it buys (re-measured against the projection always collecting a
+// new list): 2 allocations and 44 bytes less per BenchmarkValidate, about
+// 2% fewer instructions with the collector (.ci/icount 505.0k against
+// 511.8k and 516.7k), none without it.
 func projectedOnItself(projected, el any) bool {
 	switch x := projected.(type) {
 	case string:

@@ -84,7 +84,9 @@ func (i *Interpreter) functionTable() ([]jpfunctions.FunctionEntry, []FunctionIn
 	for _, spec := range custom {
 		names[spec.name] = true
 	}
-	for _, std := range jpfunctions.GetDefaultFunctions() {
+	standard := jpfunctions.GetDefaultFunctions()
+	i.sigs = signatures(standard, custom)
+	for _, std := range standard {
 		std.Handler = i.guarded(std.Name, std.Handler)
 		entries = append(entries, std)
 		if names[std.Name] {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
+
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
 )
 
 const (
@@ -62,8 +64,8 @@ func WithRandom(r io.Reader) Option {
 	}
 }
 
-// WithCacheSize bounds the number of compiled expressions Interpreter.Search
-// keeps. Zero disables the cache. The default is 512.
+// WithCacheSize bounds the number of compiled expressions Compile and Search
+// keep. Zero disables the cache. The default is 512.
 func WithCacheSize(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
@@ -129,6 +131,7 @@ type Interpreter struct {
 	cfg     config
 	caller  interpreter.FunctionCaller
 	infos   []FunctionInfo
+	sigs    map[string]signature // checked by Compile
 	queries *boundedCache[*Query]
 	regexes *boundedCache[regexResult]
 	randMu  sync.Mutex
@@ -189,8 +192,26 @@ type Query struct {
 	fast evalFn
 }
 
-// Compile parses expr once. The error, a *CompileError, names the expression.
-func (i *Interpreter) Compile(expr string) (q *Query, err error) {
+// Compile returns the compiled query for expr, from the interpreter's
+// bounded cache of compiled expressions when it is there (a Query is
+// immutable: sharing one is safe). The error, a *CompileError, names the
+// expression: a syntax error, or a call that fails on every evaluation (an
+// unknown function, a wrong number of arguments, a literal argument of a
+// type the function does not take).
+func (i *Interpreter) Compile(expr string) (*Query, error) {
+	if q, ok := i.queries.get(expr); ok {
+		return q, nil
+	}
+	q, err := i.compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	i.queries.put(expr, q)
+	return q, nil
+}
+
+// compile parses and checks expr.
+func (i *Interpreter) compile(expr string) (q *Query, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			q, err = nil, &CompileError{Expression: expr, Offset: -1, Err: fmt.Errorf("parser fault: %v", r)}
@@ -205,6 +226,9 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 		}
 		return nil, &CompileError{Expression: expr, Offset: offset, Err: perr}
 	}
+	if err := i.checkCalls(node); err != nil {
+		return nil, &CompileError{Expression: expr, Offset: -1, Err: err}
+	}
 	q = &Query{expr: expr, node: node, intr: i, pure: pureNode(node), builds: buildsValues(node)}
 	if steps, ok := plainPath(node); ok {
 		q.path = steps
@@ -217,16 +241,17 @@ func (i *Interpreter) Compile(expr string) (q *Query, err error) {
 // String returns the expression text.
 func (q *Query) String() string { return q.expr }
 
-// Pure reports whether the query's result depends only on the data it is
+// isPure reports whether the query's result depends only on the data it is
 // evaluated on: it calls none of the functions that read the clock
 // (time_now, time_now_utc, time_since) or the source of randomness
 // (random). Two evaluations of a pure query on the same data give equal
 // results, so callers may reuse one.
-func (q *Query) Pure() bool { return q.pure }
+func (q *Query) isPure() bool { return q.pure }
 
-// PlainPath reports whether the query is a plain field path (a.b[0]."c"),
-// which SearchNormalized evaluates by a direct walk without allocating.
-func (q *Query) PlainPath() bool { return q.path != nil }
+// isPlainPath reports whether the query is a plain field path
+// (a.b[0]."c"), which searchCanonical evaluates by a direct walk without
+// allocating.
+func (q *Query) isPlainPath() bool { return q.path != nil }
 
 // pureNode reports whether an expression calls none of the functions
 // that read the clock or the source of randomness.
@@ -254,15 +279,23 @@ func (q *Query) Search(data any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return q.SearchNormalized(data)
+	return q.searchCanonical(data)
 }
 
-// SearchNormalized evaluates the query against data that is already in
+// The engine's access to the canonical fast path (see internal/jmespathx).
+func init() {
+	jmespathx.SearchCanonical = func(q, data any) (any, error) { return q.(*Query).searchCanonical(data) }
+	jmespathx.Pure = func(q any) bool { return q.(*Query).isPure() }
+	jmespathx.Memoizable = func(q any) bool { qq := q.(*Query); return qq.isPure() && !qq.isPlainPath() }
+	jmespathx.Canonical = canonicalTree
+}
+
+// searchCanonical evaluates the query against data that is already in
 // canonical form (float64 numbers, map[string]any and []any containers), for
-// example a tree returned by Normalize, skipping the read-only conversion walk
+// example a tree returned by canonicalTree, skipping the read-only conversion walk
 // Search performs on every call. Non-canonical values are not converted: a
 // Go int then behaves as a value of unknown type, never as a number.
-func (q *Query) SearchNormalized(data any) (result any, err error) {
+func (q *Query) searchCanonical(data any) (result any, err error) {
 	if q.path != nil {
 		return walk(q.path, data), nil
 	}
@@ -290,13 +323,13 @@ func (q *Query) SearchNormalized(data any) (result any, err error) {
 	return result, nil
 }
 
-// Normalize returns data in the canonical form expressions are evaluated on:
+// canonicalTree returns data in the canonical form expressions are evaluated on:
 // every Go integer, float32 and json.Number becomes a float64 and typed slices
 // and maps become []any and map[string]any. data is not modified; containers
 // are copied only along the paths that needed a conversion, so a tree that is
 // already canonical is returned as is. Convert a large context once with
-// Normalize, then evaluate many queries on it with SearchNormalized.
-func Normalize(data any) (any, error) {
+// canonicalTree, then evaluate many queries on it with searchCanonical.
+func canonicalTree(data any) (any, error) {
 	out, _, err := normalize(data, "")
 	if err != nil {
 		return nil, err
@@ -304,43 +337,13 @@ func Normalize(data any) (any, error) {
 	return out, nil
 }
 
-// Search compiles expr (reusing a bounded cache of compiled queries) and
-// evaluates it against data.
+// Search compiles expr (see Compile) and evaluates it against data.
 func (i *Interpreter) Search(expr string, data any) (any, error) {
-	q, err := i.cached(expr)
-	if err != nil {
-		return nil, err
-	}
-	return q.Search(data)
-}
-
-// SearchNormalized is Search for data already in normalized form (see
-// Normalize): numbers only as float64, no typed slices or maps. It skips
-// the conversion walk, which dominates the cost of small queries on large
-// documents.
-func (i *Interpreter) SearchNormalized(expr string, data any) (any, error) {
-	q, err := i.cached(expr)
-	if err != nil {
-		return nil, err
-	}
-	return q.SearchNormalized(data)
-}
-
-// Query returns the compiled query for expr, from the interpreter's cache
-// of compiled expressions when possible (Compile always parses).
-func (i *Interpreter) Query(expr string) (*Query, error) { return i.cached(expr) }
-
-// cached returns the compiled query for expr, from the cache when possible.
-func (i *Interpreter) cached(expr string) (*Query, error) {
-	if q, ok := i.queries.get(expr); ok {
-		return q, nil
-	}
 	q, err := i.Compile(expr)
 	if err != nil {
 		return nil, err
 	}
-	i.queries.put(expr, q)
-	return q, nil
+	return q.Search(data)
 }
 
 // regexp returns the compiled pattern, from the cache when possible.

@@ -1,11 +1,9 @@
 package jmespath
 
 import (
-	"encoding/json"
-	"errors"
-	"math"
 	"reflect"
-	"strconv"
+
+	"github.com/gavelpolicy/gavel/internal/jsonnum"
 )
 
 // normalize converts a JSON-like tree to the canonical form the evaluator
@@ -82,34 +80,6 @@ func normalizeValue(v any) (any, bool, *InputError) {
 			return out, true, nil
 		}
 		return v, false, nil
-	case int:
-		return float64(t), true, nil
-	case int8:
-		return float64(t), true, nil
-	case int16:
-		return float64(t), true, nil
-	case int32:
-		return float64(t), true, nil
-	case int64:
-		return float64(t), true, nil
-	case uint:
-		return float64(t), true, nil
-	case uint8:
-		return float64(t), true, nil
-	case uint16:
-		return float64(t), true, nil
-	case uint32:
-		return float64(t), true, nil
-	case uint64:
-		return float64(t), true, nil
-	case float32:
-		return float64(t), true, nil
-	case json.Number:
-		f, err := strconv.ParseFloat(string(t), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return nil, false, &InputError{Err: errors.New("invalid number " + strconv.Quote(string(t)))}
-		}
-		return f, true, nil
 	case []string:
 		out := make([]any, len(t))
 		for i, s := range t {
@@ -122,6 +92,12 @@ func normalizeValue(v any) (any, bool, *InputError) {
 			out[k] = s
 		}
 		return out, true, nil
+	}
+	if f, ok, err := jsonnum.Float(v); ok {
+		if err != nil {
+			return nil, false, &InputError{Err: err}
+		}
+		return f, true, nil
 	}
 	return normalizeReflect(v)
 }

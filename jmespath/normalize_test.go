@@ -112,25 +112,25 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-func TestNormalizeAndSearchNormalized(t *testing.T) {
+func TestCanonicalAndSearchCanonical(t *testing.T) {
 	intr := mustNew(t)
 	q, err := intr.Compile("add(spec.replicas, `1`)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw := map[string]any{"spec": map[string]any{"replicas": 2}}
-	canon, err := Normalize(raw)
+	canon, err := canonicalTree(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := q.SearchNormalized(canon); err != nil || got != 3.0 {
-		t.Fatalf("SearchNormalized = %v, %v", got, err)
+	if got, err := q.searchCanonical(canon); err != nil || got != 3.0 {
+		t.Fatalf("searchCanonical = %v, %v", got, err)
 	}
 	// Without normalisation an int is not a number: an error, not a panic.
-	if _, err := q.SearchNormalized(raw); err == nil {
+	if _, err := q.searchCanonical(raw); err == nil {
 		t.Fatal("want an error for a non-canonical int")
 	}
-	if _, err := Normalize(json.Number("x")); err == nil {
+	if _, err := canonicalTree(json.Number("x")); err == nil {
 		t.Fatal("want an error for an invalid json.Number")
 	}
 }

@@ -1,7 +1,7 @@
 package jmespath
 
 import (
-	"github.com/gavelpolicy/gavel/patterns"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 
 	"crypto/md5"
 	"crypto/sha1"
@@ -116,7 +116,7 @@ func (i *Interpreter) compiledArg(name, pattern string) (*regexp.Regexp, error) 
 
 func jpPatternMatch(args []any) (any, error) {
 	src, _ := scalarString(args[1])
-	return patterns.WildcardMatch(args[0].(string), src), nil
+	return wildcard.Match(args[0].(string), src), nil
 }
 
 func jpLabelMatch(args []any) (any, error) {

@@ -63,8 +63,8 @@ func (s *Set) Read(r io.Reader, source string) error {
 	return errors.Join(errs...)
 }
 
-// IsManifest reports whether a file name looks like YAML or JSON.
-func IsManifest(name string) bool {
+// isManifest reports whether a file name looks like YAML or JSON.
+func isManifest(name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".yaml", ".yml", ".json":
 		return true
@@ -94,7 +94,7 @@ func Files(paths ...string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() && IsManifest(d.Name()) {
+			if !d.IsDir() && isManifest(d.Name()) {
 				found = append(found, path)
 			}
 			return nil

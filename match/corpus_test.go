@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -290,7 +291,7 @@ func findResource(resources []map[string]any, kind, name string) map[string]any 
 
 func kindListed(r *Rule, kind string) bool {
 	for _, k := range r.Kinds() {
-		if Wildcard(k.Kind, kind) {
+		if wildcard.Match(k.Kind, kind) {
 			return true
 		}
 	}

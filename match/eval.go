@@ -198,7 +198,7 @@ func (f *filter) check(c *evalCtx, res *Resource, req *Request, checkUser, rule 
 			return false, f.kindReason, nil
 		}
 	}
-	if f.hasName && !f.name.match(res.Name) {
+	if f.hasName && !f.name.Match(res.Name) {
 		return false, reasonName, nil
 	}
 	if len(f.names) > 0 && !matchAny(f.names, res.Name) {
@@ -266,12 +266,12 @@ func (f *filter) check(c *evalCtx, res *Resource, req *Request, checkUser, rule 
 }
 
 func (a *annotationPattern) matches(set map[string]string) bool {
-	if !a.key.wild {
-		v, ok := set[a.key.s]
-		return ok && a.value.match(v)
+	if k, ok := a.key.Literal(); ok {
+		v, ok := set[k]
+		return ok && a.value.Match(v)
 	}
 	for k, v := range set {
-		if a.key.match(k) && a.value.match(v) {
+		if a.key.Match(k) && a.value.Match(v) {
 			return true
 		}
 	}
@@ -283,12 +283,12 @@ func (f *filter) subjectsMatch(req *Request) bool {
 		s := &f.subjects[i]
 		switch s.kind {
 		case "User", "ServiceAccount":
-			if s.pattern.match(req.Username) {
+			if s.pattern.Match(req.Username) {
 				return true
 			}
 		case "Group":
 			for _, g := range req.Groups {
-				if s.pattern.match(g) {
+				if s.pattern.Match(g) {
 					return true
 				}
 			}

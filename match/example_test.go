@@ -75,11 +75,6 @@ func ExampleParseKindSelector() {
 	// false
 }
 
-func ExampleWildcard() {
-	fmt.Println(match.Wildcard("prod-*", "prod-eu"), match.Wildcard("web-?", "web-12"))
-	// Output: true false
-}
-
 func ExampleFilter_Matches() {
 	f, _ := match.CompileFilter(api.MatchResources{
 		Any: api.ResourceFilters{{ResourceDescription: api.ResourceDescription{

@@ -1,6 +1,10 @@
 package match
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gavelpolicy/gavel/internal/wildcard"
+)
 
 // KindSelector is one parsed entry of a resources.kinds list. Each field is a
 // wildcard pattern (see Wildcard); "*" matches anything.
@@ -107,10 +111,10 @@ func (k KindSelector) String() string {
 // the selector) also selects the "ephemeralcontainers" subresource of Pods
 // even when it does not name that subresource.
 func (k KindSelector) Matches(group, version, kind, subresource string) bool {
-	if !Wildcard(k.Group, group) || !Wildcard(k.Version, version) || !Wildcard(k.Kind, kind) {
+	if !wildcard.Match(k.Group, group) || !wildcard.Match(k.Version, version) || !wildcard.Match(k.Kind, kind) {
 		return false
 	}
-	return Wildcard(k.Subresource, subresource) || isPodEphemeral(group, version, kind, subresource)
+	return wildcard.Match(k.Subresource, subresource) || isPodEphemeral(group, version, kind, subresource)
 }
 
 func isPodEphemeral(group, version, kind, subresource string) bool {
@@ -132,8 +136,8 @@ func newKindMatcher(k KindSelector) kindMatcher {
 }
 
 func (k *kindMatcher) matches(r *Resource) bool {
-	if !k.kind.match(r.Kind) || !k.version.match(r.Version) || !k.group.match(r.Group) {
+	if !k.kind.Match(r.Kind) || !k.version.Match(r.Version) || !k.group.Match(r.Group) {
 		return false
 	}
-	return k.sub.match(r.Subresource) || isPodEphemeral(r.Group, r.Version, r.Kind, r.Subresource)
+	return k.sub.Match(r.Subresource) || isPodEphemeral(r.Group, r.Version, r.Kind, r.Subresource)
 }

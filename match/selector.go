@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // selector is a compiled label selector. matchLabels entries whose key or
@@ -43,7 +45,7 @@ func compileSelector(ls *metav1.LabelSelector, path *field.Path) (*selector, fie
 	var reqs []labels.Requirement
 	for _, k := range keys {
 		v := ls.MatchLabels[k]
-		if hasWildcard(k) || hasWildcard(v) {
+		if wildcard.Has(k) || wildcard.Has(v) {
 			w := wildLabel{key: newPattern(k), value: newPattern(v)}
 			if _, err := labels.NewRequirement(zeroWildcards(k), selection.Equals, []string{zeroWildcards(v)}); err != nil {
 				w.noMatchErr = err
@@ -121,7 +123,7 @@ func (s *selector) matches(set map[string]string) (bool, error) {
 func (w *wildLabel) satisfied(set map[string]string) (bool, error) {
 	var invalid error
 	for k, v := range set {
-		if !w.key.match(k) || !w.value.match(v) {
+		if !w.key.Match(k) || !w.value.Match(v) {
 			continue
 		}
 		// The matching label itself becomes the requirement upstream; it
@@ -153,7 +155,7 @@ func (w *wildLabel) satisfied(set map[string]string) (bool, error) {
 // matchLabels (upstream then skips validating it).
 func containsWildcard(ls *metav1.LabelSelector) bool {
 	for k, v := range ls.MatchLabels {
-		if hasWildcard(k) || hasWildcard(v) {
+		if wildcard.Has(k) || wildcard.Has(v) {
 			return true
 		}
 	}

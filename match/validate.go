@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -300,7 +301,7 @@ func validateMatchExcludeConflict(m, ex *api.MatchResources, path *field.Path) f
 			return nil
 		}
 	}
-	if ex.Name != "" && !Wildcard(ex.Name, m.Name) {
+	if ex.Name != "" && !wildcard.Match(ex.Name, m.Name) {
 		return nil
 	}
 	if len(ex.Names) > 0 {
@@ -309,7 +310,7 @@ func validateMatchExcludeConflict(m, ex *api.MatchResources, path *field.Path) f
 		}
 		for _, mn := range m.Names {
 			for _, en := range ex.Names {
-				if Wildcard(en, mn) {
+				if wildcard.Match(en, mn) {
 					return conflict
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 
@@ -118,7 +119,7 @@ func (e *env) shapeEntry(jp *jmespath.Interpreter, g *GlobalContextEntryValue) (
 		}
 		root = list
 	}
-	root, err := jmespath.Normalize(root)
+	root, err := jmespathx.Canonical(root)
 	if err != nil {
 		return nil, fmt.Errorf("globalContextEntries %q: %w", g.Name, err)
 	}

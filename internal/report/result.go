@@ -9,7 +9,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/podsecurity"
+	"github.com/gavelpolicy/gavel/internal/podsecurity"
 )
 
 // Format selects the API of the reports.
