@@ -80,8 +80,8 @@ results document, --output-format junit JUnit XML.
 
 Exit codes, as upstream: 1 when a result fails (Audit failures too, unless
 --audit-warn makes them warnings) or errors; the --warn-exit-code code when
-there are warnings only, or no pass at all with --warn-no-pass; 0 otherwise.
-2 (upstream: 1) for usage errors and inputs that cannot be loaded.
+there are warnings only, or no pass at all with --warn-no-pass; 0 otherwise;
+1 too, as upstream, for usage errors and inputs that cannot be loaded.
 
 Flags (a short form, -r, is the same flag as its long form):
 `

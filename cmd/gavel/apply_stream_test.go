@@ -226,7 +226,7 @@ func TestApplyStdin(t *testing.T) {
 }
 
 // TestApplyBadResource: with --continue-on-error=false, a document that
-// cannot be decoded stops the run with exit 2, naming the file and the
+// cannot be decoded stops the run with exit 1, naming the file and the
 // document, and nothing is printed; by default (upstream's true) the run
 // goes on, the document counted as an error (exit 1).
 func TestApplyBadResource(t *testing.T) {
