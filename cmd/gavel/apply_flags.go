@@ -291,6 +291,12 @@ func (f *applyFlags) needsHost() error {
 	return nil
 }
 
+// textOutput reports whether the run prints upstream's default text
+// output (no report, exceptions, table, -i or --output-format document).
+func (f *applyFlags) textOutput() bool {
+	return !f.genExceptions && !f.report && !f.stdin && !f.table && !f.formatSet
+}
+
 // variables returns the --set variables as global values.
 func (f *applyFlags) variables() map[string]any {
 	if len(f.set) == 0 {
