@@ -153,12 +153,13 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		ev.user, uerr = policytest.LoadUserInfo(f.userInfo)
 	}
 	tset, terr := loader.Load(f.targets...)
+	params, ctxFile, cxerr := loadCELInputs(f)
 	cerr := checkCRDs(f.crdPaths)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
-	eng, eerr := engine.New(applyEngineOptions(f, &ev, excSource, cluster)...)
+	eng, eerr := engine.New(applyEngineOptions(f, &ev, excSource, cluster, ctxFile)...)
 	var set *engine.PolicySet
 	var skipped []skippedPolicy
 	if perr == nil && eerr == nil {
@@ -185,7 +186,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	for _, step := range []struct {
 		what string
 		err  error
-	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CRDs", cerr}, {"", eerr}} {
+	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"", eerr}} {
 		if step.err != nil {
 			return fail(step.what, step.err)
 		}
@@ -204,6 +205,12 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	for _, d := range tset.Resources {
 		cluster.AddOwned(d.Object)
 	}
+	// parameter objects of CEL rules and the context file's objects are
+	// read through the cluster, never evaluated
+	cluster.AddOwned(params...)
+	if ctxFile != nil {
+		cluster.AddOwned(ctxFile.Spec.Resources...)
+	}
 	ev.set = set
 	ar := &applyInputs{ev: ev, feed: inputs.each}
 	if found.docs != nil {
@@ -217,18 +224,53 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 // and cluster objects known once the resources are read, the values of
 // -f or --set, and with --registry the registries with the local docker
 // credentials.
-func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, cluster *inmem.Cluster) []engine.Option {
+func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, cluster *inmem.Cluster, ctxFile *loader.Context) []engine.Option {
 	opts := []engine.Option{
 		engine.WithExceptions(excs),
 		engine.WithClient(cluster),
 		engine.WithContextValues(ev.values),
 		// as upstream's CLI: an entry whose host is not configured is skipped
 		engine.WithUnconfiguredEntriesSkipped(),
+		// upstream's CLI answers the authorizer of CEL expressions through
+		// its client, which off a cluster grants nothing: every check is
+		// denied
+		engine.WithAuthorizer(inmem.NewAuthorizer()),
 	}
-	if f.registry {
+	switch {
+	case f.registry:
 		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
+	case ctxFile != nil && len(ctxFile.Spec.Images) > 0:
+		// the context file's image data stands for the registries
+		reg := inmem.NewRegistry()
+		for _, im := range ctxFile.Spec.Images {
+			reg.Set(im.Image, im.RegistryData())
+		}
+		opts = append(opts, engine.WithRegistryClient(reg))
 	}
 	return opts
+}
+
+// loadCELInputs reads --parameter-resource (the objects paramRef selects)
+// and --context-file (upstream's Context: objects and image data).
+func loadCELInputs(f applyFlags) ([]map[string]any, *loader.Context, error) {
+	var params []map[string]any
+	if len(f.parameterResources) > 0 {
+		set, err := loader.Load(f.parameterResources...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--parameter-resource: %w", err)
+		}
+		for _, d := range set.Resources {
+			params = append(params, d.Object)
+		}
+	}
+	if f.contextFile == "" {
+		return params, nil, nil
+	}
+	c, err := loader.LoadContext(f.contextFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--context-file: %w", err)
+	}
+	return params, c, nil
 }
 
 // applyExceptions are the PolicyExceptions of a run, as upstream takes

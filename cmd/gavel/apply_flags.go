@@ -51,6 +51,9 @@ type applyFlags struct {
 	gitBranch       string
 	gitUser         string
 	gitPassword     string
+	// CEL rules' parameter objects and upstream's context file
+	parameterResources stringList
+	contextFile        string
 
 	// flags that need a piece gavel does not have yet (see needsHost)
 	cluster              bool
@@ -60,8 +63,6 @@ type applyFlags struct {
 	batchSize            int
 	clusterWideResources bool
 	concurrent           int
-	parameterResources   stringList
-	contextFile          string
 	jsonPayloads         stringList
 	envoyPayloads        stringList
 	httpPayloads         stringList
@@ -169,7 +170,7 @@ func newApplyFlags(f *applyFlags) *flag.FlagSet {
 	str(&f.reportFmt, "report-format", "", "openreports", "API of the policy reports (gavel): openreports (openreports.io/v1alpha1, as the upstream CLI) or wgpolicy (wgpolicyk8s.io/v1alpha2)")
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "resources evaluated in parallel (gavel)")
 
-	// need the cluster host or CEL (see needsHost)
+	// need the cluster host (see needsHost)
 	boolean(&f.cluster, "cluster", "c", false, "read resources from the cluster of the current context (needs the cluster host)")
 	str(&f.kubeconfig, "kubeconfig", "", "", "kubeconfig file (needs the cluster host)")
 	str(&f.kubeContext, "context", "", "", "kubeconfig context (needs the cluster host)")
@@ -177,8 +178,8 @@ func newApplyFlags(f *applyFlags) *flag.FlagSet {
 	fs.IntVar(&f.batchSize, "batch-size", 100, "resources read per API call (needs the cluster host)")
 	boolean(&f.clusterWideResources, "cluster-wide-resources", "", false, "apply to cluster-wide resources (needs the cluster host)")
 	fs.IntVar(&f.concurrent, "concurrent", 1, "workers reading the cluster's resources (needs the cluster host)")
-	list(&f.parameterResources, "parameter-resource", "", "parameters of ValidatingAdmissionPolicies (needs CEL policies)")
-	str(&f.contextFile, "context-file", "", "", "context data of CEL policies (needs CEL policies)")
+	list(&f.parameterResources, "parameter-resource", "", "files of the parameter objects CEL rules select with paramKind and paramRef (read through the cluster, not evaluated)")
+	str(&f.contextFile, "context-file", "", "", "context file (kind Context): objects read through the cluster, and image data for imageRegistry entries without --registry")
 	list(&f.jsonPayloads, "json", "", "JSON payloads (not supported: kyverno-json policies)")
 	list(&f.envoyPayloads, "envoy-payload", "", "Envoy check requests (not supported: authorization policies)")
 	list(&f.httpPayloads, "http-payload", "", "HTTP check requests (not supported: authorization policies)")
@@ -246,11 +247,10 @@ func (f *applyFlags) check(paths []string) error {
 }
 
 // needsHost reports the flags gavel accepts but cannot act on yet: those
-// that read a live cluster need the cluster host, those of CEL policies
-// the CEL engine; kyverno-json and authorization payloads are not part of
+// that read a live cluster need the cluster host; kyverno-json and authorization payloads are not part of
 // the policy language gavel speaks.
 func (f *applyFlags) needsHost() error {
-	var cluster, cel, none []string
+	var cluster, none []string
 	if f.cluster {
 		cluster = append(cluster, "--cluster")
 	}
@@ -266,12 +266,6 @@ func (f *applyFlags) needsHost() error {
 	if f.clusterWideResources {
 		cluster = append(cluster, "--cluster-wide-resources")
 	}
-	if len(f.parameterResources) > 0 {
-		cel = append(cel, "--parameter-resource")
-	}
-	if f.contextFile != "" {
-		cel = append(cel, "--context-file")
-	}
 	for _, p := range []struct {
 		name string
 		v    stringList
@@ -283,8 +277,6 @@ func (f *applyFlags) needsHost() error {
 	switch {
 	case len(cluster) > 0:
 		return fmt.Errorf("%s needs the cluster host, which gavel does not have yet; read the resources from files with --resource", strings.Join(cluster, ", "))
-	case len(cel) > 0:
-		return fmt.Errorf("%s needs CEL policies, which gavel does not evaluate yet", strings.Join(cel, ", "))
 	case len(none) > 0:
 		return fmt.Errorf("%s: JSON and authorization payloads are not supported (gavel evaluates Kubernetes resources)", strings.Join(none, ", "))
 	}

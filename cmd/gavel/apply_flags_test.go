@@ -331,8 +331,6 @@ func TestApplyFlags(t *testing.T) {
 		// need pieces gavel does not have
 		{name: "cluster", args: []string{p("enforce.yaml"), "-c"}, code: 1, stderr: []string{"--cluster needs the cluster host"}},
 		{name: "kubeconfig", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--kubeconfig", "k", "--context", "c", "-n", "default"}, code: 1, stderr: []string{"--kubeconfig, --context, --namespace needs the cluster host"}},
-		{name: "context-file", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--context-file", "c.yaml"}, code: 1, stderr: []string{"--context-file needs CEL policies"}},
-		{name: "parameter-resource", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--parameter-resource", "p.yaml"}, code: 1, stderr: []string{"needs CEL"}},
 		{name: "json payload", args: []string{p("enforce.yaml"), "--json", "p.json", "-r", p("good.yaml")}, code: 1, stderr: []string{"not supported"}},
 		{name: "no resource", args: []string{p("enforce.yaml")}, code: 1, stderr: []string{"resource file(s) or cluster required"}},
 		{name: "no policy", args: []string{"-r", p("good.yaml")}, code: 1, stderr: []string{"require policy"}},
