@@ -73,11 +73,14 @@ const applyUsage = `Usage: gavel apply POLICY_PATH... --resource RESOURCE_PATH..
 Applies policies to resources, as the upstream CLI's kyverno apply does and
 with its flags: a policy path may be a file, a folder, "-" (standard input)
 or a git URL (https://HOST/OWNER/REPO[/BRANCH]/PATH, or /PATH with
---git-branch). Prints the failing rules and a summary; --table prints every
-result in a table, --policy-report the policy reports (--output-format yaml
-or json), --generate-exceptions a PolicyException per violation. gavel's
-own outputs: --output-format json|yaml without --policy-report prints a
-results document, --output-format junit JUnit XML.
+--git-branch). Prints upstream's text (the banner, the mutated resources,
+a block per policy and resource with failed rules, the summary line);
+policies that do not compile are skipped and counted as errors, as
+upstream. --table prints every result in a table, --policy-report the
+policy reports (--output-format yaml or json), --generate-exceptions a
+PolicyException per violation. gavel's own outputs: --output-format
+json|yaml without --policy-report prints a results document,
+--output-format junit JUnit XML.
 
 Exit codes, as upstream: 1 when a result fails (Audit failures too, unless
 --audit-warn makes them warnings) or errors; the --warn-exit-code code when
