@@ -27,6 +27,28 @@ spec:
           labels:
             tier: web
 `,
+	"mutate-skip.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: add-nothing
+spec:
+  rules:
+  - name: never
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    preconditions:
+      all:
+      - key: "{{ request.object.metadata.name }}"
+        operator: Equals
+        value: nobody
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            never: "true"
+`,
 	"invalid.yaml": `apiVersion: kyverno.io/v1
 kind: ClusterPolicy
 metadata:
@@ -79,6 +101,8 @@ func TestApplyUpstreamText(t *testing.T) {
 			stdout: "\nApplying 3 policy rule(s) to 1 resource(s) with 1 exception(s)...\n\npass: 0, fail: 0, warn: 0, error: 0, skip: 1 \n"},
 		{name: "mutated resources in the text", args: []string{p("mutate.yaml"), "-r", p("good.yaml")}, code: 0,
 			stdout: "\nApplying 3 policy rule(s) to 1 resource(s)...\n\npolicy add-owner applied to shop/Pod/good:\n" + good + "\n---\n\n\nMutation:\nMutation has been applied successfully.\npass: 1, fail: 0, warn: 0, error: 0, skip: 0 \n"},
+		{name: "skipped mutate rule", args: []string{p("mutate-skip.yaml"), "-r", p("good.yaml")}, code: 0,
+			stdout: "\nApplying 3 policy rule(s) to 1 resource(s)...\n\nskipped mutate policy add-nothing -> resource shop/Pod/good\n\npass: 0, fail: 0, warn: 0, error: 0, skip: 1 \n"},
 		{name: "-o file: a copy per mutate policy", args: []string{p("mutate.yaml"), p("mutate2.yaml"), "-r", p("good.yaml"), "-o", p("two.yaml")}, code: 0,
 			stdout: "\nApplying 6 policy rule(s) to 1 resource(s)...\n\n\nMutation:\nMutation has been applied successfully.\n\nMutation:\nMutation has been applied successfully.\npass: 2, fail: 0, warn: 0, error: 0, skip: 0 \n",
 			files:  map[string]string{"two.yaml": good + "\n---\n\n" + both + "\n---\n\n"}},
