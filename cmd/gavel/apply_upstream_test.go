@@ -49,6 +49,23 @@ spec:
           labels:
             never: "true"
 `,
+	"mutate-error.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: add-missing
+spec:
+  rules:
+  - name: missing
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            from: "{{ request.object.spec.nothing.here }}"
+`,
 	"invalid.yaml": `apiVersion: kyverno.io/v1
 kind: ClusterPolicy
 metadata:
@@ -103,6 +120,8 @@ func TestApplyUpstreamText(t *testing.T) {
 			stdout: "\nApplying 3 policy rule(s) to 1 resource(s)...\n\npolicy add-owner applied to shop/Pod/good:\n" + good + "\n---\n\n\nMutation:\nMutation has been applied successfully.\npass: 1, fail: 0, warn: 0, error: 0, skip: 0 \n"},
 		{name: "skipped mutate rule", args: []string{p("mutate-skip.yaml"), "-r", p("good.yaml")}, code: 0,
 			stdout: "\nApplying 3 policy rule(s) to 1 resource(s)...\n\nskipped mutate policy add-nothing -> resource shop/Pod/good\n\npass: 0, fail: 0, warn: 0, error: 0, skip: 1 \n"},
+		{name: "erroring mutate rule", args: []string{p("mutate-error.yaml"), "-r", p("good.yaml")}, code: 1,
+			stdout: "\nApplying 3 policy rule(s) to 1 resource(s)...\n\nerror while applying mutate policy add-missing -> resource shop/Pod/good \nerror:  variable substitution failed: failed to resolve request.object.spec.nothing.here at path /mutate/patchStrategicMerge/metadata/labels/from: JMESPath query failed: Unknown key \"nothing\" in path\n\npass: 0, fail: 0, warn: 0, error: 1, skip: 0 \n"},
 		{name: "-o file: a copy per mutate policy", args: []string{p("mutate.yaml"), p("mutate2.yaml"), "-r", p("good.yaml"), "-o", p("two.yaml")}, code: 0,
 			stdout: "\nApplying 6 policy rule(s) to 1 resource(s)...\n\n\nMutation:\nMutation has been applied successfully.\n\nMutation:\nMutation has been applied successfully.\npass: 2, fail: 0, warn: 0, error: 0, skip: 0 \n",
 			files:  map[string]string{"two.yaml": good + "\n---\n\n" + both + "\n---\n\n"}},
