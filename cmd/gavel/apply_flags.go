@@ -286,10 +286,11 @@ func (f *applyFlags) needsHost() error {
 	return nil
 }
 
-// textOutput reports whether the run prints upstream's default text
-// output (no report, exceptions, table, -i or --output-format document).
+// textOutput reports whether the run prints upstream's text around its
+// results (the banner, the mutations): the default output and the table,
+// not the reports, exceptions, -i or the --output-format documents.
 func (f *applyFlags) textOutput() bool {
-	return !f.genExceptions && !f.report && !f.stdin && !f.table && !f.formatSet
+	return !f.genExceptions && !f.report && !f.stdin && (f.table || !f.formatSet)
 }
 
 // variables returns the --set variables as global values.

@@ -209,16 +209,16 @@ func writeDoc(f io.Writer, d mutatedDoc) error {
 	return nil
 }
 
-// writeText writes what the text output prints of the mutations.
-func (w *mutatedWriter) writeText(out io.Writer) error {
+// writeText writes what the text output prints of the mutations and
+// returns how many bytes that was.
+func (w *mutatedWriter) writeText(out io.Writer) (int64, error) {
 	if w == nil || w.text == nil {
-		return nil
+		return 0, nil
 	}
 	if w.err != nil {
-		return w.err
+		return 0, w.err
 	}
-	_, err := w.text.WriteTo(out)
-	return err
+	return w.text.WriteTo(out)
 }
 
 // open returns the file of a name in the folder.

@@ -474,7 +474,7 @@ func streamText(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyF
 	}
 	bw := bufio.NewWriter(stdout)
 	writeBanner(bw, ev, resources+ev.otherDocs)
-	if err := ev.mutated.writeText(bw); err != nil {
+	if _, err := ev.mutated.writeText(bw); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return counts{}, exitUsage
 	}

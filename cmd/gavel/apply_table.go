@@ -57,6 +57,13 @@ func streamTable(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f apply
 	bw := bufio.NewWriter(stdout)
 	// upstream prints its banner before the table too
 	writeBanner(bw, ev, resources+ev.otherDocs)
+	if n, err := ev.mutated.writeText(bw); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return counts{}, exitUsage
+	} else if n > 0 {
+		// the mutation notes end without a newline
+		bw.WriteString("\n")
+	}
 	writeSkipped(bw, ev.skipped)
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	header := "ID\tPOLICY\tRULE\tRESOURCE\tRESULT"
