@@ -135,6 +135,8 @@ type env struct {
 	values    *Values
 	userInfo  *UserInfoFile
 	cluster   *inmem.Cluster
+	// images are the context file's image data
+	images []loader.ContextImage
 }
 
 func (e *env) path(p string) string {
@@ -297,6 +299,21 @@ func (e *env) loadCluster() error {
 	for _, d := range targets {
 		objs = append(objs, d.Object)
 	}
+	params, err := e.documents(e.t.ParamResources, "param resources")
+	if err != nil {
+		return err
+	}
+	for _, d := range params {
+		objs = append(objs, d.Object)
+	}
+	if e.t.Context != "" {
+		c, err := loader.LoadContext(e.path(e.t.Context))
+		if err != nil {
+			return fmt.Errorf("failed to load context: %w", err)
+		}
+		objs = append(objs, c.Spec.Resources...)
+		e.images = c.Spec.Images
+	}
 	e.cluster = inmem.New(objs...)
 	return e.loadCloneSources()
 }
@@ -309,6 +326,16 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 		engine.WithContextValues(e.values),
 		engine.WithClient(e.cluster),
 		engine.WithUnconfiguredEntriesSkipped(),
+		// upstream's CLI asks its client, which grants nothing off a
+		// cluster: the authorizer of CEL expressions denies every check
+		engine.WithAuthorizer(inmem.NewAuthorizer()),
+	}
+	if len(e.images) > 0 {
+		reg := inmem.NewRegistry()
+		for _, im := range e.images {
+			reg.Set(im.Image, im.RegistryData())
+		}
+		engOpts = append(engOpts, engine.WithRegistryClient(reg))
 	}
 	var apiClient engine.APIClient
 	if len(e.t.ClusterResources) > 0 {

@@ -28,9 +28,15 @@ type Test struct {
 	Exceptions       []string `json:"exceptions,omitempty"`
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	TargetResources  []string `json:"targetResources,omitempty"`
-	Variables        string   `json:"variables,omitempty"`
-	Values           *Values  `json:"values,omitempty"`
-	UserInfo         string   `json:"userinfo,omitempty"`
+	// ParamResources are files of the parameter objects CEL rules select
+	// (paramKind, paramRef): in the cluster, not evaluated.
+	ParamResources []string `json:"paramResources,omitempty"`
+	// Context is upstream's context file (kind Context): its objects are
+	// in the cluster, its image data answers imageRegistry entries.
+	Context   string  `json:"context,omitempty"`
+	Variables string  `json:"variables,omitempty"`
+	Values    *Values `json:"values,omitempty"`
+	UserInfo  string  `json:"userinfo,omitempty"`
 	// APICallResponses mock the responses of apiCall context entries:
 	// service calls by URL, Kubernetes API calls by urlPath.
 	APICallResponses []APICallResponse `json:"apiCallResponses,omitempty"`

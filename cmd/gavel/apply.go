@@ -134,7 +134,13 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		inputs, rerr = readInputs(f.resources, stdin)
 	}()
 	pset, perr := loader.Load(paths...)
-	xset, xerr := loader.Load(f.exceptions...)
+	xset, xerr := &loader.Set{}, error(nil)
+	if !f.withResources {
+		xset, xerr = loader.Load(f.exceptions...)
+	} else if len(f.exceptions) > 0 {
+		// upstream does not read -e with --exceptions-with-resources
+		fmt.Fprintln(stderr, "gavel apply: note: with --exceptions-with-resources the PolicyExceptions are those among the resources; --exception files are not read, as upstream")
+	}
 	ev := evaluator{continueOnError: f.continueOnError}
 	var verr, uerr error
 	switch {
@@ -147,16 +153,17 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		ev.user, uerr = policytest.LoadUserInfo(f.userInfo)
 	}
 	tset, terr := loader.Load(f.targets...)
+	params, ctxFile, cxerr := loadCELInputs(f)
 	cerr := checkCRDs(f.crdPaths)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
-	eng, eerr := engine.New(applyEngineOptions(f, &ev, excSource, cluster)...)
+	eng, eerr := engine.New(applyEngineOptions(f, &ev, excSource, cluster, ctxFile)...)
 	var set *engine.PolicySet
-	var serr error
+	var skipped []skippedPolicy
 	if perr == nil && eerr == nil {
-		set, serr = eng.Compile(pset.Policies...)
+		set, skipped = compileValid(eng, pset.Policies)
 	}
 	<-resourcesRead
 	switch {
@@ -179,16 +186,30 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	for _, step := range []struct {
 		what string
 		err  error
-	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CRDs", cerr}, {"", eerr}, {"", serr}} {
+	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"", eerr}} {
 		if step.err != nil {
 			return fail(step.what, step.err)
 		}
 	}
 	excSource.set = compiled
+	if compiled != nil {
+		ev.exceptions = compiled.Len()
+	}
+	ev.skipped = skipped
+	for _, sp := range skipped {
+		fmt.Fprintf(stderr, "gavel apply: policy %s skipped (counted as an error, as upstream): %v\n", sp.name, sp.err)
+	}
+	ev.rules = ruleCount(set, skipped)
 	// the objects are only read from now on: the cluster may keep them
 	cluster.AddOwned(found.objects...)
 	for _, d := range tset.Resources {
 		cluster.AddOwned(d.Object)
+	}
+	// parameter objects of CEL rules and the context file's objects are
+	// read through the cluster, never evaluated
+	cluster.AddOwned(params...)
+	if ctxFile != nil {
+		cluster.AddOwned(ctxFile.Spec.Resources...)
 	}
 	ev.set = set
 	ar := &applyInputs{ev: ev, feed: inputs.each}
@@ -203,16 +224,28 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 // and cluster objects known once the resources are read, the values of
 // -f or --set, and with --registry the registries with the local docker
 // credentials.
-func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, cluster *inmem.Cluster) []engine.Option {
+func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, cluster *inmem.Cluster, ctxFile *loader.Context) []engine.Option {
 	opts := []engine.Option{
 		engine.WithExceptions(excs),
 		engine.WithClient(cluster),
 		engine.WithContextValues(ev.values),
 		// as upstream's CLI: an entry whose host is not configured is skipped
 		engine.WithUnconfiguredEntriesSkipped(),
+		// upstream's CLI answers the authorizer of CEL expressions through
+		// its client, which off a cluster grants nothing: every check is
+		// denied
+		engine.WithAuthorizer(inmem.NewAuthorizer()),
 	}
-	if f.registry {
+	switch {
+	case f.registry:
 		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
+	case ctxFile != nil && len(ctxFile.Spec.Images) > 0:
+		// the context file's image data stands for the registries
+		reg := inmem.NewRegistry()
+		for _, im := range ctxFile.Spec.Images {
+			reg.Set(im.Image, im.RegistryData())
+		}
+		opts = append(opts, engine.WithRegistryClient(reg))
 	}
 	if o := imageVerifierOption(); o != nil { // nil unless built with -tags verifyimages
 		opts = append(opts, o)
@@ -220,13 +253,40 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 	return opts
 }
 
+// loadCELInputs reads --parameter-resource (the objects paramRef selects)
+// and --context-file (upstream's Context: objects and image data).
+func loadCELInputs(f applyFlags) ([]map[string]any, *loader.Context, error) {
+	var params []map[string]any
+	if len(f.parameterResources) > 0 {
+		set, err := loader.Load(f.parameterResources...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--parameter-resource: %w", err)
+		}
+		for _, d := range set.Resources {
+			params = append(params, d.Object)
+		}
+	}
+	if f.contextFile == "" {
+		return params, nil, nil
+	}
+	c, err := loader.LoadContext(f.contextFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--context-file: %w", err)
+	}
+	return params, c, nil
+}
+
 // applyExceptions are the PolicyExceptions of a run, as upstream takes
 // them: those of -e, and those among the resources or the policies with
 // --exceptions-with-resources or --exceptions-within-policies.
 func applyExceptions(f applyFlags, xset, pset *loader.Set, found scanned) []*api.PolicyException {
-	excs := xset.Exceptions
+	var excs []*api.PolicyException
 	if f.withResources {
+		// upstream reads either the resources' PolicyExceptions or the
+		// files of -e, not both
 		excs = append(excs, found.exceptions...)
+	} else {
+		excs = append(excs, xset.Exceptions...)
 	}
 	if f.withinPolicies {
 		excs = append(excs, pset.Exceptions...)
@@ -246,6 +306,66 @@ type evaluator struct {
 	continueOnError bool
 	// mutated receives the mutated and generated resources (-o, -i)
 	mutated *mutatedWriter
+	// skipped are the policies that do not compile: upstream's CLI skips
+	// an invalid policy and counts an error for it
+	skipped []skippedPolicy
+	// rules and exceptions are the counts of upstream's banner ("Applying
+	// N policy rule(s) to M resource(s) with K exception(s)...")
+	rules, exceptions int
+	// otherDocs counts the documents among the resources that are not
+	// evaluated (PolicyExceptions, policies), which the banner counts
+	otherDocs int
+}
+
+// skippedPolicy is a policy left out of a run because it does not compile.
+type skippedPolicy struct {
+	name  string
+	rules int
+	err   error
+}
+
+// newDocument is a run's summary before any resource: an error for each
+// skipped policy, as upstream counts them.
+func (ev *evaluator) newDocument() applyDocument {
+	doc := newApplyDocument()
+	doc.Summary["error"] += len(ev.skipped)
+	return doc
+}
+
+// compileValid compiles the policies as upstream's CLI takes them: a
+// policy that does not compile is skipped (and counted as an error by the
+// run), the others are evaluated. The whole set is compiled at once (in
+// parallel) and, only when that fails, one policy at a time to find the
+// invalid ones.
+func compileValid(eng *engine.Engine, policies []api.PolicyObject) (*engine.PolicySet, []skippedPolicy) {
+	if set, err := eng.Compile(policies...); err == nil {
+		return set, nil
+	}
+	var valid []*engine.Policy
+	var skipped []skippedPolicy
+	for _, p := range policies {
+		cp, err := eng.CompilePolicy(p)
+		if err != nil {
+			skipped = append(skipped, skippedPolicy{name: p.GetName(), rules: len(p.GetSpec().Rules), err: err})
+			continue
+		}
+		valid = append(valid, cp)
+	}
+	return eng.NewPolicySet(valid...), skipped
+}
+
+// ruleCount is the number of rules of upstream's banner: the rules of the
+// compiled policies (autogen rules included) and those of the skipped
+// ones as written.
+func ruleCount(set *engine.PolicySet, skipped []skippedPolicy) int {
+	n := 0
+	for _, p := range set.Policies() {
+		n += len(p.RuleNames())
+	}
+	for _, sp := range skipped {
+		n += sp.rules
+	}
+	return n
 }
 
 func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
@@ -320,12 +440,64 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 	return rr
 }
 
-// writeTextLines prints the lines of the text output: failing and
-// erroring entries, or every entry with --detailed-results.
-func writeTextLines(w io.Writer, entries []applyEntry, f applyFlags) {
-	for _, e := range entries {
-		if e.Result == "fail" || e.Result == "error" || (f.detailed && !f.failOnly) {
-			fmt.Fprintf(w, "policy %s -> resource %s: rule %s: %s: %s\n", e.Policy, e.Resource, e.Rule, e.Result, e.Message)
+// writeTextBlocks writes the text output of one resource as upstream's
+// kyverno apply does, per policy result: a line for each skipped or
+// erroring mutate rule, then, when rules failed, "policy P -> resource
+// NS/KIND/NAME failed:" (or "failed as audit warning:" with --audit-warn
+// on an Audit policy) and a numbered line per failed rule. With
+// --detailed-results (gavel's), every other result follows on a line of
+// its own.
+func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f applyFlags) {
+	if rr.err != nil {
+		return
+	}
+	resPath := upstreamPath(rr.resource)
+	for i := range rr.policies {
+		pr := &rr.policies[i]
+		name := pr.Policy.Name()
+		failed := 0
+		for j := range pr.Rules {
+			r := &pr.Rules[j]
+			if r.Status == engine.StatusFail {
+				failed++
+			}
+			if r.Type != engine.Mutation {
+				continue
+			}
+			switch r.Status {
+			case engine.StatusSkip:
+				fmt.Fprintln(w, "\nskipped mutate policy", name, "->", "resource", resPath)
+			case engine.StatusError:
+				fmt.Fprintln(w, "\nerror while applying mutate policy", name, "->", "resource", resPath, "\nerror: ", r.Message)
+			}
+		}
+		if failed == 0 {
+			continue
+		}
+		if f.auditWarn && pr.FailureAction == api.Audit {
+			fmt.Fprintln(w, "policy", name, "->", "resource", resPath, "failed as audit warning:")
+		} else {
+			fmt.Fprintln(w, "policy", name, "->", "resource", resPath, "failed:")
+		}
+		n := 0
+		for j := range pr.Rules {
+			if r := &pr.Rules[j]; r.Status == engine.StatusFail {
+				n++
+				fmt.Fprintln(w, n, "-", r.Name, r.Message)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if !f.detailed || f.failOnly {
+		return
+	}
+	k := 0
+	for i := range rr.policies {
+		for j := range rr.policies[i].Rules {
+			if e := entries[k]; rr.policies[i].Rules[j].Status != engine.StatusFail {
+				fmt.Fprintf(w, "policy %s -> resource %s: rule %s: %s: %s\n", e.Policy, e.Resource, e.Rule, e.Result, e.Message)
+			}
+			k++
 		}
 	}
 }
@@ -333,6 +505,16 @@ func writeTextLines(w io.Writer, entries []applyEntry, f applyFlags) {
 // writeSummary writes the summary line of apply's entries.
 func writeSummary(w io.Writer, sum map[string]int) {
 	fmt.Fprintf(w, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum["pass"], sum["fail"], sum["warn"], sum["error"], sum["skip"])
+}
+
+// upstreamPath is how upstream's text output names a resource:
+// NAMESPACE/KIND/NAME, the namespace empty for cluster-wide resources.
+func upstreamPath(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	ns, _ := md["namespace"].(string)
+	return ns + "/" + kind + "/" + name
 }
 
 func resourceName(obj map[string]any) string {

@@ -51,6 +51,9 @@ type applyFlags struct {
 	gitBranch       string
 	gitUser         string
 	gitPassword     string
+	// CEL rules' parameter objects and upstream's context file
+	parameterResources stringList
+	contextFile        string
 
 	// flags that need a piece gavel does not have yet (see needsHost)
 	cluster              bool
@@ -60,8 +63,6 @@ type applyFlags struct {
 	batchSize            int
 	clusterWideResources bool
 	concurrent           int
-	parameterResources   stringList
-	contextFile          string
 	jsonPayloads         stringList
 	envoyPayloads        stringList
 	httpPayloads         stringList
@@ -72,16 +73,19 @@ const applyUsage = `Usage: gavel apply POLICY_PATH... --resource RESOURCE_PATH..
 Applies policies to resources, as the upstream CLI's kyverno apply does and
 with its flags: a policy path may be a file, a folder, "-" (standard input)
 or a git URL (https://HOST/OWNER/REPO[/BRANCH]/PATH, or /PATH with
---git-branch). Prints the failing rules and a summary; --table prints every
-result in a table, --policy-report the policy reports (--output-format yaml
-or json), --generate-exceptions a PolicyException per violation. gavel's
-own outputs: --output-format json|yaml without --policy-report prints a
-results document, --output-format junit JUnit XML.
+--git-branch). Prints upstream's text (the banner, the mutated resources,
+a block per policy and resource with failed rules, the summary line);
+policies that do not compile are skipped and counted as errors, as
+upstream. --table prints every result in a table, --policy-report the
+policy reports (--output-format yaml or json), --generate-exceptions a
+PolicyException per violation. gavel's own outputs: --output-format
+json|yaml without --policy-report prints a results document,
+--output-format junit JUnit XML.
 
 Exit codes, as upstream: 1 when a result fails (Audit failures too, unless
 --audit-warn makes them warnings) or errors; the --warn-exit-code code when
-there are warnings only, or no pass at all with --warn-no-pass; 0 otherwise.
-2 (upstream: 1) for usage errors and inputs that cannot be loaded.
+there are warnings only, or no pass at all with --warn-no-pass; 0 otherwise;
+1 too, as upstream, for usage errors and inputs that cannot be loaded.
 
 Flags (a short form, -r, is the same flag as its long form):
 `
@@ -169,7 +173,7 @@ func newApplyFlags(f *applyFlags) *flag.FlagSet {
 	str(&f.reportFmt, "report-format", "", "openreports", "API of the policy reports (gavel): openreports (openreports.io/v1alpha1, as the upstream CLI) or wgpolicy (wgpolicyk8s.io/v1alpha2)")
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "resources evaluated in parallel (gavel)")
 
-	// need the cluster host or CEL (see needsHost)
+	// need the cluster host (see needsHost)
 	boolean(&f.cluster, "cluster", "c", false, "read resources from the cluster of the current context (needs the cluster host)")
 	str(&f.kubeconfig, "kubeconfig", "", "", "kubeconfig file (needs the cluster host)")
 	str(&f.kubeContext, "context", "", "", "kubeconfig context (needs the cluster host)")
@@ -177,8 +181,8 @@ func newApplyFlags(f *applyFlags) *flag.FlagSet {
 	fs.IntVar(&f.batchSize, "batch-size", 100, "resources read per API call (needs the cluster host)")
 	boolean(&f.clusterWideResources, "cluster-wide-resources", "", false, "apply to cluster-wide resources (needs the cluster host)")
 	fs.IntVar(&f.concurrent, "concurrent", 1, "workers reading the cluster's resources (needs the cluster host)")
-	list(&f.parameterResources, "parameter-resource", "", "parameters of ValidatingAdmissionPolicies (needs CEL policies)")
-	str(&f.contextFile, "context-file", "", "", "context data of CEL policies (needs CEL policies)")
+	list(&f.parameterResources, "parameter-resource", "", "files of the parameter objects CEL rules select with paramKind and paramRef (read through the cluster, not evaluated)")
+	str(&f.contextFile, "context-file", "", "", "context file (kind Context): objects read through the cluster, and image data for imageRegistry entries without --registry")
 	list(&f.jsonPayloads, "json", "", "JSON payloads (not supported: kyverno-json policies)")
 	list(&f.envoyPayloads, "envoy-payload", "", "Envoy check requests (not supported: authorization policies)")
 	list(&f.httpPayloads, "http-payload", "", "HTTP check requests (not supported: authorization policies)")
@@ -246,11 +250,10 @@ func (f *applyFlags) check(paths []string) error {
 }
 
 // needsHost reports the flags gavel accepts but cannot act on yet: those
-// that read a live cluster need the cluster host, those of CEL policies
-// the CEL engine; kyverno-json and authorization payloads are not part of
+// that read a live cluster need the cluster host; kyverno-json and authorization payloads are not part of
 // the policy language gavel speaks.
 func (f *applyFlags) needsHost() error {
-	var cluster, cel, none []string
+	var cluster, none []string
 	if f.cluster {
 		cluster = append(cluster, "--cluster")
 	}
@@ -266,12 +269,6 @@ func (f *applyFlags) needsHost() error {
 	if f.clusterWideResources {
 		cluster = append(cluster, "--cluster-wide-resources")
 	}
-	if len(f.parameterResources) > 0 {
-		cel = append(cel, "--parameter-resource")
-	}
-	if f.contextFile != "" {
-		cel = append(cel, "--context-file")
-	}
 	for _, p := range []struct {
 		name string
 		v    stringList
@@ -283,12 +280,17 @@ func (f *applyFlags) needsHost() error {
 	switch {
 	case len(cluster) > 0:
 		return fmt.Errorf("%s needs the cluster host, which gavel does not have yet; read the resources from files with --resource", strings.Join(cluster, ", "))
-	case len(cel) > 0:
-		return fmt.Errorf("%s needs CEL policies, which gavel does not evaluate yet", strings.Join(cel, ", "))
 	case len(none) > 0:
 		return fmt.Errorf("%s: JSON and authorization payloads are not supported (gavel evaluates Kubernetes resources)", strings.Join(none, ", "))
 	}
 	return nil
+}
+
+// textOutput reports whether the run prints upstream's text around its
+// results (the banner, the mutations): the default output and the table,
+// not the reports, exceptions, -i or the --output-format documents.
+func (f *applyFlags) textOutput() bool {
+	return !f.genExceptions && !f.report && !f.stdin && (f.table || !f.formatSet)
 }
 
 // variables returns the --set variables as global values.

@@ -278,7 +278,7 @@ func TestApplyFlags(t *testing.T) {
 		{name: "set", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "-s", "request.mode=dev"}, code: 0, stdout: []string{"pass: 1, fail: 0"}},
 		{name: "set other value", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "--set", "request.mode=prod"}, code: 1, stdout: []string{"mode prod is not dev"}},
 		{name: "values-file short", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "-f", p("values.yaml")}, code: 0, stdout: []string{"pass: 1"}},
-		{name: "set and values-file", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "-f", p("values.yaml"), "-s", "a=b"}, code: 2, stderr: []string{"either using set flag or values_file flag"}},
+		{name: "set and values-file", args: []string{p("mode.yaml"), "-r", p("good.yaml"), "-f", p("values.yaml"), "-s", "a=b"}, code: 1, stderr: []string{"either using set flag or values_file flag"}},
 		{name: "userinfo", args: []string{p("user-policy.yaml"), "-r", p("good.yaml"), "-u", p("user.yaml")}, code: 1, stdout: []string{"mallory may not"}},
 		{name: "exception", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "-e", p("exception.yaml")}, code: 0, stdout: []string{"skip: 1"}},
 		{name: "exceptions alias", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "--exceptions", p("exception.yaml")}, code: 0, stdout: []string{"skip: 1"}},
@@ -287,7 +287,7 @@ func TestApplyFlags(t *testing.T) {
 		{name: "exceptions-with-resources", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "-r", p("exception.yaml"), "--exceptions-with-resources"}, code: 0, stdout: []string{"skip: 1"}},
 		{name: "exception among resources ignored", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "-r", p("exception.yaml")}, code: 1},
 		{name: "crd-path", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--crd-path", p("crd.yaml")}, code: 0},
-		{name: "crd-path not a CRD", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--crd-paths", p("cm.yaml")}, code: 2, stderr: []string{"not a CustomResourceDefinition"}},
+		{name: "crd-path not a CRD", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--crd-paths", p("cm.yaml")}, code: 1, stderr: []string{"not a CustomResourceDefinition"}},
 
 		// outputs
 		{name: "table", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "-r", p("noteam.yaml"), "-t"}, code: 1, stdout: []string{"ID  POLICY", "1   require-team  team  shop/Pod/good    pass", "2   require-team  team  shop/Pod/noteam  fail"}, without: []string{"REASON"}},
@@ -297,8 +297,8 @@ func TestApplyFlags(t *testing.T) {
 		{name: "report-format wgpolicy", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "-p", "--report-format", "wgpolicy"}, code: 0, stdout: []string{"apiVersion: wgpolicyk8s.io/v1alpha2"}},
 		{name: "output-format json document", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "--output-format", "json"}, code: 1, stdout: []string{`"blocked": true`}},
 		{name: "output-format junit", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "--output-format", "junit"}, code: 1, stdout: []string{"<testsuites"}},
-		{name: "output-format junit with report", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "-p", "--output-format", "junit"}, code: 2},
-		{name: "output-format unknown", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "--output-format", "xml"}, code: 2, stderr: []string{"unsupported output format"}},
+		{name: "output-format junit with report", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "-p", "--output-format", "junit"}, code: 1},
+		{name: "output-format unknown", args: []string{p("enforce.yaml"), "-r", p("noteam.yaml"), "--output-format", "xml"}, code: 1, stderr: []string{"unsupported output format"}},
 		{name: "detailed-results", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--detailed-results"}, code: 0, stdout: []string{"rule team: pass"}},
 		{name: "fail-only", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "-r", p("noteam.yaml"), "--detailed-results", "--fail-only"}, code: 1, without: []string{"rule team: pass"}},
 		{name: "generate-exceptions", args: []string{p("enforce.yaml"), p("audit.yaml"), "-r", p("noteam.yaml"), "-r", p("good.yaml"), "--generate-exceptions"}, code: 1,
@@ -329,14 +329,12 @@ func TestApplyFlags(t *testing.T) {
 		{name: "registry without image entries", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--registry"}, code: 0},
 
 		// need pieces gavel does not have
-		{name: "cluster", args: []string{p("enforce.yaml"), "-c"}, code: 2, stderr: []string{"--cluster needs the cluster host"}},
-		{name: "kubeconfig", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--kubeconfig", "k", "--context", "c", "-n", "default"}, code: 2, stderr: []string{"--kubeconfig, --context, --namespace needs the cluster host"}},
-		{name: "context-file", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--context-file", "c.yaml"}, code: 2, stderr: []string{"--context-file needs CEL policies"}},
-		{name: "parameter-resource", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--parameter-resource", "p.yaml"}, code: 2, stderr: []string{"needs CEL"}},
-		{name: "json payload", args: []string{p("enforce.yaml"), "--json", "p.json", "-r", p("good.yaml")}, code: 2, stderr: []string{"not supported"}},
-		{name: "no resource", args: []string{p("enforce.yaml")}, code: 2, stderr: []string{"resource file(s) or cluster required"}},
-		{name: "no policy", args: []string{"-r", p("good.yaml")}, code: 2, stderr: []string{"require policy"}},
-		{name: "stdin twice", args: []string{"-", "-r", "-"}, code: 2, stderr: []string{"either policies or resources"}},
+		{name: "cluster", args: []string{p("enforce.yaml"), "-c"}, code: 1, stderr: []string{"--cluster needs the cluster host"}},
+		{name: "kubeconfig", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--kubeconfig", "k", "--context", "c", "-n", "default"}, code: 1, stderr: []string{"--kubeconfig, --context, --namespace needs the cluster host"}},
+		{name: "json payload", args: []string{p("enforce.yaml"), "--json", "p.json", "-r", p("good.yaml")}, code: 1, stderr: []string{"not supported"}},
+		{name: "no resource", args: []string{p("enforce.yaml")}, code: 1, stderr: []string{"resource file(s) or cluster required"}},
+		{name: "no policy", args: []string{"-r", p("good.yaml")}, code: 1, stderr: []string{"require policy"}},
+		{name: "stdin twice", args: []string{"-", "-r", "-"}, code: 1, stderr: []string{"either policies or resources"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -269,7 +269,7 @@ func streamJUnit(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f apply
 	js := newJUnitStream(reportMemory)
 	defer js.close()
 	newFinish := entryFinish(f, func(e applyEntry) (renderedCase, error) { return renderCase(e), nil })
-	doc := newApplyDocument()
+	doc := ev.newDocument()
 	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
 		if !doc.take(rr) {
 			return

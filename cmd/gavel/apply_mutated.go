@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -16,25 +15,37 @@ import (
 // mutatedWriter writes the mutated and generated resources of a run as the
 // upstream CLI's -o/--output and -i/--stdin do: to a file (every document
 // followed by "---"), to a folder (RESOURCE-mutated.yaml per mutated
-// resource, POLICY-generated.yaml per generating policy), or to standard
-// output (-i). A resource is written when a mutate rule passed on it, once,
-// as it is after every mutation, followed by the targets its
-// mutate-existing rules patched. A nil *mutatedWriter writes nothing.
+// resource, POLICY-generated.yaml per generating policy), to standard
+// output (-i), or, in the default text output, as part of the text
+// ("policy P applied to NS/KIND/NAME:", the resource, "Mutation has been
+// applied successfully."; with -o only the note). As upstream, a resource
+// is written once per mutate policy with a passing rule, as that policy
+// left it, followed by the targets the policy's mutate-existing rules
+// patched; a generated resource once. A nil *mutatedWriter writes nothing.
 type mutatedWriter struct {
 	dir    string    // folder mode
 	file   *os.File  // file mode
 	stdout io.Writer // -i without -o
+	// text keeps what the default text output prints of the mutations:
+	// the resources, or upstream's note that -o wrote them
+	text *spool
 	// opened are the files of the folder this run wrote, truncated the
 	// first time
 	opened map[string]*os.File
 	err    error
 }
 
-// mutatedDoc is one rendered document and the file of the folder it goes
-// to.
+// mutatedDoc is one rendered resource, the file of the folder it goes to,
+// and what the text output says of it.
 type mutatedDoc struct {
 	name string
 	yaml []byte
+	// targets are the rendered targets a mutate policy patched
+	targets [][]byte
+	// generated marks a generated resource
+	generated bool
+	// policy and resource name the policy and the trigger in the text
+	policy, resource string
 }
 
 // newMutatedWriter opens the destination of -o, or standard output for -i;
@@ -42,6 +53,17 @@ type mutatedDoc struct {
 // existing folder is a folder (created when missing); any other is a file,
 // created or truncated.
 func newMutatedWriter(f applyFlags, stdout io.Writer) (*mutatedWriter, error) {
+	w, err := openMutated(f, stdout)
+	if err == nil && f.textOutput() {
+		if w == nil {
+			w = &mutatedWriter{}
+		}
+		w.text = newSpool(reportMemory)
+	}
+	return w, err
+}
+
+func openMutated(f applyFlags, stdout io.Writer) (*mutatedWriter, error) {
 	switch {
 	case f.output == "" && f.stdin:
 		return &mutatedWriter{stdout: stdout}, nil
@@ -74,19 +96,22 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 		return nil, nil
 	}
 	var docs []mutatedDoc
-	mutated := false
-	var targets, generated []mutatedDoc
-	for _, pr := range rr.policies {
+	name := nameOf(rr.resource) + "-mutated"
+	path := upstreamPath(rr.resource)
+	for i := range rr.policies {
+		pr := &rr.policies[i]
+		applied := false
+		var targets [][]byte
 		for _, r := range pr.Rules {
 			switch {
 			case r.Type == engine.Mutation && r.Status == engine.StatusPass:
-				mutated = true
+				applied = true
 				for _, t := range r.PatchedTargets {
 					b, err := yaml.Marshal(t)
 					if err != nil {
 						return nil, err
 					}
-					targets = append(targets, mutatedDoc{yaml: b})
+					targets = append(targets, b)
 				}
 			case r.Type == engine.Generation && r.Status == engine.StatusPass:
 				for _, g := range r.GeneratedResources {
@@ -94,24 +119,24 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 					if err != nil {
 						return nil, err
 					}
-					generated = append(generated, mutatedDoc{name: pr.Policy.Name() + "-generated", yaml: b})
+					docs = append(docs, mutatedDoc{name: pr.Policy.Name() + "-generated", yaml: b, generated: true, policy: pr.Policy.Name(), resource: path})
 				}
 			}
 		}
-	}
-	if mutated {
-		b, err := yaml.Marshal(rr.resource)
+		if !applied {
+			continue
+		}
+		obj := pr.PatchedResource
+		if obj == nil {
+			obj = rr.resource
+		}
+		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, err
 		}
-		name := nameOf(rr.resource) + "-mutated"
-		docs = append(docs, mutatedDoc{name: name, yaml: b})
-		for _, t := range targets {
-			t.name = name
-			docs = append(docs, t)
-		}
+		docs = append(docs, mutatedDoc{name: name, yaml: b, targets: targets, policy: pr.Policy.Name(), resource: path})
 	}
-	return append(docs, generated...), nil
+	return docs, nil
 }
 
 func nameOf(obj map[string]any) string {
@@ -129,13 +154,37 @@ func (w *mutatedWriter) write(docs []mutatedDoc) {
 		var err error
 		switch {
 		case w.stdout != nil:
-			_, err = fmt.Fprintf(w.stdout, "\n%s\n---\n", bytes.TrimSuffix(d.yaml, []byte("\n")))
+			_, err = fmt.Fprintf(w.stdout, "\n%s\n---\n", d.yaml)
+			for _, t := range d.targets {
+				if err == nil {
+					_, err = fmt.Fprintf(w.stdout, "\n%s\n---\n", t)
+				}
+			}
 		case w.file != nil:
-			_, err = fmt.Fprintf(w.file, "%s\n---\n\n", d.yaml)
-		default:
+			err = writeDoc(w.file, d)
+		case w.dir != "":
 			var f *os.File
 			if f, err = w.open(d.name); err == nil {
-				_, err = fmt.Fprintf(f, "%s\n---\n\n", d.yaml)
+				err = writeDoc(f, d)
+			}
+		default:
+			// the default text output, without -o: upstream's text
+			_, err = fmt.Fprintf(w.text, "\npolicy %s applied to %s:\n%s\n---\n", d.policy, d.resource, d.yaml)
+			if err == nil && len(d.targets) > 0 {
+				_, err = io.WriteString(w.text, "patched targets: \n")
+				for _, t := range d.targets {
+					if err == nil {
+						_, err = fmt.Fprintf(w.text, "\n%s\n---\n\n", t)
+					}
+				}
+			}
+		}
+		if err == nil && w.text != nil {
+			// upstream prints its note whether or not -o is given
+			if d.generated {
+				_, err = io.WriteString(w.text, "\n\nGenerate:\nGeneration completed successfully.")
+			} else {
+				_, err = io.WriteString(w.text, "\n\nMutation:\nMutation has been applied successfully.")
 			}
 		}
 		if err != nil {
@@ -143,6 +192,33 @@ func (w *mutatedWriter) write(docs []mutatedDoc) {
 			return
 		}
 	}
+}
+
+// writeDoc writes a document to a file of -o as upstream does: the
+// resource followed by "---" and an empty line, then each patched target
+// followed by "---".
+func writeDoc(f io.Writer, d mutatedDoc) error {
+	if _, err := fmt.Fprintf(f, "%s\n---\n\n", d.yaml); err != nil {
+		return err
+	}
+	for _, t := range d.targets {
+		if _, err := fmt.Fprintf(f, "%s\n---\n", t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeText writes what the text output prints of the mutations and
+// returns how many bytes that was.
+func (w *mutatedWriter) writeText(out io.Writer) (int64, error) {
+	if w == nil || w.text == nil {
+		return 0, nil
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	return w.text.WriteTo(out)
 }
 
 // open returns the file of a name in the folder.
@@ -167,6 +243,9 @@ func (w *mutatedWriter) close() error {
 		return nil
 	}
 	err := w.err
+	if w.text != nil {
+		w.text.Close()
+	}
 	closeFile := func(f *os.File) {
 		if cerr := f.Close(); err == nil {
 			err = cerr

@@ -243,7 +243,10 @@ func (s *scanned) each(emit func(job) bool) error {
 type jobResult struct {
 	seq     int
 	results []resourceResult
-	err     error
+	// others counts the PolicyExceptions and policies among the
+	// documents: not evaluated, but upstream's banner counts them
+	others int
+	err    error
 }
 
 // run evaluates the fed documents on parallel workers and hands the result
@@ -315,6 +318,7 @@ func (ev *evaluator) run(feed feedFunc, parallel int, newFinish func() func(*res
 				close(stop)
 				continue
 			}
+			ev.otherDocs += p.others
 			for i := range p.results {
 				ev.mutated.write(p.results[i].mutated)
 				sink(&p.results[i])
@@ -348,11 +352,13 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 	for _, d := range docs {
 		switch {
 		case d.IsPolicyException():
+			out.others++
 			continue // read by the scan (--exceptions-with-resources)
 		case d.IsPolicy():
 			if _, out.err = api.DecodePolicy(d); out.err != nil {
 				return out
 			}
+			out.others++
 			continue
 		}
 		rr := ev.evaluate(d.Object)
@@ -431,23 +437,29 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return counts{}, exitUsage
 	}
-	fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, sum.Error+len(evalErrs), sum.Skip)
-	return counts{Pass: sum.Pass, Fail: sum.Fail, Warn: sum.Warn, Error: sum.Error + len(evalErrs), Skip: sum.Skip}, exitOK
+	errs := sum.Error + len(evalErrs) + len(ev.skipped)
+	fmt.Fprintf(stderr, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d\n", sum.Pass, sum.Fail, sum.Warn, errs, sum.Skip)
+	return counts{Pass: sum.Pass, Fail: sum.Fail, Warn: sum.Warn, Error: errs, Skip: sum.Skip}, exitOK
 }
 
-// streamText evaluates the resources and prints the text output (see
-// printApply) without keeping the results: the lines of each resource go
-// to a spool, in memory up to reportMemory, then in a temporary file, and
-// are printed once every resource was read (a resource that cannot be
-// decoded stops the run before any output, as it always did).
+// streamText evaluates the resources and prints upstream's text output:
+// the banner ("Applying N policy rule(s) to M resource(s)..."), the
+// mutated resources (or the note of -o), the policies skipped as invalid,
+// a block per policy and resource with failed rules, and the summary line.
+// Nothing is kept of the results: the text goes to spools, in memory up to
+// reportMemory, then in temporary files, and is printed once every
+// resource was read (a resource that cannot be decoded stops the run
+// before any output, as it always did; the banner needs the count).
 func streamText(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) (counts, int) {
 	out := newSpool(reportMemory)
 	defer out.Close()
-	doc := newApplyDocument()
+	doc := ev.newDocument()
 	lines := bufio.NewWriterSize(out, 32<<10)
+	resources := 0
 	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
+		resources++
 		entries, _ := doc.add(rr, f.auditWarn)
-		writeTextLines(lines, entries, f)
+		writeTextBlocks(lines, rr, entries, f)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gavel apply: failed to load resources:", err)
@@ -461,17 +473,49 @@ func streamText(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyF
 		return counts{}, exitUsage
 	}
 	bw := bufio.NewWriter(stdout)
+	writeBanner(bw, ev, resources+ev.otherDocs)
+	if _, err := ev.mutated.writeText(bw); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return counts{}, exitUsage
+	}
+	writeSkipped(bw, ev.skipped)
 	if _, err := out.WriteTo(bw); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return counts{}, exitUsage
 	}
-	bw.WriteString("\n")
-	writeSummary(bw, doc.Summary)
+	fmt.Fprintf(bw, "\npass: %d, fail: %d, warn: %d, error: %d, skip: %d \n", doc.Summary["pass"], doc.Summary["fail"], doc.Summary["warn"], doc.Summary["error"], doc.Summary["skip"])
 	if err := bw.Flush(); err != nil {
 		fmt.Fprintln(stderr, "gavel apply:", err)
 		return counts{}, exitUsage
 	}
 	return countsOf(doc.Summary), exitOK
+}
+
+// writeBanner writes upstream's first line of the text and table outputs.
+func writeBanner(w io.Writer, ev *evaluator, resources int) {
+	if ev.exceptions > 0 {
+		fmt.Fprintf(w, "\nApplying %d policy rule(s) to %d resource(s) with %d exception(s)...\n", ev.rules, resources, ev.exceptions)
+		return
+	}
+	fmt.Fprintf(w, "\nApplying %d policy rule(s) to %d resource(s)...\n", ev.rules, resources)
+}
+
+// divider frames upstream's list of skipped policies.
+const divider = "----------------------------------------------------------------------"
+
+// writeSkipped lists the policies skipped as invalid, as upstream does
+// (which names them "skipped as required variables are not provided" for
+// every validation error but one).
+func writeSkipped(w io.Writer, skipped []skippedPolicy) {
+	if len(skipped) == 0 {
+		return
+	}
+	fmt.Fprintln(w, divider)
+	fmt.Fprintln(w, "Policies Skipped (as required variables are not provided by the user):")
+	for i, sp := range skipped {
+		fmt.Fprintf(w, "%d. %s\n", i+1, sp.name)
+	}
+	fmt.Fprintln(w, divider)
 }
 
 // spool keeps what is written until the run ends: in memory up to a
@@ -537,7 +581,7 @@ func streamDocument(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f ap
 		b, err := renderEntry(f.format, e)
 		return renderedCase{text: b}, err
 	})
-	doc := newApplyDocument()
+	doc := ev.newDocument()
 	blocked := false
 	n := 0
 	var renderErr error

@@ -226,7 +226,7 @@ func TestApplyStdin(t *testing.T) {
 }
 
 // TestApplyBadResource: with --continue-on-error=false, a document that
-// cannot be decoded stops the run with exit 2, naming the file and the
+// cannot be decoded stops the run with exit 1, naming the file and the
 // document, and nothing is printed; by default (upstream's true) the run
 // goes on, the document counted as an error (exit 1).
 func TestApplyBadResource(t *testing.T) {
@@ -368,7 +368,8 @@ func TestApplyTextSpooled(t *testing.T) {
 	if !strings.Contains(outs[0], "\npass: ") || !strings.HasSuffix(outs[0], "\n") {
 		t.Errorf("no summary at the end:\n%s", outs[0])
 	}
-	fails := strings.Count(outs[0], ": fail: ")
+	// upstream's blocks: "policy P -> resource R failed:", then "N - RULE MESSAGE"
+	fails := strings.Count(outs[0], "\n1 - ")
 	var sum struct{ pass, fail, warn, errs, skip int }
 	tail := outs[0][strings.LastIndex(outs[0], "\npass: ")+1:]
 	if _, err := fmt.Sscanf(tail, "pass: %d, fail: %d, warn: %d, error: %d, skip: %d", &sum.pass, &sum.fail, &sum.warn, &sum.errs, &sum.skip); err != nil {
@@ -377,8 +378,8 @@ func TestApplyTextSpooled(t *testing.T) {
 	if fails != sum.fail || sum.fail < 100 {
 		t.Errorf("%d failing lines, summary says %d", fails, sum.fail)
 	}
-	if !strings.HasPrefix(outs[0], "policy ") {
-		t.Errorf("output does not start with a result line:\n%.200s", outs[0])
+	if !strings.HasPrefix(outs[0], "\nApplying 9 policy rule(s) to 200 resource(s)...\npolicy ") {
+		t.Errorf("output does not start with upstream's banner and a result block:\n%.200s", outs[0])
 	}
 }
 

@@ -24,11 +24,12 @@ import (
 func streamTable(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) (counts, int) {
 	out := newSpool(reportMemory)
 	defer out.Close()
-	doc := newApplyDocument()
+	doc := ev.newDocument()
 	rows := bufio.NewWriterSize(out, 32<<10)
 	colour := !f.removeColor && colourEnabled(stdout)
-	id := 0
+	id, resources := 0, 0
 	err := ev.run(feed, f.parallel, nil, func(rr *resourceResult) {
+		resources++
 		entries, _ := doc.add(rr, f.auditWarn)
 		if f.failOnly {
 			entries = failing(entries)
@@ -54,6 +55,16 @@ func streamTable(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f apply
 		return counts{}, exitUsage
 	}
 	bw := bufio.NewWriter(stdout)
+	// upstream prints its banner before the table too
+	writeBanner(bw, ev, resources+ev.otherDocs)
+	if n, err := ev.mutated.writeText(bw); err != nil {
+		fmt.Fprintln(stderr, "gavel apply:", err)
+		return counts{}, exitUsage
+	} else if n > 0 {
+		// the mutation notes end without a newline
+		bw.WriteString("\n")
+	}
+	writeSkipped(bw, ev.skipped)
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	header := "ID\tPOLICY\tRULE\tRESOURCE\tRESULT"
 	if f.detailed {
@@ -103,7 +114,7 @@ func paintResult(colour bool, result string) string {
 func streamExceptions(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f applyFlags) (counts, int) {
 	out := newSpool(reportMemory)
 	defer out.Close()
-	doc := newApplyDocument()
+	doc := ev.newDocument()
 	newFinish := func() func(*resourceResult) {
 		return func(rr *resourceResult) {
 			if rr.err != nil {

@@ -202,9 +202,9 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--help"}, []string{"Exit codes:", "0  clean", "1  failures", "2  usage error", "gavel completion bash|zsh|fish", "NO_COLOR"}},
+		{[]string{"--help"}, []string{"Exit codes:", "0  clean", "1  failures", "a usage\n     error", "gavel completion bash|zsh|fish", "NO_COLOR"}},
 		{[]string{"help"}, []string{"Usage:"}},
-		{[]string{"test", "-h"}, []string{"Usage: gavel test PATH...", "--fail-only", "-o, --output-format string", "junit", "Exit codes: 0",
+		{[]string{"test", "-h"}, []string{"Usage: gavel test PATH...", "--fail-only", "-o, --output-format string", "junit", "Exit codes, as upstream: 0",
 			"-t, --test-case-selector string", "--require-tests", "-b, --git-branch string", "--registry", "--remove-color", "-f, --file-name string", "--detailed-results", "--kubeconfig"}},
 		{[]string{"create", "-h"}, []string{"gavel create test|values|user-info|exception"}},
 		{[]string{"help", "test"}, []string{"Usage: gavel test PATH..."}},

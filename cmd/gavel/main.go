@@ -7,8 +7,8 @@
 //	gavel version
 //	gavel completion bash|zsh|fish
 //
-// Exit codes: 0 when everything passed, 1 when a policy or test failed, 2
-// for usage and load errors.
+// Exit codes, as the upstream CLI's: 0 when everything passed, 1 when a
+// policy or test failed, and 1 for usage and load errors too.
 package main
 
 import (
@@ -19,11 +19,13 @@ import (
 	"runtime/debug"
 )
 
-// Exit codes.
+// Exit codes. The upstream CLI (cobra) exits 1 for any error: usage and
+// load errors share the code of failures, so that scripts that test for 1
+// see the same status.
 const (
 	exitOK     = 0
 	exitFailed = 1
-	exitUsage  = 2
+	exitUsage  = 1
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); when it
@@ -59,9 +61,9 @@ The upstream CLI's flags work as in kyverno apply and kyverno test: replace
 Exit codes:
   0  clean: no failing or erroring result (apply), every entry passed (test)
   1  failures: a failing (Audit too, unless --audit-warn) or erroring
-     result (apply), a failing entry (test)
+     result (apply), a failing entry (test); and, as upstream, a usage
+     error, or policies, resources or tests that cannot be loaded
   N  apply --warn-exit-code N: warnings only, or no pass with --warn-no-pass
-  2  usage error, or policies, resources or tests that cannot be loaded
 
 Environment:
   NO_COLOR    when set, output is never coloured (colour is only used when

@@ -118,12 +118,12 @@ results:
 		{"branch flag, folder", []string{open.URL + "/owner/repo/policies", "-b", "main", "-r", latest}, 0, []string{"pass: 1, fail: 0"}},
 		{"branch flag, whole repository", []string{open.URL + "/owner/repo", "--git-branch", "main", "-r", latest, "-s", "request.mode=dev"}, 0, []string{"pass: 2, fail: 0"}},
 		{"branch in the URL", []string{open.URL + "/owner/repo/release", "-r", latest}, 1, []string{"policy disallow-latest", "fail: 1"}},
-		{"missing branch", []string{open.URL + "/owner/repo", "-b", "nope", "-r", latest}, 2, nil},
-		{"missing folder", []string{open.URL + "/owner/repo/nowhere", "-b", "main", "-r", latest}, 2, nil},
+		{"missing branch", []string{open.URL + "/owner/repo", "-b", "nope", "-r", latest}, 1, nil},
+		{"missing folder", []string{open.URL + "/owner/repo/nowhere", "-b", "main", "-r", latest}, 1, nil},
 		{"credentials", []string{locked.URL + "/owner/repo/policies", "-b", "release", "--username", "alice", "--password", "s3cret", "-r", latest, "--audit-warn"}, 0, []string{"warn: 1"}},
-		{"wrong password", []string{locked.URL + "/owner/repo/policies", "-b", "release", "--username", "alice", "--password", "guess", "-r", latest}, 2, nil},
-		{"no credentials", []string{locked.URL + "/owner/repo/policies", "-b", "release", "-r", latest}, 2, nil},
-		{"invalid URL path", []string{open.URL + "/owner", "-r", latest}, 2, nil},
+		{"wrong password", []string{locked.URL + "/owner/repo/policies", "-b", "release", "--username", "alice", "--password", "guess", "-r", latest}, 1, nil},
+		{"no credentials", []string{locked.URL + "/owner/repo/policies", "-b", "release", "-r", latest}, 1, nil},
+		{"invalid URL path", []string{open.URL + "/owner", "-r", latest}, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,9 +126,10 @@ the rule messages. Colour is used only when standard output is a terminal
 (never with --no-color or NO_COLOR set). Progress is shown on standard error
 when it is a terminal and at least 10 test files run.
 
-Exit codes: 0 every entry passed, 1 an entry failed (policies or resources
-a test names that cannot be loaded count as failed entries), 2 usage error,
-a path that cannot be read, or a test file that cannot be decoded.
+Exit codes, as upstream: 0 every entry passed, 1 an entry failed (policies
+or resources a test names that cannot be loaded count as failed entries), a
+usage error, a path that cannot be read, or a test file that cannot be
+decoded.
 
 Flags:
 `
@@ -174,7 +175,7 @@ type testFile struct {
 	// then hold the failing entries that stand for it.
 	Err error
 	// Unreadable is set when the test file itself could not be read or
-	// decoded (exit code 2).
+	// decoded (a load error).
 	Unreadable bool
 }
 

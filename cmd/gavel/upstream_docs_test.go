@@ -29,14 +29,14 @@ func TestUpstreamCommandLines(t *testing.T) {
 		// global values: "The Pod test-global-dev passes the validation,
 		// and test-global-prod fails" (an Enforce failure: exit 1)
 		{line: "kyverno apply add_dev_pod.yaml --resource dev_prod_pod.yaml -f global-value.yaml", code: 1,
-			out: []string{"policy cm-globalval-example -> resource Pod/test-global-prod: rule validate-mode: fail: The value prod for val1 is not equal to 'dev'.", "pass: 1, fail: 1"}},
+			out: []string{"policy cm-globalval-example -> resource /Pod/test-global-prod failed:\n1 - validate-mode The value prod for val1 is not equal to 'dev'.\n\n", "pass: 1, fail: 1"}},
 		// the namespace selector of the values file selects the Pod, whose
 		// name ends in -nginx
 		{line: "kyverno apply enforce-pod-name.yaml --resource nginx.yaml -f namespace-value.yaml",
 			out: []string{"pass: 1, fail: 0"}},
-		// "Applying Policy Exceptions": pass: 0, fail: 0, warn: 0, error: 0, skip: 1
+		// "Applying Policy Exceptions": the documentation's whole output
 		{line: "kyverno apply max-containers.yaml --resource deployment.yaml --exception exception.yaml",
-			out: []string{"pass: 0, fail: 0, warn: 0, error: 0, skip: 1"}},
+			out: []string{"\nApplying 3 policy rule(s) to 1 resource(s) with 1 exception(s)...\n\npass: 0, fail: 0, warn: 0, error: 0, skip: 1 \n"}},
 		// without the exception the Deployment's autogen rule fails
 		{line: "kyverno apply max-containers.yaml --resource deployment.yaml", code: 1,
 			out: []string{"fail: 1"}},
