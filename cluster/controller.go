@@ -1,0 +1,232 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/generate"
+	"github.com/gavelpolicy/gavel/report"
+)
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	// Workers process UpdateRequests concurrently (default 2).
+	Workers int
+	// ScanInterval is the period of background scans (default 1m; negative:
+	// no scans).
+	ScanInterval time.Duration
+	// Generate are options of the generate controller (retries...).
+	Generate []generate.Option
+	// Report are the options of the reports (clock, source...); the clock
+	// defaults to time.Now.
+	Report report.Options
+}
+
+// Controller is the background side of gavel in a cluster: it drains the
+// durable UpdateRequest queue with a generate.Controller, turns policy
+// changes and edits of generated resources into UpdateRequests (upstream's
+// synchronize), and scans existing resources into policy reports. Run it
+// on the leader only (Host.RunLeader); every replica builds one so that a
+// new leader starts at once.
+type Controller struct {
+	h    *Host
+	src  *PolicySource
+	gen  *generate.Controller
+	rep  *Reporter
+	opts ControllerOptions
+
+	mu      sync.Mutex
+	leadCtx context.Context // nil when not leading
+	watched map[schema.GroupVersionResource]bool
+	dynInf  dynamicinformer.DynamicSharedInformerFactory
+}
+
+// NewController returns the controller of the policies of src. Call it
+// before Host.Start.
+func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controller {
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.ScanInterval == 0 {
+		opts.ScanInterval = time.Minute
+	}
+	if opts.Report.Clock == nil {
+		opts.Report.Clock = time.Now
+	}
+	c := &Controller{h: h, src: src, opts: opts}
+	c.gen = generate.NewController(src.Set(), h.client, opts.Generate...)
+	c.rep = NewReporter(h, src, opts.Report)
+	src.Subscribe(c.policyChanged)
+	return c
+}
+
+// Generate returns the generate controller.
+func (c *Controller) Generate() *generate.Controller { return c.gen }
+
+// Reporter returns the reporter of the background scans.
+func (c *Controller) Reporter() *Reporter { return c.rep }
+
+// policyChanged runs on every change of the serving set: the leader turns
+// it into UpdateRequests (synchronize, generateExisting, deleted rules).
+func (c *Controller) policyChanged(ch PolicyChange) {
+	c.mu.Lock()
+	ctx := c.leadCtx
+	c.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		c.gen.SetPolicies(ch.Set)
+		return
+	}
+	var urs []*api.UpdateRequest
+	var err error
+	switch {
+	case ch.New != nil:
+		urs, err = c.gen.OnPolicyUpdate(ctx, ch.Old, ch.New)
+	case ch.Old != nil:
+		urs, err = c.gen.OnPolicyDelete(ctx, ch.Old)
+	}
+	c.gen.SetPolicies(ch.Set)
+	if err != nil {
+		c.h.logf("policy change: %v", err)
+	}
+	c.enqueue(ctx, urs)
+	c.watchDownstream(ctx, ch.Set)
+}
+
+func (c *Controller) enqueue(ctx context.Context, urs []*api.UpdateRequest) {
+	for _, ur := range urs {
+		if err := c.h.queue.Enqueue(ctx, ur); err != nil {
+			c.h.logf("%v", err)
+		}
+	}
+}
+
+// Run does the leader's work until ctx is done: UpdateRequests, watches of
+// generated resources, background scans.
+func (c *Controller) Run(ctx context.Context) {
+	c.gen.SetPolicies(c.src.Set())
+	c.mu.Lock()
+	c.leadCtx = ctx
+	c.watched = map[schema.GroupVersionResource]bool{}
+	c.dynInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = engine.LabelPolicyName })
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.leadCtx = nil
+		c.mu.Unlock()
+	}()
+	c.watchDownstream(ctx, c.src.Set())
+
+	var wg sync.WaitGroup
+	wg.Go(func() { c.h.queue.Drain(ctx, c.gen, c.opts.Workers) })
+	if c.opts.ScanInterval > 0 {
+		wg.Go(func() {
+			t := time.NewTicker(c.opts.ScanInterval)
+			defer t.Stop()
+			for {
+				if err := c.rep.Scan(ctx); err != nil && ctx.Err() == nil {
+					c.h.logf("background scan: %v", err)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	c.dynInf.Shutdown()
+	wg.Wait()
+}
+
+// watchDownstream starts informers on the kinds the generate rules of set
+// create, labelled as generated, so that an edit or a deletion of a
+// synchronized downstream resource is reverted.
+func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dynInf == nil {
+		return
+	}
+	started := false
+	for _, p := range set.Policies() {
+		for _, r := range p.Rules() {
+			g := r.Generation
+			if g == nil {
+				continue
+			}
+			specs := []api.ResourceSpec{g.ResourceSpec}
+			for _, f := range g.ForEachGeneration {
+				specs = append(specs, f.ResourceSpec)
+			}
+			for _, s := range specs {
+				if s.Kind == "" {
+					continue
+				}
+				gvr, ok := c.resourceOf(s.APIVersion, s.Kind)
+				if !ok || c.watched[gvr] {
+					continue
+				}
+				c.watched[gvr] = true
+				inf := c.dynInf.ForResource(gvr).Informer()
+				_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+					UpdateFunc: func(old, cur any) {
+						ou, _ := old.(*unstructured.Unstructured)
+						nu, _ := cur.(*unstructured.Unstructured)
+						if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
+							return
+						}
+						c.downstreamChanged(ctx, ou.Object, nu.Object)
+					},
+					DeleteFunc: func(old any) {
+						if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
+							old = d.Obj
+						}
+						if ou, ok := old.(*unstructured.Unstructured); ok {
+							c.downstreamChanged(ctx, ou.Object, nil)
+						}
+					},
+				})
+				started = true
+			}
+		}
+	}
+	if started {
+		c.dynInf.Start(ctx.Done())
+	}
+}
+
+func (c *Controller) downstreamChanged(ctx context.Context, old, cur map[string]any) {
+	urs, err := c.gen.OnDownstreamChange(ctx, old, cur)
+	if err != nil {
+		c.h.logf("downstream change: %v", err)
+	}
+	c.enqueue(ctx, urs)
+}
+
+func (c *Controller) resourceOf(apiVersion, kind string) (schema.GroupVersionResource, bool) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, false
+	}
+	if strings.Contains(kind, "*") {
+		return schema.GroupVersionResource{}, false
+	}
+	m, err := c.h.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+	if err != nil {
+		c.h.logf("generated kind %s %s: %v", apiVersion, kind, err)
+		return schema.GroupVersionResource{}, false
+	}
+	return m.Resource, true
+}
