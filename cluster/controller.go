@@ -120,7 +120,9 @@ func (c *Controller) Run(ctx context.Context) {
 	c.dynInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.LabelSelector = engine.LabelPolicyName })
 	c.mu.Unlock()
+	c.src.SetReportStatus(true)
 	defer func() {
+		c.src.SetReportStatus(false)
 		c.mu.Lock()
 		c.leadCtx = nil
 		c.mu.Unlock()

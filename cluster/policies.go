@@ -54,6 +54,7 @@ type PolicySource struct {
 	good      map[string]*engine.Policy
 	errs      map[string]error
 	listeners []func(PolicyChange)
+	failed    map[string]*unstructured.Unstructured // the versions in errs
 	writeStat bool
 }
 
@@ -74,7 +75,8 @@ func NewPolicySource(h *Host, opts PolicySourceOptions) (*PolicySource, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &PolicySource{h: h, eng: eng, good: map[string]*engine.Policy{}, errs: map[string]error{}, writeStat: opts.ReportStatus}
+	s := &PolicySource{h: h, eng: eng, good: map[string]*engine.Policy{}, errs: map[string]error{},
+		failed: map[string]*unstructured.Unstructured{}, writeStat: opts.ReportStatus}
 	s.cur.Store(eng.NewPolicySet())
 	for _, gvr := range []schema.GroupVersionResource{ClusterPolicies, Policies} {
 		inf := h.dynFactory.ForResource(gvr).Informer()
@@ -102,6 +104,22 @@ func (s *PolicySource) Errors() map[string]error {
 		out[k] = v
 	}
 	return out
+}
+
+// SetReportStatus turns the writing of the policies' status and events on
+// or off (PolicySourceOptions.ReportStatus); turned on, it reports the
+// policies that fail to compile now. A Controller turns it on while it
+// leads.
+func (s *PolicySource) SetReportStatus(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeStat = on
+	if !on {
+		return
+	}
+	for key, u := range s.failed {
+		go s.report(u.DeepCopy(), s.errs[key])
+	}
 }
 
 // Subscribe registers f to be called, in order and never concurrently,
@@ -140,10 +158,12 @@ func (s *PolicySource) changed(o any, deleted bool) {
 	if deleted {
 		delete(s.good, key)
 		delete(s.errs, key)
+		delete(s.failed, key)
 	} else {
 		p, err := s.compile(u)
 		if err != nil {
 			s.errs[key] = err
+			s.failed[key] = u
 			s.h.logf("policy %s does not compile, the previous version keeps serving: %v", key, err)
 			if s.writeStat {
 				go s.report(u.DeepCopy(), err)
@@ -152,6 +172,7 @@ func (s *PolicySource) changed(o any, deleted bool) {
 		}
 		_, failed := s.errs[key]
 		delete(s.errs, key)
+		delete(s.failed, key)
 		s.good[key] = p
 		cur = p
 		if s.writeStat && (failed || !ready(u)) {
