@@ -56,6 +56,7 @@ type PolicySource struct {
 	listeners []func(PolicyChange)
 	failed    map[string]*unstructured.Unstructured // the versions in errs
 	writeStat bool
+	regs      []cache.ResourceEventHandlerRegistration
 }
 
 // PolicySourceOptions configure NewPolicySource.
@@ -80,15 +81,27 @@ func NewPolicySource(h *Host, opts PolicySourceOptions) (*PolicySource, error) {
 	s.cur.Store(eng.NewPolicySet())
 	for _, gvr := range []schema.GroupVersionResource{ClusterPolicies, Policies} {
 		inf := h.dynFactory.ForResource(gvr).Informer()
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { s.changed(o, false) },
 			UpdateFunc: func(old, o any) { s.updated(old, o) },
 			DeleteFunc: func(o any) { s.changed(o, true) },
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
+		s.regs = append(s.regs, reg)
 	}
 	return s, nil
+}
+
+// WaitForSync waits until the policies that existed when the host started
+// have all been compiled (or ctx is done, then it returns false).
+func (s *PolicySource) WaitForSync(ctx context.Context) bool {
+	fns := make([]cache.InformerSynced, len(s.regs))
+	for i, r := range s.regs {
+		fns[i] = r.HasSynced
+	}
+	return cache.WaitForCacheSync(ctx.Done(), fns...)
 }
 
 // Set returns the policy set serving now.

@@ -323,11 +323,18 @@ func TestScenarios(t *testing.T) {
 	t.Run("RestartFinishesPendingUpdateRequests", func(t *testing.T) {
 		c1.kill()
 		const n = 5
+		before := e.pendingURs(t)
 		for i := range n {
 			e.namespace(t, fmt.Sprintf("pending-%d", i), map[string]string{"gavel-e2e": "provision"})
 		}
-		if got := e.pendingURs(t); got != n {
-			t.Fatalf("pending UpdateRequests with the controller down = %d, want %d", got, n)
+		if got := e.pendingURs(t) - before; got != n {
+			t.Fatalf("new pending UpdateRequests with the controller down = %d, want %d", got, n)
+		}
+		t.Logf("%d UpdateRequests pending with no controller (%d new)", before+n, n)
+		for i := range n {
+			if _, err := e.configMap(fmt.Sprintf("pending-%d", i), "defaults"); err == nil {
+				t.Fatalf("pending-%d generated with no controller", i)
+			}
 		}
 		c1 = e.gavel(t, "controller-1b", "-webhook=false")
 		eventually(t, 60*time.Second, "every pending request finished", func() bool {

@@ -136,6 +136,9 @@ func serve(ctx context.Context, cfg *rest.Config, o options) error {
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
+	if !src.WaitForSync(ctx) {
+		return ctx.Err()
+	}
 	o.logf("started: %d policies", len(src.Set().Policies()))
 
 	var wg sync.WaitGroup
