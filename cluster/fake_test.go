@@ -24,7 +24,6 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 	t.Helper()
 	kube := kubefake.NewClientset(kubeObjs...)
 	scheme := runtime.NewScheme()
-	_ = corev1.AddToScheme(scheme)
 	listKinds := map[schema.GroupVersionResource]string{
 		ClusterPolicies:                         "ClusterPolicyList",
 		Policies:                                "PolicyList",
@@ -65,6 +64,8 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 }
 
 // eventually polls cond for up to 5 seconds.
+var schemaPods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
