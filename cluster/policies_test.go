@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,13 +53,18 @@ func blocked(t *testing.T, set *engine.PolicySet, labels map[string]any) bool {
 
 func TestPolicySourceKeepsThePreviousVersionOfABrokenPolicy(t *testing.T) {
 	var src *PolicySource
+	var mu sync.Mutex
 	var changes []PolicyChange
 	h, dyn := fakeHost(t, nil, []runtime.Object{requireLabel("need-team", "team", false)}, func(h *Host) {
 		var err error
 		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		src.Subscribe(func(c PolicyChange) { changes = append(changes, c) })
+		src.Subscribe(func(c PolicyChange) {
+			mu.Lock()
+			defer mu.Unlock()
+			changes = append(changes, c)
+		})
 	})
 	_ = h
 	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
@@ -94,7 +100,9 @@ func TestPolicySourceKeepsThePreviousVersionOfABrokenPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "no policy", func() bool { return len(src.Set().Policies()) == 0 })
+	mu.Lock()
 	last := changes[len(changes)-1]
+	mu.Unlock()
 	if last.New != nil || last.Old == nil || last.Old.Name() != "need-team" {
 		t.Errorf("last change = %+v, want the deletion of need-team", last)
 	}

@@ -36,7 +36,9 @@ type Queue struct {
 
 	once sync.Once
 	inf  cache.SharedIndexInformer
-	wq   workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex
+	wq workqueue.TypedRateLimitingInterface[string] // while draining
 }
 
 var _ engine.UpdateRequestQueue = (*Queue)(nil)
@@ -50,12 +52,11 @@ func newQueue(h *Host) *Queue {
 func (q *Queue) informer() cache.SharedIndexInformer {
 	q.once.Do(func() {
 		q.inf = q.h.dynFactory.ForResource(UpdateRequests).Informer()
-		q.wq = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 		add := func(o any) {
-			if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == q.h.opts.Namespace && pending(u) {
-				if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
-					q.wq.Add(key)
-				}
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			if q.wq != nil {
+				q.add(q.wq, o)
 			}
 		}
 		_, _ = q.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -64,6 +65,14 @@ func (q *Queue) informer() cache.SharedIndexInformer {
 		})
 	})
 	return q.inf
+}
+
+func (q *Queue) add(wq workqueue.TypedRateLimitingInterface[string], o any) {
+	if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == q.h.opts.Namespace && pending(u) {
+		if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
+			wq.Add(key)
+		}
+	}
 }
 
 // pending reports whether an UpdateRequest still has work: Pending, or no
@@ -152,40 +161,43 @@ func (q *Queue) Pending() int {
 
 // Drain processes the pending UpdateRequests with ctrl, on the given
 // number of workers, until ctx is done; it returns when every worker has
-// stopped. The host must have been started. Drain may be called once per
-// Host.
+// stopped. The host must have been started. Drain must not run twice at
+// the same time (a leader runs it, and again when it leads again).
 func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers int) {
 	q.informer()
 	if workers < 1 {
 		workers = 1
 	}
-	// the informer may have seen requests before Drain: queue them all
+	wq := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	q.mu.Lock()
+	q.wq = wq
+	// the informer saw requests before Drain: queue them all
 	for _, o := range q.inf.GetStore().List() {
-		if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == q.h.opts.Namespace && pending(u) {
-			if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
-				q.wq.Add(key)
-			}
-		}
+		q.add(wq, o)
 	}
+	q.mu.Unlock()
 	go func() {
 		<-ctx.Done()
-		q.wq.ShutDown()
+		q.mu.Lock()
+		q.wq = nil
+		q.mu.Unlock()
+		wq.ShutDown()
 	}()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
-				key, shutdown := q.wq.Get()
+				key, shutdown := wq.Get()
 				if shutdown {
 					return
 				}
 				if err := q.process(ctx, ctrl, key); err != nil && ctx.Err() == nil {
 					q.h.logf("update request %s: %v", key, err)
-					q.wq.AddRateLimited(key)
+					wq.AddRateLimited(key)
 				} else {
-					q.wq.Forget(key)
+					wq.Forget(key)
 				}
-				q.wq.Done(key)
+				wq.Done(key)
 			}
 		})
 	}
