@@ -161,6 +161,8 @@ func setup() (*env, error) {
 		// no controller manager makes the default ServiceAccounts
 		"--disable-admission-plugins", "ServiceAccount",
 		"--anonymous-auth=false",
+		// the kubernetes Service cannot point at a loopback address
+		"--endpoint-reconciler-type", "none",
 		"--profiling=false",
 		"--max-requests-inflight", "1000", "--max-mutating-requests-inflight", "500",
 	)
