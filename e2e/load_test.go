@@ -20,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/gavelpolicy/gavel/api"
 )
@@ -41,7 +43,11 @@ func TestLoad(t *testing.T) {
 	if _, err := os.Stat(bench); err != nil {
 		t.Skipf("no bench folder: %v", err)
 	}
-	// a fresh webhook and controller with only the bench policies
+	// a fresh webhook and controller with only the bench policies; no
+	// webhook is registered meanwhile
+	ar := e.kube.AdmissionregistrationV1()
+	_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+	_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 	for _, p := range e.procs {
 		if strings.HasPrefix(p.name, "webhook") || strings.HasPrefix(p.name, "controller") {
 			if p.running() {
@@ -88,6 +94,10 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// the synthetic Pods draw many API server warnings: not logged
+	qcfg := rest.CopyConfig(e.cfg)
+	qcfg.WarningHandler = rest.NoWarnings{}
+	dyn := dynamic.NewForConfigOrDie(qcfg)
 	var created, denied, invalid, failed atomic.Int64
 	var firstErr atomic.Value
 	work := make(chan int)
@@ -100,7 +110,7 @@ func TestLoad(t *testing.T) {
 				u := &unstructured.Unstructured{Object: copyMap(d.Object)}
 				u.SetNamespace("load-" + u.GetNamespace())
 				u.SetName(fmt.Sprintf("%s-%d", u.GetName(), i/len(docs)))
-				_, err := e.dyn.Resource(podsResource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+				_, err := dyn.Resource(podsResource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
 				switch {
 				case err == nil:
 					created.Add(1)
