@@ -46,7 +46,11 @@ func (w *webhook) serve(fn reviewFunc) http.HandlerFunc {
 		if err != nil {
 			resp = errorResponse(http.StatusBadRequest, err)
 		} else {
-			resp = fn(r.Context(), w.src.Set(), req)
+			var set *engine.PolicySet
+			if w.src != nil {
+				set = w.src.Set() // one set for the whole request
+			}
+			resp = fn(r.Context(), set, req)
 		}
 		resp.UID = review.Request.UID
 		rw.Header().Set("Content-Type", "application/json")
