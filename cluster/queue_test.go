@@ -2,12 +2,16 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -88,5 +92,44 @@ func TestQueueIsDurable(t *testing.T) {
 		if cm["data"].(map[string]any)["owner"] != "gavel" {
 			t.Errorf("downstream in %s: %v", ns, cm["data"])
 		}
+	}
+}
+
+func TestQueueRecordsFailures(t *testing.T) {
+	var src *PolicySource
+	h, dyn := fakeHost(t, nil, []runtime.Object{provisioner(), nsObject("a")}, func(h *Host) {
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dyn.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("quota exceeded")
+	})
+	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
+	ctx := t.Context()
+	if _, err := src.Set().Generate(ctx, &engine.Request{Operation: api.Create, Object: nsObject("a").Object}); err != nil {
+		t.Fatal(err)
+	}
+	ctrl := generate.NewController(src.Set(), h.Client(), generate.WithMaxRetries(2))
+	dctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { h.Queue().Drain(dctx, ctrl, 1) })
+	var status map[string]any
+	eventually(t, "the request Failed", func() bool {
+		l, err := dyn.Resource(UpdateRequests).Namespace("gavel").List(ctx, metav1.ListOptions{})
+		if err != nil || len(l.Items) != 1 {
+			return false
+		}
+		status, _ = l.Items[0].Object["status"].(map[string]any)
+		return status["state"] == string(api.URFailed)
+	})
+	stop()
+	wg.Wait()
+	if fmt.Sprint(status["retryCount"]) != "2" || !strings.Contains(fmt.Sprint(status["message"]), "quota exceeded") {
+		t.Errorf("status %v, want 2 retries and the client's error", status)
+	}
+	if h.Queue().Pending() != 0 {
+		t.Errorf("a Failed request is still pending")
 	}
 }
