@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -189,10 +191,38 @@ func setup() (*env, error) {
 	if err := e.waitCRDs(); err != nil {
 		return e, err
 	}
+	if err := e.checkWebhookManifest(filepath.Join(root, "examples", "webhook", "cluster", "manifests", "webhooks.yaml")); err != nil {
+		return e, fmt.Errorf("webhooks.yaml: %w", err)
+	}
 	if err := gobuild.Wait(); err != nil {
 		return e, fmt.Errorf("building the example: %w", err)
 	}
 	return e, nil
+}
+
+// checkWebhookManifest applies the example's webhook configurations with
+// the CA filled in, as certs.sh does, then deletes them: the suite
+// registers its own, pointing at 127.0.0.1.
+func (e *env) checkWebhookManifest(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	data = bytes.ReplaceAll(data, []byte("CA_BUNDLE"), []byte(base64.StdEncoding.EncodeToString(e.caPEM)))
+	docs, err := api.ReadDocuments(bytes.NewReader(data), path)
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		if err := e.apply(d.Object); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	ar := e.kube.AdmissionregistrationV1()
+	if err := ar.MutatingWebhookConfigurations().Delete(context.Background(), "gavel", metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	return ar.ValidatingWebhookConfigurations().Delete(context.Background(), "gavel", metav1.DeleteOptions{})
 }
 
 func (e *env) resetMapper() {
