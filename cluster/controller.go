@@ -22,8 +22,9 @@ import (
 type ControllerOptions struct {
 	// Workers process UpdateRequests concurrently (default 2).
 	Workers int
-	// ScanInterval is the period of background scans (default 1m; negative:
-	// no scans).
+	// ScanInterval is the period of the full background scans (default 1m;
+	// negative: no reports). Between scans, resources are evaluated when
+	// they are created or changed, and forgotten when deleted (Reporter.Run).
 	ScanInterval time.Duration
 	// Generate are options of the generate controller (retries...).
 	Generate []generate.Option
@@ -132,20 +133,7 @@ func (c *Controller) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.h.queue.Drain(ctx, c.gen, c.opts.Workers) })
 	if c.opts.ScanInterval > 0 {
-		wg.Go(func() {
-			t := time.NewTicker(c.opts.ScanInterval)
-			defer t.Stop()
-			for {
-				if err := c.rep.Scan(ctx); err != nil && ctx.Err() == nil {
-					c.h.logf("background scan: %v", err)
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-			}
-		})
+		wg.Go(func() { c.rep.Run(ctx, c.opts.ScanInterval) })
 	}
 	<-ctx.Done()
 	c.dynInf.Shutdown()

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -18,8 +21,11 @@ import (
 )
 
 // Reporter writes policy reports (wgpolicyk8s.io/v1alpha2 PolicyReports
-// and ClusterPolicyReports) to the cluster from background scans of the
-// existing resources. Its report.Store (Store) keeps, per resource, the
+// and ClusterPolicyReports) to the cluster from background evaluations of
+// the existing resources: Scan evaluates everything once, Run watches the
+// resources and evaluates each when it is admitted or changed (so a report
+// follows an admission within about a second) and everything again at an
+// interval. Its report.Store (Store) keeps, per resource, the
 // latest admission and background results and merges them as upstream
 // does; a resource that a scan no longer finds is forgotten, and with it
 // its entries. One Reporter writes at a time: run it on the leader.
@@ -28,6 +34,9 @@ type Reporter struct {
 	src   *PolicySource
 	store *report.Store
 	known map[string]bool // resources of the last scan
+
+	writeMu sync.Mutex
+	written map[string]writtenReport // by reportKey; nil: list the cluster's
 }
 
 // NewReporter returns a Reporter for the policies of src. opts gives the
@@ -160,8 +169,17 @@ func (r *Reporter) Scan(ctx context.Context) error {
 
 // Write makes the cluster's reports (those labelled managed by kyverno)
 // what the store renders: new ones are created, changed ones updated
-// (timestamps alone are no change), and the others deleted.
+// (timestamps alone are no change), and the others deleted. The reports
+// in the cluster are listed on the first Write and after a failed one;
+// otherwise the Reporter writes from what it wrote last.
 func (r *Reporter) Write(ctx context.Context) error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if r.written == nil {
+		if err := r.list(ctx); err != nil {
+			return err
+		}
+	}
 	desired := map[string]*unstructured.Unstructured{}
 	for _, rep := range r.store.Reports() {
 		obj, err := toObject(rep)
@@ -174,71 +192,204 @@ func (r *Reporter) Write(ctx context.Context) error {
 		}
 		desired[reportKey(u.GetKind(), u.GetNamespace(), u.GetName())] = u
 	}
-	sel := metav1.ListOptions{LabelSelector: report.LabelManagedBy + "=" + report.ManagedByKyverno}
 	var errs []error
-	for _, gvr := range []schema.GroupVersionResource{ClusterPolicyReports, PolicyReports} {
-		kind := "PolicyReport"
-		if gvr == ClusterPolicyReports {
-			kind = "ClusterPolicyReport"
+	for key, u := range desired {
+		gvr := reportResource(u.GetKind())
+		ri := r.h.dyn.Resource(gvr).Namespace(u.GetNamespace())
+		fp := fingerprint(u.Object)
+		prev, ok := r.written[key]
+		if ok && prev.fp == fp {
+			continue
 		}
-		l, err := r.h.dyn.Resource(gvr).List(ctx, sel)
+		var out *unstructured.Unstructured
+		var err error
+		if ok {
+			u.SetResourceVersion(prev.rv)
+			out, err = ri.Update(ctx, u, metav1.UpdateOptions{})
+		} else {
+			out, err = ri.Create(ctx, u, metav1.CreateOptions{})
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for i := range l.Items {
-			cur := &l.Items[i]
-			key := reportKey(kind, cur.GetNamespace(), cur.GetName())
-			want, ok := desired[key]
-			ri := r.h.dyn.Resource(gvr).Namespace(cur.GetNamespace())
-			if !ok {
-				if err := ri.Delete(ctx, cur.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			delete(desired, key)
-			if sameResults(cur.Object, want.Object) {
-				continue
-			}
-			want.SetResourceVersion(cur.GetResourceVersion())
-			if _, err := ri.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		r.written[key] = writtenReport{rv: out.GetResourceVersion(), fp: fp, gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}
 	}
-	for _, u := range desired {
-		gvr := PolicyReports
-		if u.GetKind() == "ClusterPolicyReport" {
-			gvr = ClusterPolicyReports
+	for key, w := range r.written {
+		if _, ok := desired[key]; ok {
+			continue
 		}
-		if _, err := r.h.dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		err := r.h.dyn.Resource(w.gvr).Namespace(w.namespace).Delete(ctx, w.name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
+			continue
 		}
+		delete(r.written, key)
 	}
 	if len(errs) > 0 {
+		r.written = nil // list the cluster's reports again next time
 		return fmt.Errorf("cluster: writing reports: %w", errs[0])
 	}
 	return nil
 }
 
-func reportKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+// writtenReport is what the Reporter knows of a report in the cluster.
+type writtenReport struct {
+	rv, fp          string
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
 
-// sameResults compares the summaries and results of two reports, leaving
-// out the entries' timestamps.
-func sameResults(a, b map[string]any) bool {
-	strip := func(m map[string]any) any {
-		data, _ := json.Marshal(map[string]any{"summary": m["summary"], "results": m["results"]})
-		var v map[string]any
-		_ = json.Unmarshal(data, &v)
-		if rs, ok := v["results"].([]any); ok {
-			for _, e := range rs {
-				if em, ok := e.(map[string]any); ok {
-					delete(em, "timestamp")
-				}
+// list reads the managed reports of the cluster into r.written.
+func (r *Reporter) list(ctx context.Context) error {
+	written := map[string]writtenReport{}
+	sel := metav1.ListOptions{LabelSelector: report.LabelManagedBy + "=" + report.ManagedByKyverno}
+	for _, kind := range []string{"ClusterPolicyReport", "PolicyReport"} {
+		gvr := reportResource(kind)
+		l, err := r.h.dyn.Resource(gvr).List(ctx, sel)
+		if err != nil {
+			return fmt.Errorf("cluster: listing reports: %w", err)
+		}
+		for i := range l.Items {
+			cur := &l.Items[i]
+			written[reportKey(kind, cur.GetNamespace(), cur.GetName())] = writtenReport{
+				rv: cur.GetResourceVersion(), fp: fingerprint(cur.Object), gvr: gvr, namespace: cur.GetNamespace(), name: cur.GetName(),
 			}
 		}
-		return v
 	}
-	return reflect.DeepEqual(strip(a), strip(b))
+	r.written = written
+	return nil
+}
+
+func reportResource(kind string) schema.GroupVersionResource {
+	if kind == "ClusterPolicyReport" {
+		return ClusterPolicyReports
+	}
+	return PolicyReports
+}
+
+func reportKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// fingerprint is the JSON text of a report's summary and results without
+// the entries' timestamps: two reports with the same fingerprint say the
+// same.
+func fingerprint(m map[string]any) string {
+	data, _ := json.Marshal(map[string]any{"summary": m["summary"], "results": m["results"]})
+	var v map[string]any
+	_ = json.Unmarshal(data, &v)
+	if rs, ok := v["results"].([]any); ok {
+		for _, e := range rs {
+			if em, ok := e.(map[string]any); ok {
+				delete(em, "timestamp")
+			}
+		}
+	}
+	data, _ = json.Marshal(v)
+	return string(data)
+}
+
+// Run keeps the reports current until ctx is done: it watches the
+// scanned kinds (informers, started as policies name new kinds), evaluates
+// a resource when it is created or changed and forgets it when it is
+// deleted, writes the reports that changed about once a second, and
+// evaluates every watched resource again each interval (policies change).
+func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(r.h.dyn, 0)
+	defer factory.Shutdown()
+	var (
+		mu      sync.Mutex
+		dirty   bool
+		watched = map[schema.GroupVersionResource]gvk{}
+		infs    = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+	)
+	markDirty := func() {
+		mu.Lock()
+		dirty = true
+		mu.Unlock()
+	}
+	eval := func(k gvk, o any) {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		obj := u.DeepCopy().Object
+		obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
+		resp, err := r.src.Set().Validate(ctx, &engine.Request{Object: obj, Background: true})
+		if err != nil {
+			return
+		}
+		if err := r.store.Update(string(u.GetUID()), resp.Policies, true); err != nil {
+			r.h.logf("reports: %v", err)
+		}
+		markDirty()
+	}
+	forget := func(o any) {
+		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			r.store.Delete(string(u.GetUID()))
+			markDirty()
+		}
+	}
+	watch := func() {
+		kinds, err := r.scanKinds(r.src.Set())
+		if err != nil {
+			r.h.logf("reports: discovery: %v", err)
+		}
+		for _, k := range kinds {
+			if _, ok := watched[k.gvr]; ok {
+				continue
+			}
+			watched[k.gvr] = k
+			inf := factory.ForResource(k.gvr).Informer()
+			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc: func(o any) { eval(k, o) },
+				UpdateFunc: func(old, o any) {
+					ou, _ := old.(*unstructured.Unstructured)
+					nu, _ := o.(*unstructured.Unstructured)
+					if ou != nil && nu != nil && ou.GetResourceVersion() == nu.GetResourceVersion() {
+						return
+					}
+					eval(k, o)
+				},
+				DeleteFunc: forget,
+			})
+			infs[k.gvr] = inf
+		}
+		factory.Start(ctx.Done())
+		factory.WaitForCacheSync(ctx.Done())
+	}
+	rescan := func() {
+		for gvr, inf := range infs {
+			for _, o := range inf.GetStore().List() {
+				eval(watched[gvr], o)
+			}
+		}
+	}
+	watch()
+	flush := time.NewTicker(time.Second)
+	defer flush.Stop()
+	full := time.NewTicker(interval)
+	defer full.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-full.C:
+			watch()
+			rescan()
+		case <-flush.C:
+		}
+		mu.Lock()
+		d := dirty
+		dirty = false
+		mu.Unlock()
+		if d {
+			if err := r.Write(ctx); err != nil && ctx.Err() == nil {
+				r.h.logf("%v", err)
+				markDirty()
+			}
+		}
+	}
 }
