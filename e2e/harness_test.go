@@ -519,7 +519,7 @@ func (e *env) gavel(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
 	base := []string{"-kubeconfig", e.kubeconfig(), "-namespace", "gavel", "-identity", name,
 		"-tls-cert", e.whCert, "-tls-key", e.whKey,
-		"-lease-duration", "4s", "-renew-deadline", "3s", "-retry-period", "500ms",
+		"-lease-duration", "8s", "-renew-deadline", "6s", "-retry-period", "1s",
 		"-scan-interval", "2s", "-kube-api-qps", "500"}
 	p, err := e.start(name, exec.Command(e.binary, append(base, args...)...))
 	if err != nil {
