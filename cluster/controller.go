@@ -34,9 +34,10 @@ type ControllerOptions struct {
 }
 
 // Controller is the background side of gavel in a cluster: it drains the
-// durable UpdateRequest queue with a generate.Controller, turns policy
-// changes and edits of generated resources into UpdateRequests (upstream's
-// synchronize), and scans existing resources into policy reports. Run it
+// durable UpdateRequest queue with a generate.Controller, applies policy
+// changes and edits of generated resources and of clone sources through
+// the generate controller's handlers (upstream's synchronize), and keeps
+// the policy reports (Reporter.Run). Run it
 // on the leader only (Host.RunLeader); every replica builds one so that a
 // new leader starts at once.
 type Controller struct {
@@ -49,7 +50,9 @@ type Controller struct {
 	mu      sync.Mutex
 	leadCtx context.Context // nil when not leading
 	watched map[schema.GroupVersionResource]bool
-	dynInf  dynamicinformer.DynamicSharedInformerFactory
+	sources map[schema.GroupVersionResource]bool
+	dynInf  dynamicinformer.DynamicSharedInformerFactory // generated resources
+	srcInf  dynamicinformer.DynamicSharedInformerFactory // clone sources
 }
 
 // NewController returns the controller of the policies of src. Call it
@@ -77,8 +80,9 @@ func (c *Controller) Generate() *generate.Controller { return c.gen }
 // Reporter returns the reporter of the background scans.
 func (c *Controller) Reporter() *Reporter { return c.rep }
 
-// policyChanged runs on every change of the serving set: the leader turns
-// it into UpdateRequests (synchronize, generateExisting, deleted rules).
+// policyChanged runs on every change of the serving set: the leader
+// applies it (synchronize, generateExisting, deleted rules) through the
+// generate controller's OnPolicyUpdate and OnPolicyDelete.
 func (c *Controller) policyChanged(ch PolicyChange) {
 	c.mu.Lock()
 	ctx := c.leadCtx
@@ -96,17 +100,19 @@ func (c *Controller) policyChanged(ch PolicyChange) {
 		urs, err = c.gen.OnPolicyDelete(ctx, ch.Old)
 	}
 	c.gen.SetPolicies(ch.Set)
-	if err != nil {
-		c.h.logf("policy change: %v", err)
-	}
-	c.enqueue(ctx, urs)
+	c.handled("policy change", urs, err)
 	c.watchDownstream(ctx, ch.Set)
 }
 
-func (c *Controller) enqueue(ctx context.Context, urs []*api.UpdateRequest) {
+// handled logs what an event handler of the generate controller did: the
+// handlers process the UpdateRequests they build themselves.
+func (c *Controller) handled(what string, urs []*api.UpdateRequest, err error) {
+	if err != nil {
+		c.h.logf("%s: %v", what, err)
+	}
 	for _, ur := range urs {
-		if err := c.h.queue.Enqueue(ctx, ur); err != nil {
-			c.h.logf("%v", err)
+		if ur.Status.State == api.URFailed {
+			c.h.logf("%s: policy %s: %s", what, ur.Spec.Policy, ur.Status.Message)
 		}
 	}
 }
@@ -118,8 +124,11 @@ func (c *Controller) Run(ctx context.Context) {
 	c.mu.Lock()
 	c.leadCtx = ctx
 	c.watched = map[schema.GroupVersionResource]bool{}
+	c.sources = map[schema.GroupVersionResource]bool{}
 	c.dynInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.LabelSelector = engine.LabelPolicyName })
+	c.srcInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = engine.LabelCloneSource })
 	c.mu.Unlock()
 	c.src.SetReportStatus(true)
 	defer func() {
@@ -137,12 +146,15 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	<-ctx.Done()
 	c.dynInf.Shutdown()
+	c.srcInf.Shutdown()
 	wg.Wait()
 }
 
 // watchDownstream starts informers on the kinds the generate rules of set
 // create, labelled as generated, so that an edit or a deletion of a
-// synchronized downstream resource is reverted.
+// synchronized downstream resource is reverted; and on the kinds they
+// clone, labelled as clone sources (the controller labels a source when it
+// first clones it), so that a change of a source reaches its copies.
 func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -195,14 +207,73 @@ func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet)
 	if started {
 		c.dynInf.Start(ctx.Done())
 	}
+	c.watchSources(ctx, set)
+}
+
+// watchSources starts the informers of clone sources; c.mu is held.
+func (c *Controller) watchSources(ctx context.Context, set *engine.PolicySet) {
+	started := false
+	for _, p := range set.Policies() {
+		for _, r := range p.Rules() {
+			g := r.Generation
+			if g == nil {
+				continue
+			}
+			var kinds [][2]string
+			if g.Clone != nil && g.Clone.Name != "" {
+				kinds = append(kinds, [2]string{g.APIVersion, g.Kind})
+			}
+			if g.CloneList != nil {
+				for _, k := range g.CloneList.Kinds {
+					grp, ver, kind := splitKind(k)
+					av := ver
+					if grp != "" {
+						av = grp + "/" + ver
+					}
+					kinds = append(kinds, [2]string{av, kind})
+				}
+			}
+			for _, k := range kinds {
+				gvr, ok := c.resourceOf(k[0], k[1])
+				if !ok || c.sources[gvr] {
+					continue
+				}
+				c.sources[gvr] = true
+				_, _ = c.srcInf.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+					UpdateFunc: func(old, cur any) {
+						ou, _ := old.(*unstructured.Unstructured)
+						nu, _ := cur.(*unstructured.Unstructured)
+						if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
+							return
+						}
+						c.sourceChanged(ctx, ou.Object, nu.Object)
+					},
+					DeleteFunc: func(old any) {
+						if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
+							old = d.Obj
+						}
+						if ou, ok := old.(*unstructured.Unstructured); ok {
+							c.sourceChanged(ctx, ou.Object, nil)
+						}
+					},
+				})
+				started = true
+			}
+		}
+	}
+	if started {
+		c.srcInf.Start(ctx.Done())
+	}
+}
+
+func (c *Controller) sourceChanged(ctx context.Context, old, cur map[string]any) {
+	urs, err := c.gen.OnSourceChange(ctx, old, cur)
+	c.handled("clone source change", urs, err)
 }
 
 func (c *Controller) downstreamChanged(ctx context.Context, old, cur map[string]any) {
 	urs, err := c.gen.OnDownstreamChange(ctx, old, cur)
-	if err != nil {
-		c.h.logf("downstream change: %v", err)
-	}
-	c.enqueue(ctx, urs)
+	c.handled("downstream change", urs, err)
 }
 
 func (c *Controller) resourceOf(apiVersion, kind string) (schema.GroupVersionResource, bool) {

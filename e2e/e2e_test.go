@@ -150,6 +150,7 @@ func TestScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.namespace(t, "e2e", nil)
+	e.namespace(t, "gavel-src", nil)
 	port, _ := freePort()
 	e.gavel(t, "webhook", "-controller=false", "-listen", fmt.Sprintf("127.0.0.1:%d", port))
 	c1 := e.gavel(t, "controller-1", "-webhook=false")
@@ -242,6 +243,32 @@ func TestScenarios(t *testing.T) {
 		eventually(t, 30*time.Second, "the downstream deleted", func() bool {
 			_, err := e.configMap("gen-1", "defaults")
 			return apierrors.IsNotFound(err)
+		})
+	})
+
+	t.Run("CloneSynchronized", func(t *testing.T) {
+		src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "gavel-src"}, Data: map[string]string{"level": "1"}}
+		if _, err := e.kube.CoreV1().ConfigMaps("gavel-src").Create(ctx, src, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.namespace(t, "clone-1", map[string]string{"gavel-e2e": "clone"})
+		eventually(t, 30*time.Second, "the clone", func() bool {
+			cm, err := e.configMap("clone-1", "settings")
+			return err == nil && cm.Data["level"] == "1"
+		})
+		// the source changes: the clone follows
+		eventually(t, 30*time.Second, "the source updated", func() bool {
+			cur, err := e.configMap("gavel-src", "settings")
+			if err != nil {
+				return false
+			}
+			cur.Data["level"] = "2"
+			_, err = e.kube.CoreV1().ConfigMaps("gavel-src").Update(ctx, cur, metav1.UpdateOptions{})
+			return err == nil
+		})
+		eventually(t, 30*time.Second, "the clone synchronized", func() bool {
+			cm, err := e.configMap("clone-1", "settings")
+			return err == nil && cm.Data["level"] == "2"
 		})
 	})
 
