@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -180,29 +182,32 @@ func (r *Reporter) Write(ctx context.Context) error {
 			return err
 		}
 	}
-	desired := map[string]*unstructured.Unstructured{}
+	type rendered struct {
+		rep any
+		fp  string
+	}
+	desired := map[string]rendered{}
 	for _, rep := range r.store.Reports() {
-		obj, err := toObject(rep)
-		if err != nil {
-			return err
+		key, fp, ok := reportFingerprint(rep)
+		if ok {
+			desired[key] = rendered{rep, fp}
 		}
-		u := &unstructured.Unstructured{Object: obj}
-		if u.GetAPIVersion() == "" {
-			u.SetAPIVersion("wgpolicyk8s.io/v1alpha2")
-		}
-		desired[reportKey(u.GetKind(), u.GetNamespace(), u.GetName())] = u
 	}
 	var errs []error
-	for key, u := range desired {
-		gvr := reportResource(u.GetKind())
-		ri := r.h.dyn.Resource(gvr).Namespace(u.GetNamespace())
-		fp := fingerprint(u.Object)
+	for key, d := range desired {
+		fp := d.fp
 		prev, ok := r.written[key]
 		if ok && prev.fp == fp {
 			continue
 		}
+		obj, err := toObject(d.rep)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		gvr := reportResource(u.GetKind())
+		ri := r.h.dyn.Resource(gvr).Namespace(u.GetNamespace())
 		var out *unstructured.Unstructured
-		var err error
 		if ok {
 			u.SetResourceVersion(prev.rv)
 			out, err = ri.Update(ctx, u, metav1.UpdateOptions{})
@@ -252,9 +257,11 @@ func (r *Reporter) list(ctx context.Context) error {
 		}
 		for i := range l.Items {
 			cur := &l.Items[i]
-			written[reportKey(kind, cur.GetNamespace(), cur.GetName())] = writtenReport{
-				rv: cur.GetResourceVersion(), fp: fingerprint(cur.Object), gvr: gvr, namespace: cur.GetNamespace(), name: cur.GetName(),
-			}
+			var rep api.PolicyReport // the cluster report has the same fields
+			_ = fromObject(cur.Object, &rep)
+			rep.Kind, rep.Namespace, rep.Name = kind, cur.GetNamespace(), cur.GetName()
+			key, fp, _ := reportFingerprint(&rep)
+			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fp, gvr: gvr, namespace: cur.GetNamespace(), name: cur.GetName()}
 		}
 	}
 	r.written = written
@@ -270,22 +277,35 @@ func reportResource(kind string) schema.GroupVersionResource {
 
 func reportKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
-// fingerprint is the JSON text of a report's summary and results without
-// the entries' timestamps: two reports with the same fingerprint say the
-// same.
-func fingerprint(m map[string]any) string {
-	data, _ := json.Marshal(map[string]any{"summary": m["summary"], "results": m["results"]})
-	var v map[string]any
-	_ = json.Unmarshal(data, &v)
-	if rs, ok := v["results"].([]any); ok {
-		for _, e := range rs {
-			if em, ok := e.(map[string]any); ok {
-				delete(em, "timestamp")
-			}
+// reportFingerprint returns a rendered report's key and a hash of its
+// summary and results without the entries' timestamps: two reports with
+// the same fingerprint say the same.
+func reportFingerprint(rep any) (key, fp string, ok bool) {
+	var kind, ns, name string
+	var summary api.PolicyReportSummary
+	var results []api.PolicyReportResult
+	switch r := rep.(type) {
+	case *api.PolicyReport:
+		kind, ns, name, summary, results = "PolicyReport", r.Namespace, r.Name, r.Summary, r.Results
+		if r.Kind != "" {
+			kind = r.Kind
 		}
+	case *api.ClusterPolicyReport:
+		kind, name, summary, results = "ClusterPolicyReport", r.Name, r.Summary, r.Results
+	default:
+		return "", "", false
 	}
-	data, _ = json.Marshal(v)
-	return string(data)
+	stripped := make([]api.PolicyReportResult, len(results))
+	copy(stripped, results)
+	for i := range stripped {
+		stripped[i].Timestamp = metav1.Timestamp{}
+	}
+	data, _ := json.Marshal(struct {
+		S api.PolicyReportSummary
+		R []api.PolicyReportResult
+	}{summary, stripped})
+	sum := sha256.Sum256(data)
+	return reportKey(kind, ns, name), hex.EncodeToString(sum[:]), true
 }
 
 // Run keeps the reports current until ctx is done: it watches the
