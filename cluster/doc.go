@@ -19,9 +19,11 @@
 //     Failed ones with their retry count. A controller that stops or dies
 //     leaves the rest Pending for the next one.
 //   - RunLeader: leader election on a coordination.k8s.io Lease, for the
-//     work one replica does: Controller (UpdateRequests, synchronize of
-//     generated resources, policy changes) and Reporter (background scans
-//     into wgpolicyk8s.io/v1alpha2 PolicyReports and ClusterPolicyReports).
+//     work one replica does: Controller (UpdateRequests; synchronize of
+//     generated resources and clone sources; policy changes) and Reporter
+//     (resources evaluated as they are admitted or change, and all again at
+//     an interval, into wgpolicyk8s.io/v1alpha2 PolicyReports and
+//     ClusterPolicyReports; a deleted resource's entries are removed).
 //
 // A webhook replica builds a Host and a PolicySource and answers admission
 // requests with PolicySource.Set; the engine writes the UpdateRequests.
