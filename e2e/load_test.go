@@ -183,8 +183,8 @@ func (e *env) loadPass(t *testing.T, dyn dynamic.Interface, docs []api.Document,
 		if d.count == 0 {
 			continue
 		}
-		t.Logf("admission latency (%s) %s: %d calls, p50 %.1f ms, p99 %.1f ms, mean %.1f ms",
-			pass, name, int(d.count), d.quantile(0.5)*1000, d.quantile(0.99)*1000, d.sum/d.count*1000)
+		t.Logf("admission latency (%s) %s: %d calls, p50 %.1f ms %s, p99 %.1f ms %s, mean %.1f ms",
+			pass, name, int(d.count), d.quantile(0.5)*1000, d.bucket(0.5), d.quantile(0.99)*1000, d.bucket(0.99), d.sum/d.count*1000)
 	}
 }
 
@@ -283,6 +283,24 @@ func (h histogram) quantile(q float64) float64 {
 		prevLE, prevC = le, c
 	}
 	return prevLE
+}
+
+// bucket names the bucket a quantile falls in: the API server's buckets
+// (5, 25, 100, 500 ms...) are coarse, the quantile is interpolated in it.
+func (h histogram) bucket(q float64) string {
+	les := make([]float64, 0, len(h.buckets))
+	for le := range h.buckets {
+		les = append(les, le)
+	}
+	sort.Float64s(les)
+	prev := 0.0
+	for _, le := range les {
+		if h.buckets[le] >= q*h.count {
+			return fmt.Sprintf("(bucket %g-%g ms)", prev*1000, le*1000)
+		}
+		prev = le
+	}
+	return "(bucket ?)"
 }
 
 // webhookHistogram scrapes the API server's /metrics.
