@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -146,8 +147,12 @@ func (s *PolicySource) Subscribe(f func(PolicyChange)) {
 func (s *PolicySource) updated(old, o any) {
 	ou, ok1 := old.(*unstructured.Unstructured)
 	nu, ok2 := o.(*unstructured.Unstructured)
-	if ok1 && ok2 && ou.GetGeneration() == nu.GetGeneration() && ou.GetGeneration() != 0 {
-		return // a status write or a resync: the spec is unchanged
+	if ok1 && ok2 && ou.GetGeneration() == nu.GetGeneration() && ou.GetGeneration() != 0 &&
+		maps.Equal(ou.GetAnnotations(), nu.GetAnnotations()) {
+		// a status write or a resync: the spec is unchanged (annotations,
+		// which give report categories and severities, do not bump the
+		// generation)
+		return
 	}
 	s.changed(o, false)
 }
