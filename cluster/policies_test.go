@@ -96,6 +96,20 @@ func TestPolicySourceKeepsThePreviousVersionOfABrokenPolicy(t *testing.T) {
 		t.Error("the new version of need-team does not serve")
 	}
 
+	// an annotation alone (the generation stays) is seen as well
+	cur, err := ri.Get(ctx, "need-team", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.SetAnnotations(map[string]string{"policies.kyverno.io/severity": "high"})
+	if _, err := ri.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new annotation", func() bool {
+		ps := src.Set().Policies()
+		return len(ps) == 1 && ps[0].Annotations()["policies.kyverno.io/severity"] == "high"
+	})
+
 	if err := ri.Delete(ctx, "need-team", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
