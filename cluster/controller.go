@@ -1,0 +1,294 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/generate"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
+	"github.com/gavelpolicy/gavel/report"
+)
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	// Workers process UpdateRequests concurrently (default 2).
+	Workers int
+	// ScanInterval is the period of the full background scans (default 1m;
+	// negative: no reports). Between scans, resources are evaluated when
+	// they are created or changed, and forgotten when deleted (Reporter.Run).
+	ScanInterval time.Duration
+	// Generate are options of the generate controller (retries...).
+	Generate []generate.Option
+	// Report are the options of the reports (clock, source...); the clock
+	// defaults to time.Now.
+	Report report.Options
+}
+
+// Controller is the background side of gavel in a cluster: it drains the
+// durable UpdateRequest queue with a generate.Controller, applies policy
+// changes and edits of generated resources and of clone sources through
+// the generate controller's handlers (upstream's synchronize), and keeps
+// the policy reports (Reporter.Run). Run it
+// on the leader only (Host.RunLeader); every replica builds one so that a
+// new leader starts at once.
+type Controller struct {
+	h    *Host
+	src  *PolicySource
+	gen  *generate.Controller
+	rep  *Reporter
+	opts ControllerOptions
+
+	mu      sync.Mutex
+	leadCtx context.Context // nil when not leading
+	watched map[schema.GroupVersionResource]bool
+	sources map[schema.GroupVersionResource]bool
+	dynInf  dynamicinformer.DynamicSharedInformerFactory // generated resources
+	srcInf  dynamicinformer.DynamicSharedInformerFactory // clone sources
+}
+
+// NewController returns the controller of the policies of src. Call it
+// before Host.Start.
+func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controller {
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.ScanInterval == 0 {
+		opts.ScanInterval = time.Minute
+	}
+	if opts.Report.Clock == nil {
+		opts.Report.Clock = time.Now
+	}
+	c := &Controller{h: h, src: src, opts: opts}
+	c.gen = generate.NewController(src.Set(), h.client, opts.Generate...)
+	c.rep = NewReporter(h, src, opts.Report)
+	src.Subscribe(c.policyChanged)
+	return c
+}
+
+// Generate returns the generate controller.
+func (c *Controller) Generate() *generate.Controller { return c.gen }
+
+// Reporter returns the reporter of the background scans.
+func (c *Controller) Reporter() *Reporter { return c.rep }
+
+// policyChanged runs on every change of the serving set: the leader
+// applies it (synchronize, generateExisting, deleted rules) through the
+// generate controller's OnPolicyUpdate and OnPolicyDelete.
+func (c *Controller) policyChanged(ch PolicyChange) {
+	c.mu.Lock()
+	ctx := c.leadCtx
+	c.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		c.gen.SetPolicies(ch.Set)
+		return
+	}
+	var urs []*api.UpdateRequest
+	var err error
+	switch {
+	case ch.New != nil:
+		urs, err = c.gen.OnPolicyUpdate(ctx, ch.Old, ch.New)
+	case ch.Old != nil:
+		urs, err = c.gen.OnPolicyDelete(ctx, ch.Old)
+	}
+	c.gen.SetPolicies(ch.Set)
+	c.handled("policy change", urs, err)
+	c.watchDownstream(ctx, ch.Set)
+}
+
+// handled logs what an event handler of the generate controller did: the
+// handlers process the UpdateRequests they build themselves.
+func (c *Controller) handled(what string, urs []*api.UpdateRequest, err error) {
+	if err != nil {
+		c.h.logf("%s: %v", what, err)
+	}
+	for _, ur := range urs {
+		if ur.Status.State == api.URFailed {
+			c.h.logf("%s: policy %s: %s", what, ur.Spec.Policy, ur.Status.Message)
+		}
+	}
+}
+
+// Run does the leader's work until ctx is done: UpdateRequests, watches of
+// generated resources, background scans.
+func (c *Controller) Run(ctx context.Context) {
+	c.gen.SetPolicies(c.src.Set())
+	c.mu.Lock()
+	c.leadCtx = ctx
+	c.watched = map[schema.GroupVersionResource]bool{}
+	c.sources = map[schema.GroupVersionResource]bool{}
+	c.dynInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = genlabel.PolicyName })
+	c.srcInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = genlabel.CloneSource })
+	c.mu.Unlock()
+	c.src.SetReportStatus(true)
+	defer func() {
+		c.src.SetReportStatus(false)
+		c.mu.Lock()
+		c.leadCtx = nil
+		c.mu.Unlock()
+	}()
+	c.watchDownstream(ctx, c.src.Set())
+
+	var wg sync.WaitGroup
+	wg.Go(func() { c.h.queue.Drain(ctx, c.gen, c.opts.Workers) })
+	if c.opts.ScanInterval > 0 {
+		wg.Go(func() { c.rep.Run(ctx, c.opts.ScanInterval) })
+	}
+	<-ctx.Done()
+	c.dynInf.Shutdown()
+	c.srcInf.Shutdown()
+	wg.Wait()
+}
+
+// watchDownstream starts informers on the kinds the generate rules of set
+// create, labelled as generated, so that an edit or a deletion of a
+// synchronized downstream resource is reverted; and on the kinds they
+// clone, labelled as clone sources (the controller labels a source when it
+// first clones it), so that a change of a source reaches its copies.
+func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dynInf == nil {
+		return
+	}
+	started := false
+	for _, p := range set.Policies() {
+		for _, r := range p.Rules() {
+			g := r.Generation
+			if g == nil {
+				continue
+			}
+			specs := []api.ResourceSpec{g.ResourceSpec}
+			for _, f := range g.ForEachGeneration {
+				specs = append(specs, f.ResourceSpec)
+			}
+			for _, s := range specs {
+				if s.Kind == "" {
+					continue
+				}
+				gvr, ok := c.resourceOf(s.APIVersion, s.Kind)
+				if !ok || c.watched[gvr] {
+					continue
+				}
+				c.watched[gvr] = true
+				inf := c.dynInf.ForResource(gvr).Informer()
+				_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+					UpdateFunc: func(old, cur any) {
+						ou, _ := old.(*unstructured.Unstructured)
+						nu, _ := cur.(*unstructured.Unstructured)
+						if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
+							return
+						}
+						c.downstreamChanged(ctx, ou.Object, nu.Object)
+					},
+					DeleteFunc: func(old any) {
+						if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
+							old = d.Obj
+						}
+						if ou, ok := old.(*unstructured.Unstructured); ok {
+							c.downstreamChanged(ctx, ou.Object, nil)
+						}
+					},
+				})
+				started = true
+			}
+		}
+	}
+	if started {
+		c.dynInf.Start(ctx.Done())
+	}
+	c.watchSources(ctx, set)
+}
+
+// watchSources starts the informers of clone sources; c.mu is held.
+func (c *Controller) watchSources(ctx context.Context, set *engine.PolicySet) {
+	started := false
+	for _, p := range set.Policies() {
+		for _, r := range p.Rules() {
+			g := r.Generation
+			if g == nil {
+				continue
+			}
+			var kinds [][2]string
+			if g.Clone != nil && g.Clone.Name != "" {
+				kinds = append(kinds, [2]string{g.APIVersion, g.Kind})
+			}
+			if g.CloneList != nil {
+				for _, k := range g.CloneList.Kinds {
+					grp, ver, kind := splitKind(k)
+					av := ver
+					if grp != "" {
+						av = grp + "/" + ver
+					}
+					kinds = append(kinds, [2]string{av, kind})
+				}
+			}
+			for _, k := range kinds {
+				gvr, ok := c.resourceOf(k[0], k[1])
+				if !ok || c.sources[gvr] {
+					continue
+				}
+				c.sources[gvr] = true
+				_, _ = c.srcInf.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+					UpdateFunc: func(old, cur any) {
+						ou, _ := old.(*unstructured.Unstructured)
+						nu, _ := cur.(*unstructured.Unstructured)
+						if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
+							return
+						}
+						c.sourceChanged(ctx, ou.Object, nu.Object)
+					},
+					DeleteFunc: func(old any) {
+						if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
+							old = d.Obj
+						}
+						if ou, ok := old.(*unstructured.Unstructured); ok {
+							c.sourceChanged(ctx, ou.Object, nil)
+						}
+					},
+				})
+				started = true
+			}
+		}
+	}
+	if started {
+		c.srcInf.Start(ctx.Done())
+	}
+}
+
+func (c *Controller) sourceChanged(ctx context.Context, old, cur map[string]any) {
+	urs, err := c.gen.OnSourceChange(ctx, old, cur)
+	c.handled("clone source change", urs, err)
+}
+
+func (c *Controller) downstreamChanged(ctx context.Context, old, cur map[string]any) {
+	urs, err := c.gen.OnDownstreamChange(ctx, old, cur)
+	c.handled("downstream change", urs, err)
+}
+
+func (c *Controller) resourceOf(apiVersion, kind string) (schema.GroupVersionResource, bool) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, false
+	}
+	if strings.Contains(kind, "*") {
+		return schema.GroupVersionResource{}, false
+	}
+	m, err := c.h.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+	if err != nil {
+		c.h.logf("generated kind %s %s: %v", apiVersion, kind, err)
+		return schema.GroupVersionResource{}, false
+	}
+	return m.Resource, true
+}

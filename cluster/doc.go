@@ -1,0 +1,35 @@
+// Package cluster runs gavel in a Kubernetes cluster: it implements the
+// engine's host interfaces on client-go and adds what a webhook and its
+// controller need around them.
+//
+//   - Host: ConfigMaps (engine.ConfigMapResolver) and namespace labels
+//     (engine.NamespaceLabeler) from informers; PolicyExceptions
+//     (kyverno.io/v2, from the allowed namespaces) compiled when they
+//     change (engine.ExceptionSource); apiCall entries through the REST
+//     client (engine.APIClient); Client, the dynamic engine.Client of
+//     generate rules and mutate-existing targets, retrying conflicts.
+//   - PolicySource: ClusterPolicy and Policy objects watched, each
+//     compiled when it changes, the PolicySet swapped atomically; a policy
+//     that does not compile keeps its previous version serving and gets a
+//     Ready condition False with the reason and a Warning event.
+//   - Queue: the durable UpdateRequest queue. The engine's UpdateRequests
+//     become kyverno.io/v2 UpdateRequest objects, Pending, written at
+//     admission; Drain processes them with a generate.Controller and
+//     deletes those that Completed (or were Skipped) and records the
+//     Failed ones with their retry count. A controller that stops or dies
+//     leaves the rest Pending for the next one.
+//   - RunLeader: leader election on a coordination.k8s.io Lease, for the
+//     work one replica does: Controller (UpdateRequests; synchronize of
+//     generated resources and clone sources; policy changes) and Reporter
+//     (resources evaluated as they are admitted or change, and all again at
+//     an interval, into wgpolicyk8s.io/v1alpha2 PolicyReports and
+//     ClusterPolicyReports; a deleted resource's entries are removed).
+//
+// A webhook replica builds a Host and a PolicySource and answers admission
+// requests with PolicySource.Set; the engine writes the UpdateRequests.
+// Every replica also builds a Controller and campaigns with RunLeader; the
+// leader runs it. The engine package itself never imports client-go.
+//
+// The package is tested on client-go's fake clients; the e2e suite (see
+// ../e2e) runs it against a real kube-apiserver.
+package cluster

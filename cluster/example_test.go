@@ -1,0 +1,63 @@
+package cluster_test
+
+import (
+	"context"
+	"log"
+	"os"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cluster"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// A replica that serves admission requests and, while it holds the Lease,
+// runs the controller.
+func Example() {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := cluster.New(cfg, cluster.Options{Namespace: "gavel"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	policies, err := cluster.NewPolicySource(h, cluster.PolicySourceOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctrl := cluster.NewController(h, policies, cluster.ControllerOptions{})
+	if err := h.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	go func() {
+		_ = h.RunLeader(ctx, cluster.LeaderOptions{Name: "gavel-controller", Identity: os.Getenv("POD_NAME")}, ctrl.Run)
+	}()
+
+	// in the webhook's handler: one set for the whole request
+	set := policies.Set()
+	resp, err := set.Validate(ctx, &engine.Request{Operation: api.Create, Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "default"},
+	}})
+	if err == nil && !resp.Blocked() {
+		_, _ = set.Generate(ctx, &engine.Request{Operation: api.Create, Object: resp.Resource}) // writes UpdateRequests
+	}
+}
+
+// A PolicySource reports each change of the serving set.
+func ExamplePolicySource_Subscribe() {
+	var h *cluster.Host // from cluster.New
+	src, err := cluster.NewPolicySource(h, cluster.PolicySourceOptions{})
+	if err != nil {
+		return
+	}
+	src.Subscribe(func(c cluster.PolicyChange) {
+		if c.New == nil {
+			log.Printf("policy %s deleted, %d serving", c.Old.Key(), len(c.Set.Policies()))
+			return
+		}
+		log.Printf("policy %s compiled, %d serving", c.New.Key(), len(c.Set.Policies()))
+	})
+}

@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8stesting "k8s.io/client-go/testing"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+)
+
+// fakeHost returns a started Host on fake clients holding objs (typed
+// objects go to the clientset, unstructured ones to the dynamic client).
+func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object, before func(h *Host)) (*Host, *dynfake.FakeDynamicClient) {
+	t.Helper()
+	kube := kubefake.NewClientset(kubeObjs...)
+	scheme := runtime.NewScheme()
+	listKinds := map[schema.GroupVersionResource]string{
+		ClusterPolicies:                         "ClusterPolicyList",
+		Policies:                                "PolicyList",
+		PolicyExceptions:                        "PolicyExceptionList",
+		UpdateRequests:                          "UpdateRequestList",
+		PolicyReports:                           "PolicyReportList",
+		ClusterPolicyReports:                    "ClusterPolicyReportList",
+		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+		{Version: "v1", Resource: "namespaces"}: "NamespaceList",
+		{Version: "v1", Resource: "pods"}:       "PodList",
+	}
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, listKinds, dynObjs...)
+	// the fake does not implement generateName
+	var seq atomic.Int64
+	dyn.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if u, ok := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured); ok && u.GetName() == "" && u.GetGenerateName() != "" {
+			u.SetName(fmt.Sprintf("%s%d", u.GetGenerateName(), seq.Add(1)))
+		}
+		return false, nil, nil
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != nil {
+		before(h)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h, dyn
+}
+
+// eventually polls cond for up to 5 seconds.
+var schemaPods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func namespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}

@@ -1,0 +1,344 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/exceptions"
+)
+
+// The resources of the custom resources the host reads and writes.
+var (
+	ClusterPolicies      = schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}
+	Policies             = schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "policies"}
+	PolicyExceptions     = schema.GroupVersionResource{Group: "kyverno.io", Version: "v2", Resource: "policyexceptions"}
+	UpdateRequests       = schema.GroupVersionResource{Group: "kyverno.io", Version: "v2", Resource: "updaterequests"}
+	PolicyReports        = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+	ClusterPolicyReports = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}
+)
+
+// Options configure a Host.
+type Options struct {
+	// Namespace is where the host keeps its UpdateRequests, its Lease and
+	// its events: the namespace the controller runs in. Required.
+	Namespace string
+	// ExceptionNamespaces are the namespaces whose PolicyExceptions are
+	// honoured ("*" or empty: all), as upstream's --exceptionNamespace.
+	ExceptionNamespaces []string
+	// Resync is the informers' resync period (default none).
+	Resync time.Duration
+	// EngineOptions are added after the host's own when the host builds its
+	// engine (limits, clock, registry client...).
+	EngineOptions []engine.Option
+	// Logf receives log lines (default log.Printf).
+	Logf func(format string, args ...any)
+}
+
+// Host implements gavel's host interfaces on a Kubernetes cluster:
+// engine.ConfigMapResolver and engine.NamespaceLabeler from informers,
+// engine.ExceptionSource from PolicyExceptions compiled when they change,
+// engine.APIClient through the REST client, engine.Client through Client,
+// and engine.UpdateRequestQueue through Queue. Start its informers before
+// serving requests. A Host is safe for concurrent use.
+type Host struct {
+	opts   Options
+	kube   kubernetes.Interface
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+	client *Client
+	queue  *Queue
+
+	factory    informers.SharedInformerFactory
+	dynFactory dynamicinformer.DynamicSharedInformerFactory
+	configMaps corelisters.ConfigMapLister
+	namespaces corelisters.NamespaceLister
+	excInf     cache.SharedIndexInformer
+
+	excMu  sync.Mutex // serializes recompilations
+	excSet atomic.Pointer[exceptions.Set]
+	excErr atomic.Pointer[error]
+
+	// ctx is Start's context, for the writes informer handlers start.
+	ctx context.Context
+
+	engOnce sync.Once
+	eng     *engine.Engine
+	engErr  error
+}
+
+var (
+	_ engine.ConfigMapResolver = (*Host)(nil)
+	_ engine.NamespaceLabeler  = (*Host)(nil)
+	_ engine.ExceptionSource   = (*Host)(nil)
+	_ engine.APIClient         = (*Host)(nil)
+)
+
+// New returns a Host for the cluster of cfg; its RESTMapper reads the API
+// server's discovery documents (cached, refreshed when a kind is unknown).
+func New(cfg *rest.Config, opts Options) (*Host, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	return NewForClients(kube, dyn, mapper, opts)
+}
+
+// NewForClients returns a Host on the given clients (fakes in tests).
+func NewForClients(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, opts Options) (*Host, error) {
+	if opts.Namespace == "" {
+		return nil, errors.New("cluster: Options.Namespace is required")
+	}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: NewClient(dyn, mapper)}
+	h.factory = informers.NewSharedInformerFactory(kube, opts.Resync)
+	h.configMaps = h.factory.Core().V1().ConfigMaps().Lister()
+	h.namespaces = h.factory.Core().V1().Namespaces().Lister()
+	h.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.Resync)
+	h.excInf = h.dynFactory.ForResource(PolicyExceptions).Informer()
+	recompile := func(any) { h.compileExceptions() }
+	if _, err := h.excInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    recompile,
+		UpdateFunc: func(_, _ any) { h.compileExceptions() },
+		DeleteFunc: recompile,
+	}); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	empty, _ := exceptions.Compile(nil)
+	h.excSet.Store(empty)
+	h.queue = newQueue(h)
+	return h, nil
+}
+
+// Kube returns the host's typed clientset.
+func (h *Host) Kube() kubernetes.Interface { return h.kube }
+
+// Dynamic returns the host's dynamic client.
+func (h *Host) Dynamic() dynamic.Interface { return h.dyn }
+
+// Mapper returns the host's RESTMapper.
+func (h *Host) Mapper() meta.RESTMapper { return h.mapper }
+
+// Client returns the engine.Client of generate rules and mutate-existing
+// targets.
+func (h *Host) Client() *Client { return h.client }
+
+// Queue returns the durable UpdateRequest queue.
+func (h *Host) Queue() *Queue { return h.queue }
+
+// Namespace returns Options.Namespace.
+func (h *Host) Namespace() string { return h.opts.Namespace }
+
+func (h *Host) logf(format string, args ...any) { h.opts.Logf(format, args...) }
+
+// Start starts the informers (ConfigMaps, Namespaces, PolicyExceptions,
+// UpdateRequests) and waits until their caches are filled.
+func (h *Host) Start(ctx context.Context) error {
+	h.ctx = ctx
+	h.factory.Core().V1().ConfigMaps().Informer()
+	h.factory.Core().V1().Namespaces().Informer()
+	h.queue.informer()
+	h.factory.Start(ctx.Done())
+	h.dynFactory.Start(ctx.Done())
+	for typ, ok := range h.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cluster: informer of %v did not sync", typ)
+		}
+	}
+	for gvr, ok := range h.dynFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cluster: informer of %v did not sync", gvr)
+		}
+	}
+	h.compileExceptions()
+	return nil
+}
+
+// EngineOptions returns the engine options of every host interface.
+func (h *Host) EngineOptions() []engine.Option {
+	return []engine.Option{
+		engine.WithConfigMapResolver(h),
+		engine.WithNamespaceLabeler(h),
+		engine.WithAPIClient(h),
+		engine.WithExceptions(h),
+		engine.WithClient(h.client),
+		engine.WithUpdateRequestQueue(h.queue),
+	}
+}
+
+// Engine returns the host's engine, built once with EngineOptions and
+// then Options.EngineOptions.
+func (h *Host) Engine() (*engine.Engine, error) {
+	h.engOnce.Do(func() {
+		h.eng, h.engErr = engine.New(append(h.EngineOptions(), h.opts.EngineOptions...)...)
+	})
+	return h.eng, h.engErr
+}
+
+// GetConfigMap implements engine.ConfigMapResolver from the informer's
+// cache; a missing ConfigMap is an error wrapping engine.ErrNotFound.
+func (h *Host) GetConfigMap(_ context.Context, namespace, name string) (map[string]any, error) {
+	cm, err := h.configMaps.ConfigMaps(namespace).Get(name)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cm)
+	if err != nil {
+		return nil, err
+	}
+	obj["apiVersion"], obj["kind"] = "v1", "ConfigMap"
+	return obj, nil
+}
+
+// NamespaceLabels implements engine.NamespaceLabeler from the informer's
+// cache.
+func (h *Host) NamespaceLabels(_ context.Context, namespace string) (map[string]string, error) {
+	ns, err := h.namespaces.Get(namespace)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return ns.Labels, nil
+}
+
+// RawAbsPath implements engine.APIClient through the REST client: GET or
+// POST (with body) on an absolute path such as
+// "/api/v1/namespaces/default/pods".
+func (h *Host) RawAbsPath(ctx context.Context, path, method string, body []byte) ([]byte, error) {
+	rc := h.kube.Discovery().RESTClient()
+	if rc == nil {
+		return nil, fmt.Errorf("cluster: REST client %w", engine.ErrNotConfigured)
+	}
+	var req *rest.Request
+	switch method {
+	case "", "GET":
+		req = rc.Get()
+	case "POST":
+		req = rc.Post().Body(body).SetHeader("Content-Type", "application/json")
+	default:
+		return nil, fmt.Errorf("cluster: method %s not supported", method)
+	}
+	out, err := req.AbsPath(path).DoRaw(ctx)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// Exceptions implements engine.ExceptionSource: the PolicyExceptions of the
+// allowed namespaces, compiled when they last changed. Invalid exceptions
+// are left out (and logged); the others stay in force.
+func (h *Host) Exceptions(context.Context) (*exceptions.Set, error) {
+	return h.excSet.Load(), nil
+}
+
+// ExceptionsError returns the error of the latest compilation of the
+// PolicyExceptions (invalid exceptions), or nil.
+func (h *Host) ExceptionsError() error {
+	if p := h.excErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (h *Host) compileExceptions() {
+	h.excMu.Lock()
+	defer h.excMu.Unlock()
+	var list []*api.PolicyException
+	var errs []error
+	for _, o := range h.excInf.GetStore().List() {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if !namespaceAllowed(h.opts.ExceptionNamespaces, u.GetNamespace()) {
+			continue
+		}
+		pe, err := api.DecodePolicyException(document(u))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		list = append(list, pe)
+	}
+	set, err := exceptions.Compile(list)
+	if err != nil {
+		// leave out the invalid exceptions, keep the others in force
+		errs = append(errs, err)
+		var valid []*api.PolicyException
+		for _, pe := range list {
+			if _, err := exceptions.Compile([]*api.PolicyException{pe}); err == nil {
+				valid = append(valid, pe)
+			}
+		}
+		if set, err = exceptions.Compile(valid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if set != nil {
+		h.excSet.Store(set)
+	}
+	if err := errors.Join(errs...); err != nil {
+		h.excErr.Store(&err)
+		h.logf("policy exceptions: %v", err)
+	} else {
+		h.excErr.Store(nil)
+	}
+}
+
+func namespaceAllowed(allowed []string, ns string) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	for _, a := range allowed {
+		if a == "*" || a == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// document turns a cluster object into an api.Document for decoding,
+// without the fields the API server adds that gavel's strict decoding does
+// not know (managedFields, status).
+func document(u *unstructured.Unstructured) api.Document {
+	obj := u.DeepCopy().Object
+	unstructured.RemoveNestedField(obj, "metadata", "managedFields")
+	delete(obj, "status")
+	return api.Document{Object: obj, Source: "cluster"}
+}

@@ -1,0 +1,263 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/generate"
+)
+
+// LabelURPolicy is set on every UpdateRequest to the policy it runs.
+const LabelURPolicy = "generate.kyverno.io/policy-name"
+
+// Queue is a durable UpdateRequest queue: Enqueue writes each request as a
+// kyverno.io/v2 UpdateRequest custom resource in the host's namespace,
+// with status Pending, and Drain processes the pending ones with a
+// generate.Controller. A request stays in the cluster until it was
+// processed: one that Completed or was Skipped is deleted, one that still
+// Failed after its retries is kept with status Failed, its message and its
+// retry count. A controller that stops, or dies, in the middle leaves the
+// rest Pending, and the next one to Drain (a restarted process, a new
+// leader) finishes them: nothing queued is lost.
+type Queue struct {
+	h *Host
+
+	once sync.Once
+	inf  cache.SharedIndexInformer
+
+	mu sync.Mutex
+	wq workqueue.TypedRateLimitingInterface[string] // while draining
+}
+
+var _ engine.UpdateRequestQueue = (*Queue)(nil)
+
+func newQueue(h *Host) *Queue {
+	return &Queue{h: h}
+}
+
+// informer registers the UpdateRequest informer of the host's namespace
+// (started with the host).
+func (q *Queue) informer() cache.SharedIndexInformer {
+	q.once.Do(func() {
+		q.inf = q.h.dynFactory.ForResource(UpdateRequests).Informer()
+		add := func(o any) {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			if q.wq != nil {
+				q.add(q.wq, o)
+			}
+		}
+		_, _ = q.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    add,
+			UpdateFunc: func(_, o any) { add(o) },
+		})
+	})
+	return q.inf
+}
+
+func (q *Queue) add(wq workqueue.TypedRateLimitingInterface[string], o any) {
+	if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == q.h.opts.Namespace && pending(u) {
+		if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
+			wq.Add(key)
+		}
+	}
+}
+
+// pending reports whether an UpdateRequest still has work: Pending, or no
+// state yet.
+func pending(u *unstructured.Unstructured) bool {
+	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+	return state == "" || state == string(api.URPending)
+}
+
+// Enqueue implements engine.UpdateRequestQueue: it creates the
+// UpdateRequest in the cluster, Pending.
+func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
+	if ur == nil {
+		return errors.New("cluster: nil update request")
+	}
+	obj, err := toObject(ur)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion("kyverno.io/v2")
+	u.SetKind("UpdateRequest")
+	u.SetNamespace(q.h.opts.Namespace)
+	if u.GetName() == "" {
+		u.SetGenerateName("ur-")
+	}
+	u.SetResourceVersion("")
+	u.SetUID("")
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if name := policyName(ur.Spec.Policy); name != "" {
+		labels[LabelURPolicy] = name
+	}
+	u.SetLabels(labels)
+	_ = unstructured.SetNestedField(u.Object, string(api.URPending), "status", "state")
+	_, err = q.h.dyn.Resource(UpdateRequests).Namespace(q.h.opts.Namespace).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("cluster: writing UpdateRequest: %w", err)
+	}
+	return nil
+}
+
+// policyName is the name part of a policy key, which fits a label value.
+func policyName(key string) string {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			return key[i+1:]
+		}
+	}
+	return key
+}
+
+func toObject(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return obj, nil
+}
+
+func fromObject(obj map[string]any, out any) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// Pending returns the number of UpdateRequests of the host's namespace
+// that are still Pending in the informer's cache.
+func (q *Queue) Pending() int {
+	n := 0
+	for _, o := range q.informer().GetStore().List() {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == q.h.opts.Namespace && pending(u) {
+			n++
+		}
+	}
+	return n
+}
+
+// Drain processes the pending UpdateRequests with ctrl, on the given
+// number of workers, until ctx is done; it returns when every worker has
+// stopped. The host must have been started. Drain must not run twice at
+// the same time (a leader runs it, and again when it leads again).
+func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers int) {
+	q.informer()
+	if workers < 1 {
+		workers = 1
+	}
+	wq := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	q.mu.Lock()
+	q.wq = wq
+	// the informer saw requests before Drain: queue them all
+	for _, o := range q.inf.GetStore().List() {
+		q.add(wq, o)
+	}
+	q.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		q.mu.Lock()
+		q.wq = nil
+		q.mu.Unlock()
+		wq.ShutDown()
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				key, shutdown := wq.Get()
+				if shutdown {
+					return
+				}
+				if err := q.process(ctx, ctrl, key); err != nil && ctx.Err() == nil {
+					q.h.logf("update request %s: %v", key, err)
+					wq.AddRateLimited(key)
+				} else {
+					wq.Forget(key)
+				}
+				wq.Done(key)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// process runs one UpdateRequest and records its outcome in the cluster.
+// An error means the outcome could not be recorded: the request is tried
+// again.
+func (q *Queue) process(ctx context.Context, ctrl *generate.Controller, key string) error {
+	o, exists, err := q.inf.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return err
+	}
+	u := o.(*unstructured.Unstructured)
+	if !pending(u) {
+		return nil
+	}
+	ur := &api.UpdateRequest{}
+	if err := fromObject(u.Object, ur); err != nil {
+		return q.record(ctx, u, &api.UpdateRequestStatus{State: api.URFailed, Message: "cannot decode: " + err.Error()})
+	}
+	perr := ctrl.Process(ctx, ur)
+	if ctx.Err() != nil {
+		return nil // stopped: the request stays Pending for the next controller
+	}
+	if perr != nil && ur.Status.State != api.URFailed {
+		ur.Status.State, ur.Status.Message = api.URFailed, perr.Error()
+	}
+	return q.record(ctx, u, &ur.Status)
+}
+
+// record deletes a Completed or Skipped request and writes the status of a
+// Failed one.
+func (q *Queue) record(ctx context.Context, u *unstructured.Unstructured, st *api.UpdateRequestStatus) error {
+	ri := q.h.dyn.Resource(UpdateRequests).Namespace(u.GetNamespace())
+	switch st.State {
+	case api.URCompleted, api.URSkip:
+		err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr(u.GetUID())}})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	status, err := toObject(st)
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		cur.Object["status"] = status
+		_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/generate"
+)
+
+// provisioner generates a ConfigMap in every new Namespace.
+func provisioner() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+		"metadata": map[string]any{"name": "provisioner", "generation": int64(1)},
+		"spec": map[string]any{"rules": []any{map[string]any{
+			"name":  "cm",
+			"match": map[string]any{"any": []any{map[string]any{"resources": map[string]any{"kinds": []any{"Namespace"}}}}},
+			"generate": map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap", "name": "defaults",
+				"namespace":   "{{request.object.metadata.name}}",
+				"synchronize": true,
+				"data":        map[string]any{"data": map[string]any{"owner": "gavel"}},
+			},
+		}}},
+	}}
+}
+
+func nsObject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": name, "uid": "uid-" + name},
+	}}
+}
+
+func TestQueueIsDurable(t *testing.T) {
+	var src *PolicySource
+	h, dyn := fakeHost(t, nil, []runtime.Object{provisioner(), nsObject("a"), nsObject("b"), nsObject("c")}, func(h *Host) {
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
+	ctx := t.Context()
+
+	// admission: the engine writes one UpdateRequest per Namespace
+	for _, ns := range []string{"a", "b", "c"} {
+		resp, err := src.Set().Generate(ctx, &engine.Request{Operation: api.Create, Object: nsObject(ns).Object})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.UpdateRequests) != 1 {
+			t.Fatalf("namespace %s: %d update requests", ns, len(resp.UpdateRequests))
+		}
+	}
+	urs := func() int {
+		l, err := dyn.Resource(UpdateRequests).Namespace("gavel").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	if n := urs(); n != 3 {
+		t.Fatalf("UpdateRequests in the cluster = %d, want 3", n)
+	}
+	eventually(t, "3 pending", func() bool { return h.Queue().Pending() == 3 })
+
+	// a controller drains them: downstream created, requests deleted
+	ctrl := generate.NewController(src.Set(), h.Client())
+	dctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { h.Queue().Drain(dctx, ctrl, 2) })
+	eventually(t, "the requests drained", func() bool { return urs() == 0 })
+	stop()
+	wg.Wait()
+	for _, ns := range []string{"a", "b", "c"} {
+		cm, err := h.Client().Get(ctx, "v1", "ConfigMap", ns, "defaults")
+		if err != nil {
+			t.Fatalf("downstream in %s: %v", ns, err)
+		}
+		if cm["data"].(map[string]any)["owner"] != "gavel" {
+			t.Errorf("downstream in %s: %v", ns, cm["data"])
+		}
+	}
+}
+
+func TestQueueRecordsFailures(t *testing.T) {
+	var src *PolicySource
+	h, dyn := fakeHost(t, nil, []runtime.Object{provisioner(), nsObject("a")}, func(h *Host) {
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dyn.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("quota exceeded")
+	})
+	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
+	ctx := t.Context()
+	if _, err := src.Set().Generate(ctx, &engine.Request{Operation: api.Create, Object: nsObject("a").Object}); err != nil {
+		t.Fatal(err)
+	}
+	ctrl := generate.NewController(src.Set(), h.Client(), generate.WithMaxRetries(2))
+	dctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { h.Queue().Drain(dctx, ctrl, 1) })
+	var status map[string]any
+	eventually(t, "the request Failed", func() bool {
+		l, err := dyn.Resource(UpdateRequests).Namespace("gavel").List(ctx, metav1.ListOptions{})
+		if err != nil || len(l.Items) != 1 {
+			return false
+		}
+		status, _ = l.Items[0].Object["status"].(map[string]any)
+		return status["state"] == string(api.URFailed)
+	})
+	stop()
+	wg.Wait()
+	if fmt.Sprint(status["retryCount"]) != "2" || !strings.Contains(fmt.Sprint(status["message"]), "quota exceeded") {
+		t.Errorf("status %v, want 2 retries and the client's error", status)
+	}
+	if h.Queue().Pending() != 0 {
+		t.Errorf("a Failed request is still pending")
+	}
+}

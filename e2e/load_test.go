@@ -1,0 +1,355 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+func sharedDir() string {
+	if d := os.Getenv("SHARED"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "shared")
+}
+
+// TestLoad creates thousands of Pods through the API server with the 42
+// bench policies and reads the latency the webhook adds from the API
+// server's admission webhook metrics.
+func TestLoad(t *testing.T) {
+	e := suite
+	ctx := context.Background()
+	bench := filepath.Join(sharedDir(), "bench")
+	if _, err := os.Stat(bench); err != nil {
+		t.Skipf("no bench folder: %v", err)
+	}
+	// a fresh webhook and controller with only the bench policies; no
+	// webhook is registered meanwhile
+	ar := e.kube.AdmissionregistrationV1()
+	_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+	_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+	for _, p := range e.procs {
+		if strings.HasPrefix(p.name, "webhook") || strings.HasPrefix(p.name, "controller") {
+			if p.running() {
+				p.stop()
+			}
+		}
+	}
+	_ = e.dyn.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	files, _ := filepath.Glob(filepath.Join(bench, "policies", "*.yaml"))
+	for _, f := range files {
+		if err := e.applyFile(f); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	// the Pods, in namespaces of their own
+	pf, err := os.Open(filepath.Join(bench, "pods-1000.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := api.ReadDocuments(bufio.NewReader(pf), "pods-1000.yaml")
+	pf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 3000
+	if v, err := strconv.Atoi(os.Getenv("GAVEL_E2E_PODS")); err == nil && v > 0 {
+		n = v
+	}
+	namespaces := map[string]bool{}
+	for _, d := range docs {
+		u := unstructured.Unstructured{Object: d.Object}
+		namespaces["load-"+u.GetNamespace()] = true
+	}
+	for ns := range namespaces {
+		e.namespace(t, ns, nil)
+	}
+	port, _ := freePort()
+	wh := e.gavel(t, "webhook-load", "-controller=false", "-listen", fmt.Sprintf("127.0.0.1:%d", port))
+	ctrl := e.gavel(t, "controller-load", "-webhook=false", "-scan-interval", "10s")
+	waitLog(t, e, "webhook-load", "started: 42 policies")
+	e.webhooks(t, fmt.Sprintf("https://127.0.0.1:%d", port))
+	// the synthetic Pods draw many API server warnings: not logged
+	qcfg := rest.CopyConfig(e.cfg)
+	qcfg.WarningHandler = rest.NoWarnings{}
+	dyn := dynamic.NewForConfigOrDie(qcfg)
+
+	// first the policies as written (3 of them Enforce, which deny most of
+	// the synthetic Pods), then all in Audit, so that the Pods are created
+	// and the controller's background scans have them to report on
+	e.loadPass(t, dyn, docs, n, "enforce")
+	for _, f := range files {
+		if err := e.applyAudit(f); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	time.Sleep(3 * time.Second) // the webhook's informers see the change
+	e.loadPass(t, dyn, docs, n, "audit")
+	var reports, entries int
+	eventually(t, 60*time.Second, "the reports of the admitted Pods", func() bool {
+		l, err := e.dyn.Resource(policyReports).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		reports, entries = len(l.Items), 0
+		for _, r := range l.Items {
+			res, _, _ := unstructured.NestedSlice(r.Object, "results")
+			entries += len(res)
+		}
+		return entries > n/2
+	})
+	t.Logf("background scan: %d PolicyReports with %d entries", reports, entries)
+	for _, p := range []*proc{wh, ctrl} {
+		t.Logf("memory %s: peak RSS %s", p.name, peakRSS(p))
+	}
+}
+
+// loadPass creates n Pods and logs the outcome and the webhook latency.
+func (e *env) loadPass(t *testing.T, dyn dynamic.Interface, docs []api.Document, n int, pass string) {
+	ctx := context.Background()
+	before, err := e.webhookHistogram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created, denied, invalid, failed atomic.Int64
+	var firstErr atomic.Value
+	work := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				d := docs[i%len(docs)]
+				u := &unstructured.Unstructured{Object: copyMap(d.Object)}
+				u.SetNamespace("load-" + u.GetNamespace())
+				u.SetName(fmt.Sprintf("%s-%s-%d", u.GetName(), pass, i/len(docs)))
+				_, err := dyn.Resource(podsResource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+				switch {
+				case err == nil:
+					created.Add(1)
+				case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "denied the request"):
+					denied.Add(1) // an Enforce policy's answer: the request worked
+				case apierrors.IsInvalid(err) && !strings.Contains(err.Error(), "webhook"):
+					invalid.Add(1) // the API server's own validation of the synthetic Pod
+				default:
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	elapsed := time.Since(start)
+	after, err := e.webhookHistogram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load (%s): %d Pod creates in %s (%.0f/s): %d created, %d denied by policies, %d invalid for the API server, %d failed",
+		pass, n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), created.Load(), denied.Load(), invalid.Load(), failed.Load())
+	if failed.Load() > 0 {
+		t.Errorf("%d requests failed, first: %v", failed.Load(), firstErr.Load())
+	}
+	names := make([]string, 0, len(after))
+	for name := range after {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		d := after[name].sub(before[name])
+		if d.count == 0 {
+			continue
+		}
+		t.Logf("admission latency (%s) %s: %d calls, p50 %.1f ms %s, p99 %.1f ms %s, mean %.1f ms",
+			pass, name, int(d.count), d.quantile(0.5)*1000, d.bucket(0.5), d.quantile(0.99)*1000, d.bucket(0.99), d.sum/d.count*1000)
+	}
+}
+
+// applyAudit applies the policies of a file with every failure action
+// set to Audit.
+func (e *env) applyAudit(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	docs, err := api.ReadDocuments(bufio.NewReader(f), path)
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		u := &unstructured.Unstructured{Object: d.Object}
+		if _, ok, _ := unstructured.NestedString(u.Object, "spec", "validationFailureAction"); ok {
+			_ = unstructured.SetNestedField(u.Object, "Audit", "spec", "validationFailureAction")
+		}
+		rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+		for _, r := range rules {
+			if v, ok := r.(map[string]any)["validate"].(map[string]any); ok && v["failureAction"] != nil {
+				v["failureAction"] = "Audit"
+			}
+		}
+		if rules != nil {
+			_ = unstructured.SetNestedSlice(u.Object, rules, "spec", "rules")
+		}
+		if err := e.apply(u.Object); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	clusterPolicies = schemaGVR("kyverno.io", "v1", "clusterpolicies")
+	podsResource    = schemaGVR("", "v1", "pods")
+	policyReports   = schemaGVR("wgpolicyk8s.io", "v1alpha2", "policyreports")
+)
+
+func copyMap(m map[string]any) map[string]any {
+	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}
+
+// peakRSS reads VmHWM of a running process.
+func peakRSS(p *proc) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			return strings.Join(strings.Fields(l)[1:], " ")
+		}
+	}
+	return "unknown"
+}
+
+// histogram is apiserver_admission_webhook_admission_duration_seconds of
+// one webhook, summed over its labels.
+type histogram struct {
+	buckets    map[float64]float64 // upper bound -> cumulative count
+	sum, count float64
+}
+
+func (h histogram) sub(o histogram) histogram {
+	out := histogram{buckets: map[float64]float64{}, sum: h.sum - o.sum, count: h.count - o.count}
+	for le, c := range h.buckets {
+		out.buckets[le] = c - o.buckets[le]
+	}
+	return out
+}
+
+// quantile interpolates linearly inside the bucket, as Prometheus does.
+func (h histogram) quantile(q float64) float64 {
+	les := make([]float64, 0, len(h.buckets))
+	for le := range h.buckets {
+		les = append(les, le)
+	}
+	sort.Float64s(les)
+	rank := q * h.count
+	prevLE, prevC := 0.0, 0.0
+	for _, le := range les {
+		c := h.buckets[le]
+		if c >= rank {
+			if math.IsInf(le, 1) {
+				return prevLE
+			}
+			if c == prevC {
+				return le
+			}
+			return prevLE + (le-prevLE)*(rank-prevC)/(c-prevC)
+		}
+		prevLE, prevC = le, c
+	}
+	return prevLE
+}
+
+// bucket names the bucket a quantile falls in: the API server's buckets
+// (5, 25, 100, 500 ms...) are coarse, the quantile is interpolated in it.
+func (h histogram) bucket(q float64) string {
+	les := make([]float64, 0, len(h.buckets))
+	for le := range h.buckets {
+		les = append(les, le)
+	}
+	sort.Float64s(les)
+	prev := 0.0
+	for _, le := range les {
+		if h.buckets[le] >= q*h.count {
+			return fmt.Sprintf("(bucket %g-%g ms)", prev*1000, le*1000)
+		}
+		prev = le
+	}
+	return "(bucket ?)"
+}
+
+// webhookHistogram scrapes the API server's /metrics.
+func (e *env) webhookHistogram() (map[string]histogram, error) {
+	body, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	const metric = "apiserver_admission_webhook_admission_duration_seconds"
+	out := map[string]histogram{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, metric) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		labels := label(line, "name") + " (" + label(line, "type") + ")"
+		h := out[labels]
+		if h.buckets == nil {
+			h.buckets = map[float64]float64{}
+		}
+		switch {
+		case strings.HasPrefix(line, metric+"_bucket"):
+			le := label(line, "le")
+			f, err := strconv.ParseFloat(le, 64)
+			if le == "+Inf" {
+				f, err = math.Inf(1), nil
+			}
+			if err == nil {
+				h.buckets[f] += v
+			}
+		case strings.HasPrefix(line, metric+"_sum"):
+			h.sum += v
+		case strings.HasPrefix(line, metric+"_count"):
+			h.count += v
+		}
+		out[labels] = h
+	}
+	return out, nil
+}
+
+func label(line, name string) string {
+	i := strings.Index(line, name+"=\"")
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(name)+2:]
+	return rest[:strings.IndexByte(rest, '"')]
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cluster"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// webhook answers AdmissionReviews with the policies the PolicySource
+// serves now. It keeps no state: any number of replicas may serve.
+type webhook struct {
+	src         *cluster.PolicySource
+	warnOnAudit bool
+	logf        func(string, ...any)
+}
+
+func (w *webhook) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /validate", w.serve(w.validate))
+	mux.HandleFunc("POST /mutate", w.serve(w.mutate))
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write([]byte("ok\n")) })
+	return mux
+}
+
+type reviewFunc func(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse
+
+func (w *webhook) serve(fn reviewFunc) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(http.MaxBytesReader(rw, r.Body, 3<<20)).Decode(&review); err != nil || review.Request == nil {
+			http.Error(rw, "malformed AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		var resp *admissionv1.AdmissionResponse
+		req, err := engineRequest(review.Request)
+		if err != nil {
+			resp = errorResponse(http.StatusBadRequest, err)
+		} else {
+			var set *engine.PolicySet
+			if w.src != nil {
+				set = w.src.Set() // one set for the whole request
+			}
+			resp = fn(r.Context(), set, req)
+		}
+		resp.UID = review.Request.UID
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+	}
+}
+
+func engineRequest(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
+	req := &engine.Request{
+		Operation:   api.AdmissionOperation(ar.Operation),
+		Kind:        engine.GroupVersionKind{Group: ar.Kind.Group, Version: ar.Kind.Version, Kind: ar.Kind.Kind},
+		Resource:    engine.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource},
+		SubResource: ar.SubResource,
+		Name:        ar.Name,
+		Namespace:   ar.Namespace,
+		UID:         string(ar.UID),
+		UserInfo:    api.UserInfoData{Username: ar.UserInfo.Username, UID: ar.UserInfo.UID, Groups: ar.UserInfo.Groups},
+	}
+	if ar.DryRun != nil {
+		req.DryRun = *ar.DryRun
+	}
+	for k, v := range ar.UserInfo.Extra {
+		if req.UserInfo.Extra == nil {
+			req.UserInfo.Extra = map[string][]string{}
+		}
+		req.UserInfo.Extra[k] = v
+	}
+	for _, f := range []struct {
+		raw []byte
+		out *map[string]any
+	}{{ar.Object.Raw, &req.Object}, {ar.OldObject.Raw, &req.OldObject}} {
+		if len(f.raw) == 0 || string(f.raw) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(f.raw, f.out); err != nil {
+			return nil, err
+		}
+	}
+	if req.Object == nil && req.OldObject == nil {
+		return nil, fmt.Errorf("request has neither object nor oldObject")
+	}
+	return req, nil
+}
+
+// validate runs the validate rules and, for an admitted request, the
+// generate rules, whose UpdateRequests the host writes to the cluster.
+func (w *webhook) validate(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
+	out := &admissionv1.AdmissionResponse{Allowed: true}
+	if req.Object != nil {
+		resp, err := set.Validate(ctx, req)
+		if err != nil {
+			return errorResponse(http.StatusInternalServerError, fmt.Errorf("gavel: validation failed: %w", err))
+		}
+		if resp.Blocked() {
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{
+				Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden,
+				Code: http.StatusForbidden, Message: blockedMessage(resp),
+			}}
+		}
+		out.Warnings = w.warnings(resp)
+	}
+	if !req.DryRun {
+		if _, err := set.Generate(ctx, req); err != nil {
+			w.logf("generate for %s %s/%s: %v", req.Kind.Kind, req.Namespace, req.Name, err)
+		}
+	}
+	return out
+}
+
+func (w *webhook) warnings(resp *engine.Response) []string {
+	var out []string
+	for _, p := range resp.Policies {
+		for _, r := range p.Rules {
+			if r.Status != engine.StatusFail && r.Status != engine.StatusError {
+				continue
+			}
+			if r.EmitWarning || (w.warnOnAudit && !p.FailureAction.IsEnforce()) {
+				out = append(out, fmt.Sprintf("policy %s.%s: %s", p.Policy.Name(), r.Name, r.Message))
+			}
+		}
+	}
+	return out
+}
+
+// mutate answers with the JSON patch of the mutate rules.
+func (w *webhook) mutate(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
+	if req.Object == nil {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	resp, err := set.Mutate(ctx, req)
+	if err != nil {
+		return errorResponse(http.StatusInternalServerError, fmt.Errorf("gavel: mutation failed: %w", err))
+	}
+	out := &admissionv1.AdmissionResponse{Allowed: true}
+	for _, p := range resp.Policies {
+		for _, r := range p.Rules {
+			if r.Status == engine.StatusFail || r.Status == engine.StatusError {
+				out.Warnings = append(out.Warnings, fmt.Sprintf("policy %s.%s: %s", p.Policy.Name(), r.Name, r.Message))
+			}
+		}
+	}
+	if len(resp.Patch) > 0 {
+		pt := admissionv1.PatchTypeJSONPatch
+		out.Patch, out.PatchType = resp.Patch, &pt
+	}
+	return out
+}
+
+// blockedMessage is upstream's message for a denied request: the
+// resource, then each Enforce policy with its failing rules.
+func blockedMessage(resp *engine.Response) string {
+	failures := map[string]map[string]string{}
+	for _, p := range resp.Policies {
+		if !p.FailureAction.IsEnforce() {
+			continue
+		}
+		for _, r := range p.Rules {
+			if r.Status != engine.StatusFail && r.Status != engine.StatusError {
+				continue
+			}
+			if failures[p.Policy.Name()] == nil {
+				failures[p.Policy.Name()] = map[string]string{}
+			}
+			failures[p.Policy.Name()][r.Name] = r.Message
+		}
+	}
+	var b strings.Builder
+	kind, _ := resp.Resource["kind"].(string)
+	md, _ := resp.Resource["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	fmt.Fprintf(&b, "\n\nresource %s/%s/%s was blocked due to the following policies \n\n", kind, ns, name)
+	for _, pol := range sorted(failures) {
+		fmt.Fprintf(&b, "%s:\n", pol)
+		for _, rule := range sorted(failures[pol]) {
+			fmt.Fprintf(&b, "  %s: %s\n", rule, quoteYAML(failures[pol][rule]))
+		}
+	}
+	return b.String()
+}
+
+func quoteYAML(s string) string {
+	if s == "" || strings.ContainsAny(s, ":#'\"{}[],&*!|>%@`") || strings.TrimSpace(s) != s {
+		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	return s
+}
+
+func sorted[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func errorResponse(code int32, err error) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Result: &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: err.Error()}}
+}
