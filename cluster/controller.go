@@ -183,24 +183,9 @@ func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet)
 				}
 				c.watched[gvr] = true
 				inf := c.dynInf.ForResource(gvr).Informer()
-				_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-					UpdateFunc: func(old, cur any) {
-						ou, _ := old.(*unstructured.Unstructured)
-						nu, _ := cur.(*unstructured.Unstructured)
-						if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
-							return
-						}
-						c.downstreamChanged(ctx, ou.Object, nu.Object)
-					},
-					DeleteFunc: func(old any) {
-						if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
-							old = d.Obj
-						}
-						if ou, ok := old.(*unstructured.Unstructured); ok {
-							c.downstreamChanged(ctx, ou.Object, nil)
-						}
-					},
-				})
+				_, _ = inf.AddEventHandler(changeHandler(func(old, cur map[string]any) {
+					c.downstreamChanged(ctx, old, cur)
+				}))
 				started = true
 			}
 		}
@@ -209,6 +194,30 @@ func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet)
 		c.dynInf.Start(ctx.Done())
 	}
 	c.watchSources(ctx, set)
+}
+
+// changeHandler calls changed with the old and new object of each update
+// that changes an object's resourceVersion, and with the old object and
+// nil for each deletion.
+func changeHandler(changed func(old, cur map[string]any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			ou, _ := old.(*unstructured.Unstructured)
+			nu, _ := cur.(*unstructured.Unstructured)
+			if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
+				return
+			}
+			changed(ou.Object, nu.Object)
+		},
+		DeleteFunc: func(old any) {
+			if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
+				old = d.Obj
+			}
+			if ou, ok := old.(*unstructured.Unstructured); ok {
+				changed(ou.Object, nil)
+			}
+		},
+	}
 }
 
 // watchSources starts the informers of clone sources; c.mu is held.
@@ -240,24 +249,9 @@ func (c *Controller) watchSources(ctx context.Context, set *engine.PolicySet) {
 					continue
 				}
 				c.sources[gvr] = true
-				_, _ = c.srcInf.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-					UpdateFunc: func(old, cur any) {
-						ou, _ := old.(*unstructured.Unstructured)
-						nu, _ := cur.(*unstructured.Unstructured)
-						if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
-							return
-						}
-						c.sourceChanged(ctx, ou.Object, nu.Object)
-					},
-					DeleteFunc: func(old any) {
-						if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
-							old = d.Obj
-						}
-						if ou, ok := old.(*unstructured.Unstructured); ok {
-							c.sourceChanged(ctx, ou.Object, nil)
-						}
-					},
-				})
+				_, _ = c.srcInf.ForResource(gvr).Informer().AddEventHandler(changeHandler(func(old, cur map[string]any) {
+					c.sourceChanged(ctx, old, cur)
+				}))
 				started = true
 			}
 		}
