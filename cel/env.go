@@ -6,14 +6,12 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
 
 	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
-	"k8s.io/apiserver/pkg/cel/lazy"
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
@@ -249,10 +247,6 @@ type Compiler struct {
 	// variables are the compiled variables, in order.
 	variables []*Program
 }
-
-// noVariables is the variables object of units without variables: it has
-// no field to evaluate, so one value serves every Evaluation.
-var noVariables = lazy.NewMapValue(types.NewObjectType(variablesTypeName))
 
 // NewCompiler returns a compiler for a unit whose expressions see params
 // when hasParams is set (a paramKind is declared).

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/cel/lazy"
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
@@ -85,6 +84,10 @@ type Evaluation struct {
 	varCost int64
 	// costErr is a cost limit hit by a variable.
 	costErr error
+	// vars is the variables object; varBuf holds the values of a few
+	// variables without an allocation.
+	vars   variables
+	varBuf [4]ref.Val
 }
 
 type activation struct {
@@ -145,34 +148,34 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		ev.act.authorizer = library.NewAuthorizerVal(u, a)
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
 	}
-	if c.vars != nil {
-		m := lazy.NewMapValue(c.vars.CelType())
-		for _, v := range c.variables {
-			m.Append(v.name, ev.variable(v))
+	if n := len(c.variables); n > 0 {
+		ev.vars = variables{ev: ev, progs: c.variables[:n:n], vals: ev.varBuf[:0]}
+		if n > len(ev.varBuf) {
+			ev.vars.vals = make([]ref.Val, n)
 		}
-		ev.act.variables = m
+		ev.vars.vals = ev.vars.vals[:n]
+		ev.act.variables = &ev.vars
 	} else {
 		ev.act.variables = noVariables
 	}
 	return ev
 }
 
-func (ev *Evaluation) variable(p *Program) lazy.GetFieldFunc {
-	return func(*lazy.MapValue) ref.Val {
-		v, details, err := ev.run(p)
-		if details != nil {
-			if c := details.ActualCost(); c != nil {
-				ev.varCost = addCost(ev.varCost, *c)
-			}
+// variable evaluates the variable p, adding its cost to the next Eval's.
+func (ev *Evaluation) variable(p *Program) ref.Val {
+	v, details, err := ev.run(p)
+	if details != nil {
+		if c := details.ActualCost(); c != nil {
+			ev.varCost = addCost(ev.varCost, *c)
 		}
-		if err != nil {
-			if isCostErr(err) && ev.costErr == nil {
-				ev.costErr = err
-			}
-			return types.NewErr("composited variable %q fails to evaluate: %v", p.name, err)
-		}
-		return v
 	}
+	if err != nil {
+		if isCostErr(err) && ev.costErr == nil {
+			ev.costErr = err
+		}
+		return types.NewErr("composited variable %q fails to evaluate: %v", p.name, err)
+	}
+	return v
 }
 
 func addCost(a int64, c uint64) int64 {
