@@ -201,11 +201,13 @@ func (e *Env) withVariables(env *cel.Env, t *apiservercel.DeclType) (*cel.Env, *
 	if e.cfg.ver.AtLeast(version.MajorMinor(1, 31)) {
 		provider.SetRecognizeKeywordAsFieldName(true)
 	}
-	opts, err := provider.EnvOptions(env.CELTypeProvider())
+	// provider.EnvOptions, with the JSON adapter in front of the provider
+	rt, err := provider.WithTypeProvider(env.CELTypeProvider())
 	if err != nil {
 		return nil, nil, fmt.Errorf("cel: environment: %w", err)
 	}
-	out, err := env.Extend(append(opts, cel.Variable(VariablesVar, t.CelType()))...)
+	out, err := env.Extend(cel.CustomTypeProvider(rt), cel.CustomTypeAdapter(&jsonAdapter{rt}),
+		cel.Variable(VariablesVar, t.CelType()))
 	if err != nil {
 		return nil, nil, fmt.Errorf("cel: environment: %w", err)
 	}

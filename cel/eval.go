@@ -57,7 +57,9 @@ type RequestResource struct {
 
 // Input is what an Evaluation binds to the variables. Object, OldObject,
 // Params and Namespace are JSON-like trees, nil for null; they are read,
-// never modified. Request has the fields of an AdmissionRequest (kind,
+// never modified, and handed to CEL as they are: integral numbers
+// (float64, as encoding/json decodes them, or int64) within the int64
+// range are CEL ints, as the API server reads JSON, other numbers doubles. Request has the fields of an AdmissionRequest (kind,
 // resource, operation, userInfo, ...).
 type Input struct {
 	Object, OldObject map[string]any

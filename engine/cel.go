@@ -218,8 +218,8 @@ type celInput struct {
 
 // celData returns the request's CEL data. As upstream: the object is null
 // for DELETE, the old object null when there is none (and in background
-// scans); numbers are handed
-// to CEL as the API server reads them (cel.FromJSON).
+// scans). The objects are handed to CEL as they are: an Evaluation reads
+// their numbers as the API server does.
 func (rs *reqState) celData() *celInput {
 	if ci := rs.celIn; ci != nil && ci.gen == rs.gen {
 		return ci
@@ -227,7 +227,7 @@ func (rs *reqState) celData() *celInput {
 	ci := &celInput{gen: rs.gen}
 	switch {
 	case rs.req.Background:
-		ci.object = cel.FromJSONMap(rs.obj)
+		ci.object = rs.obj
 	case rs.op == api.Delete:
 		// the object being deleted is the old one; a DELETE request that
 		// carries only an object (as the CLI's values make) deletes it
@@ -235,10 +235,8 @@ func (rs *reqState) celData() *celInput {
 		if ci.oldObject == nil {
 			ci.oldObject = rs.obj
 		}
-		ci.oldObject = cel.FromJSONMap(ci.oldObject)
 	default:
-		ci.object = cel.FromJSONMap(rs.obj)
-		ci.oldObject = cel.FromJSONMap(rs.oldObject)
+		ci.object, ci.oldObject = rs.obj, rs.oldObject
 	}
 	rs.celIn = ci
 	return ci
@@ -331,7 +329,7 @@ func (rs *reqState) celNamespace() (map[string]any, error) {
 					out[k] = v
 				}
 			}
-			ci.namespace = cel.FromJSONMap(out)
+			ci.namespace = out
 		case err != nil && !errors.Is(err, ErrNotFound):
 			ci.namespace, ci.nsErr = nil, fmt.Errorf("namespace %q: %w", ns, err)
 		}
@@ -445,7 +443,7 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 	}
 	for _, param := range params {
 		var in cel.Input
-		if err := rs.celInputFor(&in, c.needsNamespace, c.needsRequest, cel.FromJSONMap(param)); err != nil {
+		if err := rs.celInputFor(&in, c.needsNamespace, c.needsRequest, param); err != nil {
 			return rs.single(r.errorResult("Error getting the resource's namespace", err))
 		}
 		o := e.celValidate(rs, r, c, &in)
