@@ -311,3 +311,82 @@ func TestWithEnvOptions(t *testing.T) {
 		t.Fatal("bad version accepted")
 	}
 }
+
+// countingAuthorizer counts its checks.
+type countingAuthorizer struct{ n *int }
+
+func (a countingAuthorizer) Authorize(context.Context, cel.Check) (bool, string, error) {
+	*a.n++
+	return true, "", nil
+}
+
+func TestVariablesShared(t *testing.T) {
+	compile := func(name, expr, check string) (*cel.Compiler, *cel.Program) {
+		c := env(t).NewCompiler(false)
+		if _, err := c.AddVariable(name, expr); err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.Compile(check, cel.Validation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, p
+	}
+	const images = "object.spec.containers.map(c, c.image)"
+	c1, p1 := compile("a", images, "variables.a.size() == 2")
+	c2, p2 := compile("b", images, "variables.b[0] == 'nginx:1.25'")
+	obj := pod()
+	in := &cel.Input{Object: obj}
+	for _, c := range []struct {
+		c *cel.Compiler
+		p *cel.Program
+	}{{c1, p1}, {c2, p2}} {
+		if v, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); err != nil || v != types.True {
+			t.Fatalf("got %v, %v", v, err)
+		}
+	}
+	// a shared value costs what it cost where it was evaluated: a budget
+	// too small for the variable stops both rules
+	for _, c := range []struct {
+		c *cel.Compiler
+		p *cel.Program
+	}{{c1, p1}, {c2, p2}} {
+		in.Budget = 5
+		if _, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); !errors.Is(err, cel.ErrCostLimit) {
+			t.Fatalf("got %v, want a budget error", err)
+		}
+	}
+	in.Budget = 0
+	// the value is shared: a change in place (which the contract rules
+	// out) is not seen by a third rule
+	c5, p5 := compile("c", images, "variables.c[0] == 'nginx:1.25'")
+	spec := obj["spec"]
+	obj["spec"] = map[string]any{"containers": []any{}}
+	if v, err := c5.NewEvaluation(context.Background(), in).Eval(p5); err != nil || v != types.True {
+		t.Fatalf("got %v, %v; want the shared value", v, err)
+	}
+	obj["spec"] = spec
+	// another object is another memo
+	other := pod()
+	other["spec"] = map[string]any{"containers": []any{map[string]any{"image": "x"}}}
+	in.Object = other
+	if v, err := c2.NewEvaluation(context.Background(), in).Eval(p2); err != nil || v != types.False {
+		t.Fatalf("got %v, %v; want false on the other object", v, err)
+	}
+	// variables that read more than the objects are evaluated each time
+	n := 0
+	in.Authorizer = countingAuthorizer{&n}
+	c3, p3 := compile("ok", "authorizer.group('').resource('pods').check('get').allowed()", "variables.ok")
+	c4, p4 := compile("ok", "authorizer.group('').resource('pods').check('get').allowed()", "variables.ok")
+	for _, c := range []struct {
+		c *cel.Compiler
+		p *cel.Program
+	}{{c3, p3}, {c4, p4}} {
+		if v, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); err != nil || v != types.True {
+			t.Fatalf("got %v, %v", v, err)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("the authorizer was asked %d times, want 2", n)
+	}
+}

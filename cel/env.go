@@ -233,6 +233,10 @@ type Program struct {
 	// name is the variable name for Kind Variable.
 	name string
 	out  *cel.Type
+	// env and shared are set for variables: shared when the value
+	// depends on object and oldObject only (see memo).
+	env    *Env
+	shared bool
 }
 
 // Expression returns the expression's text.
@@ -292,6 +296,8 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 		return nil, err
 	}
 	p.name = name
+	p.env = c.env
+	p.shared = readsOnlyObjects(expr)
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
 	return p, nil

@@ -74,12 +74,16 @@ type Input struct {
 	// Budget bounds the total cost of the Evaluation's expressions
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
+
+	// memo is attached by NewEvaluation.
+	memo *memo
 }
 
 // Evaluation evaluates programs of one Compiler on one Input. It is not
 // safe for concurrent use.
 type Evaluation struct {
 	ctx       context.Context
+	memo      *memo
 	act       activation
 	remaining int64
 	// varCost is the cost of variables evaluated since the last Eval.
@@ -132,8 +136,20 @@ func orNull(m map[string]any) any {
 
 // NewEvaluation binds in for the compiler's programs. ctx bounds every
 // evaluation (cancellation is checked inside comprehensions).
+//
+// The Evaluations of one Input (of any Compiler) share the values of the
+// variables that read nothing but object and oldObject: a variable whose
+// expression another such Evaluation already evaluated successfully on
+// the same Object and OldObject trees is not evaluated again, its value
+// and cost are taken over (as the same expression on the same data has
+// the same value and cost). NewEvaluation keeps them in in: an Input must
+// not be used by concurrent calls, and its trees must not change while it
+// is in use.
 func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
-	ev := &Evaluation{ctx: ctx, remaining: in.Budget}
+	if in.memo == nil || !in.memo.holds(in) {
+		in.memo = newMemo(in)
+	}
+	ev := &Evaluation{ctx: ctx, memo: in.memo, remaining: in.Budget}
 	if ev.remaining <= 0 {
 		ev.remaining = RuntimeCostBudget
 	}
@@ -165,11 +181,22 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 
 // variable evaluates the variable p, adding its cost to the next Eval's.
 func (ev *Evaluation) variable(p *Program) ref.Val {
+	if p.shared {
+		if e := ev.memo.find(p); e != nil {
+			ev.varCost = addCost(ev.varCost, e.cost)
+			return e.val
+		}
+	}
 	v, details, err := ev.run(p)
+	var cost uint64
 	if details != nil {
 		if c := details.ActualCost(); c != nil {
-			ev.varCost = addCost(ev.varCost, *c)
+			cost = *c
+			ev.varCost = addCost(ev.varCost, cost)
 		}
+	}
+	if err == nil && p.shared && details != nil {
+		ev.memo.add(p, v, cost)
 	}
 	if err != nil {
 		if isCostErr(err) && ev.costErr == nil {
