@@ -297,7 +297,9 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	}
 	p.name = name
 	p.env = c.env
-	p.shared = readsOnlyObjects(expr)
+	// the functions of Kubernetes' environment are pure (but the
+	// authorizer's); those of WithEnvOptions may not be
+	p.shared = len(c.env.cfg.extra) == 0 && readsOnlyObjects(expr)
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
 	return p, nil

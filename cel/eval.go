@@ -138,7 +138,8 @@ func orNull(m map[string]any) any {
 // evaluation (cancellation is checked inside comprehensions).
 //
 // The Evaluations of one Input (of any Compiler) share the values of the
-// variables that read nothing but object and oldObject: a variable whose
+// variables that read nothing but object and oldObject, in environments
+// without WithEnvOptions (whose functions may not be pure): a variable whose
 // expression another such Evaluation already evaluated successfully on
 // the same Object and OldObject trees is not evaluated again, its value
 // and cost are taken over (as the same expression on the same data has
