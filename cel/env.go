@@ -252,6 +252,8 @@ type Compiler struct {
 	vars   *apiservercel.DeclType
 	// variables are the compiled variables, in order.
 	variables []*Program
+	// shared is set when a variable may be shared (Program.shared).
+	shared bool
 }
 
 // NewCompiler returns a compiler for a unit whose expressions see params
@@ -300,6 +302,7 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	// the functions of Kubernetes' environment are pure (but the
 	// authorizer's); those of WithEnvOptions may not be
 	p.shared = len(c.env.cfg.extra) == 0 && readsOnlyObjects(expr)
+	c.shared = c.shared || p.shared
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
 	return p, nil

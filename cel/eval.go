@@ -147,10 +147,13 @@ func orNull(m map[string]any) any {
 // not be used by concurrent calls, and its trees must not change while it
 // is in use.
 func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
-	if in.memo == nil || !in.memo.holds(in) {
-		in.memo = newMemo(in)
+	ev := &Evaluation{ctx: ctx, remaining: in.Budget}
+	if c.shared {
+		if in.memo == nil || !in.memo.holds(in) {
+			in.memo = newMemo(in)
+		}
+		ev.memo = in.memo
 	}
-	ev := &Evaluation{ctx: ctx, memo: in.memo, remaining: in.Budget}
 	if ev.remaining <= 0 {
 		ev.remaining = RuntimeCostBudget
 	}

@@ -23,7 +23,8 @@ func (a *jsonAdapter) NativeToValue(v any) ref.Val {
 	case map[string]any:
 		return types.NewStringInterfaceMap(a, t)
 	case []any:
-		return types.NewDynamicList(a, t)
+		// v, not t: boxing the slice again would allocate
+		return types.NewDynamicList(a, v)
 	case float64:
 		if isInt(t) {
 			return types.Int(int64(t))
