@@ -59,8 +59,10 @@ type RequestResource struct {
 // Params and Namespace are JSON-like trees, nil for null; they are read,
 // never modified, and handed to CEL as they are: integral numbers
 // (float64, as encoding/json decodes them, or int64) within the int64
-// range are CEL ints, as the API server reads JSON, other numbers doubles. Request has the fields of an AdmissionRequest (kind,
-// resource, operation, userInfo, ...).
+// range are CEL ints, as the API server reads JSON, other numbers
+// doubles. Request has the fields of an AdmissionRequest (kind, resource,
+// operation, userInfo, ...). An Input may serve several Evaluations (see
+// NewEvaluation).
 type Input struct {
 	Object, OldObject map[string]any
 	Params            map[string]any
@@ -75,7 +77,8 @@ type Input struct {
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
 
-	// memo is attached by NewEvaluation.
+	// memo holds the variables shared by its Evaluations, attached by
+	// NewEvaluation.
 	memo *memo
 }
 
