@@ -15,7 +15,7 @@ func BenchmarkEval(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	obj := cel.FromJSONMap(pod())
+	obj := pod()
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -3,7 +3,6 @@ package cel_test
 import (
 	"context"
 	"errors"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -130,10 +129,10 @@ func pod() map[string]any {
 func TestEval(t *testing.T) {
 	in := func() *cel.Input {
 		return &cel.Input{
-			Object:    cel.FromJSONMap(pod()),
+			Object:    pod(),
 			Request:   map[string]any{"operation": "CREATE", "userInfo": map[string]any{"username": "alice"}},
 			Namespace: map[string]any{"metadata": map[string]any{"name": "prod", "labels": map[string]any{"env": "production"}}},
-			Params:    cel.FromJSONMap(map[string]any{"maxReplicas": float64(5), "registries": []any{"nginx"}}),
+			Params:    map[string]any{"maxReplicas": float64(5), "registries": []any{"nginx"}},
 		}
 	}
 	tests := []struct {
@@ -225,7 +224,7 @@ func TestCostLimits(t *testing.T) {
 	for i := range long {
 		long[i] = float64(i)
 	}
-	obj := cel.FromJSONMap(map[string]any{"items": long})
+	obj := map[string]any{"items": long}
 	// 4 million iterations: over the per-call limit
 	p, err := c.Compile("object.items.all(x, object.items.all(y, x + y >= 0))", cel.Validation)
 	if err != nil {
@@ -271,25 +270,21 @@ func TestCancelled(t *testing.T) {
 	}
 }
 
-func TestFromJSONShares(t *testing.T) {
-	untouched := map[string]any{"name": "x", "tags": []any{"a"}}
-	in := map[string]any{"meta": untouched, "n": float64(2), "f": 1.5}
-	out := cel.FromJSONMap(in)
+func TestJSONNumbers(t *testing.T) {
+	c := env(t).NewCompiler(false)
+	p, err := c.Compile(`object.n == 2 && type(object.n) == int && type(object.f) == double &&
+		object.l[0] == 3 && type(object.l[0]) == int && type(object.m.k) == int && type(object.big) == double &&
+		object.l.all(x, type(x) == int) && object.m.exists(k, type(object.m[k]) == int)`, cel.Validation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"n": float64(2), "f": 1.5, "l": []any{float64(3)}, "m": map[string]any{"k": int64(4)}, "big": 1e19}
+	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: in}).Eval(p)
+	if err != nil || v != types.True {
+		t.Fatalf("got %v, %v", v, err)
+	}
 	if in["n"] != float64(2) {
 		t.Fatal("input modified")
-	}
-	if out["n"] != int64(2) || out["f"] != 1.5 {
-		t.Fatalf("got %v", out)
-	}
-	if reflect.ValueOf(out["meta"]).Pointer() != reflect.ValueOf(untouched).Pointer() {
-		t.Fatal("a subtree without numbers is copied")
-	}
-	same := map[string]any{"a": "b", "l": []any{"x"}}
-	if got := cel.FromJSONMap(same); reflect.ValueOf(got).Pointer() != reflect.ValueOf(same).Pointer() {
-		t.Fatal("a tree without numbers is copied")
-	}
-	if cel.FromJSONMap(nil) != nil {
-		t.Fatal("nil must stay nil")
 	}
 }
 
@@ -305,7 +300,7 @@ func TestWithEnvOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: cel.FromJSONMap(map[string]any{"n": float64(2)})}).Eval(p)
+	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: map[string]any{"n": float64(2)}}).Eval(p)
 	if err != nil || v != types.True {
 		t.Fatalf("got %v, %v", v, err)
 	}
@@ -314,5 +309,84 @@ func TestWithEnvOptions(t *testing.T) {
 	}
 	if _, err := cel.NewEnv(cel.WithCompatibilityVersion("x")); err == nil {
 		t.Fatal("bad version accepted")
+	}
+}
+
+// countingAuthorizer counts its checks.
+type countingAuthorizer struct{ n *int }
+
+func (a countingAuthorizer) Authorize(context.Context, cel.Check) (bool, string, error) {
+	*a.n++
+	return true, "", nil
+}
+
+func TestVariablesShared(t *testing.T) {
+	compile := func(name, expr, check string) (*cel.Compiler, *cel.Program) {
+		c := env(t).NewCompiler(false)
+		if _, err := c.AddVariable(name, expr); err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.Compile(check, cel.Validation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, p
+	}
+	const images = "object.spec.containers.map(c, c.image)"
+	c1, p1 := compile("a", images, "variables.a.size() == 2")
+	c2, p2 := compile("b", images, "variables.b[0] == 'nginx:1.25'")
+	obj := pod()
+	in := &cel.Input{Object: obj}
+	for _, c := range []struct {
+		c *cel.Compiler
+		p *cel.Program
+	}{{c1, p1}, {c2, p2}} {
+		if v, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); err != nil || v != types.True {
+			t.Fatalf("got %v, %v", v, err)
+		}
+	}
+	// a shared value costs what it cost where it was evaluated: a budget
+	// too small for the variable stops both rules
+	for _, c := range []struct {
+		c *cel.Compiler
+		p *cel.Program
+	}{{c1, p1}, {c2, p2}} {
+		in.Budget = 5
+		if _, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); !errors.Is(err, cel.ErrCostLimit) {
+			t.Fatalf("got %v, want a budget error", err)
+		}
+	}
+	in.Budget = 0
+	// the value is shared: a change in place (which the contract rules
+	// out) is not seen by a third rule
+	c5, p5 := compile("c", images, "variables.c[0] == 'nginx:1.25'")
+	spec := obj["spec"]
+	obj["spec"] = map[string]any{"containers": []any{}}
+	if v, err := c5.NewEvaluation(context.Background(), in).Eval(p5); err != nil || v != types.True {
+		t.Fatalf("got %v, %v; want the shared value", v, err)
+	}
+	obj["spec"] = spec
+	// another object is another memo
+	other := pod()
+	other["spec"] = map[string]any{"containers": []any{map[string]any{"image": "x"}}}
+	in.Object = other
+	if v, err := c2.NewEvaluation(context.Background(), in).Eval(p2); err != nil || v != types.False {
+		t.Fatalf("got %v, %v; want false on the other object", v, err)
+	}
+	// variables that read more than the objects are evaluated each time
+	n := 0
+	in.Authorizer = countingAuthorizer{&n}
+	c3, p3 := compile("ok", "authorizer.group('').resource('pods').check('get').allowed()", "variables.ok")
+	c4, p4 := compile("ok", "authorizer.group('').resource('pods').check('get').allowed()", "variables.ok")
+	for _, c := range []struct {
+		c *cel.Compiler
+		p *cel.Program
+	}{{c3, p3}, {c4, p4}} {
+		if v, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); err != nil || v != types.True {
+			t.Fatalf("got %v, %v", v, err)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("the authorizer was asked %d times, want 2", n)
 	}
 }

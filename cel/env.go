@@ -6,14 +6,12 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
 
 	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
-	"k8s.io/apiserver/pkg/cel/lazy"
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
@@ -203,11 +201,13 @@ func (e *Env) withVariables(env *cel.Env, t *apiservercel.DeclType) (*cel.Env, *
 	if e.cfg.ver.AtLeast(version.MajorMinor(1, 31)) {
 		provider.SetRecognizeKeywordAsFieldName(true)
 	}
-	opts, err := provider.EnvOptions(env.CELTypeProvider())
+	// provider.EnvOptions, with the JSON adapter in front of the provider
+	rt, err := provider.WithTypeProvider(env.CELTypeProvider())
 	if err != nil {
 		return nil, nil, fmt.Errorf("cel: environment: %w", err)
 	}
-	out, err := env.Extend(append(opts, cel.Variable(VariablesVar, t.CelType()))...)
+	out, err := env.Extend(cel.CustomTypeProvider(rt), cel.CustomTypeAdapter(&jsonAdapter{rt}),
+		cel.Variable(VariablesVar, t.CelType()))
 	if err != nil {
 		return nil, nil, fmt.Errorf("cel: environment: %w", err)
 	}
@@ -233,6 +233,10 @@ type Program struct {
 	// name is the variable name for Kind Variable.
 	name string
 	out  *cel.Type
+	// env and shared are set for variables: shared when the value
+	// depends on object and oldObject only (see memo).
+	env    *Env
+	shared bool
 }
 
 // Expression returns the expression's text.
@@ -248,11 +252,9 @@ type Compiler struct {
 	vars   *apiservercel.DeclType
 	// variables are the compiled variables, in order.
 	variables []*Program
+	// shared is set when a variable may be shared (Program.shared).
+	shared bool
 }
-
-// noVariables is the variables object of units without variables: it has
-// no field to evaluate, so one value serves every Evaluation.
-var noVariables = lazy.NewMapValue(types.NewObjectType(variablesTypeName))
 
 // NewCompiler returns a compiler for a unit whose expressions see params
 // when hasParams is set (a paramKind is declared).
@@ -296,6 +298,11 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 		return nil, err
 	}
 	p.name = name
+	p.env = c.env
+	// the functions of Kubernetes' environment are pure (but the
+	// authorizer's); those of WithEnvOptions may not be
+	p.shared = len(c.env.cfg.extra) == 0 && readsOnlyObjects(expr)
+	c.shared = c.shared || p.shared
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
 	return p, nil

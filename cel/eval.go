@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/cel/lazy"
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
@@ -58,8 +57,12 @@ type RequestResource struct {
 
 // Input is what an Evaluation binds to the variables. Object, OldObject,
 // Params and Namespace are JSON-like trees, nil for null; they are read,
-// never modified. Request has the fields of an AdmissionRequest (kind,
-// resource, operation, userInfo, ...).
+// never modified, and handed to CEL as they are: integral numbers
+// (float64, as encoding/json decodes them, or int64) within the int64
+// range are CEL ints, as the API server reads JSON, other numbers
+// doubles. Request has the fields of an AdmissionRequest (kind, resource,
+// operation, userInfo, ...). An Input may serve several Evaluations (see
+// NewEvaluation).
 type Input struct {
 	Object, OldObject map[string]any
 	Params            map[string]any
@@ -73,18 +76,27 @@ type Input struct {
 	// Budget bounds the total cost of the Evaluation's expressions
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
+
+	// memo holds the variables shared by its Evaluations, attached by
+	// NewEvaluation.
+	memo *memo
 }
 
 // Evaluation evaluates programs of one Compiler on one Input. It is not
 // safe for concurrent use.
 type Evaluation struct {
 	ctx       context.Context
+	memo      *memo
 	act       activation
 	remaining int64
 	// varCost is the cost of variables evaluated since the last Eval.
 	varCost int64
 	// costErr is a cost limit hit by a variable.
 	costErr error
+	// vars is the variables object; varBuf holds the values of a few
+	// variables without an allocation.
+	vars   variables
+	varBuf [4]ref.Val
 }
 
 type activation struct {
@@ -127,8 +139,24 @@ func orNull(m map[string]any) any {
 
 // NewEvaluation binds in for the compiler's programs. ctx bounds every
 // evaluation (cancellation is checked inside comprehensions).
+//
+// The Evaluations of one Input (of any Compiler) share the values of the
+// variables that read nothing but object and oldObject, in environments
+// without WithEnvOptions (whose functions may not be pure): a variable whose
+// expression another such Evaluation already evaluated successfully on
+// the same Object and OldObject trees is not evaluated again, its value
+// and cost are taken over (as the same expression on the same data has
+// the same value and cost). NewEvaluation keeps them in in: an Input must
+// not be used by concurrent calls, and its trees must not change while it
+// is in use.
 func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 	ev := &Evaluation{ctx: ctx, remaining: in.Budget}
+	if c.shared {
+		if in.memo == nil || !in.memo.holds(in) {
+			in.memo = newMemo(in)
+		}
+		ev.memo = in.memo
+	}
 	if ev.remaining <= 0 {
 		ev.remaining = RuntimeCostBudget
 	}
@@ -145,34 +173,45 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		ev.act.authorizer = library.NewAuthorizerVal(u, a)
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
 	}
-	if c.vars != nil {
-		m := lazy.NewMapValue(c.vars.CelType())
-		for _, v := range c.variables {
-			m.Append(v.name, ev.variable(v))
+	if n := len(c.variables); n > 0 {
+		ev.vars = variables{ev: ev, progs: c.variables[:n:n], vals: ev.varBuf[:0]}
+		if n > len(ev.varBuf) {
+			ev.vars.vals = make([]ref.Val, n)
 		}
-		ev.act.variables = m
+		ev.vars.vals = ev.vars.vals[:n]
+		ev.act.variables = &ev.vars
 	} else {
 		ev.act.variables = noVariables
 	}
 	return ev
 }
 
-func (ev *Evaluation) variable(p *Program) lazy.GetFieldFunc {
-	return func(*lazy.MapValue) ref.Val {
-		v, details, err := ev.run(p)
-		if details != nil {
-			if c := details.ActualCost(); c != nil {
-				ev.varCost = addCost(ev.varCost, *c)
-			}
+// variable evaluates the variable p, adding its cost to the next Eval's.
+func (ev *Evaluation) variable(p *Program) ref.Val {
+	if p.shared {
+		if e := ev.memo.find(p); e != nil {
+			ev.varCost = addCost(ev.varCost, e.cost)
+			return e.val
 		}
-		if err != nil {
-			if isCostErr(err) && ev.costErr == nil {
-				ev.costErr = err
-			}
-			return types.NewErr("composited variable %q fails to evaluate: %v", p.name, err)
-		}
-		return v
 	}
+	v, details, err := ev.run(p)
+	var cost uint64
+	if details != nil {
+		if c := details.ActualCost(); c != nil {
+			cost = *c
+			ev.varCost = addCost(ev.varCost, cost)
+		}
+	}
+	if err == nil && p.shared && details != nil {
+		ev.memo.add(p, v, cost)
+	}
+	if err != nil {
+		if isCostErr(err) && ev.costErr == nil {
+			ev.costErr = err
+		}
+		return types.NewErr("composited variable %q fails to evaluate: %v", p.name, err)
+	}
+	return v
 }
 
 func addCost(a int64, c uint64) int64 {

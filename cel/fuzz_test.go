@@ -46,7 +46,7 @@ func FuzzCompileEval(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		in := &cel.Input{Object: cel.FromJSONMap(obj), Params: cel.FromJSONMap(obj), Request: map[string]any{"operation": "CREATE"}}
+		in := &cel.Input{Object: obj, Params: obj, Request: map[string]any{"operation": "CREATE"}}
 		for _, p := range progs {
 			start := time.Now()
 			_, _ = c.NewEvaluation(ctx, in).Eval(p)

@@ -1,72 +1,48 @@
 package cel
 
-import "math"
+import (
+	"math"
 
-// FromJSON returns v, a JSON-like tree whose numbers are float64 (as
-// encoding/json and gavel's canonical objects hold them), in the form the
-// API server hands to CEL: integral numbers within the int64 range as
-// int64, others as float64. Subtrees without such numbers are shared
-// with v, which is never modified; a tree without any is v itself.
-func FromJSON(v any) any {
-	out, _ := fromJSON(v, 0)
-	return out
-}
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+)
 
-// FromJSONMap is FromJSON for an object.
-func FromJSONMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out, _ := fromJSON(m, 0)
-	return out.(map[string]any)
-}
+// jsonAdapter converts the values of JSON-like trees for CEL: integral
+// numbers within the int64 range as ints, others as doubles (as the API
+// server reads JSON), objects and arrays as lazy maps and lists whose
+// elements it converts on access. It gives the values cel-go's own
+// adapter gives to these types (the environment's adapter, next, converts
+// every other value) without walking the provider chain each time, so
+// that objects are handed to CEL as they are.
+type jsonAdapter struct{ next types.Adapter }
 
-// maxDepth bounds the walk; deeper trees are left as they are (CEL reads
-// their numbers as doubles).
-const maxDepth = 1000
-
-func fromJSON(v any, depth int) (any, bool) {
-	if depth > maxDepth {
-		return v, false
-	}
+func (a *jsonAdapter) NativeToValue(v any) ref.Val {
 	switch t := v.(type) {
-	case float64:
-		if t == math.Trunc(t) && t >= -9.223372036854775e18 && t < 9.223372036854775e18 {
-			return int64(t), true
-		}
+	case string:
+		return types.String(t)
 	case map[string]any:
-		var out map[string]any
-		for k, c := range t {
-			nc, changed := fromJSON(c, depth+1)
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = make(map[string]any, len(t))
-				for k2, c2 := range t {
-					out[k2] = c2
-				}
-			}
-			out[k] = nc
-		}
-		if out != nil {
-			return out, true
-		}
+		return types.NewStringInterfaceMap(a, t)
 	case []any:
-		var out []any
-		for i, c := range t {
-			nc, changed := fromJSON(c, depth+1)
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = append([]any(nil), t...)
-			}
-			out[i] = nc
+		// v, not t: boxing the slice again would allocate
+		return types.NewDynamicList(a, v)
+	case float64:
+		if isInt(t) {
+			return types.Int(int64(t))
 		}
-		if out != nil {
-			return out, true
-		}
+		return types.Double(t)
+	case bool:
+		return types.Bool(t)
+	case int64:
+		return types.Int(t)
+	case nil:
+		return types.NullValue
+	case ref.Val:
+		return t
 	}
-	return v, false
+	return a.next.NativeToValue(v)
+}
+
+// isInt tells whether f is an integral number within the int64 range.
+func isInt(f float64) bool {
+	return f == math.Trunc(f) && f >= -9.223372036854775e18 && f < 9.223372036854775e18
 }

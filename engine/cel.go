@@ -214,12 +214,15 @@ type celInput struct {
 	nsDone            bool
 	namespace         map[string]any
 	nsErr             error
+	// in is the input of every CEL rule of the request, so that their
+	// Evaluations share the values of variables (cel.NewEvaluation).
+	in cel.Input
 }
 
 // celData returns the request's CEL data. As upstream: the object is null
 // for DELETE, the old object null when there is none (and in background
-// scans); numbers are handed
-// to CEL as the API server reads them (cel.FromJSON).
+// scans). The objects are handed to CEL as they are: an Evaluation reads
+// their numbers as the API server does.
 func (rs *reqState) celData() *celInput {
 	if ci := rs.celIn; ci != nil && ci.gen == rs.gen {
 		return ci
@@ -227,7 +230,7 @@ func (rs *reqState) celData() *celInput {
 	ci := &celInput{gen: rs.gen}
 	switch {
 	case rs.req.Background:
-		ci.object = cel.FromJSONMap(rs.obj)
+		ci.object = rs.obj
 	case rs.op == api.Delete:
 		// the object being deleted is the old one; a DELETE request that
 		// carries only an object (as the CLI's values make) deletes it
@@ -235,10 +238,8 @@ func (rs *reqState) celData() *celInput {
 		if ci.oldObject == nil {
 			ci.oldObject = rs.obj
 		}
-		ci.oldObject = cel.FromJSONMap(ci.oldObject)
 	default:
-		ci.object = cel.FromJSONMap(rs.obj)
-		ci.oldObject = cel.FromJSONMap(rs.oldObject)
+		ci.object, ci.oldObject = rs.obj, rs.oldObject
 	}
 	rs.celIn = ci
 	return ci
@@ -331,7 +332,7 @@ func (rs *reqState) celNamespace() (map[string]any, error) {
 					out[k] = v
 				}
 			}
-			ci.namespace = cel.FromJSONMap(out)
+			ci.namespace = out
 		case err != nil && !errors.Is(err, ErrNotFound):
 			ci.namespace, ci.nsErr = nil, fmt.Errorf("namespace %q: %w", ns, err)
 		}
@@ -339,19 +340,21 @@ func (rs *reqState) celNamespace() (map[string]any, error) {
 	return ci.namespace, ci.nsErr
 }
 
-// celInputFor binds a rule's input into in (the caller's, so that it
-// needs no allocation); request and namespaceObject are built only for
-// rules that read them.
-func (rs *reqState) celInputFor(in *cel.Input, needsNamespace, needsRequest bool, params map[string]any) error {
+// celInputFor binds a rule's input into the request's cel.Input (the
+// same for every rule, every field set again); request and
+// namespaceObject are built only for rules that read them.
+func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[string]any) (*cel.Input, error) {
 	ci := rs.celData()
 	if needsRequest && !ci.reqDone {
 		ci.request, ci.reqDone = rs.celRequest(), true
 	}
-	*in = cel.Input{Object: ci.object, OldObject: ci.oldObject, Request: ci.request, Params: params}
+	in := &ci.in
+	in.Object, in.OldObject, in.Request, in.Params, in.Namespace = ci.object, ci.oldObject, ci.request, params, nil
+	in.Budget = 0
 	if needsNamespace {
 		ns, err := rs.celNamespace()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		in.Namespace = ns
 	}
@@ -363,7 +366,7 @@ func (rs *reqState) celInputFor(in *cel.Input, needsNamespace, needsRequest bool
 			Resource: rs.req.Resource.Resource, Subresource: rs.req.SubResource,
 			Namespace: rs.matchRes.Namespace, Name: rs.matchRes.Name}
 	}
-	return nil
+	return in, nil
 }
 
 // celLimit marks an evaluation stopped by CEL's cost limits.
@@ -414,11 +417,11 @@ func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, pr
 // checkCELPreconditions evaluates the celPreconditions of a rule that is
 // not a validate.cel rule; it returns the rule's result when they stop it.
 func (e *Engine) checkCELPreconditions(rs *reqState, r *rule) []RuleResult {
-	var in cel.Input
-	if err := rs.celInputFor(&in, r.celPre.needsNamespace, r.celPre.needsRequest, nil); err != nil {
+	in, err := rs.celInputFor(r.celPre.needsNamespace, r.celPre.needsRequest, nil)
+	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", err)}
 	}
-	ok, err := celPreconditions(rs.ctx, r.celPre.compiler, &in, r.celPre.pre)
+	ok, err := celPreconditions(rs.ctx, r.celPre.compiler, in, r.celPre.pre)
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", celLimit(err))}
 	}
@@ -444,11 +447,11 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 		}
 	}
 	for _, param := range params {
-		var in cel.Input
-		if err := rs.celInputFor(&in, c.needsNamespace, c.needsRequest, cel.FromJSONMap(param)); err != nil {
+		in, err := rs.celInputFor(c.needsNamespace, c.needsRequest, param)
+		if err != nil {
 			return rs.single(r.errorResult("Error getting the resource's namespace", err))
 		}
-		o := e.celValidate(rs, r, c, &in)
+		o := e.celValidate(rs, r, c, in)
 		if o.status != StatusPass {
 			res := rs.singleResult(r, o.status, o.msg)
 			res.Err = o.err
