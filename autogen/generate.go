@@ -146,8 +146,29 @@ func transform(name string, src *api.Rule, t target, kinds []string, rewrite fil
 	}
 	r := *src
 	r.Name = name
-	qualified := qualifyKinds(kinds)
+	retarget(&r, qualifyKinds(kinds), rewrite)
+	if mu := r.Mutation; mu != nil {
+		if nm := transformMutation(mu, t); nm != nil {
+			r.Mutation = nm
+			return &r
+		}
+	}
+	if v := r.Validation; v != nil {
+		if nv := transformValidation(v, t); nv != nil {
+			r.Validation = nv
+			return &r
+		}
+	}
+	if r.VerifyImages != nil {
+		return &r
+	}
+	return nil
+}
 
+// retarget points the match and exclude blocks of r at the qualified
+// controller kinds: their any or all filters through rewrite, else their
+// kinds (an exclude block's only when it lists some).
+func retarget(r *api.Rule, qualified []string, rewrite filterKinds) {
 	m := r.MatchResources
 	switch {
 	case len(m.Any) > 0:
@@ -170,85 +191,81 @@ func transform(name string, src *api.Rule, t target, kinds []string, rewrite fil
 		}
 		r.ExcludeResources = &ex
 	}
+}
 
-	if mu := r.Mutation; mu != nil {
-		if mu.PatchStrategicMerge != nil {
-			r.Mutation = &api.Mutation{PatchStrategicMerge: wrap(t.key, mu.PatchStrategicMerge)}
-			return &r
-		}
-		if len(mu.ForEachMutation) > 0 {
-			fes := make([]api.ForEachMutation, 0, len(mu.ForEachMutation))
-			for _, fe := range mu.ForEachMutation {
-				fes = append(fes, api.ForEachMutation{
-					List:                fe.List,
-					Context:             fe.Context,
-					Preconditions:       fe.Preconditions,
-					PatchStrategicMerge: wrap(t.key, fe.PatchStrategicMerge),
-				})
-			}
-			r.Mutation = &api.Mutation{ForEachMutation: fes}
-			return &r
+// transformMutation moves a mutation's patches under the controller's
+// template, or returns nil when it has no strategic merge patch.
+func transformMutation(mu *api.Mutation, t target) *api.Mutation {
+	if mu.PatchStrategicMerge != nil {
+		return &api.Mutation{PatchStrategicMerge: wrap(t.key, mu.PatchStrategicMerge)}
+	}
+	if len(mu.ForEachMutation) == 0 {
+		return nil
+	}
+	fes := make([]api.ForEachMutation, 0, len(mu.ForEachMutation))
+	for _, fe := range mu.ForEachMutation {
+		fes = append(fes, api.ForEachMutation{
+			List:                fe.List,
+			Context:             fe.Context,
+			Preconditions:       fe.Preconditions,
+			PatchStrategicMerge: wrap(t.key, fe.PatchStrategicMerge),
+		})
+	}
+	return &api.Mutation{ForEachMutation: fes}
+}
+
+// transformValidation moves a validation under the controller's template:
+// its pattern, patterns or assertion, and the references of its message.
+// A CEL validation is kept as it is. It returns nil when v has no check
+// autogen knows.
+func transformValidation(v *api.Validation, t target) *api.Validation {
+	base := func(pivot string) *api.Validation {
+		return &api.Validation{
+			Message:                          shiftReferences(v.Message, t.shift, pivot),
+			FailureAction:                    v.FailureAction,
+			FailureActionOverrides:           v.FailureActionOverrides,
+			ValidationFailureAction:          v.ValidationFailureAction,
+			ValidationFailureActionOverrides: v.ValidationFailureActionOverrides,
+			AllowExistingViolations:          v.AllowExistingViolations,
 		}
 	}
-
-	if v := r.Validation; v != nil {
-		base := func(pivot string) *api.Validation {
-			return &api.Validation{
-				Message:                          shiftReferences(v.Message, t.shift, pivot),
-				FailureAction:                    v.FailureAction,
-				FailureActionOverrides:           v.FailureActionOverrides,
-				ValidationFailureAction:          v.ValidationFailureAction,
-				ValidationFailureActionOverrides: v.ValidationFailureActionOverrides,
-				AllowExistingViolations:          v.AllowExistingViolations,
-			}
+	switch {
+	case v.Pattern != nil:
+		nv := base("pattern")
+		nv.Pattern = wrap(t.key, v.Pattern)
+		return nv
+	case v.Deny != nil:
+		nv := base("deny")
+		nv.Deny = v.Deny
+		return nv
+	case v.PodSecurity != nil:
+		nv := base("podSecurity")
+		nv.PodSecurity = &api.PodSecurity{
+			Level:   v.PodSecurity.Level,
+			Version: v.PodSecurity.Version,
+			Exclude: append(make([]api.PodSecurityStandard, 0, len(v.PodSecurity.Exclude)), v.PodSecurity.Exclude...),
 		}
-		switch {
-		case v.Pattern != nil:
-			nv := base("pattern")
-			nv.Pattern = wrap(t.key, v.Pattern)
-			r.Validation = nv
-			return &r
-		case v.Deny != nil:
-			nv := base("deny")
-			nv.Deny = v.Deny
-			r.Validation = nv
-			return &r
-		case v.PodSecurity != nil:
-			nv := base("podSecurity")
-			nv.PodSecurity = &api.PodSecurity{
-				Level:   v.PodSecurity.Level,
-				Version: v.PodSecurity.Version,
-				Exclude: append(make([]api.PodSecurityStandard, 0, len(v.PodSecurity.Exclude)), v.PodSecurity.Exclude...),
-			}
-			r.Validation = nv
-			return &r
-		case v.AnyPattern != nil:
-			nv := base("anyPattern")
-			var patterns []any
-			for _, p := range asList(v.AnyPattern) {
-				patterns = append(patterns, wrap(t.key, p))
-			}
-			if patterns != nil {
-				nv.AnyPattern = patterns
-			}
-			r.Validation = nv
-			return &r
-		case len(v.ForEachValidation) > 0:
-			nv := base("pattern")
-			nv.ForEachValidation = append([]api.ForEachValidation(nil), v.ForEachValidation...)
-			r.Validation = nv
-			return &r
-		case hasCEL(v):
-			return &r
-		case v.Assert != nil:
-			nv := *v
-			nv.Assert = autogenAssertion(v.Assert, t.key)
-			r.Validation = &nv
-			return &r
+		return nv
+	case v.AnyPattern != nil:
+		nv := base("anyPattern")
+		var patterns []any
+		for _, p := range asList(v.AnyPattern) {
+			patterns = append(patterns, wrap(t.key, p))
 		}
-	}
-	if r.VerifyImages != nil {
-		return &r
+		if patterns != nil {
+			nv.AnyPattern = patterns
+		}
+		return nv
+	case len(v.ForEachValidation) > 0:
+		nv := base("pattern")
+		nv.ForEachValidation = append([]api.ForEachValidation(nil), v.ForEachValidation...)
+		return nv
+	case hasCEL(v):
+		return v
+	case v.Assert != nil:
+		nv := *v
+		nv.Assert = autogenAssertion(v.Assert, t.key)
+		return &nv
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
 )
 
@@ -224,12 +226,12 @@ func validateCloneList(cl *api.CloneList, path *field.Path) field.ErrorList {
 	if s := cl.Selector; s != nil {
 		bad := false
 		for k, v := range s.MatchLabels {
-			if strings.ContainsAny(k+v, "*?") {
+			if wildcard.Has(k) || wildcard.Has(v) {
 				bad = true
 			}
 		}
 		for _, req := range s.MatchExpressions {
-			if strings.ContainsAny(req.Key+strings.Join(req.Values, ""), "*?") {
+			if wildcard.Has(req.Key) || slices.ContainsFunc(req.Values, wildcard.Has) {
 				bad = true
 			}
 		}

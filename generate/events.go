@@ -11,6 +11,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // The event handlers below (On*) build the UpdateRequests upstream builds
@@ -234,7 +235,7 @@ func (c *Controller) listTriggers(ctx context.Context, p *engine.Policy, r *api.
 	var errs []error
 	for _, k := range kinds {
 		av, kind := splitMatchKind(k)
-		if kind == "" || strings.ContainsAny(av+kind, "*?") || seen[av+"|"+kind] {
+		if kind == "" || wildcard.Has(av) || wildcard.Has(kind) || seen[av+"|"+kind] {
 			continue
 		}
 		seen[av+"|"+kind] = true

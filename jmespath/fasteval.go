@@ -477,12 +477,7 @@ func (c *fastCompiler) direct(name string, arg evalFn) evalFn {
 			if !ok {
 				return nil, false
 			}
-			if r := f(s); r != s {
-				return r, true
-			}
-			// unchanged (the standard library then returns s): the
-			// argument's interface, not a new one
-			return v, true
+			return f(s), true
 		}
 	}
 	var fn func(v any) (any, bool)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // step is one element of the path of the value being matched: a key, or a
@@ -119,9 +120,7 @@ func (m *matcher) pathOf(n *node) string {
 	return m.at()
 }
 
-// at renders the current path the way Kyverno does. The path is written in
-// a buffer on the stack when it fits, so that the string is the only
-// allocation.
+// at renders the current path the way Kyverno does, in one allocation.
 func (m *matcher) at() string {
 	n := 1
 	for i := 0; i < m.depth; i++ {
@@ -131,21 +130,19 @@ func (m *matcher) at() string {
 			n += len(s.key) + 1
 		}
 	}
-	var local [256]byte
-	buf := local[:0]
-	if n > len(local) {
-		buf = make([]byte, 0, n)
-	}
-	buf = append(buf, '/')
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('/')
+	var num [20]byte
 	for i := 0; i < m.depth; i++ {
 		if s := m.step(i); s.idx >= 0 {
-			buf = strconv.AppendInt(buf, int64(s.idx), 10)
+			b.Write(strconv.AppendInt(num[:0], int64(s.idx), 10))
 		} else {
-			buf = append(buf, s.key...)
+			b.WriteString(s.key)
 		}
-		buf = append(buf, '/')
+		b.WriteByte('/')
 	}
-	return string(buf)
+	return b.String()
 }
 
 // digits is the length of the decimal form of a list index (not negative).

@@ -717,32 +717,28 @@ func (d *decoder) container(m map[string]any, p *jsonPath, c *corev1.Container) 
 	}
 }
 
-// capabilities reads the add and drop lists of a capabilities object, in
-// one allocation (null elements are read as "").
+// capabilities reads the add and drop lists of a capabilities object (null
+// elements are read as "").
 func (d *decoder) capabilities(m map[string]any, p *jsonPath) *corev1.Capabilities {
-	add := d.stringList(m, "add", p)
-	drop := d.stringList(m, "drop", p)
-	var block []corev1.Capability
-	if n := len(add) + len(drop); n > 0 {
-		block = make([]corev1.Capability, n)
+	return &corev1.Capabilities{
+		Add:  d.capabilityList(m, "add", p),
+		Drop: d.capabilityList(m, "drop", p),
 	}
-	// a list is nil when absent or null, empty (not nil) when empty
-	take := func(l []any) []corev1.Capability {
-		if l == nil {
-			return nil
-		}
-		out := block[:len(l):len(l)]
-		if out == nil {
-			out = []corev1.Capability{}
-		}
-		block = block[len(l):]
-		for i, v := range l {
-			s, _ := v.(string)
-			out[i] = corev1.Capability(s)
-		}
-		return out
+}
+
+// capabilityList reads m[key] as a list of capabilities: nil when absent
+// or null, empty (not nil) when empty.
+func (d *decoder) capabilityList(m map[string]any, key string, p *jsonPath) []corev1.Capability {
+	l := d.stringList(m, key, p)
+	if l == nil {
+		return nil
 	}
-	return &corev1.Capabilities{Add: take(add), Drop: take(drop)}
+	out := make([]corev1.Capability, len(l))
+	for i, v := range l {
+		s, _ := v.(string)
+		out[i] = corev1.Capability(s)
+	}
+	return out
 }
 
 // probe reads a probe for its hosts: the checks only look for a host set

@@ -238,17 +238,6 @@ func sortedUnique(items []string) []string {
 	return slices.Compact(items)
 }
 
-// concatErrs is append(a, b...), without copying when one is empty.
-func concatErrs(a, b []FieldError) []FieldError {
-	switch {
-	case len(b) == 0:
-		return a
-	case len(a) == 0:
-		return b
-	}
-	return append(a, b...)
-}
-
 func allowPrivilegeEscalationErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
 	var errs []FieldError
 	visitContainers(spec, func(c *corev1.Container, path containerPath) {
@@ -360,7 +349,7 @@ func capabilitiesRestrictedErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ ps
 			addErrs = append(addErrs, forbidden(path.at(".securityContext.capabilities.add"), sortedUnique(bad)))
 		}
 	})
-	return concatErrs(dropErrs, addErrs)
+	return append(dropErrs, addErrs...)
 }
 
 func hostNamespacesErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {
@@ -536,7 +525,7 @@ func runAsNonRootErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Versi
 			implicit = append(implicit, required(path.at(field)))
 		}
 	})
-	return concatErrs(explicit, implicit)
+	return append(explicit, implicit...)
 }
 
 func runAsUserErrs(_ *metav1.ObjectMeta, spec *corev1.PodSpec, _ psaapi.Version) []FieldError {

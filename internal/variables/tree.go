@@ -231,10 +231,6 @@ func (t *Tree) Variables() []Variable { return slices.Clone(t.vars) }
 // non-string is a [*KeyError] (a nil key value keeps the key as written, as
 // upstream does).
 func (t *Tree) Substitute(ev Evaluator, opts ...Option) (any, error) {
-	if t.root == nil && len(opts) == 0 {
-		// no variable, and no option whose error to report
-		return t.base, nil
-	}
 	cfg, err := newEvalConfig(opts)
 	if err != nil {
 		return nil, err
