@@ -34,8 +34,11 @@
 //     containers.
 //
 // The merge keys come from the struct tags of k8s.io/api (patchStrategy and
-// patchMergeKey), computed once by reflection, restricted to the kinds that
-// kyaml's built-in Kubernetes 1.21 schema knows. Custom resources have no
+// patchMergeKey), restricted to the kinds that kyaml's built-in Kubernetes
+// 1.21 schema knows. They are computed by reflection at development time
+// (internal/schemagen, through go generate) into a table compiled into the
+// package, which TestSchemaTable checks against k8s.io/api: the binaries do
+// not link the k8s.io/api packages for them. Custom resources have no
 // schema, so all their lists are replaced, as in kyaml.
 //
 // # JSON patch

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata and zz_schema_table.go")
 
 // goldenSections are the table tests, one per section of the mutate
 // documentation (plus the merge semantics borrowed from kyaml and the

@@ -1,45 +1,12 @@
 package mutate
 
 import (
-	"encoding/json"
-	"reflect"
+	"strconv"
 	"strings"
 	"sync"
-
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
-	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	batchv1beta1 "k8s.io/api/batch/v1beta1"
-	certificatesv1 "k8s.io/api/certificates/v1"
-	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	discoveryv1beta1 "k8s.io/api/discovery/v1beta1"
-	eventsv1 "k8s.io/api/events/v1"
-	eventsv1beta1 "k8s.io/api/events/v1beta1"
-	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
-	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
-	networkingv1 "k8s.io/api/networking/v1"
-	networkingv1beta1 "k8s.io/api/networking/v1beta1"
-	nodev1 "k8s.io/api/node/v1"
-	nodev1alpha1 "k8s.io/api/node/v1alpha1"
-	nodev1beta1 "k8s.io/api/node/v1beta1"
-	policyv1 "k8s.io/api/policy/v1"
-	policyv1beta1 "k8s.io/api/policy/v1beta1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	rbacv1alpha1 "k8s.io/api/rbac/v1alpha1"
-	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	storagev1 "k8s.io/api/storage/v1"
-	storagev1alpha1 "k8s.io/api/storage/v1alpha1"
-	storagev1beta1 "k8s.io/api/storage/v1beta1"
 )
+
+//go:generate go test -run ^TestSchemaTable$ -update
 
 // schemaNode is the part of an OpenAPI schema the merge walker uses: object
 // properties, map values, array items and, on list properties, the patch
@@ -92,253 +59,71 @@ func mergeStrategy(strategy string) bool {
 	return false
 }
 
-// gvkTypes lists the kinds of kyaml's built-in Kubernetes 1.21 OpenAPI schema
-// that k8s.io/api still provides. Kinds missing here are treated like custom
-// resources: no schema, lists are replaced.
-func gvkTypes() map[string]any {
-	return map[string]any{
-		"v1/Binding":                 corev1.Binding{},
-		"v1/ComponentStatus":         corev1.ComponentStatus{},
-		"v1/ConfigMap":               corev1.ConfigMap{},
-		"v1/Endpoints":               corev1.Endpoints{},
-		"v1/Event":                   corev1.Event{},
-		"v1/LimitRange":              corev1.LimitRange{},
-		"v1/Namespace":               corev1.Namespace{},
-		"v1/Node":                    corev1.Node{},
-		"v1/PersistentVolume":        corev1.PersistentVolume{},
-		"v1/PersistentVolumeClaim":   corev1.PersistentVolumeClaim{},
-		"v1/Pod":                     corev1.Pod{},
-		"v1/PodTemplate":             corev1.PodTemplate{},
-		"v1/ReplicationController":   corev1.ReplicationController{},
-		"v1/ResourceQuota":           corev1.ResourceQuota{},
-		"v1/Secret":                  corev1.Secret{},
-		"v1/Service":                 corev1.Service{},
-		"v1/ServiceAccount":          corev1.ServiceAccount{},
-		"apps/v1/ControllerRevision": appsv1.ControllerRevision{},
-		"apps/v1/DaemonSet":          appsv1.DaemonSet{},
-		"apps/v1/Deployment":         appsv1.Deployment{},
-		"apps/v1/ReplicaSet":         appsv1.ReplicaSet{},
-		"apps/v1/StatefulSet":        appsv1.StatefulSet{},
-		"admissionregistration.k8s.io/v1/MutatingWebhookConfiguration":        admissionregistrationv1.MutatingWebhookConfiguration{},
-		"admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration":      admissionregistrationv1.ValidatingWebhookConfiguration{},
-		"admissionregistration.k8s.io/v1beta1/MutatingWebhookConfiguration":   admissionregistrationv1beta1.MutatingWebhookConfiguration{},
-		"admissionregistration.k8s.io/v1beta1/ValidatingWebhookConfiguration": admissionregistrationv1beta1.ValidatingWebhookConfiguration{},
-		"internal.apiserver.k8s.io/v1alpha1/StorageVersion":                   apiserverinternalv1alpha1.StorageVersion{},
-		"autoscaling/v1/HorizontalPodAutoscaler":                              autoscalingv1.HorizontalPodAutoscaler{},
-		"autoscaling/v1/Scale":                                                autoscalingv1.Scale{},
-		"batch/v1/CronJob":                                                    batchv1.CronJob{},
-		"batch/v1/Job":                                                        batchv1.Job{},
-		"batch/v1beta1/CronJob":                                               batchv1beta1.CronJob{},
-		"certificates.k8s.io/v1/CertificateSigningRequest":                    certificatesv1.CertificateSigningRequest{},
-		"certificates.k8s.io/v1beta1/CertificateSigningRequest":               certificatesv1beta1.CertificateSigningRequest{},
-		"coordination.k8s.io/v1/Lease":                                        coordinationv1.Lease{},
-		"coordination.k8s.io/v1beta1/Lease":                                   coordinationv1beta1.Lease{},
-		"discovery.k8s.io/v1/EndpointSlice":                                   discoveryv1.EndpointSlice{},
-		"discovery.k8s.io/v1beta1/EndpointSlice":                              discoveryv1beta1.EndpointSlice{},
-		"events.k8s.io/v1/Event":                                              eventsv1.Event{},
-		"events.k8s.io/v1beta1/Event":                                         eventsv1beta1.Event{},
-		"extensions/v1beta1/Ingress":                                          extensionsv1beta1.Ingress{},
-		"flowcontrol.apiserver.k8s.io/v1beta1/FlowSchema":                     flowcontrolv1beta1.FlowSchema{},
-		"flowcontrol.apiserver.k8s.io/v1beta1/PriorityLevelConfiguration":     flowcontrolv1beta1.PriorityLevelConfiguration{},
-		"networking.k8s.io/v1/Ingress":                                        networkingv1.Ingress{},
-		"networking.k8s.io/v1/IngressClass":                                   networkingv1.IngressClass{},
-		"networking.k8s.io/v1/NetworkPolicy":                                  networkingv1.NetworkPolicy{},
-		"networking.k8s.io/v1beta1/Ingress":                                   networkingv1beta1.Ingress{},
-		"networking.k8s.io/v1beta1/IngressClass":                              networkingv1beta1.IngressClass{},
-		"node.k8s.io/v1/RuntimeClass":                                         nodev1.RuntimeClass{},
-		"node.k8s.io/v1alpha1/RuntimeClass":                                   nodev1alpha1.RuntimeClass{},
-		"node.k8s.io/v1beta1/RuntimeClass":                                    nodev1beta1.RuntimeClass{},
-		"policy/v1/Eviction":                                                  policyv1.Eviction{},
-		"policy/v1/PodDisruptionBudget":                                       policyv1.PodDisruptionBudget{},
-		"policy/v1beta1/Eviction":                                             policyv1beta1.Eviction{},
-		"policy/v1beta1/PodDisruptionBudget":                                  policyv1beta1.PodDisruptionBudget{},
-		"rbac.authorization.k8s.io/v1/ClusterRole":                            rbacv1.ClusterRole{},
-		"rbac.authorization.k8s.io/v1/ClusterRoleBinding":                     rbacv1.ClusterRoleBinding{},
-		"rbac.authorization.k8s.io/v1/Role":                                   rbacv1.Role{},
-		"rbac.authorization.k8s.io/v1/RoleBinding":                            rbacv1.RoleBinding{},
-		"rbac.authorization.k8s.io/v1alpha1/ClusterRole":                      rbacv1alpha1.ClusterRole{},
-		"rbac.authorization.k8s.io/v1alpha1/ClusterRoleBinding":               rbacv1alpha1.ClusterRoleBinding{},
-		"rbac.authorization.k8s.io/v1alpha1/Role":                             rbacv1alpha1.Role{},
-		"rbac.authorization.k8s.io/v1alpha1/RoleBinding":                      rbacv1alpha1.RoleBinding{},
-		"rbac.authorization.k8s.io/v1beta1/ClusterRole":                       rbacv1beta1.ClusterRole{},
-		"rbac.authorization.k8s.io/v1beta1/ClusterRoleBinding":                rbacv1beta1.ClusterRoleBinding{},
-		"rbac.authorization.k8s.io/v1beta1/Role":                              rbacv1beta1.Role{},
-		"rbac.authorization.k8s.io/v1beta1/RoleBinding":                       rbacv1beta1.RoleBinding{},
-		"scheduling.k8s.io/v1/PriorityClass":                                  schedulingv1.PriorityClass{},
-		"scheduling.k8s.io/v1beta1/PriorityClass":                             schedulingv1beta1.PriorityClass{},
-		"storage.k8s.io/v1/CSIDriver":                                         storagev1.CSIDriver{},
-		"storage.k8s.io/v1/CSINode":                                           storagev1.CSINode{},
-		"storage.k8s.io/v1/StorageClass":                                      storagev1.StorageClass{},
-		"storage.k8s.io/v1/VolumeAttachment":                                  storagev1.VolumeAttachment{},
-		"storage.k8s.io/v1alpha1/CSIStorageCapacity":                          storagev1alpha1.CSIStorageCapacity{},
-		"storage.k8s.io/v1alpha1/VolumeAttachment":                            storagev1alpha1.VolumeAttachment{},
-		"storage.k8s.io/v1beta1/CSIDriver":                                    storagev1beta1.CSIDriver{},
-		"storage.k8s.io/v1beta1/CSINode":                                      storagev1beta1.CSINode{},
-		"storage.k8s.io/v1beta1/CSIStorageCapacity":                           storagev1beta1.CSIStorageCapacity{},
-		"storage.k8s.io/v1beta1/StorageClass":                                 storagev1beta1.StorageClass{},
-		"storage.k8s.io/v1beta1/VolumeAttachment":                             storagev1beta1.VolumeAttachment{},
-	}
-}
-
-// fieldKey identifies a field of a Go API type.
-type fieldKey struct {
-	t    reflect.Type
-	name string
-}
-
-// listMapKeys holds the "x-kubernetes-list-map-keys" of the merge lists of
-// the 1.21 schema whose map keys differ from their single patch merge key.
-// kyaml prefers them to the patch merge key.
-func listMapKeys() map[fieldKey][]string {
-	return map[fieldKey][]string{
-		{reflect.TypeFor[corev1.Container](), "ports"}:                {"containerPort", "protocol"},
-		{reflect.TypeFor[corev1.EphemeralContainerCommon](), "ports"}: {"containerPort", "protocol"},
-		{reflect.TypeFor[corev1.ServiceSpec](), "ports"}:              {"port", "protocol"},
-		{reflect.TypeFor[corev1.PodSpec](), "topologySpreadConstraints"}: {
-			"topologyKey", "whenUnsatisfiable",
-		},
-	}
-}
-
-// prunedFields are fields of k8s.io/api that the 1.21 schema does not have
-// and that carry (or contain) merge lists; they are left without schema so
-// that their lists are replaced, as kyaml does.
-func prunedFields() map[fieldKey]bool {
-	return map[fieldKey]bool{
-		{reflect.TypeFor[corev1.PodSpec](), "schedulingGates"}:                                 true,
-		{reflect.TypeFor[corev1.PodSpec](), "resourceClaims"}:                                  true,
-		{reflect.TypeFor[corev1.PodSpec](), "evictionResponders"}:                              true,
-		{reflect.TypeFor[corev1.PodStatus](), "hostIPs"}:                                       true,
-		{reflect.TypeFor[corev1.PodStatus](), "resourceClaimStatuses"}:                         true,
-		{reflect.TypeFor[corev1.PodStatus](), "nodeAllocatableResourceClaimStatuses"}:          true,
-		{reflect.TypeFor[corev1.PodStatus](), "volumeHealth"}:                                  true,
-		{reflect.TypeFor[corev1.ContainerStatus](), "volumeMounts"}:                            true,
-		{reflect.TypeFor[corev1.ContainerStatus](), "allocatedResourcesStatus"}:                true,
-		{reflect.TypeFor[corev1.PersistentVolumeClaimStatus](), "healthStatus"}:                true,
-		{reflect.TypeFor[batchv1.JobSpec](), "scheduling"}:                                     true,
-		{reflect.TypeFor[storagev1.CSINode](), "status"}:                                       true,
-		{reflect.TypeFor[storagev1beta1.CSINode](), "status"}:                                  true,
-		{reflect.TypeFor[admissionregistrationv1.ValidatingWebhook](), "matchConditions"}:      true,
-		{reflect.TypeFor[admissionregistrationv1.MutatingWebhook](), "matchConditions"}:        true,
-		{reflect.TypeFor[admissionregistrationv1beta1.ValidatingWebhook](), "matchConditions"}: true,
-		{reflect.TypeFor[admissionregistrationv1beta1.MutatingWebhook](), "matchConditions"}:   true,
-	}
-}
-
 // schemaIndex maps "apiVersion/kind" to the schema of the kind.
 type schemaIndex map[string]*schemaNode
 
-var builtinSchemas = sync.OnceValue(buildSchemas)
+var builtinSchemas = sync.OnceValue(func() schemaIndex { return parseSchemas(schemaTable) })
 
 // schemaFor returns the schema of a built-in kind, nil for unknown kinds.
 func schemaFor(apiVersion, kind string) *schemaNode {
 	return builtinSchemas()[apiVersion+"/"+kind]
 }
 
-func buildSchemas() schemaIndex {
-	b := &schemaBuilder{
-		memo:     map[reflect.Type]*schemaNode{},
-		mapKeys:  listMapKeys(),
-		pruned:   prunedFields(),
-		leafNode: &schemaNode{},
-	}
+// parseSchemas reads a table written by schemagen.Encode: the schemas that
+// the struct tags of k8s.io/api give the kinds of kyaml's built-in Kubernetes
+// 1.21 schema (kinds missing there are treated like custom resources: no
+// schema, lists are replaced). The table is generated (go generate runs
+// TestSchemaTable -update) so that the binaries link no k8s.io/api package
+// for it; TestSchemaTable checks it against k8s.io/api.
+func parseSchemas(table string) schemaIndex {
 	idx := schemaIndex{}
-	for gvk, v := range gvkTypes() {
-		idx[gvk] = b.typeNode(reflect.TypeOf(v))
+	nodes := make([]schemaNode, 0, strings.Count(table, "\n"))
+	ref := func(s string) *schemaNode {
+		i, err := strconv.Atoi(s)
+		if err != nil || i < 0 || i >= len(nodes) {
+			panic("mutate: bad schema table reference " + strconv.Quote(s))
+		}
+		return &nodes[i]
+	}
+	type kindRef struct{ gvk, node string }
+	var kinds []kindRef
+	for line := range strings.Lines(table) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var n schemaNode
+		switch {
+		case f[0] == "k" && len(f) == 3:
+			kinds = append(kinds, kindRef{f[1], f[2]})
+			continue
+		case f[0] == "." && len(f) == 1:
+		case f[0] == "s":
+			n.props = make(map[string]*schemaNode, len(f)-1)
+			for _, p := range f[1:] {
+				name, child, _ := strings.Cut(p, ":")
+				n.props[name] = ref(child)
+			}
+		case f[0] == "m" && len(f) == 2:
+			n.additional = ref(f[1])
+		case f[0] == "a" && len(f) >= 2 && len(f) <= 4:
+			n.array, n.items = true, ref(f[1])
+			if len(f) > 2 {
+				n.strategy = f[2]
+				n.merge = mergeStrategy(n.strategy)
+			}
+			if len(f) > 3 {
+				n.keys = strings.Split(f[3], ",")
+			}
+		default:
+			panic("mutate: bad schema table line " + strconv.Quote(line))
+		}
+		// Children come before their parents: nodes never grows past its
+		// capacity, so the pointers taken by ref stay valid.
+		nodes = append(nodes, n)
+	}
+	for _, k := range kinds {
+		idx[k.gvk] = ref(k.node)
 	}
 	return idx
-}
-
-type schemaBuilder struct {
-	memo     map[reflect.Type]*schemaNode
-	mapKeys  map[fieldKey][]string
-	pruned   map[fieldKey]bool
-	leafNode *schemaNode
-}
-
-var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-
-// typeNode returns the schema of a Go API type.
-func (b *schemaBuilder) typeNode(t reflect.Type) *schemaNode {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler) {
-		// Time, Quantity, IntOrString, RawExtension...: no properties.
-		return b.leafNode
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n, ok := b.memo[t]; ok {
-			return n
-		}
-		n := &schemaNode{props: map[string]*schemaNode{}}
-		b.memo[t] = n
-		b.addFields(n, t)
-		return n
-	case reflect.Map:
-		return &schemaNode{additional: b.typeNode(t.Elem())}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return b.leafNode // []byte is a base64 string
-		}
-		return &schemaNode{array: true, items: b.typeNode(t.Elem())}
-	}
-	return b.leafNode
-}
-
-// addFields adds the JSON properties of struct t (inlined structs
-// flattened) to n.
-func (b *schemaBuilder) addFields(n *schemaNode, t reflect.Type) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" && opts == "" {
-			continue
-		}
-		if f.Anonymous && (name == "" || strings.Contains(","+opts+",", ",inline,")) {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				b.addFields(n, ft)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if b.pruned[fieldKey{t, name}] {
-			continue
-		}
-		n.props[name] = b.fieldNode(t, f, name)
-	}
-}
-
-// fieldNode returns the property schema of a struct field: list properties
-// carry the patch strategy and merge keys of the field's tags.
-func (b *schemaBuilder) fieldNode(owner reflect.Type, f reflect.StructField, name string) *schemaNode {
-	ft := f.Type
-	for ft.Kind() == reflect.Pointer {
-		ft = ft.Elem()
-	}
-	if (ft.Kind() != reflect.Slice && ft.Kind() != reflect.Array) || ft.Elem().Kind() == reflect.Uint8 {
-		return b.typeNode(ft)
-	}
-	n := &schemaNode{array: true, items: b.typeNode(ft.Elem()), strategy: f.Tag.Get("patchStrategy")}
-	n.merge = mergeStrategy(n.strategy)
-	if n.strategy == "" {
-		return n
-	}
-	if keys, ok := b.mapKeys[fieldKey{owner, name}]; ok {
-		n.keys = keys
-	} else if mk := f.Tag.Get("patchMergeKey"); mk != "" {
-		n.keys = []string{mk}
-	}
-	return n
 }
