@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -56,6 +57,11 @@ func connectCluster(f applyFlags) (*liveCluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// client-go's default (5 requests a second) would make a run wait on
+	// its own reads: namespace labels and context entries, per resource
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -85,12 +91,44 @@ func (lc *liveCluster) engineOptions() []engine.Option {
 	opts := []engine.Option{
 		engine.WithClient(lc.client),
 		engine.WithConfigMapResolver(lc.client),
-		engine.WithNamespaceLabeler(lc.client),
+		engine.WithNamespaceLabeler(&runLabels{src: lc.client}),
 	}
 	if lc.api != nil {
 		opts = append(opts, engine.WithAPIClient(lc.api))
 	}
 	return opts
+}
+
+// runLabels remembers the labels of each namespace for the run, as the
+// cluster host's informer does: a run reads each Namespace once, not once
+// per resource.
+type runLabels struct {
+	src engine.NamespaceLabeler
+	mu  sync.Mutex
+	m   map[string]labelsResult
+}
+
+type labelsResult struct {
+	labels map[string]string
+	err    error
+}
+
+// NamespaceLabels implements engine.NamespaceLabeler.
+func (r *runLabels) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res, ok := r.m[namespace]; ok {
+		return res.labels, res.err
+	}
+	labels, err := r.src.NamespaceLabels(ctx, namespace)
+	if ctx.Err() != nil {
+		return labels, err // not the namespace's answer
+	}
+	if r.m == nil {
+		r.m = map[string]labelsResult{}
+	}
+	r.m[namespace] = labelsResult{labels, err}
+	return labels, err
 }
 
 // listTask is one kind to list: all namespaces, or one.

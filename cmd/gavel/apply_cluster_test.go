@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 // fakeCluster is a cluster of client-go fakes whose lists are paged as
@@ -324,5 +327,38 @@ spec:
 	code, stdout, stderr = runGavel("apply", path, "-c", "--exceptions-with-resources")
 	if code != 1 || !strings.Contains(stdout, "with 1 exception(s)") || strings.Contains(stdout, "prod/Pod/legacy failed") || !strings.Contains(stdout, "skip: 1") {
 		t.Errorf("cluster exceptions: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+type countingLabeler struct{ calls int }
+
+func (c *countingLabeler) NamespaceLabels(_ context.Context, ns string) (map[string]string, error) {
+	c.calls++
+	if ns == "none" {
+		return nil, fmt.Errorf("namespace %s: %w", ns, engine.ErrNotFound)
+	}
+	return map[string]string{"name": ns}, nil
+}
+
+// A run reads each namespace's labels once.
+func TestRunLabels(t *testing.T) {
+	src := &countingLabeler{}
+	r := &runLabels{src: src}
+	for range 3 {
+		for _, ns := range []string{"a", "b", "none"} {
+			l, err := r.NamespaceLabels(t.Context(), ns)
+			if ns == "none" {
+				if !errors.Is(err, engine.ErrNotFound) {
+					t.Errorf("none: %v", err)
+				}
+				continue
+			}
+			if err != nil || l["name"] != ns {
+				t.Errorf("%s: %v, %v", ns, l, err)
+			}
+		}
+	}
+	if src.calls != 3 {
+		t.Errorf("%d reads, want 3", src.calls)
 	}
 }

@@ -69,6 +69,7 @@ type applyFlags struct {
 }
 
 const applyUsage = `Usage: gavel apply POLICY_PATH... --resource RESOURCE_PATH... [flags]
+       gavel apply POLICY_PATH... --cluster [--namespace NS] [--resource NAME...] [flags]
 
 Applies policies to resources, as the upstream CLI's kyverno apply does and
 with its flags: a policy path may be a file, a folder, "-" (standard input)
@@ -81,6 +82,13 @@ policy reports (--output-format yaml or json), --generate-exceptions a
 PolicyException per violation. gavel's own outputs: --output-format
 json|yaml without --policy-report prints a results document,
 --output-format junit JUnit XML.
+
+With --cluster the resources are read from the cluster of the kubeconfig
+(--kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the in-cluster
+service account; --context): those of the kinds the policies match, in
+every namespace or in --namespace, cluster-scoped ones only with
+--cluster-wide-resources, --batch-size per API call, --concurrent kinds at
+once; --resource then names resources. The policies are those given.
 
 Exit codes, as upstream: 1 when a result fails (Audit failures too, unless
 --audit-warn makes them warnings) or errors; the --warn-exit-code code when
