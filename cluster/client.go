@@ -1,218 +1,29 @@
 package cluster
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/rest"
 
-	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/generate"
+	"github.com/gavelpolicy/gavel/cluster/dynclient"
 )
 
 // Client is the engine.Client of generate rules and mutate-existing targets
-// on a dynamic client: kinds are resolved to resources through a RESTMapper,
-// objects travel as JSON-like maps. Update retries on conflicts (client-go's
-// retry.RetryOnConflict): the object is written again over the latest
-// resourceVersion, since the controller's write is the desired state.
-// Client also implements generate.ServerSideApplier. It is safe for
-// concurrent use.
-type Client struct {
-	dyn    dynamic.Interface
-	mapper meta.RESTMapper
-}
-
-var (
-	_ engine.Client              = (*Client)(nil)
-	_ generate.ServerSideApplier = (*Client)(nil)
-)
+// on a dynamic client (see dynclient.Client).
+type Client = dynclient.Client
 
 // NewClient returns a Client on dyn that resolves kinds with mapper.
 func NewClient(dyn dynamic.Interface, mapper meta.RESTMapper) *Client {
-	return &Client{dyn: dyn, mapper: mapper}
+	return dynclient.New(dyn, mapper)
 }
 
-// resource returns the resource interface of a kind, namespaced or not as
-// the mapper says.
-func (c *Client) resource(apiVersion, kind, namespace string) (dynamic.ResourceInterface, error) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: apiVersion %q: %w", apiVersion, err)
-	}
-	m, err := c.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			if rm, ok := c.mapper.(interface{ Reset() }); ok {
-				rm.Reset() // a CRD may have been installed since discovery
-				m, err = c.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: kind %s %s: %w", apiVersion, kind, err)
-		}
-	}
-	ri := c.dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		return ri.Namespace(namespace), nil
-	}
-	return ri, nil
-}
+// APIClient is the engine.APIClient of apiCall context entries on a REST
+// client (see dynclient.APIClient).
+type APIClient = dynclient.APIClient
 
-// wrap turns a NotFound API error into one that wraps engine.ErrNotFound.
-func wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%w: %w", engine.ErrNotFound, err)
-	}
-	return err
-}
+// NewAPIClient returns an APIClient on rc.
+func NewAPIClient(rc rest.Interface) *APIClient { return dynclient.NewAPIClient(rc) }
 
-// Get implements engine.Client.
-func (c *Client) Get(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {
-	ri, err := c.resource(apiVersion, kind, namespace)
-	if err != nil {
-		return nil, err
-	}
-	u, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return u.Object, nil
-}
+func wrap(err error) error { return dynclient.WrapNotFound(err) }
 
-// List implements engine.Client; namespace "" lists every namespace.
-func (c *Client) List(ctx context.Context, apiVersion, kind, namespace string, selector *metav1.LabelSelector) ([]map[string]any, error) {
-	ri, err := c.resource(apiVersion, kind, namespace)
-	if err != nil {
-		return nil, err
-	}
-	var opts metav1.ListOptions
-	if selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(selector)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: label selector: %w", err)
-		}
-		opts.LabelSelector = s.String()
-	}
-	l, err := ri.List(ctx, opts)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	out := make([]map[string]any, len(l.Items))
-	for i := range l.Items {
-		obj := l.Items[i].Object
-		// items of a list have no apiVersion and kind of their own
-		if _, ok := obj["kind"]; !ok {
-			obj["kind"] = kind
-			obj["apiVersion"] = apiVersion
-		}
-		out[i] = obj
-	}
-	return out, nil
-}
-
-func (c *Client) objectResource(obj map[string]any) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
-	u := &unstructured.Unstructured{Object: obj}
-	if u.GetKind() == "" || u.GetAPIVersion() == "" {
-		return nil, nil, errors.New("cluster: object without apiVersion or kind")
-	}
-	ri, err := c.resource(u.GetAPIVersion(), u.GetKind(), u.GetNamespace())
-	return u, ri, err
-}
-
-// Create implements engine.Client.
-func (c *Client) Create(ctx context.Context, obj map[string]any) (map[string]any, error) {
-	u, ri, err := c.objectResource(obj)
-	if err != nil {
-		return nil, err
-	}
-	out, err := ri.Create(ctx, u, metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return out.Object, nil
-}
-
-// Update implements engine.Client. On a conflict the latest
-// resourceVersion is read and the write is tried again.
-func (c *Client) Update(ctx context.Context, obj map[string]any) (map[string]any, error) {
-	u, ri, err := c.objectResource(obj)
-	if err != nil {
-		return nil, err
-	}
-	u = u.DeepCopy()
-	var out *unstructured.Unstructured
-	first := true
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first || u.GetResourceVersion() == "" {
-			cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			u.SetResourceVersion(cur.GetResourceVersion())
-		}
-		first = false
-		var err error
-		out, err = ri.Update(ctx, u, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return out.Object, nil
-}
-
-// Delete implements engine.Client.
-func (c *Client) Delete(ctx context.Context, apiVersion, kind, namespace, name string) error {
-	ri, err := c.resource(apiVersion, kind, namespace)
-	if err != nil {
-		return err
-	}
-	return wrap(ri.Delete(ctx, name, metav1.DeleteOptions{}))
-}
-
-// Apply implements generate.ServerSideApplier with a forced server-side
-// apply.
-func (c *Client) Apply(ctx context.Context, obj map[string]any, fieldManager string) (map[string]any, error) {
-	u, ri, err := c.objectResource(obj)
-	if err != nil {
-		return nil, err
-	}
-	u = u.DeepCopy()
-	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
-	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-	data, err := u.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	force := true
-	out, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force})
-	if err != nil {
-		return nil, err
-	}
-	return out.Object, nil
-}
-
-// splitKind splits "group/version/Kind", "version/Kind" or "Kind".
-func splitKind(s string) (group, version, kind string) {
-	parts := strings.Split(s, "/")
-	switch len(parts) {
-	case 1:
-		return "", "", parts[0]
-	case 2:
-		return "", parts[0], parts[1]
-	default:
-		return parts[0], parts[1], parts[len(parts)-1]
-	}
-}
+func splitKind(s string) (group, version, kind string) { return dynclient.SplitKind(s) }

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -241,23 +240,7 @@ func (h *Host) RawAbsPath(ctx context.Context, path, method string, body []byte)
 	if rc == nil {
 		return nil, fmt.Errorf("cluster: REST client %w", engine.ErrNotConfigured)
 	}
-	var req *rest.Request
-	switch method {
-	case "", "GET":
-		req = rc.Get()
-	case "POST":
-		req = rc.Post().Body(body).SetHeader("Content-Type", "application/json")
-	default:
-		return nil, fmt.Errorf("cluster: method %s not supported", method)
-	}
-	out, err := req.AbsPath(path).DoRaw(ctx)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %w", engine.ErrNotFound, err)
-		}
-		return nil, err
-	}
-	return out, nil
+	return NewAPIClient(rc).RawAbsPath(ctx, path, method, body)
 }
 
 // Exceptions implements engine.ExceptionSource: the PolicyExceptions of the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
@@ -131,8 +132,24 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	resourcesRead := make(chan struct{})
 	go func() {
 		defer close(resourcesRead)
+		if f.cluster {
+			// -r names resources of the cluster
+			inputs = &resourceInputs{data: map[int][]byte{}}
+			return
+		}
 		inputs, rerr = readInputs(f.resources, stdin)
 	}()
+	var live *liveCluster
+	if f.cluster {
+		var err error
+		if live, err = connect(f); err != nil {
+			<-resourcesRead
+			fmt.Fprintln(stderr, "gavel apply: failed to connect to the cluster:", err)
+			return nil, exitUsage
+		}
+	} else if flags := f.clusterOnly(); len(flags) > 0 {
+		fmt.Fprintf(stderr, "gavel apply: note: %s without --cluster: ignored, as upstream\n", strings.Join(flags, ", "))
+	}
 	pset, perr := loader.Load(paths...)
 	xset, xerr := &loader.Set{}, error(nil)
 	if !f.withResources {
@@ -159,7 +176,12 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
-	eng, eerr := engine.New(applyEngineOptions(f, &ev, excSource, cluster, ctxFile)...)
+	opts := applyEngineOptions(f, &ev, excSource, cluster, ctxFile)
+	if live != nil {
+		// the cluster serves the engine's reads, as upstream's client
+		opts = append(opts, live.engineOptions()...)
+	}
+	eng, eerr := engine.New(opts...)
 	var set *engine.PolicySet
 	var skipped []skippedPolicy
 	if perr == nil && eerr == nil {
@@ -181,6 +203,19 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError)
 	if err != nil {
 		return fail("resources", err)
+	}
+	var clusterFeed feedFunc
+	if live != nil && set != nil {
+		tasks, err := live.listTasks(policyKinds(set), f.namespace, f.clusterWideResources)
+		if err != nil {
+			return fail("resources", err)
+		}
+		clusterFeed = live.clusterFeed(tasks, f.batchSize, f.concurrent, f.resources, stderr)
+		if f.withResources {
+			if found.exceptions, err = live.clusterExceptions(context.Background(), f.namespace); err != nil {
+				return fail("exceptions", err)
+			}
+		}
 	}
 	compiled, err := exceptions.Compile(applyExceptions(f, xset, pset, found))
 	for _, step := range []struct {
@@ -213,7 +248,10 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	}
 	ev.set = set
 	ar := &applyInputs{ev: ev, feed: inputs.each}
-	if found.docs != nil {
+	switch {
+	case clusterFeed != nil:
+		ar.feed = clusterFeed
+	case found.docs != nil:
 		// every document was decoded by the scan: no need to read again
 		ar.feed = found.each
 	}

@@ -55,7 +55,7 @@ type applyFlags struct {
 	parameterResources stringList
 	contextFile        string
 
-	// flags that need a piece gavel does not have yet (see needsHost)
+	// a live cluster (apply_cluster.go)
 	cluster              bool
 	kubeconfig           string
 	kubeContext          string
@@ -69,6 +69,7 @@ type applyFlags struct {
 }
 
 const applyUsage = `Usage: gavel apply POLICY_PATH... --resource RESOURCE_PATH... [flags]
+       gavel apply POLICY_PATH... --cluster [--namespace NS] [--resource NAME...] [flags]
 
 Applies policies to resources, as the upstream CLI's kyverno apply does and
 with its flags: a policy path may be a file, a folder, "-" (standard input)
@@ -81,6 +82,13 @@ policy reports (--output-format yaml or json), --generate-exceptions a
 PolicyException per violation. gavel's own outputs: --output-format
 json|yaml without --policy-report prints a results document,
 --output-format junit JUnit XML.
+
+With --cluster the resources are read from the cluster of the kubeconfig
+(--kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the in-cluster
+service account; --context): those of the kinds the policies match, in
+every namespace or in --namespace, cluster-scoped ones only with
+--cluster-wide-resources, --batch-size per API call, --concurrent kinds at
+once; --resource then names resources. The policies are those given.
 
 Exit codes, as upstream: 1 when a result fails (Audit failures too, unless
 --audit-warn makes them warnings) or errors; the --warn-exit-code code when
@@ -173,14 +181,14 @@ func newApplyFlags(f *applyFlags) *flag.FlagSet {
 	str(&f.reportFmt, "report-format", "", "openreports", "API of the policy reports (gavel): openreports (openreports.io/v1alpha1, as the upstream CLI) or wgpolicy (wgpolicyk8s.io/v1alpha2)")
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "resources evaluated in parallel (gavel)")
 
-	// need the cluster host (see needsHost)
-	boolean(&f.cluster, "cluster", "c", false, "read resources from the cluster of the current context (needs the cluster host)")
-	str(&f.kubeconfig, "kubeconfig", "", "", "kubeconfig file (needs the cluster host)")
-	str(&f.kubeContext, "context", "", "", "kubeconfig context (needs the cluster host)")
-	str(&f.namespace, "namespace", "n", "", "namespace of the cluster's resources (needs the cluster host)")
-	fs.IntVar(&f.batchSize, "batch-size", 100, "resources read per API call (needs the cluster host)")
-	boolean(&f.clusterWideResources, "cluster-wide-resources", "", false, "apply to cluster-wide resources (needs the cluster host)")
-	fs.IntVar(&f.concurrent, "concurrent", 1, "workers reading the cluster's resources (needs the cluster host)")
+	// a live cluster, as upstream (see apply_cluster.go)
+	boolean(&f.cluster, "cluster", "c", false, "read the resources from the cluster of the current kubeconfig context: those of the kinds the policies match; -r then names resources")
+	str(&f.kubeconfig, "kubeconfig", "", "", "kubeconfig file of --cluster (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
+	str(&f.kubeContext, "context", "", "", "kubeconfig context of --cluster")
+	str(&f.namespace, "namespace", "n", "", "with --cluster: read only the namespaced resources of this namespace")
+	fs.IntVar(&f.batchSize, "batch-size", 100, "with --cluster: resources read per API call (100 to 20000)")
+	boolean(&f.clusterWideResources, "cluster-wide-resources", "", false, "with --cluster: read the cluster-scoped resources only (with --namespace: and the namespace's)")
+	fs.IntVar(&f.concurrent, "concurrent", 1, "with --cluster: kinds read at once (1 to 32)")
 	list(&f.parameterResources, "parameter-resource", "", "files of the parameter objects CEL rules select with paramKind and paramRef (read through the cluster, not evaluated)")
 	str(&f.contextFile, "context-file", "", "", "context file (kind Context): objects read through the cluster, and image data for imageRegistry entries without --registry")
 	list(&f.jsonPayloads, "json", "", "JSON payloads (not supported: kyverno-json policies)")
@@ -226,8 +234,21 @@ func (f *applyFlags) check(paths []string) error {
 		return errors.New("pass the values either using set flag or values_file flag")
 	case paths[0] == "-" && len(f.resources) > 0 && f.resources[0] == "-":
 		return errors.New("a stdin pipe can be used for either policies or resources, not both")
-	case len(f.resources) == 0:
+	case len(f.resources) == 0 && !f.cluster:
 		return errors.New("resource file(s) or cluster required")
+	}
+	if f.cluster {
+		// upstream's resource loader checks them before reading
+		switch {
+		case f.batchSize < minBatchSize:
+			return fmt.Errorf("--batch-size: batch size cannot be less than %d", minBatchSize)
+		case f.batchSize > maxBatchSize:
+			return fmt.Errorf("--batch-size: batch size cannot exceed %d", maxBatchSize)
+		case f.concurrent < 1:
+			return errors.New("--concurrent: concurrency must be at least 1")
+		case f.concurrent > maxConcurrent:
+			return fmt.Errorf("--concurrent: concurrency cannot exceed %d", maxConcurrent)
+		}
 	}
 	for _, kv := range f.set {
 		if !strings.Contains(kv, "=") {
@@ -249,26 +270,11 @@ func (f *applyFlags) check(paths []string) error {
 	return nil
 }
 
-// needsHost reports the flags gavel accepts but cannot act on yet: those
-// that read a live cluster need the cluster host; kyverno-json and authorization payloads are not part of
-// the policy language gavel speaks.
+// needsHost reports the flags gavel accepts but cannot act on:
+// kyverno-json and authorization payloads are not part of the policy
+// language gavel speaks.
 func (f *applyFlags) needsHost() error {
-	var cluster, none []string
-	if f.cluster {
-		cluster = append(cluster, "--cluster")
-	}
-	if f.kubeconfig != "" {
-		cluster = append(cluster, "--kubeconfig")
-	}
-	if f.kubeContext != "" {
-		cluster = append(cluster, "--context")
-	}
-	if f.namespace != "" {
-		cluster = append(cluster, "--namespace")
-	}
-	if f.clusterWideResources {
-		cluster = append(cluster, "--cluster-wide-resources")
-	}
+	var none []string
 	for _, p := range []struct {
 		name string
 		v    stringList
@@ -277,13 +283,28 @@ func (f *applyFlags) needsHost() error {
 			none = append(none, p.name)
 		}
 	}
-	switch {
-	case len(cluster) > 0:
-		return fmt.Errorf("%s needs the cluster host, which gavel does not have yet; read the resources from files with --resource", strings.Join(cluster, ", "))
-	case len(none) > 0:
+	if len(none) > 0 {
 		return fmt.Errorf("%s: JSON and authorization payloads are not supported (gavel evaluates Kubernetes resources)", strings.Join(none, ", "))
 	}
 	return nil
+}
+
+// clusterOnly lists the flags of a live cluster given without --cluster,
+// which upstream ignores.
+func (f *applyFlags) clusterOnly() []string {
+	if f.cluster {
+		return nil
+	}
+	var out []string
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{{"--kubeconfig", f.kubeconfig != ""}, {"--context", f.kubeContext != ""}, {"--namespace", f.namespace != ""}, {"--cluster-wide-resources", f.clusterWideResources}} {
+		if c.set {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // textOutput reports whether the run prints upstream's text around its

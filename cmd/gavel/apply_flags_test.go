@@ -328,9 +328,13 @@ func TestApplyFlags(t *testing.T) {
 		{name: "klog flags", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "-v", "3", "--logtostderr", "--log_dir", "/tmp"}, code: 0},
 		{name: "registry without image entries", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--registry"}, code: 0},
 
+		// live-cluster flags (apply_cluster_test.go runs them on a cluster)
+		{name: "cluster, no kubeconfig", args: []string{p("enforce.yaml"), "-c", "--kubeconfig", p("missing-kubeconfig")}, code: 1, stderr: []string{"failed to connect to the cluster"}},
+		{name: "cluster flags without cluster", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--kubeconfig", "k", "--context", "c", "-n", "default"}, code: 0, stderr: []string{"--kubeconfig, --context, --namespace without --cluster: ignored"}},
+		{name: "batch-size too small", args: []string{p("enforce.yaml"), "-c", "--batch-size", "10"}, code: 1, stderr: []string{"batch size cannot be less than 100"}},
+		{name: "concurrent too large", args: []string{p("enforce.yaml"), "-c", "--concurrent", "33"}, code: 1, stderr: []string{"concurrency cannot exceed 32"}},
+
 		// need pieces gavel does not have
-		{name: "cluster", args: []string{p("enforce.yaml"), "-c"}, code: 1, stderr: []string{"--cluster needs the cluster host"}},
-		{name: "kubeconfig", args: []string{p("enforce.yaml"), "-r", p("good.yaml"), "--kubeconfig", "k", "--context", "c", "-n", "default"}, code: 1, stderr: []string{"--kubeconfig, --context, --namespace needs the cluster host"}},
 		{name: "json payload", args: []string{p("enforce.yaml"), "--json", "p.json", "-r", p("good.yaml")}, code: 1, stderr: []string{"not supported"}},
 		{name: "no resource", args: []string{p("enforce.yaml")}, code: 1, stderr: []string{"resource file(s) or cluster required"}},
 		{name: "no policy", args: []string{"-r", p("good.yaml")}, code: 1, stderr: []string{"require policy"}},
