@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -388,5 +389,31 @@ func TestVariablesShared(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("the authorizer was asked %d times, want 2", n)
+	}
+}
+
+// ctxAuthorizer records the context of its checks.
+type ctxAuthorizer struct{ got *context.Context }
+
+func (a ctxAuthorizer) Authorize(ctx context.Context, _ cel.Check) (bool, string, error) {
+	*a.got = ctx
+	return true, "", nil
+}
+
+func TestAuthorizerGetsTheEvaluationContext(t *testing.T) {
+	c := env(t).NewCompiler(false)
+	p, err := c.Compile("authorizer.group('').resource('pods').check('get').allowed()", cel.Validation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{}
+	ctx, cancel := context.WithTimeout(context.WithValue(t.Context(), key{}, "request"), time.Minute)
+	defer cancel()
+	var got context.Context
+	if v, err := c.NewEvaluation(ctx, &cel.Input{Authorizer: ctxAuthorizer{&got}}).Eval(p); err != nil || v != types.True {
+		t.Fatalf("got %v, %v", v, err)
+	}
+	if _, ok := got.Deadline(); !ok || got.Value(key{}) != "request" {
+		t.Fatalf("the check's context is not the evaluation's: %v", got)
 	}
 }

@@ -169,7 +169,7 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 	}
 	if in.Authorizer != nil {
 		u := &user.DefaultInfo{Name: in.User.Username, UID: in.User.UID, Groups: in.User.Groups, Extra: in.User.Extra}
-		a := authorizerAdapter{in.Authorizer}
+		a := authorizerAdapter{a: in.Authorizer, ctx: ctx}
 		ev.act.authorizer = library.NewAuthorizerVal(u, a)
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
 	}
@@ -284,9 +284,18 @@ func (ev *Evaluation) run(p *Program) (ref.Val, *cel.EvalDetails, error) {
 }
 
 // authorizerAdapter puts an Authorizer behind the API server's interface.
-type authorizerAdapter struct{ a Authorizer }
+// ctx is the Evaluation's: the API server's library asks its checks with
+// context.TODO(), so the caller's deadline and cancellation reach the
+// Authorizer only through the adapter.
+type authorizerAdapter struct {
+	a   Authorizer
+	ctx context.Context
+}
 
 func (a authorizerAdapter) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.ctx != nil {
+		ctx = a.ctx
+	}
 	c := Check{
 		Verb:            attrs.GetVerb(),
 		ResourceRequest: attrs.IsResourceRequest(),
