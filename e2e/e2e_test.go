@@ -297,6 +297,8 @@ func TestScenarios(t *testing.T) {
 		}
 	})
 
+	t.Run("CELAuthorizerAndParams", func(t *testing.T) { celScenario(t, e) })
+
 	t.Run("BrokenPolicyKeepsPreviousSet", func(t *testing.T) {
 		ri := e.dyn.Resource(cluster.ClusterPolicies)
 		p, err := ri.Get(ctx, "require-team", metav1.GetOptions{})
