@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -40,7 +43,13 @@ type Check struct {
 	Subresource     string
 	Namespace       string
 	Name            string
-	Path            string
+	// FieldSelector and LabelSelector are the selectors of a resource
+	// check (fieldSelector(), labelSelector()), in the syntax of a list
+	// request's query parameters; a selector that does not parse is left
+	// out (the check is then the broader one, as the API server's
+	// authorizers take it).
+	FieldSelector, LabelSelector string
+	Path                         string
 }
 
 // Authorizer answers the checks of the authorizer variable.
@@ -307,6 +316,16 @@ func (a authorizerAdapter) Authorize(ctx context.Context, attrs authorizer.Attri
 		Name:            attrs.GetName(),
 		Path:            attrs.GetPath(),
 	}
+	if reqs, _ := attrs.GetFieldSelector(); len(reqs) > 0 {
+		c.FieldSelector = fieldSelector(reqs)
+	}
+	if reqs, _ := attrs.GetLabelSelector(); len(reqs) > 0 {
+		s := make([]string, len(reqs))
+		for i := range reqs {
+			s[i] = reqs[i].String()
+		}
+		c.LabelSelector = strings.Join(s, ",")
+	}
 	if u := attrs.GetUser(); u != nil {
 		c.User = UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
 	}
@@ -318,6 +337,22 @@ func (a authorizerAdapter) Authorize(ctx context.Context, attrs authorizer.Attri
 		return authorizer.DecisionAllow, reason, nil
 	}
 	return authorizer.DecisionDeny, reason, nil
+}
+
+// fieldSelector writes field requirements back in selector syntax.
+func fieldSelector(reqs fields.Requirements) string {
+	var b strings.Builder
+	for i, r := range reqs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		op := "="
+		if r.Operator == selection.NotEquals {
+			op = "!="
+		}
+		b.WriteString(r.Field + op + fields.EscapeValue(r.Value))
+	}
+	return b.String()
 }
 
 type resourceAttrs RequestResource
