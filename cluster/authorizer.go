@@ -9,6 +9,9 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
@@ -43,8 +46,8 @@ type AuthorizerOptions struct {
 // webhook and delegating authorizers build them: the requesting user
 // with its UID, groups and extra; the resource attributes of a resource
 // check (verb, group, the version the library asks, "*", resource,
-// subresource, namespace, name) or the path and verb of a non-resource
-// check. A review that allows answers allowed; one that denies or has no
+// subresource, namespace, name, field and label selectors as
+// requirements) or the path and verb of a non-resource check. A review that allows answers allowed; one that denies or has no
 // opinion answers not allowed, with the authorizer's reason; a review
 // that both allows and denies, or one that cannot be made, is an error
 // (the expression's decision errored(), not allowed()).
@@ -137,18 +140,83 @@ func reviewSpec(c engine.AuthorizationCheck) authorizationv1.SubjectAccessReview
 		}
 	}
 	if c.ResourceRequest {
-		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+		ra := &authorizationv1.ResourceAttributes{
 			Namespace: c.Namespace, Verb: c.Verb, Group: c.APIGroup, Version: c.APIVersion,
 			Resource: c.Resource, Subresource: c.Subresource, Name: c.Name,
 		}
+		if r := fieldRequirements(c.FieldSelector); len(r) > 0 {
+			ra.FieldSelector = &authorizationv1.FieldSelectorAttributes{Requirements: r}
+		}
+		if r := labelRequirements(c.LabelSelector); len(r) > 0 {
+			ra.LabelSelector = &authorizationv1.LabelSelectorAttributes{Requirements: r}
+		}
+		spec.ResourceAttributes = ra
 	} else {
 		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: c.Path, Verb: c.Verb}
 	}
 	return spec
 }
 
+// fieldRequirements are a check's field selector as the webhook
+// authorizer sends it: equality as In, inequality as NotIn. Selectors
+// only narrow a check, so one that does not parse is left out (the
+// broader check is asked).
+func fieldRequirements(sel string) []metav1.FieldSelectorRequirement {
+	if sel == "" {
+		return nil
+	}
+	s, err := fields.ParseSelector(sel)
+	if err != nil {
+		return nil
+	}
+	var out []metav1.FieldSelectorRequirement
+	for _, r := range s.Requirements() {
+		switch r.Operator {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			out = append(out, metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpIn, Values: []string{r.Value}})
+		case selection.NotEquals, selection.NotIn:
+			out = append(out, metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpNotIn, Values: []string{r.Value}})
+		}
+	}
+	return out
+}
+
+// labelRequirements are a check's label selector as the webhook
+// authorizer sends it.
+func labelRequirements(sel string) []metav1.LabelSelectorRequirement {
+	if sel == "" {
+		return nil
+	}
+	reqs, err := labels.ParseToRequirements(sel)
+	if err != nil {
+		return nil
+	}
+	var out []metav1.LabelSelectorRequirement
+	for _, r := range reqs {
+		lr := metav1.LabelSelectorRequirement{Key: r.Key()}
+		if v := r.ValuesUnsorted(); len(v) > 0 {
+			lr.Values = v
+		}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			lr.Operator = metav1.LabelSelectorOpIn
+		case selection.NotEquals, selection.NotIn:
+			lr.Operator = metav1.LabelSelectorOpNotIn
+		case selection.Exists:
+			lr.Operator = metav1.LabelSelectorOpExists
+		case selection.DoesNotExist:
+			lr.Operator = metav1.LabelSelectorOpDoesNotExist
+		default:
+			continue
+		}
+		out = append(out, lr)
+	}
+	return out
+}
+
 func cacheable(c engine.AuthorizationCheck) bool {
 	n := len(c.Namespace) + len(c.Verb) + len(c.APIGroup) + len(c.APIVersion) +
-		len(c.Resource) + len(c.Subresource) + len(c.Name) + len(c.Path)
+		len(c.Resource) + len(c.Subresource) + len(c.Name) + len(c.Path) +
+		len(c.FieldSelector) + len(c.LabelSelector)
 	return n < maxCachedAttrs
 }
