@@ -90,16 +90,23 @@ func (c *Client) IsNamespaced(apiVersion, kind string) (bool, error) {
 	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
-// wrap turns a NotFound API error into one that wraps engine.ErrNotFound.
+// wrap turns a NotFound API error into one that wraps engine.ErrNotFound
+// with the API server's text as it is (configmaps "x" not found), the
+// text upstream's messages carry.
 func wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+		return notFound{err}
 	}
 	return err
 }
+
+type notFound struct{ err error }
+
+func (e notFound) Error() string   { return e.err.Error() }
+func (e notFound) Unwrap() []error { return []error{engine.ErrNotFound, e.err} }
 
 // Get implements engine.Client.
 func (c *Client) Get(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {

@@ -263,7 +263,7 @@ func (h *Host) RawAbsPath(ctx context.Context, path, method string, body []byte)
 	out, err := req.AbsPath(path).DoRaw(ctx)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+			return nil, notFound{err}
 		}
 		return nil, err
 	}
