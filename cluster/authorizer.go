@@ -47,10 +47,11 @@ type AuthorizerOptions struct {
 // with its UID, groups and extra; the resource attributes of a resource
 // check (verb, group, the version the library asks, "*", resource,
 // subresource, namespace, name, field and label selectors as
-// requirements) or the path and verb of a non-resource check. A review that allows answers allowed; one that denies or has no
-// opinion answers not allowed, with the authorizer's reason; a review
-// that both allows and denies, or one that cannot be made, is an error
-// (the expression's decision errored(), not allowed()).
+// requirements) or the path and verb of a non-resource check. A review
+// that allows answers allowed; one that denies or has no opinion answers
+// not allowed, with the authorizer's reason; a review that both allows
+// and denies, or one that cannot be made, is an error (the expression's
+// decision errored(), not allowed()).
 //
 // Decisions are remembered briefly, keyed by the whole review, as the
 // delegating authorizer does (the API server's own ValidatingAdmission

@@ -131,9 +131,8 @@ func celScenario(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	_, err = bob.Create(ctx, pod("bob-no-params", nil, "mirror.example/nginx"), metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), "image-prefix:\n  prefix-from-configmap:") {
-		t.Errorf("without the ConfigMap: %v, want image-prefix's denial", err)
-	} else {
-		t.Logf("without the ConfigMap: %v", err)
+	want = denial("cel", "bob-no-params", "image-prefix:\n  prefix-from-configmap: 'error in parameterized resource: configmaps \"image-rules\"\n    not found'\n")
+	if err == nil || err.Error() != want {
+		t.Errorf("without the ConfigMap:\n%v\nwant\n%q", err, want)
 	}
 }
