@@ -93,7 +93,7 @@ func celScenario(t *testing.T, e *env) {
 		}
 		return err != nil && strings.Contains(err.Error(), "priority-label")
 	})
-	want := denial("cel", "bob-priority", "priority-label:\n  priority-creators: only users who may create PriorityClasses may set gavel.io/priority in restricted namespaces\n")
+	want := denial("cel", "bob-priority", "priority-label:\n  priority-creators: only users who may create PriorityClasses may set gavel.io/priority\n    in restricted namespaces\n")
 	if err.Error() != want {
 		t.Errorf("denial:\n%q\nwant\n%q", err.Error(), want)
 	}
