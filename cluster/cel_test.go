@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -303,5 +305,43 @@ func TestClientIsNamespaced(t *testing.T) {
 	}
 	if _, err := h.Client().IsNamespaced("gavel.io/v1", "Unknown"); err == nil {
 		t.Error("an unknown kind: no error")
+	}
+}
+
+// The request's deadline reaches the SubjectAccessReview through the
+// engine and the CEL library.
+func TestAuthorizerHonoursTheRequestDeadline(t *testing.T) {
+	docs, err := api.ReadDocuments(strings.NewReader(celPolicies), "cel.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := api.DecodePolicy(docs[0]) // tier-label
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.WithAuthorizer(NewAuthorizer(slowReviews{}, AuthorizerOptions{Timeout: 10 * time.Second})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	resp, err := set.Validate(ctx, &engine.Request{Operation: api.Create,
+		UserInfo: api.UserInfoData{Username: "bob"},
+		Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": "team-a", "labels": map[string]any{"tier": "gold"}}}})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Validate took %s: the deadline did not reach the review", d)
+	}
+	if err == nil {
+		for _, r := range resp.Policies[0].Rules {
+			if r.Status == engine.StatusPass {
+				t.Errorf("rule %s passed without an answer", r.Name)
+			}
+		}
 	}
 }
