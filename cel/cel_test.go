@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -388,5 +389,62 @@ func TestVariablesShared(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("the authorizer was asked %d times, want 2", n)
+	}
+}
+
+// ctxAuthorizer records the context of its checks.
+type ctxAuthorizer struct{ got *context.Context }
+
+func (a ctxAuthorizer) Authorize(ctx context.Context, _ cel.Check) (bool, string, error) {
+	*a.got = ctx
+	return true, "", nil
+}
+
+func TestAuthorizerGetsTheEvaluationContext(t *testing.T) {
+	c := env(t).NewCompiler(false)
+	p, err := c.Compile("authorizer.group('').resource('pods').check('get').allowed()", cel.Validation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{}
+	ctx, cancel := context.WithTimeout(context.WithValue(t.Context(), key{}, "request"), time.Minute)
+	defer cancel()
+	var got context.Context
+	if v, err := c.NewEvaluation(ctx, &cel.Input{Authorizer: ctxAuthorizer{&got}}).Eval(p); err != nil || v != types.True {
+		t.Fatalf("got %v, %v", v, err)
+	}
+	if _, ok := got.Deadline(); !ok || got.Value(key{}) != "request" {
+		t.Fatalf("the check's context is not the evaluation's: %v", got)
+	}
+}
+
+// checkRecorder records the checks it is asked.
+type checkRecorder struct{ got *[]cel.Check }
+
+func (a checkRecorder) Authorize(_ context.Context, c cel.Check) (bool, string, error) {
+	*a.got = append(*a.got, c)
+	return true, "", nil
+}
+
+func TestAuthorizerSelectors(t *testing.T) {
+	c := env(t).NewCompiler(false)
+	p, err := c.Compile(`authorizer.group('').resource('pods').namespace('ns').fieldSelector('spec.nodeName=n1,metadata.name!=x').labelSelector('app in (a,b),!tmp').check('list').allowed() &&
+		authorizer.group('').resource('pods').fieldSelector('spec.nodeName in (x)').check('list').allowed()`, cel.Validation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []cel.Check
+	if v, err := c.NewEvaluation(t.Context(), &cel.Input{Authorizer: checkRecorder{&got}}).Eval(p); err != nil || v != types.True {
+		t.Fatalf("got %v, %v", v, err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d checks, want 2", len(got))
+	}
+	if got[0].FieldSelector != "metadata.name!=x,spec.nodeName=n1" || got[0].LabelSelector != "app in (a,b),!tmp" {
+		t.Errorf("selectors %q %q", got[0].FieldSelector, got[0].LabelSelector)
+	}
+	// a selector that does not parse is left out
+	if got[1].FieldSelector != "" {
+		t.Errorf("unparsable selector passed on: %q", got[1].FieldSelector)
 	}
 }

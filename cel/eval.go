@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -40,7 +43,13 @@ type Check struct {
 	Subresource     string
 	Namespace       string
 	Name            string
-	Path            string
+	// FieldSelector and LabelSelector are the selectors of a resource
+	// check (fieldSelector(), labelSelector()), in the syntax of a list
+	// request's query parameters; a selector that does not parse is left
+	// out (the check is then the broader one, as the API server's
+	// authorizers take it).
+	FieldSelector, LabelSelector string
+	Path                         string
 }
 
 // Authorizer answers the checks of the authorizer variable.
@@ -169,7 +178,7 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 	}
 	if in.Authorizer != nil {
 		u := &user.DefaultInfo{Name: in.User.Username, UID: in.User.UID, Groups: in.User.Groups, Extra: in.User.Extra}
-		a := authorizerAdapter{in.Authorizer}
+		a := authorizerAdapter{a: in.Authorizer, ctx: ctx}
 		ev.act.authorizer = library.NewAuthorizerVal(u, a)
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
 	}
@@ -284,9 +293,18 @@ func (ev *Evaluation) run(p *Program) (ref.Val, *cel.EvalDetails, error) {
 }
 
 // authorizerAdapter puts an Authorizer behind the API server's interface.
-type authorizerAdapter struct{ a Authorizer }
+// ctx is the Evaluation's: the API server's library asks its checks with
+// context.TODO(), so the caller's deadline and cancellation reach the
+// Authorizer only through the adapter.
+type authorizerAdapter struct {
+	a   Authorizer
+	ctx context.Context
+}
 
 func (a authorizerAdapter) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.ctx != nil {
+		ctx = a.ctx
+	}
 	c := Check{
 		Verb:            attrs.GetVerb(),
 		ResourceRequest: attrs.IsResourceRequest(),
@@ -297,6 +315,16 @@ func (a authorizerAdapter) Authorize(ctx context.Context, attrs authorizer.Attri
 		Namespace:       attrs.GetNamespace(),
 		Name:            attrs.GetName(),
 		Path:            attrs.GetPath(),
+	}
+	if reqs, _ := attrs.GetFieldSelector(); len(reqs) > 0 {
+		c.FieldSelector = fieldSelector(reqs)
+	}
+	if reqs, _ := attrs.GetLabelSelector(); len(reqs) > 0 {
+		s := make([]string, len(reqs))
+		for i := range reqs {
+			s[i] = reqs[i].String()
+		}
+		c.LabelSelector = strings.Join(s, ",")
 	}
 	if u := attrs.GetUser(); u != nil {
 		c.User = UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
@@ -309,6 +337,22 @@ func (a authorizerAdapter) Authorize(ctx context.Context, attrs authorizer.Attri
 		return authorizer.DecisionAllow, reason, nil
 	}
 	return authorizer.DecisionDeny, reason, nil
+}
+
+// fieldSelector writes field requirements back in selector syntax.
+func fieldSelector(reqs fields.Requirements) string {
+	var b strings.Builder
+	for i, r := range reqs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		op := "="
+		if r.Operator == selection.NotEquals {
+			op = "!="
+		}
+		b.WriteString(r.Field + op + fields.EscapeValue(r.Value))
+	}
+	return b.String()
 }
 
 type resourceAttrs RequestResource

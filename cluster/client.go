@@ -8,8 +8,8 @@ import (
 	"github.com/gavelpolicy/gavel/cluster/dynclient"
 )
 
-// Client is the engine.Client of generate rules and mutate-existing targets
-// on a dynamic client (see dynclient.Client).
+// Client is the engine.Client of generate rules, mutate-existing targets
+// and CEL parameter objects on a dynamic client (see dynclient.Client).
 type Client = dynclient.Client
 
 // NewClient returns a Client on dyn that resolves kinds with mapper.

@@ -7,7 +7,11 @@
 //     (kyverno.io/v2, from the allowed namespaces) compiled when they
 //     change (engine.ExceptionSource); apiCall entries through the REST
 //     client (engine.APIClient); Client, the dynamic engine.Client of
-//     generate rules and mutate-existing targets, retrying conflicts.
+//     generate rules and mutate-existing targets, retrying conflicts, which
+//     also reads the parameter objects and namespaceObject of CEL rules
+//     and tells their kinds' scope (engine.NamespacedKinds); Authorizer,
+//     CEL's authorizer variable on SubjectAccessReviews
+//     (engine.Authorizer).
 //   - PolicySource: ClusterPolicy and Policy objects watched, each
 //     compiled when it changes, the PolicySet swapped atomically; a policy
 //     that does not compile keeps its previous version serving and gets a

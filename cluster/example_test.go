@@ -5,6 +5,7 @@ import (
 	"log"
 	"os"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -60,4 +61,21 @@ func ExamplePolicySource_Subscribe() {
 		}
 		log.Printf("policy %s compiled, %d serving", c.New.Key(), len(c.Set.Policies()))
 	})
+}
+
+// An Authorizer answers CEL's authorizer variable for an engine built
+// without a Host; refusals are asked again each time.
+func ExampleNewAuthorizer() {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	authz := cluster.NewAuthorizer(kube.AuthorizationV1().SubjectAccessReviews(), cluster.AuthorizerOptions{DenyTTL: -1})
+	if _, err := engine.New(engine.WithAuthorizer(authz)); err != nil {
+		log.Fatal(err)
+	}
 }

@@ -34,6 +34,8 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 		{Version: "v1", Resource: "namespaces"}: "NamespaceList",
 		{Version: "v1", Resource: "pods"}:       "PodList",
+		paramLimits:                             "LimitList",
+		paramClusterLimits:                      "ClusterLimitList",
 	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, listKinds, dynObjs...)
 	// the fake does not implement generateName
@@ -48,6 +50,9 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	// parameter objects of CEL rules, namespaced and not
+	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "Limit"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "ClusterLimit"}, meta.RESTScopeRoot)
 	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +68,13 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 	return h, dyn
 }
 
-// eventually polls cond for up to 5 seconds.
-var schemaPods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+var (
+	schemaPods         = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	paramLimits        = schema.GroupVersionResource{Group: "gavel.io", Version: "v1", Resource: "limits"}
+	paramClusterLimits = schema.GroupVersionResource{Group: "gavel.io", Version: "v1", Resource: "clusterlimits"}
+)
 
+// eventually polls cond for up to 5 seconds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)

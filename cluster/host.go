@@ -49,6 +49,8 @@ type Options struct {
 	ExceptionNamespaces []string
 	// Resync is the informers' resync period (default none).
 	Resync time.Duration
+	// Authorizer configures the Authorizer of CEL expressions.
+	Authorizer AuthorizerOptions
 	// EngineOptions are added after the host's own when the host builds its
 	// engine (limits, clock, registry client...).
 	EngineOptions []engine.Option
@@ -59,7 +61,9 @@ type Options struct {
 // Host implements gavel's host interfaces on a Kubernetes cluster:
 // engine.ConfigMapResolver and engine.NamespaceLabeler from informers,
 // engine.ExceptionSource from PolicyExceptions compiled when they change,
-// engine.APIClient through the REST client, engine.Client through Client,
+// engine.APIClient through the REST client, engine.Client through Client
+// (which also serves the parameter objects and namespaceObject of CEL
+// rules), engine.Authorizer through Authorizer (SubjectAccessReviews),
 // and engine.UpdateRequestQueue through Queue. Start its informers before
 // serving requests. A Host is safe for concurrent use.
 type Host struct {
@@ -69,6 +73,7 @@ type Host struct {
 	mapper meta.RESTMapper
 	client *Client
 	queue  *Queue
+	authz  *Authorizer
 
 	factory    informers.SharedInformerFactory
 	dynFactory dynamicinformer.DynamicSharedInformerFactory
@@ -122,7 +127,8 @@ func NewForClients(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta
 	if opts.Logf == nil {
 		opts.Logf = log.Printf
 	}
-	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: NewClient(dyn, mapper)}
+	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: NewClient(dyn, mapper),
+		authz: NewAuthorizer(kube.AuthorizationV1().SubjectAccessReviews(), opts.Authorizer)}
 	h.factory = informers.NewSharedInformerFactory(kube, opts.Resync)
 	h.configMaps = h.factory.Core().V1().ConfigMaps().Lister()
 	h.namespaces = h.factory.Core().V1().Namespaces().Lister()
@@ -154,6 +160,9 @@ func (h *Host) Mapper() meta.RESTMapper { return h.mapper }
 // Client returns the engine.Client of generate rules and mutate-existing
 // targets.
 func (h *Host) Client() *Client { return h.client }
+
+// Authorizer returns the engine.Authorizer of CEL expressions.
+func (h *Host) Authorizer() *Authorizer { return h.authz }
 
 // Queue returns the durable UpdateRequest queue.
 func (h *Host) Queue() *Queue { return h.queue }
@@ -195,6 +204,7 @@ func (h *Host) EngineOptions() []engine.Option {
 		engine.WithExceptions(h),
 		engine.WithClient(h.client),
 		engine.WithUpdateRequestQueue(h.queue),
+		engine.WithAuthorizer(h.authz),
 	}
 }
 

@@ -173,7 +173,7 @@ func TestScenarios(t *testing.T) {
 			}
 			return err != nil
 		})
-		want := "admission webhook \"validate.gavel.io\" denied the request: \n\nresource Pod/e2e/no-team was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label `team` is required. rule check-team failed at path /metadata/labels/team/'\n"
+		want := "admission webhook \"validate.gavel.io\" denied the request: \n\nresource Pod/e2e/no-team was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label `team` is required. rule check-team failed\n    at path /metadata/labels/team/'\n"
 		if err.Error() != want {
 			t.Errorf("denial:\n%q\nwant\n%q", err.Error(), want)
 		}
@@ -296,6 +296,8 @@ func TestScenarios(t *testing.T) {
 			t.Error("a Pod outside the exception was admitted")
 		}
 	})
+
+	t.Run("CELAuthorizerAndParams", func(t *testing.T) { celScenario(t, e) })
 
 	t.Run("BrokenPolicyKeepsPreviousSet", func(t *testing.T) {
 		ri := e.dyn.Resource(cluster.ClusterPolicies)

@@ -147,8 +147,11 @@ func (e *env) loadPass(t *testing.T, dyn dynamic.Interface, docs []api.Document,
 				switch {
 				case err == nil:
 					created.Add(1)
-				case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "denied the request"):
-					denied.Add(1) // an Enforce policy's answer: the request worked
+				case apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "denied the request"):
+					// an Enforce policy's answer, the request worked: as
+					// upstream's, a denial has no code, which the API
+					// server reports as 400
+					denied.Add(1)
 				case apierrors.IsInvalid(err) && !strings.Contains(err.Error(), "webhook"):
 					invalid.Add(1) // the API server's own validation of the synthetic Pod
 				default:

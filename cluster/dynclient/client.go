@@ -19,8 +19,9 @@ import (
 	"github.com/gavelpolicy/gavel/generate"
 )
 
-// Client is the engine.Client of generate rules and mutate-existing targets
-// on a dynamic client: kinds are resolved to resources through a RESTMapper,
+// Client is the engine.Client of generate rules, mutate-existing targets
+// and the CEL rules' parameter objects (paramKind, paramRef) and
+// namespaceObject, on a dynamic client: kinds are resolved to resources through a RESTMapper,
 // objects travel as JSON-like maps. Update retries on conflicts (client-go's
 // retry.RetryOnConflict): the object is written again over the latest
 // resourceVersion, since the controller's write is the desired state.
@@ -33,6 +34,7 @@ type Client struct {
 
 var (
 	_ engine.Client              = (*Client)(nil)
+	_ engine.NamespacedKinds     = (*Client)(nil)
 	_ generate.ServerSideApplier = (*Client)(nil)
 )
 
@@ -41,24 +43,34 @@ func New(dyn dynamic.Interface, mapper meta.RESTMapper) *Client {
 	return &Client{dyn: dyn, mapper: mapper}
 }
 
-// resource returns the resource interface of a kind, namespaced or not as
-// the mapper says.
-func (c *Client) resource(apiVersion, kind, namespace string) (dynamic.ResourceInterface, error) {
+// mapping resolves a kind to its resource through the mapper, reading
+// discovery again when the kind is unknown (a CRD may have been installed
+// since).
+func (c *Client) mapping(apiVersion, kind string) (*meta.RESTMapping, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: apiVersion %q: %w", apiVersion, err)
 	}
-	m, err := c.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+	gk := schema.GroupKind{Group: gv.Group, Kind: kind}
+	m, err := c.mapper.RESTMapping(gk, gv.Version)
+	if err != nil && meta.IsNoMatchError(err) {
+		if rm, ok := c.mapper.(interface{ Reset() }); ok {
+			rm.Reset()
+			m, err = c.mapper.RESTMapping(gk, gv.Version)
+		}
+	}
 	if err != nil {
-		if meta.IsNoMatchError(err) {
-			if rm, ok := c.mapper.(interface{ Reset() }); ok {
-				rm.Reset() // a CRD may have been installed since discovery
-				m, err = c.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: kind %s %s: %w", apiVersion, kind, err)
-		}
+		return nil, fmt.Errorf("cluster: kind %s %s: %w", apiVersion, kind, err)
+	}
+	return m, nil
+}
+
+// resource returns the resource interface of a kind, namespaced or not as
+// the mapper says.
+func (c *Client) resource(apiVersion, kind, namespace string) (dynamic.ResourceInterface, error) {
+	m, err := c.mapping(apiVersion, kind)
+	if err != nil {
+		return nil, err
 	}
 	ri := c.dyn.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -67,16 +79,34 @@ func (c *Client) resource(apiVersion, kind, namespace string) (dynamic.ResourceI
 	return ri, nil
 }
 
-// WrapNotFound turns a NotFound API error into one that wraps engine.ErrNotFound.
+// IsNamespaced implements engine.NamespacedKinds from the API server's
+// discovery: whether the parameter objects of a CEL rule's paramKind
+// live in namespaces (custom resources of either scope included).
+func (c *Client) IsNamespaced(apiVersion, kind string) (bool, error) {
+	m, err := c.mapping(apiVersion, kind)
+	if err != nil {
+		return false, err
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// WrapNotFound turns a NotFound API error into one that wraps
+// engine.ErrNotFound with the API server's text as it is (configmaps "x"
+// not found), the text upstream's messages carry.
 func WrapNotFound(err error) error {
 	if err == nil {
 		return nil
 	}
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+		return notFound{err}
 	}
 	return err
 }
+
+type notFound struct{ err error }
+
+func (e notFound) Error() string   { return e.err.Error() }
+func (e notFound) Unwrap() []error { return []error{engine.ErrNotFound, e.err} }
 
 // Get implements engine.Client.
 func (c *Client) Get(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
 	"github.com/gavelpolicy/gavel/engine"
@@ -69,10 +68,7 @@ func (a *APIClient) RawAbsPath(ctx context.Context, path, method string, body []
 	}
 	out, err := req.AbsPath(path).DoRaw(ctx)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %w", engine.ErrNotFound, err)
-		}
-		return nil, err
+		return nil, WrapNotFound(err)
 	}
 	return out, nil
 }

@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gavelpolicy/gavel/admission"
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cluster"
 	"github.com/gavelpolicy/gavel/engine"
@@ -105,10 +104,9 @@ func (w *webhook) validate(ctx context.Context, set *engine.PolicySet, req *engi
 			return errorResponse(http.StatusInternalServerError, fmt.Errorf("gavel: validation failed: %w", err))
 		}
 		if resp.Blocked() {
-			return &admissionv1.AdmissionResponse{Result: &metav1.Status{
-				Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden,
-				Code: http.StatusForbidden, Message: blockedMessage(resp),
-			}}
+			// upstream's denial, its message written as upstream writes it
+			// (yaml.v2, long lines folded)
+			return admission.ValidateResponse(nil, resp, nil)
 		}
 		out.Warnings = w.warnings(resp)
 	}
@@ -157,55 +155,6 @@ func (w *webhook) mutate(ctx context.Context, set *engine.PolicySet, req *engine
 		out.Patch, out.PatchType = resp.Patch, &pt
 	}
 	return out
-}
-
-// blockedMessage is upstream's message for a denied request: the
-// resource, then each Enforce policy with its failing rules.
-func blockedMessage(resp *engine.Response) string {
-	failures := map[string]map[string]string{}
-	for _, p := range resp.Policies {
-		if !p.FailureAction.IsEnforce() {
-			continue
-		}
-		for _, r := range p.Rules {
-			if r.Status != engine.StatusFail && r.Status != engine.StatusError {
-				continue
-			}
-			if failures[p.Policy.Name()] == nil {
-				failures[p.Policy.Name()] = map[string]string{}
-			}
-			failures[p.Policy.Name()][r.Name] = r.Message
-		}
-	}
-	var b strings.Builder
-	kind, _ := resp.Resource["kind"].(string)
-	md, _ := resp.Resource["metadata"].(map[string]any)
-	ns, _ := md["namespace"].(string)
-	name, _ := md["name"].(string)
-	fmt.Fprintf(&b, "\n\nresource %s/%s/%s was blocked due to the following policies \n\n", kind, ns, name)
-	for _, pol := range sorted(failures) {
-		fmt.Fprintf(&b, "%s:\n", pol)
-		for _, rule := range sorted(failures[pol]) {
-			fmt.Fprintf(&b, "  %s: %s\n", rule, quoteYAML(failures[pol][rule]))
-		}
-	}
-	return b.String()
-}
-
-func quoteYAML(s string) string {
-	if s == "" || strings.ContainsAny(s, ":#'\"{}[],&*!|>%@`") || strings.TrimSpace(s) != s {
-		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-	}
-	return s
-}
-
-func sorted[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func errorResponse(code int32, err error) *admissionv1.AdmissionResponse {
