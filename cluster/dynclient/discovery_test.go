@@ -2,6 +2,8 @@ package dynclient
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 // discoveryServer serves discovery documents: the core group with a
@@ -162,5 +166,45 @@ func TestMapper(t *testing.T) {
 	}
 	if r, err := m.ResourceFor(schema.GroupVersionResource{Resource: "oldthings"}); err != nil || r.String() != "apps/v1beta1, Resource=oldthings" {
 		t.Errorf("ResourceFor(oldthings) = %v, %v", r, err)
+	}
+}
+
+// TestAPIClientOnRESTClient checks apiCall reads through NewRESTClient:
+// the raw body of a GET, a POST's body and content type, and a 404 as
+// engine.ErrNotFound (DoRaw does not decode the Status: the message is
+// client-go's generic one, as with the discovery client's REST client).
+func TestAPIClientOnRESTClient(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/namespaces/team/configmaps":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"kind":"ConfigMapList","items":[]}`))
+		case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+			body, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"method":"` + r.Method + `","type":"` + r.Header.Get("Content-Type") + `","body":` + string(body) + `}`))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not there"}`))
+		}
+	}))
+	defer srv.Close()
+	rc, err := NewRESTClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAPIClient(rc)
+	out, err := a.RawAbsPath(t.Context(), "/api/v1/namespaces/team/configmaps", "GET", nil)
+	if err != nil || string(out) != `{"kind":"ConfigMapList","items":[]}` {
+		t.Errorf("GET = %s, %v", out, err)
+	}
+	out, err = a.RawAbsPath(t.Context(), "/apis/authorization.k8s.io/v1/subjectaccessreviews", "POST", []byte(`{"a":1}`))
+	if want := `{"method":"POST","type":"application/json","body":{"a":1}}`; err != nil || string(out) != want {
+		t.Errorf("POST = %s, %v; want %s", out, err, want)
+	}
+	_, err = a.RawAbsPath(t.Context(), "/api/v1/nothing", "GET", nil)
+	if !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("404: err = %v, want engine.ErrNotFound", err)
 	}
 }
