@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,9 @@ type Discovery struct {
 
 // NewRESTClient returns an unversioned REST client on cfg that serves
 // every path of the API server: discovery documents and apiCall paths.
-// Its serializer knows only metav1 (Status errors), not the built-in kinds.
+// Its serializer knows only metav1 (Status errors), not the built-in kinds;
+// requests time out after 32 s unless cfg says otherwise, as with
+// client-go's discovery client.
 func NewRESTClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = nil
@@ -49,6 +52,14 @@ func NewRESTClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	// the defaults of client-go's discovery client, whose REST client
+	// this replaces
+	if c.Timeout == 0 {
+		c.Timeout = 32 * time.Second
+	}
+	if c.Burst == 0 && c.QPS < 100 {
+		c.Burst = 300
 	}
 	return rest.UnversionedRESTClientFor(c)
 }
