@@ -84,6 +84,36 @@ spec:
             owner: "?*"
 `
 
+// cliAPICallPolicy reads the Pods of the resource's namespace with an
+// apiCall entry: the REST client of --cluster against the API server.
+const cliAPICallPolicy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: pod-count
+spec:
+  validationFailureAction: Enforce
+  background: true
+  rules:
+  - name: at-most-100
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    context:
+    - name: podCount
+      apiCall:
+        urlPath: "/api/v1/namespaces/{{request.object.metadata.namespace}}/pods"
+        jmesPath: "items | length(@)"
+    validate:
+      message: "too many Pods: {{podCount}}"
+      deny:
+        conditions:
+          any:
+          - key: "{{podCount}}"
+            operator: GreaterThan
+            value: 100
+`
+
 // TestCLICluster runs gavel apply --cluster against the suite's API
 // server. It runs before the scenarios, whose webhooks would see its
 // Pods.
@@ -106,6 +136,7 @@ func TestCLICluster(t *testing.T) {
 	}
 	policies := write("policies.yaml", cliPolicies)
 	rolePolicy := write("role.yaml", cliRolePolicy)
+	apiCallPolicy := write("apicall.yaml", cliAPICallPolicy)
 	// a kubeconfig whose current context is a server that is not there:
 	// only --context e2e reaches the suite's API server
 	kc, err := os.ReadFile(e.kubeconfig())
@@ -168,6 +199,10 @@ func TestCLICluster(t *testing.T) {
 			stdout: []string{"pass: 2, fail: 0"}},
 		{name: "cluster-wide resources", args: []string{"apply", rolePolicy, "-c", "--kubeconfig", e.kubeconfig(), "--cluster-wide-resources", "--table"}, code: 1,
 			stdout: []string{"cli-owned", "cli-unowned", "pass: 1, fail: 1"}},
+		{name: "apiCall", args: []string{"apply", apiCallPolicy, "-c", "--kubeconfig", e.kubeconfig(), "-n", "cli-dev", "-r", "no-team"}, code: 1,
+			stdout: []string{"too many Pods: 151", "pass: 0, fail: 1"}},
+		{name: "apiCall, few Pods", args: []string{"apply", apiCallPolicy, "-c", "--kubeconfig", e.kubeconfig(), "-n", "cli-prod"}, code: 0,
+			stdout: []string{"pass: 2, fail: 0, warn: 0, error: 0"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tt.args...)

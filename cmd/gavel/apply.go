@@ -206,7 +206,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	}
 	var clusterFeed feedFunc
 	if live != nil && set != nil {
-		tasks, err := live.listTasks(policyKinds(set), f.namespace, f.clusterWideResources)
+		tasks, err := live.listTasks(context.Background(), policyKinds(set), f.namespace, f.clusterWideResources)
 		if err != nil {
 			return fail("resources", err)
 		}

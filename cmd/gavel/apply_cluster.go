@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -33,12 +31,14 @@ const (
 	maxConcurrent = 32
 )
 
-// liveCluster is the cluster of a --cluster run: a dynamic client, the
-// discovery client (kinds, and the REST client of apiCall entries) and a
-// RESTMapper on it, and gavel's dynclient.Client for the engine's reads.
+// liveCluster is the cluster of a --cluster run: a dynamic client,
+// dynclient's Discovery on a REST client (kinds; the REST client also
+// serves apiCall entries) and a RESTMapper on it, and gavel's
+// dynclient.Client for the engine's reads. client-go's discovery package
+// is not linked: see dynclient.Discovery.
 type liveCluster struct {
 	dyn    dynamic.Interface
-	disc   discovery.DiscoveryInterface
+	disc   *dynclient.Discovery
 	mapper meta.RESTMapper
 	client *dynclient.Client
 	api    *dynclient.APIClient
@@ -66,21 +66,24 @@ func connectCluster(f applyFlags) (*liveCluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	rc, err := dynclient.NewRESTClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return newLiveCluster(dyn, disc), nil
+	return newLiveCluster(dyn, rc), nil
 }
 
-// newLiveCluster returns the cluster of dyn and disc (fakes in tests).
-func newLiveCluster(dyn dynamic.Interface, disc discovery.DiscoveryInterface) *liveCluster {
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	lc := &liveCluster{dyn: dyn, disc: disc, mapper: mapper, client: dynclient.New(dyn, mapper)}
-	if rc := disc.RESTClient(); rc != nil {
-		lc.api = dynclient.NewAPIClient(rc)
+// newLiveCluster returns the cluster of dyn and of rc, a REST client
+// rooted at the API server (fakes and test servers in tests).
+func newLiveCluster(dyn dynamic.Interface, rc rest.Interface) *liveCluster {
+	disc := dynclient.NewDiscovery(rc)
+	// a run is one-shot: its discovery reads end with the process
+	mapper := dynclient.NewMapper(context.Background(), disc)
+	return &liveCluster{
+		dyn: dyn, disc: disc, mapper: mapper,
+		client: dynclient.New(dyn, mapper),
+		api:    dynclient.NewAPIClient(rc),
 	}
-	return lc
 }
 
 // engineOptions are the host interfaces the cluster serves, as upstream's
@@ -205,8 +208,12 @@ func policyKinds(set *engine.PolicySet) []kindSelector {
 // cluster-scoped kinds (and, with --namespace, the namespaced kinds of that
 // namespace too). Tasks are sorted, so that the output does not depend on
 // the order of discovery.
-func (lc *liveCluster) listTasks(sels []kindSelector, namespace string, clusterWide bool) ([]listTask, error) {
-	lists, err := discovery.ServerPreferredResources(lc.disc)
+func (lc *liveCluster) listTasks(ctx context.Context, sels []kindSelector, namespace string, clusterWide bool) ([]listTask, error) {
+	// only the groups the kinds can name are read
+	want := func(group string) bool {
+		return slices.ContainsFunc(sels, func(s kindSelector) bool { ok, _ := path.Match(s.group, group); return ok })
+	}
+	lists, err := lc.disc.PreferredResources(ctx, want)
 	if err != nil && len(lists) == 0 {
 		return nil, err
 	}

@@ -3,8 +3,11 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,11 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	discoveryfake "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/dynamic"
 	dynfake "k8s.io/client-go/dynamic/fake"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/rest"
 
+	"github.com/gavelpolicy/gavel/cluster/dynclient"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -58,15 +61,56 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	res := func(name, kind string, namespaced bool) metav1.APIResource {
 		return metav1.APIResource{Name: name, Kind: kind, Namespaced: namespaced, Verbs: metav1.Verbs{"get", "list"}}
 	}
-	disc := &discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{
+	rc := serveDiscovery(t, []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{
 			res("pods", "Pod", true), res("pods/status", "Pod", true), res("configmaps", "ConfigMap", true), res("namespaces", "Namespace", false),
 		}},
 		{GroupVersion: "rbac.authorization.k8s.io/v1", APIResources: []metav1.APIResource{res("clusterroles", "ClusterRole", false)}},
 		{GroupVersion: "kyverno.io/v2", APIResources: []metav1.APIResource{res("policyexceptions", "PolicyException", true)}},
-	}}}
-	fc.live = newLiveCluster(pagingDynamic{dyn, fc}, disc)
+	})
+	fc.live = newLiveCluster(pagingDynamic{dyn, fc}, rc)
 	return fc
+}
+
+// serveDiscovery serves the discovery documents of lists (each group's
+// first version preferred) on a test server and returns a REST client on it.
+func serveDiscovery(t *testing.T, lists []*metav1.APIResourceList) rest.Interface {
+	t.Helper()
+	docs := map[string]any{}
+	core := &metav1.APIVersions{}
+	groups := &metav1.APIGroupList{}
+	docs["/api"], docs["/apis"] = core, groups
+	for _, l := range lists {
+		gv, _ := schema.ParseGroupVersion(l.GroupVersion)
+		if gv.Group == "" {
+			core.Versions = append(core.Versions, gv.Version)
+			docs["/api/"+gv.Version] = l
+			continue
+		}
+		docs["/apis/"+l.GroupVersion] = l
+		v := metav1.GroupVersionForDiscovery{GroupVersion: l.GroupVersion, Version: gv.Version}
+		i := slices.IndexFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == gv.Group })
+		if i < 0 {
+			groups.Groups = append(groups.Groups, metav1.APIGroup{Name: gv.Group, PreferredVersion: v})
+			i = len(groups.Groups) - 1
+		}
+		groups.Groups[i].Versions = append(groups.Groups[i].Versions, v)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		doc, ok := docs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(doc)
+	}))
+	t.Cleanup(srv.Close)
+	rc, err := dynclient.NewRESTClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }
 
 // pagingDynamic pages the lists of a fake dynamic client (which ignores
@@ -168,7 +212,7 @@ func TestListTasks(t *testing.T) {
 		{"wrong version", []kindSelector{{"*", "v2", "Pod"}}, "", false, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tasks, err := fc.live.listTasks(tt.sels, tt.namespace, tt.clusterWide)
+			tasks, err := fc.live.listTasks(t.Context(), tt.sels, tt.namespace, tt.clusterWide)
 			if err != nil {
 				t.Fatal(err)
 			}
