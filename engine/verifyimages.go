@@ -42,7 +42,9 @@ type verifySpec struct {
 // verifyEntry is one verifyImages entry.
 type verifyEntry struct {
 	index      int
-	refs, skip []string
+	// refs and skip are imageReferences and skipImageReferences, compiled
+	// (image references hold no variables)
+	refs, skip []wildcard.Pattern
 	// static is the plan of an entry without variables; tree the entry
 	// (without attestation conditions, which are evaluated per statement)
 	// when it has variables.
@@ -141,7 +143,7 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 	for i, raw := range r.VerifyImages {
 		p := path.Child("verifyImages").Index(i)
 		iv := convertImageVerification(raw)
-		ent := &verifyEntry{index: i, refs: iv.ImageReferences, skip: iv.SkipImageReferences,
+		ent := &verifyEntry{index: i, refs: wildcard.CompileAll(iv.ImageReferences), skip: wildcard.CompileAll(iv.SkipImageReferences),
 			mutateDigest: boolOr(iv.MutateDigest, true), verifyDigest: boolOr(iv.VerifyDigest, true),
 			required: boolOr(iv.Required, true), cache: boolOr(iv.UseCache, true),
 			creds:     iv.ImageRegistryCredentials,
@@ -149,9 +151,14 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 		if len(ent.refs) == 0 {
 			errs = append(errs, field.Invalid(p, "", "An image reference is required"))
 		}
-		for j, ref := range append(slices.Clone(ent.refs), ent.skip...) {
-			if strings.Contains(ref, "{{") {
-				errs = append(errs, field.Invalid(p.Child("imageReferences").Index(j), ref, "variables are not allowed in image references"))
+		for _, refs := range []struct {
+			name string
+			list []string
+		}{{"imageReferences", iv.ImageReferences}, {"skipImageReferences", iv.SkipImageReferences}} {
+			for j, ref := range refs.list {
+				if strings.Contains(ref, "{{") {
+					errs = append(errs, field.Invalid(p.Child(refs.name).Index(j), ref, "variables are not allowed in image references"))
+				}
 			}
 		}
 		switch iv.Type {
@@ -394,22 +401,7 @@ func (vs *verifySpec) ruleImages(rs *reqState, obj map[string]any) ([]images.Inf
 }
 
 func (ent *verifyEntry) matches(image string) bool {
-	ok := false
-	for _, p := range ent.refs {
-		if wildcard.Match(p, image) {
-			ok = true
-			break
-		}
-	}
-	if !ok {
-		return false
-	}
-	for _, p := range ent.skip {
-		if wildcard.Match(p, image) {
-			return false
-		}
-	}
-	return true
+	return wildcard.MatchAny(ent.refs, image) && !wildcard.MatchAny(ent.skip, image)
 }
 
 // imageVariable is the `image` variable of verifyImages rules.
