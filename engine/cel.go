@@ -522,17 +522,6 @@ func (e *Engine) celValidate(rs *reqState, r *rule, c *celRule, in *cel.Input) o
 	return decided(StatusPass, "")
 }
 
-// clusterScoped are the built-in kinds that do not live in namespaces.
-var clusterScoped = map[string]bool{
-	"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true,
-	"ClusterRoleBinding": true, "StorageClass": true, "CustomResourceDefinition": true,
-	"PriorityClass": true, "IngressClass": true, "RuntimeClass": true, "CSIDriver": true,
-	"CSINode": true, "VolumeAttachment": true, "APIService": true,
-	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true,
-	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
-	"CertificateSigningRequest": true, "ClusterPolicy": true, "ComponentStatus": true,
-}
-
 // celParams reads the parameter objects of a rule as upstream does:
 // paramRef.name names one object (an error when it does not exist), a
 // selector lists them (none is an error only with
@@ -544,7 +533,7 @@ func (e *Engine) celParams(rs *reqState, c *celRule) ([]map[string]any, error) {
 		return nil, fmt.Errorf("paramKind %s %s: no Client: %w", c.paramKind.APIVersion, c.paramKind.Kind, ErrNotConfigured)
 	}
 	av, kind, ref := c.paramKind.APIVersion, c.paramKind.Kind, c.paramRef
-	namespaced := !clusterScoped[kind]
+	namespaced := kindScope(kind) != scopeCluster // the Client may know better
 	if nk, ok := client.(NamespacedKinds); ok {
 		var err error
 		if namespaced, err = nk.IsNamespaced(av, kind); err != nil {

@@ -41,7 +41,7 @@ type verifySpec struct {
 
 // verifyEntry is one verifyImages entry.
 type verifyEntry struct {
-	index      int
+	index int
 	// refs and skip are imageReferences and skipImageReferences, compiled
 	// (image references hold no variables)
 	refs, skip []wildcard.Pattern
