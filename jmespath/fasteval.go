@@ -82,9 +82,9 @@ func (c *fastCompiler) compile(node parsing.ASTNode) (evalFn, bool) {
 	case parsing.ASTMultiSelectHash:
 		return c.compileMultiSelectHash(node)
 	case parsing.ASTOrExpression:
-		return c.compileOr(node)
+		return c.compileLogical(node, true)
 	case parsing.ASTAndExpression:
-		return c.compileAnd(node)
+		return c.compileLogical(node, false)
 	case parsing.ASTNotExpression:
 		return c.compileNot(node)
 	case parsing.ASTPipe:
@@ -244,8 +244,10 @@ func (c *fastCompiler) compileMultiSelectHash(node parsing.ASTNode) (evalFn, boo
 	}, true
 }
 
-// compileOr compiles a || b.
-func (c *fastCompiler) compileOr(node parsing.ASTNode) (evalFn, bool) {
+// compileLogical compiles a || b (or) and a && b: the right side is
+// evaluated only when the left one is false (or) or true (and) in
+// JMESPath's sense.
+func (c *fastCompiler) compileLogical(node parsing.ASTNode, or bool) (evalFn, bool) {
 	ch, ok := c.compileChildren(node)
 	if !ok || len(ch) != 2 {
 		return nil, false
@@ -256,26 +258,7 @@ func (c *fastCompiler) compileOr(node parsing.ASTNode) (evalFn, bool) {
 		if err != nil {
 			return nil, err
 		}
-		if util.IsFalse(m) {
-			return right(value)
-		}
-		return m, nil
-	}, true
-}
-
-// compileAnd compiles a && b.
-func (c *fastCompiler) compileAnd(node parsing.ASTNode) (evalFn, bool) {
-	ch, ok := c.compileChildren(node)
-	if !ok || len(ch) != 2 {
-		return nil, false
-	}
-	left, right := ch[0], ch[1]
-	return func(value any) (any, error) {
-		m, err := left(value)
-		if err != nil {
-			return nil, err
-		}
-		if util.IsFalse(m) {
+		if util.IsFalse(m) != or {
 			return m, nil
 		}
 		return right(value)
