@@ -15,12 +15,19 @@ import (
 // beside the repository in CI and development checkouts.
 var benchDir = filepath.Join("..", "..", "shared", "bench")
 
+// loadBench loads the 42 bench policies and the 1,000 Pods.
 func loadBench(b *testing.B) ([]api.PolicyObject, []map[string]any) {
+	return loadBenchPolicies(b, "policies")
+}
+
+// loadBenchPolicies loads the bench policies of folder dir and the 1,000
+// Pods.
+func loadBenchPolicies(b *testing.B, dir string) ([]api.PolicyObject, []map[string]any) {
 	b.Helper()
 	if _, err := os.Stat(benchDir); err != nil {
 		b.Skip("shared bench workload not found")
 	}
-	ps, err := loader.Load(filepath.Join(benchDir, "policies"))
+	ps, err := loader.Load(filepath.Join(benchDir, dir))
 	if err != nil {
 		b.Fatal(err)
 	}

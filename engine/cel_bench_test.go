@@ -2,34 +2,15 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/loader"
 )
 
 // loadBenchCEL loads the 20 CEL bench policies and the 1,000 Pods.
 func loadBenchCEL(b *testing.B) ([]api.PolicyObject, []map[string]any) {
-	b.Helper()
-	if _, err := os.Stat(benchDir); err != nil {
-		b.Skip("shared bench workload not found")
-	}
-	ps, err := loader.Load(filepath.Join(benchDir, "policies-cel"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rs, err := loader.Load(filepath.Join(benchDir, "pods-1000.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var pods []map[string]any
-	for _, d := range rs.Resources {
-		pods = append(pods, d.Object)
-	}
-	return ps.Policies, pods
+	return loadBenchPolicies(b, "policies-cel")
 }
 
 // BenchmarkCompileCEL compiles the 20 CEL bench policies (every
