@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/admission"
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cluster"
 	"github.com/gavelpolicy/gavel/engine"
 )
@@ -41,7 +40,7 @@ func (w *webhook) serve(fn reviewFunc) http.HandlerFunc {
 			return
 		}
 		var resp *admissionv1.AdmissionResponse
-		req, err := engineRequest(review.Request)
+		req, err := admission.Request(review.Request)
 		if err != nil {
 			resp = errorResponse(http.StatusBadRequest, err)
 		} else {
@@ -55,43 +54,6 @@ func (w *webhook) serve(fn reviewFunc) http.HandlerFunc {
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
 	}
-}
-
-func engineRequest(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
-	req := &engine.Request{
-		Operation:   api.AdmissionOperation(ar.Operation),
-		Kind:        engine.GroupVersionKind{Group: ar.Kind.Group, Version: ar.Kind.Version, Kind: ar.Kind.Kind},
-		Resource:    engine.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource},
-		SubResource: ar.SubResource,
-		Name:        ar.Name,
-		Namespace:   ar.Namespace,
-		UID:         string(ar.UID),
-		UserInfo:    api.UserInfoData{Username: ar.UserInfo.Username, UID: ar.UserInfo.UID, Groups: ar.UserInfo.Groups},
-	}
-	if ar.DryRun != nil {
-		req.DryRun = *ar.DryRun
-	}
-	for k, v := range ar.UserInfo.Extra {
-		if req.UserInfo.Extra == nil {
-			req.UserInfo.Extra = map[string][]string{}
-		}
-		req.UserInfo.Extra[k] = v
-	}
-	for _, f := range []struct {
-		raw []byte
-		out *map[string]any
-	}{{ar.Object.Raw, &req.Object}, {ar.OldObject.Raw, &req.OldObject}} {
-		if len(f.raw) == 0 || string(f.raw) == "null" {
-			continue
-		}
-		if err := json.Unmarshal(f.raw, f.out); err != nil {
-			return nil, err
-		}
-	}
-	if req.Object == nil && req.OldObject == nil {
-		return nil, fmt.Errorf("request has neither object nor oldObject")
-	}
-	return req, nil
 }
 
 // validate runs the validate rules and, for an admitted request, the
