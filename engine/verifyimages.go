@@ -61,6 +61,7 @@ type verifyEntry struct {
 	hasChecks                                   bool
 	mutateDigest, verifyDigest, required, cache bool
 	creds                                       *api.ImageRegistryCredentials
+	credKey                                     string // creds in the digest cache's key
 }
 
 // verifyPlan is an entry after substitution: its attestor sets and
@@ -148,6 +149,10 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 			required: boolOr(iv.Required, true), cache: boolOr(iv.UseCache, true),
 			creds:     iv.ImageRegistryCredentials,
 			hasChecks: len(iv.Attestors) > 0 || len(iv.Attestations) > 0}
+		if ent.creds != nil {
+			b, _ := json.Marshal(ent.creds)
+			ent.credKey = string(b)
+		}
 		if len(ent.refs) == 0 {
 			errs = append(errs, field.Invalid(p, "", "An image reference is required"))
 		}
@@ -824,12 +829,7 @@ func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string, pul
 	if e.cfg.imageVerifier == nil {
 		return "", fmt.Errorf("no image verifier to resolve the digest of %s: %w", image, ErrNotConfigured)
 	}
-	credKey := ""
-	if ent.creds != nil {
-		b, _ := json.Marshal(ent.creds)
-		credKey = string(b)
-	}
-	out, err := e.vcache.do("d\x00"+image+"\x00"+credKey, ent.cache, func() (verifyOutcome, error) {
+	out, err := e.vcache.do("d\x00"+image+"\x00"+ent.credKey, ent.cache, func() (verifyOutcome, error) {
 		ctx, done := rs.hostContext()
 		d, err := e.cfg.imageVerifier.ResolveDigest(ctx, ImageVerifyRequest{Image: image, Credentials: ent.creds, PullSecrets: pullSecrets})
 		err = done(err)
