@@ -448,3 +448,46 @@ func TestAuthorizerSelectors(t *testing.T) {
 		t.Errorf("unparsable selector passed on: %q", got[1].FieldSelector)
 	}
 }
+
+// TestInputTreesRebound checks that an Input's trees are converted by
+// identity: the same tree read by several Compilers gives the same
+// answers, and a tree bound anew (params of the next parameter object,
+// another object) is read anew.
+func TestInputTreesRebound(t *testing.T) {
+	compile := func(expr string) (*cel.Compiler, *cel.Program) {
+		c := env(t).NewCompiler(true)
+		p, err := c.Compile(expr, cel.Validation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, p
+	}
+	obj := pod()
+	in := &cel.Input{Object: obj, OldObject: obj}
+	steps := []struct {
+		expr   string
+		rebind func()
+		want   ref.Val
+	}{
+		{expr: "object.spec.containers.exists(c, c.image == 'nginx:1.25')", want: types.True},
+		{expr: "object.spec.containers == oldObject.spec.containers && object == oldObject", want: types.True},
+		{expr: "params.registries.all(r, r == 'nginx')", rebind: func() { in.Params = map[string]any{"registries": []any{"nginx"}} }, want: types.True},
+		{expr: "params.registries.all(r, r == 'nginx')", rebind: func() { in.Params = map[string]any{"registries": []any{"ghcr.io"}} }, want: types.False},
+		{expr: "params.registries.size() == 2", rebind: func() {
+			in.Params["registries"] = append(in.Params["registries"].([]any)[:1:1], "quay.io")
+		}, want: types.True},
+		{expr: "object.spec.containers.size() == 1", rebind: func() {
+			in.Object = map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "x"}}}}
+		}, want: types.True},
+		{expr: "oldObject == null && object.spec.containers[0].image == 'x'", rebind: func() { in.OldObject = nil }, want: types.True},
+	}
+	for i, s := range steps {
+		if s.rebind != nil {
+			s.rebind()
+		}
+		c, p := compile(s.expr)
+		if v, err := c.NewEvaluation(context.Background(), in).Eval(p); err != nil || v != s.want {
+			t.Fatalf("step %d (%s): got %v, %v; want %v", i, s.expr, v, err, s.want)
+		}
+	}
+}

@@ -18,10 +18,11 @@
 // params, namespaceObject, authorizer, variables) once per input:
 // NewEvaluation wraps an Input, whose objects are JSON-like trees
 // (map[string]any), handed to CEL as they are: values are converted on
-// access, integral numbers read as CEL ints, as the API server reads
-// JSON. Variables are evaluated lazily, at most once per
-// Evaluation; those that read only object and oldObject at most once per
-// Input, whichever Compiler's Evaluations use it. Every evaluation is bounded: each expression by the per-call
-// cost limit and the Evaluation as a whole by a budget; going over either
-// is an error that matches ErrCostLimit.
+// access, each object and array wrapped once per Input, integral numbers
+// read as CEL ints, as the API server reads JSON. Variables are evaluated
+// lazily, at most once per Evaluation; those that read only object and
+// oldObject at most once per Input, whichever Compiler's Evaluations use
+// it. Every evaluation is bounded: each expression by the per-call cost
+// limit and the Evaluation as a whole by a budget; going over either is an
+// error that matches ErrCostLimit.
 package cel

@@ -86,9 +86,10 @@ type Input struct {
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
 
-	// memo holds the variables shared by its Evaluations, attached by
-	// NewEvaluation.
+	// memo holds the variables shared by its Evaluations, conv the
+	// trees' CEL values, both attached by NewEvaluation.
 	memo *memo
+	conv *converter
 }
 
 // Evaluation evaluates programs of one Compiler on one Input. It is not
@@ -138,14 +139,6 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// orNull keeps nil maps apart from empty ones: a nil map is CEL's null.
-func orNull(m map[string]any) any {
-	if m == nil {
-		return nil
-	}
-	return m
-}
-
 // NewEvaluation binds in for the compiler's programs. ctx bounds every
 // evaluation (cancellation is checked inside comprehensions).
 //
@@ -169,12 +162,16 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 	if ev.remaining <= 0 {
 		ev.remaining = RuntimeCostBudget
 	}
+	if in.conv == nil || !in.conv.holds(in) {
+		in.conv = newConverter(in)
+	}
+	conv := in.conv
 	ev.act = activation{
-		object:    orNull(in.Object),
-		oldObject: orNull(in.OldObject),
-		params:    orNull(in.Params),
-		request:   orNull(in.Request),
-		namespace: orNull(in.Namespace),
+		object:    conv.value(in.Object),
+		oldObject: conv.value(in.OldObject),
+		params:    conv.value(in.Params),
+		request:   conv.value(in.Request),
+		namespace: conv.value(in.Namespace),
 	}
 	if in.Authorizer != nil {
 		u := &user.DefaultInfo{Name: in.User.Username, UID: in.User.UID, Groups: in.User.Groups, Extra: in.User.Extra}

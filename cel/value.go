@@ -18,13 +18,24 @@ type jsonAdapter struct{ next types.Adapter }
 
 func (a *jsonAdapter) NativeToValue(v any) ref.Val {
 	switch t := v.(type) {
-	case string:
-		return types.String(t)
 	case map[string]any:
 		return types.NewStringInterfaceMap(a, t)
 	case []any:
 		// v, not t: boxing the slice again would allocate
 		return types.NewDynamicList(a, v)
+	}
+	if w := jsonScalar(v); w != nil {
+		return w
+	}
+	return a.next.NativeToValue(v)
+}
+
+// jsonScalar converts the scalars of JSON-like trees (and CEL values,
+// as they are); it returns nil for other values.
+func jsonScalar(v any) ref.Val {
+	switch t := v.(type) {
+	case string:
+		return types.String(t)
 	case float64:
 		if isInt(t) {
 			return types.Int(int64(t))
@@ -39,7 +50,7 @@ func (a *jsonAdapter) NativeToValue(v any) ref.Val {
 	case ref.Val:
 		return t
 	}
-	return a.next.NativeToValue(v)
+	return nil
 }
 
 // isInt tells whether f is an integral number within the int64 range.

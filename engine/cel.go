@@ -387,9 +387,12 @@ func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, pr
 	if len(pre) == 0 {
 		return true, nil
 	}
-	pin := *in
-	pin.Budget = matchConditionsBudget
-	ev := comp.NewEvaluation(ctx, &pin)
+	// the budget is read when the Evaluation is made; in itself (not a
+	// copy) keeps what the Evaluation attaches for the rule's others
+	budget := in.Budget
+	in.Budget = matchConditionsBudget
+	ev := comp.NewEvaluation(ctx, in)
+	in.Budget = budget
 	var errs []error
 	for _, p := range pre {
 		v, err := ev.Eval(p)
