@@ -265,19 +265,31 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 	}
 	switch {
 	case a.Keys != nil:
+		hash := crypto.SHA256
+		if a.Keys.SignatureAlgorithm == "sha512" {
+			hash = crypto.SHA512
+		}
 		pem := a.Keys.PublicKeys
-		var secret *api.SecretReference
-		if a.Keys.Secret != nil {
-			secret = a.Keys.Secret
-		} else if rest, ok := strings.CutPrefix(strings.TrimSpace(pem), "k8s://"); ok {
-			// upstream's k8s://namespace/name form of a Secret
-			ns, name, ok := strings.Cut(rest, "/")
-			if !ok {
-				return nil, nil, fmt.Errorf("invalid key reference %s: want k8s://namespace/name", pem)
+		secret := a.Keys.Secret
+		if secret == nil {
+			// upstream's k8s://namespace/name form of a Secret, as a key or
+			// a KMS reference
+			ref := pem
+			if strings.TrimSpace(ref) == "" {
+				ref = a.Keys.KMS
 			}
-			secret = &api.SecretReference{Namespace: ns, Name: name}
-		} else if a.Keys.KMS != "" {
-			return nil, nil, fmt.Errorf("KMS keys (%s) are not supported by gavel's verifier", a.Keys.KMS)
+			if s, ok, err := secretKeyRef(ref); ok {
+				if err != nil {
+					return nil, nil, err
+				}
+				secret = s
+			}
+		}
+		if secret == nil && strings.TrimSpace(pem) == "" && a.Keys.KMS != "" {
+			if co.SigVerifier, err = kmsVerifier(ctx, a.Keys.KMS, hash); err != nil {
+				return nil, nil, err
+			}
+			break
 		}
 		if secret != nil {
 			if v.secrets == nil {
@@ -292,10 +304,6 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 		pub, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(pem))
 		if err != nil {
 			return nil, nil, fmt.Errorf("failed to load public key: %w", err)
-		}
-		hash := crypto.SHA256
-		if a.Keys.SignatureAlgorithm == "sha512" {
-			hash = crypto.SHA512
 		}
 		if co.SigVerifier, err = signature.LoadVerifier(pub, hash); err != nil {
 			return nil, nil, fmt.Errorf("failed to load public key: %w", err)

@@ -7,6 +7,9 @@ import (
 
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/verify"
+	// keys.kms: cosign's KMS providers (AWS, GCP, Azure, Vault), as the
+	// upstream CLI has them
+	_ "github.com/gavelpolicy/gavel/verify/kmsproviders"
 )
 
 // imageVerifierOption gives apply's verifyImages rules the verify
