@@ -49,6 +49,7 @@ type Verifier struct {
 	maxBytes  int64
 	secrets   SecretReader
 	secretsNS string
+	providers map[string]authn.Keychain
 }
 
 var _ engine.ImageVerifier = (*Verifier)(nil)
