@@ -19,6 +19,7 @@ require (
 	github.com/sigstore/sigstore/pkg/signature/kms/azure v1.10.3
 	github.com/sigstore/sigstore/pkg/signature/kms/gcp v1.10.3
 	github.com/sigstore/sigstore/pkg/signature/kms/hashivault v1.10.3
+	github.com/theupdateframework/go-tuf/v2 v2.3.0
 	golang.org/x/sync v0.22.0
 	gopkg.in/inf.v0 v0.9.1
 	k8s.io/api v0.37.2
@@ -183,7 +184,6 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/syndtr/goleveldb v1.0.1-0.20220721030215-126854af5e6d // indirect
 	github.com/theupdateframework/go-tuf v0.7.0 // indirect
-	github.com/theupdateframework/go-tuf/v2 v2.3.0 // indirect
 	github.com/titanous/rocacheck v0.0.0-20171023193734-afe73141d399 // indirect
 	github.com/transparency-dev/formats v0.0.0-20251017110053-404c0d5b696c // indirect
 	github.com/transparency-dev/merkle v0.0.2 // indirect

@@ -17,6 +17,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/gavelpolicy/gavel/verify"
@@ -48,11 +49,18 @@ func newLog(t testing.TB) *testLog {
 // hashedrekord entry of the signature, as cosign sign does with a log.
 func signLogged(t *testing.T, d name.Digest, key *testKey, log *testLog) {
 	t.Helper()
+	signLoggedWith(t, d, key.signer, key.pem, log)
+}
+
+// signLoggedWith signs with signer, whose public key or certificate is
+// pubPEM, and attaches the Rekor bundle; opts add a certificate chain.
+func signLoggedWith(t *testing.T, d name.Digest, signer signature.Signer, pubPEM string, log *testLog, opts ...static.Option) {
+	t.Helper()
 	p, err := (&payload.Cosign{Image: d}).MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := key.signer.SignMessage(bytes.NewReader(p))
+	raw, err := signer.SignMessage(bytes.NewReader(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +68,7 @@ func signLogged(t *testing.T, d name.Digest, key *testKey, log *testLog) {
 	h := sha256.Sum256(p)
 	body, _ := json.Marshal(map[string]any{"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": map[string]any{
 		"data":      map[string]any{"hash": map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(h[:])}},
-		"signature": map[string]any{"content": b64sig, "publicKey": map[string]any{"content": base64.StdEncoding.EncodeToString([]byte(key.pem))}},
+		"signature": map[string]any{"content": b64sig, "publicKey": map[string]any{"content": base64.StdEncoding.EncodeToString([]byte(pubPEM))}},
 	}})
 	rp := bundle.RekorPayload{Body: base64.StdEncoding.EncodeToString(body), IntegratedTime: time.Now().Unix(), LogIndex: 7, LogID: log.id}
 	// the SET signs the payload's canonical JSON: sorted keys, which a map
@@ -71,7 +79,7 @@ func signLogged(t *testing.T, d name.Digest, key *testKey, log *testLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := static.NewSignature(p, b64sig, static.WithBundle(&bundle.RekorBundle{SignedEntryTimestamp: set, Payload: rp}))
+	sig, err := static.NewSignature(p, b64sig, append(opts, static.WithBundle(&bundle.RekorBundle{SignedEntryTimestamp: set, Payload: rp}))...)
 	if err != nil {
 		t.Fatal(err)
 	}

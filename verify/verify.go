@@ -50,6 +50,7 @@ type Verifier struct {
 	secrets   SecretReader
 	secretsNS string
 	providers map[string]authn.Keychain
+	trust     trustSource
 }
 
 var _ engine.ImageVerifier = (*Verifier)(nil)
@@ -261,8 +262,18 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 			}
 		}
 	}
-	if a.Keys == nil && !co.IgnoreSCT && co.CTLogPubKeys == nil {
-		return nil, nil, errors.New("checking certificate transparency needs ctlog.pubkey (or ctlog.ignoreSCT: true)")
+	// keyless without roots verifies with Sigstore's trusted root, which
+	// gives the logs the policy does not
+	keylessTrust := a.Keyless != nil && a.Keyless.Roots == ""
+	if a.Keys == nil && !co.IgnoreSCT && co.CTLogPubKeys == nil && !keylessTrust {
+		if v.trust == nil {
+			return nil, nil, errors.New("checking certificate transparency needs ctlog.pubkey (or ctlog.ignoreSCT: true, or the Verifier's Sigstore trusted root)")
+		}
+		tm, err := v.trustedMaterial(ctx, "ctlog without pubkey")
+		if err != nil {
+			return nil, nil, err
+		}
+		co.CTLogPubKeys = logKeys(tm.CTLogs())
 	}
 	switch {
 	case a.Keys != nil:
@@ -335,14 +346,13 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 		}
 	case a.Keyless != nil:
 		k := a.Keyless
-		if k.Roots == "" {
-			return nil, nil, errors.New("keyless verification without roots needs Sigstore's public roots (TUF), which gavel's verifier does not fetch: set keyless.roots")
+		if !keylessTrust {
+			roots, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(k.Roots))
+			if err != nil || len(roots) == 0 {
+				return nil, nil, fmt.Errorf("failed to load keyless roots: %v", err)
+			}
+			co.RootCerts, co.IntermediateCerts = certPools(roots)
 		}
-		roots, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(k.Roots))
-		if err != nil || len(roots) == 0 {
-			return nil, nil, fmt.Errorf("failed to load keyless roots: %v", err)
-		}
-		co.RootCerts, co.IntermediateCerts = certPools(roots)
 		co.Identities = []cosign.Identity{{Issuer: k.Issuer, IssuerRegExp: k.IssuerRegExp, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp}}
 		if ext := k.AdditionalExtensions; len(ext) > 0 {
 			co.CertGithubWorkflowTrigger = ext["githubWorkflowTrigger"]
@@ -356,17 +366,31 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 	}
 	co.IgnoreTlog = rekor == nil || rekor.IgnoreTlog
 	if !co.IgnoreTlog {
-		if rekor.PubKey == "" {
-			return nil, nil, errors.New("checking the transparency log needs rekor.pubkey (or rekor.ignoreTlog: true)")
-		}
-		keys := cosign.NewTrustedTransparencyLogPubKeys()
-		co.RekorPubKeys = &keys
-		if err := keys.AddTransparencyLogPubKey([]byte(rekor.PubKey), tuf.Active); err != nil {
-			return nil, nil, fmt.Errorf("failed to load rekor public key: %w", err)
+		switch {
+		case rekor.PubKey != "":
+			keys := cosign.NewTrustedTransparencyLogPubKeys()
+			co.RekorPubKeys = &keys
+			if err := keys.AddTransparencyLogPubKey([]byte(rekor.PubKey), tuf.Active); err != nil {
+				return nil, nil, fmt.Errorf("failed to load rekor public key: %w", err)
+			}
+		case keylessTrust:
+		case v.trust == nil:
+			return nil, nil, errors.New("checking the transparency log needs rekor.pubkey (or rekor.ignoreTlog: true, or the Verifier's Sigstore trusted root)")
+		default:
+			tm, err := v.trustedMaterial(ctx, "rekor without pubkey")
+			if err != nil {
+				return nil, nil, err
+			}
+			co.RekorPubKeys = logKeys(tm.RekorLogs())
 		}
 		// signatures must carry their Rekor bundle: gavel's verifier makes
 		// no online log lookups
 		co.Offline = true
+	}
+	if keylessTrust {
+		if co.TrustedMaterial, err = v.keylessMaterial(ctx, co, rekor, ctlog); err != nil {
+			return nil, nil, err
+		}
 	}
 	return ref, co, nil
 }
