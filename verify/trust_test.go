@@ -67,7 +67,8 @@ func TestTrustedRoot(t *testing.T) {
 			"\n            rekor:\n" + rekor + "            ctlog:\n              ignoreSCT: true\n"
 	}
 	noTlog := "              ignoreTlog: true\n"
-	logURL := "              url: https://rekor.test\n"
+	rekor := newRekor(t, log) // logs nothing: the signatures carry bundles
+	logURL := "              url: " + rekor.srv.URL + "\n"
 	logKey := func(l *testLog) string { return logURL + "              pubkey: |-\n" + indent(l.pem, "                ") + "\n" }
 	keys := "      attestors:\n      - entries:\n        - keys:\n            publicKeys: |-\n" + indent(key.pem, "              ") + "\n            rekor:\n" + logURL
 
@@ -85,7 +86,7 @@ func TestTrustedRoot(t *testing.T) {
 		{"keyless wrong subject", trusted, keyless("ops@example.com", noTlog), img, "fail: " + prefix + img + ": .attestors[0].entries[0].keyless: no matching signatures: none of the expected identities matched what was in the certificate, got subjects [dev@example.com] with issuer https://issuer.test"},
 		{"keyless other root", otherRoot, keyless("dev@example.com", noTlog), img, "fail: " + prefix + img + ": .attestors[0].entries[0].keyless: no matching signatures: leaf certificate verification failed"},
 		{"keyless logged", trusted, keyless("dev@example.com", logURL), logged, "pass: verified image signatures for " + logged},
-		{"keyless not logged", trusted, keyless("dev@example.com", logURL), img, "fail: " + prefix + img + ": .attestors[0].entries[0].keyless: no matching signatures: offline verification failed"},
+		{"keyless not logged", trusted, keyless("dev@example.com", logURL), img, "fail: " + prefix + img + ": .attestors[0].entries[0].keyless: no matching signatures: signature not found in transparency log"},
 		{"keyless policy log key", trusted, keyless("dev@example.com", logKey(log)), logged, "pass: verified image signatures for " + logged},
 		{"keyless other policy log key", trusted, keyless("dev@example.com", logKey(otherLog)), logged, "fail: " + prefix + logged + ": .attestors[0].entries[0].keyless: no matching signatures: error verifying bundle: verifying bundle with trusted root: rekor log public key not found for payload"},
 		{"keyless, other root's log", otherRoot, keyless("dev@example.com", logKey(log)), logged, "fail: " + prefix + logged + ": .attestors[0].entries[0].keyless: no matching signatures: leaf certificate verification failed"},

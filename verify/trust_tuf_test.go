@@ -104,11 +104,12 @@ func TestTUF(t *testing.T) {
 	img, d := reg.push(t, "app:keyless")
 	signLoggedWith(t, d, signer, string(leaf), log, static.WithCertChain(leaf, []byte(ca.pem)))
 	repo := newTUFRepo(t, trustedRootJSON(t, ca, log))
+	rekor := newRekor(t, log) // logs nothing: the signature carries its bundle
 	cache := t.TempDir()
 	v := verify.New(verify.WithTUF(verify.TUFOptions{RepositoryURL: repo.srv.URL, Root: repo.root, CacheDir: cache, RefreshInterval: time.Hour}))
 
 	entry := "      attestors:\n      - entries:\n        - keyless:\n            subject: dev@example.com\n            issuer: https://issuer.test" +
-		"\n            rekor:\n              url: https://rekor.test\n            ctlog:\n              ignoreSCT: true\n"
+		"\n            rekor:\n              url: " + rekor.srv.URL + "\n            ctlog:\n              ignoreSCT: true\n"
 	set := compile(t, v, policy("", entry))
 	if _, got := run(t, set, pod(img)); got != "pass: verified image signatures for "+img {
 		t.Fatalf("got %s", got)
@@ -138,7 +139,7 @@ func TestTUF(t *testing.T) {
 	}
 
 	req := engine.ImageVerifyRequest{Image: d.String(), Attestor: api.Attestor{Keyless: &api.KeylessAttestor{Subject: "dev@example.com", Issuer: "https://issuer.test",
-		Rekor: &api.Rekor{URL: "https://rekor.test"}, CTLog: &api.CTLog{IgnoreSCT: true}}}}
+		Rekor: &api.Rekor{URL: rekor.srv.URL}, CTLog: &api.CTLog{IgnoreSCT: true}}}}
 	// a repository that cannot be reached: "unavailable", so failurePolicy
 	// Ignore applies
 	down := httptest.NewServer(http.NotFoundHandler())

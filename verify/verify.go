@@ -1,7 +1,8 @@
 // Package verify is the default engine.ImageVerifier: it reads registries
 // with go-containerregistry and checks Cosign signatures and in-toto
-// attestations with cosign's verification packages (keys, certificates,
-// keyless with a given root, Rekor and CT options) and Notary signatures
+// attestations with cosign's verification packages (keys, KMS keys,
+// certificates, keyless with a given root or Sigstore's trusted root,
+// Rekor bundles and online lookups, CT options) and Notary signatures
 // with notation-go. It writes no signature format or cryptography of its
 // own.
 //
@@ -140,13 +141,14 @@ func (v *Verifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRe
 	default:
 		return fmt.Errorf("signature type %s is not supported by gavel's verifier", req.Type)
 	}
+	ctx, lookups := withRekorFailures(ctx)
 	ref, co, err := v.checkOpts(ctx, req)
 	if err != nil {
 		return err
 	}
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
 	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
-		return registryError(err)
+		return lookups.wrap(registryError(err))
 	}
 	return nil
 }
@@ -157,6 +159,7 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	var ref name.Reference
 	var co *cosign.CheckOpts
 	var err error
+	ctx, lookups := withRekorFailures(ctx)
 	switch req.Type {
 	case "", "Cosign":
 		ref, co, err = v.checkOpts(ctx, req)
@@ -173,7 +176,7 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
 	atts, _, err := cosign.VerifyImageAttestations(ctx, ref, co)
 	if err != nil {
-		return nil, registryError(err)
+		return nil, lookups.wrap(registryError(err))
 	}
 	var out []map[string]any
 	for _, att := range atts {
@@ -383,9 +386,14 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 			}
 			co.RekorPubKeys = logKeys(tm.RekorLogs())
 		}
-		// signatures must carry their Rekor bundle: gavel's verifier makes
-		// no online log lookups
-		co.Offline = true
+		// a signature without its Rekor bundle is looked up in the log at
+		// rekor.url (cosign's online verification, rekor.go); without a
+		// URL, signatures must carry their bundle
+		if rekor.URL == "" {
+			co.Offline = true
+		} else if co.RekorClient, err = v.rekorClient(rekor.URL); err != nil {
+			return nil, nil, err
+		}
 	}
 	if keylessTrust {
 		if co.TrustedMaterial, err = v.keylessMaterial(ctx, co, rekor, ctlog); err != nil {
