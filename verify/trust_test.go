@@ -69,7 +69,9 @@ func TestTrustedRoot(t *testing.T) {
 	noTlog := "              ignoreTlog: true\n"
 	rekor := newRekor(t, log) // logs nothing: the signatures carry bundles
 	logURL := "              url: " + rekor.srv.URL + "\n"
-	logKey := func(l *testLog) string { return logURL + "              pubkey: |-\n" + indent(l.pem, "                ") + "\n" }
+	logKey := func(l *testLog) string {
+		return logURL + "              pubkey: |-\n" + indent(l.pem, "                ") + "\n"
+	}
 	keys := "      attestors:\n      - entries:\n        - keys:\n            publicKeys: |-\n" + indent(key.pem, "              ") + "\n            rekor:\n" + logURL
 
 	trusted := verify.New(verify.WithTrustedRoot(loadTrustedRoot(t, trustedRootJSON(t, ca, log))))

@@ -3,6 +3,7 @@
 //
 //	v := verify.New(verify.WithCredentialProviders(registryauth.Keychains()))
 //
+// The providers:
 //   - default: the docker config (authn.DefaultKeychain: $DOCKER_CONFIG or
 //     ~/.docker/config.json and its credential helpers);
 //   - google: GCR and Artifact Registry (go-containerregistry's google
