@@ -11,6 +11,7 @@ import (
 
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	"github.com/sigstore/sigstore-go/pkg/root"
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -109,5 +110,39 @@ func TestTrustedRoot(t *testing.T) {
 		Rekor: &api.Rekor{IgnoreTlog: true}, CTLog: &api.CTLog{IgnoreSCT: true}}}}
 	if err := verify.New().VerifySignature(context.Background(), req); !errors.Is(err, engine.ErrNotConfigured) || !strings.Contains(err.Error(), "trusted root") {
 		t.Errorf("no trusted root: %v", err)
+	}
+}
+
+// TestTrustedRootBundles: a Sigstore bundle of a keyless signature
+// verifies with the trusted root when the attestor gives no roots.
+func TestTrustedRootBundles(t *testing.T) {
+	reg := newRegistry(t)
+	ca, otherCA, log := newCA(t), newCA(t), newLog(t)
+	img, d := reg.push(t, "app:keyless")
+	ephemeral, err := sgsign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundleSign(t, d, ephemeral, caProvider{ca, "dev@example.com"}, nil)
+	entry := func(subject string) string {
+		return "      type: SigstoreBundle\n      attestors:\n      - entries:\n        - keyless:\n            subject: " + subject + "\n            issuer: https://issuer.test\n" +
+			"            rekor:\n              ignoreTlog: true\n            ctlog:\n              ignoreSCT: true\n"
+	}
+	prefix := "fail: failed to verify image " + img + ": .attestors[0].entries[0].keyless: no matching signatures: "
+	tests := []struct {
+		name, entry, want string
+		v                 *verify.Verifier
+	}{
+		{"keyless", entry("dev@example.com"), "pass: verified image signatures for " + img, verify.New(verify.WithTrustedRoot(loadTrustedRoot(t, trustedRootJSON(t, ca, log))))},
+		{"other subject", entry("ops@example.com"), prefix, verify.New(verify.WithTrustedRoot(loadTrustedRoot(t, trustedRootJSON(t, ca, log))))},
+		{"other root", entry("dev@example.com"), prefix, verify.New(verify.WithTrustedRoot(loadTrustedRoot(t, trustedRootJSON(t, otherCA, log))))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := compile(t, tt.v, policy("", tt.entry))
+			if _, got := run(t, set, pod(img)); !strings.HasPrefix(got, tt.want) || strings.HasPrefix(tt.want, "pass") && got != tt.want {
+				t.Errorf("got\n%s\nwant prefix\n%s", got, tt.want)
+			}
+		})
 	}
 }
