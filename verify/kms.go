@@ -39,8 +39,8 @@ func secretKeyRef(ref string) (s *api.SecretReference, ok bool, err error) {
 	return &api.SecretReference{Namespace: ns, Name: name}, true, nil
 }
 
-// kmsVerifier returns the verifier of a KMS key (keys.kms): the public key
-// the provider registered for the reference's scheme gives (sigstore's KMS
+// kmsVerifier returns the verifier of a KMS key (keys.kms): that of the
+// provider registered for the reference's scheme (sigstore's KMS
 // registry, as cosign reads keys). Only registered providers are asked:
 // sigstore's fallback of running a sigstore-kms-NAME plugin program found
 // on the PATH is not taken, a library must not start programs.
@@ -59,17 +59,14 @@ func kmsVerifier(ctx context.Context, ref string, hash crypto.Hash) (signature.V
 	if err != nil {
 		return nil, kmsError(fmt.Errorf("failed to load KMS key %s: %w", ref, err))
 	}
-	// the public key is read once, here, rather than by the provider on
-	// each signature: PublicKey may call the KMS
-	pub, err := sv.PublicKey(options.WithContext(ctx))
-	if err != nil {
+	// the provider verifies (with its key's algorithm: RSA-PSS keys, for
+	// one, are not what signature.LoadVerifier would make of the bare
+	// key), as cosign verifies with it; its public key is read here so
+	// that a KMS that cannot be reached is told from a bad signature
+	if _, err := sv.PublicKey(options.WithContext(ctx)); err != nil {
 		return nil, kmsError(fmt.Errorf("failed to read the public key of KMS key %s: %w", ref, err))
 	}
-	v, err := signature.LoadVerifier(pub, hash)
-	if err != nil {
-		return nil, fmt.Errorf("KMS key %s: %w", ref, err)
-	}
-	return v, nil
+	return sv, nil
 }
 
 // kmsError marks a KMS that could not be reached (network errors) as

@@ -19,8 +19,9 @@ import (
 )
 
 // testKMS is a KMS provider registered with sigstore's registry for the
-// test: gaveltestkms://NAME serves the public key of the test key NAME,
-// gaveldownkms:// fails as an unreachable KMS does.
+// test: gaveltestkms://NAME serves the test key NAME, gaveldownkms://
+// fails as an unreachable KMS does, gavelresetkms:// once its client was
+// made.
 var testKMSKeys = map[string]*testKey{}
 
 // kmsKey is the SignerVerifier a provider returns; the verifier asks it
@@ -36,6 +37,14 @@ func (kmsKey) CryptoSigner(context.Context, func(error)) (crypto.Signer, crypto.
 func (kmsKey) SupportedAlgorithms() []string { return []string{"ecdsa-p256-sha256"} }
 func (kmsKey) DefaultAlgorithm() string      { return "ecdsa-p256-sha256" }
 
+// unreachableKey is a key whose KMS stops answering after the client was
+// made.
+type unreachableKey struct{ kmsKey }
+
+func (unreachableKey) PublicKey(...signature.PublicKeyOption) (crypto.PublicKey, error) {
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+}
+
 func init() {
 	kms.AddProvider("gaveltestkms://", func(_ context.Context, ref string, hash crypto.Hash, _ ...signature.RPCOption) (kms.SignerVerifier, error) {
 		k, ok := testKMSKeys[strings.TrimPrefix(ref, "gaveltestkms://")]
@@ -47,6 +56,9 @@ func init() {
 			return nil, err
 		}
 		return kmsKey{sv}, nil
+	})
+	kms.AddProvider("gavelresetkms://", func(context.Context, string, crypto.Hash, ...signature.RPCOption) (kms.SignerVerifier, error) {
+		return unreachableKey{}, nil
 	})
 	kms.AddProvider("gaveldownkms://", func(context.Context, string, crypto.Hash, ...signature.RPCOption) (kms.SignerVerifier, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
@@ -70,6 +82,7 @@ func TestKMSKeys(t *testing.T) {
 		{"other kms key", "            kms: gaveltestkms://other\n", "fail: " + prefix + "no matching signatures: invalid signature when validating ASN.1 encoded signature"},
 		{"unknown kms key", "            kms: gaveltestkms://none\n", "fail: " + prefix + "failed to load KMS key gaveltestkms://none: key not found: gaveltestkms://none"},
 		{"kms unreachable", "            kms: gaveldownkms://key\n", "error: " + prefix + "image registry unavailable: failed to load KMS key gaveldownkms://key: dial tcp: connection refused"},
+		{"kms reset", "            kms: gavelresetkms://key\n", "error: " + prefix + "image registry unavailable: failed to read the public key of KMS key gavelresetkms://key: read tcp: connection reset by peer"},
 		{"no provider", "            kms: awskms:///alias/signer\n", "error: " + prefix + "KMS key awskms:///alias/signer: no KMS provider registered for its scheme (import github.com/gavelpolicy/gavel/verify/kmsproviders for cosign's providers): not configured"},
 		{"k8s:// kms", "            kms: k8s://keys/signer\n", "pass: verified image signatures for " + img},
 		{"bad k8s://", "            kms: k8s://signer\n", "fail: " + prefix + "invalid key reference k8s://signer: want k8s://namespace/name"},
