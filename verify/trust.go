@@ -97,6 +97,9 @@ func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (r
 	if current != nil && time.Since(fetched) < every {
 		return current, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	ch := t.group.DoChan("", func() (any, error) {
 		tr, err := t.fetch(ctx, transport)
 		if err != nil {

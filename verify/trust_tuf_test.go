@@ -159,6 +159,20 @@ func TestTUF(t *testing.T) {
 	if err == nil || err.Error() != "keyless verification without roots: TUF repository "+repo.srv.URL+": no trusted root.json (TUFOptions.Root)" {
 		t.Errorf("no TUF root: %v", err)
 	}
+	// past RefreshInterval the repository is asked again; when it cannot
+	// be reached, the root fetched before still serves
+	stale := verify.New(verify.WithTUF(verify.TUFOptions{RepositoryURL: repo.srv.URL, Root: repo.root, RefreshInterval: time.Nanosecond}))
+	if err := stale.VerifySignature(context.Background(), req); err != nil {
+		t.Fatalf("refreshing root: %v", err)
+	}
+	before := repo.requests.Load()
+	if err := stale.VerifySignature(context.Background(), req); err != nil || repo.requests.Load() == before {
+		t.Errorf("refresh: %v, %d requests then %d", err, before, repo.requests.Load())
+	}
+	repo.srv.Close()
+	if err := stale.VerifySignature(context.Background(), req); err != nil {
+		t.Errorf("failed refresh: %v", err)
+	}
 	// a cancelled context stops the fetch
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
