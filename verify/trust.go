@@ -50,7 +50,8 @@ type TUFOptions struct {
 	CacheDir string
 	// RefreshInterval is how long a fetched trusted root serves before
 	// the repository is asked again; default 24 hours. A failed refresh
-	// keeps the previous root.
+	// keeps the previous root, and is tried again a minute later at the
+	// soonest.
 	RefreshInterval time.Duration
 }
 
@@ -84,7 +85,13 @@ type tufTrust struct {
 	mu      sync.Mutex
 	root    *root.TrustedRoot
 	fetched time.Time
+	failed  time.Time // of the last failed refresh
 }
+
+// refreshRetry is how long a failed refresh is not tried again while the
+// previous root serves: an outage of the repository costs one failed
+// fetch a minute, not one per verification.
+const refreshRetry = time.Minute
 
 func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (root.TrustedMaterial, error) {
 	every := t.opts.RefreshInterval
@@ -92,9 +99,9 @@ func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (r
 		every = 24 * time.Hour
 	}
 	t.mu.Lock()
-	current, fetched := t.root, t.fetched
+	current, fetched, failed := t.root, t.fetched, t.failed
 	t.mu.Unlock()
-	if current != nil && time.Since(fetched) < every {
+	if current != nil && (time.Since(fetched) < every || time.Since(failed) < min(every, refreshRetry)) {
 		return current, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -103,6 +110,9 @@ func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (r
 	ch := t.group.DoChan("", func() (any, error) {
 		tr, err := t.fetch(ctx, transport)
 		if err != nil {
+			t.mu.Lock()
+			t.failed = time.Now()
+			t.mu.Unlock()
 			return nil, err
 		}
 		t.mu.Lock()

@@ -31,6 +31,7 @@ type tufRepo struct {
 	srv      *httptest.Server
 	root     []byte
 	requests atomic.Int32
+	failing  atomic.Bool // answer 503
 }
 
 func newTUFRepo(t testing.TB, trustedRoot []byte) *tufRepo {
@@ -84,6 +85,10 @@ func newTUFRepo(t testing.TB, trustedRoot []byte) *tufRepo {
 	r := &tufRepo{root: files["1.root.json"]}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if r.failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		data, ok := files[req.URL.Path[1:]]
 		if !ok {
 			http.NotFound(w, req)
@@ -169,9 +174,26 @@ func TestTUF(t *testing.T) {
 	if err := stale.VerifySignature(context.Background(), req); err != nil || repo.requests.Load() == before {
 		t.Errorf("refresh: %v, %d requests then %d", err, before, repo.requests.Load())
 	}
-	repo.srv.Close()
+	repo.failing.Store(true)
 	if err := stale.VerifySignature(context.Background(), req); err != nil {
 		t.Errorf("failed refresh: %v", err)
+	}
+	// a failed refresh is not tried on every verification
+	slow := verify.New(verify.WithTUF(verify.TUFOptions{RepositoryURL: repo.srv.URL, Root: repo.root, RefreshInterval: 300 * time.Millisecond}))
+	repo.failing.Store(false)
+	if err := slow.VerifySignature(context.Background(), req); err != nil {
+		t.Fatalf("slow refresh: %v", err)
+	}
+	repo.failing.Store(true)
+	time.Sleep(350 * time.Millisecond)
+	before = repo.requests.Load()
+	for range 3 {
+		if err := slow.VerifySignature(context.Background(), req); err != nil {
+			t.Errorf("failed refresh: %v", err)
+		}
+	}
+	if n := repo.requests.Load() - before; n != 1 {
+		t.Errorf("%d requests for 3 verifications after a failed refresh, want 1", n)
 	}
 	// a cancelled context stops the fetch
 	ctx, cancel := context.WithCancel(context.Background())
