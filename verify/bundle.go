@@ -37,6 +37,9 @@ func (v *Verifier) bundleOpts(ctx context.Context, req engine.ImageVerifyRequest
 		co.TrustedMaterial = &root.BaseTrustedMaterial{}
 		return ref, co, nil
 	}
+	if co.TrustedMaterial != nil {
+		return ref, co, nil // keyless with the Sigstore trusted root
+	}
 	if co.RootCerts == nil {
 		return nil, nil, errors.New("Sigstore bundles are verified with keys, or certificates and keyless attestors with roots")
 	}

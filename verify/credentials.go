@@ -18,24 +18,40 @@ import (
 // namespace.
 func WithSecretsNamespace(ns string) Option { return func(v *Verifier) { v.secretsNS = ns } }
 
+// WithCredentialProviders sets the keychains of the provider names that
+// imageRegistryCredentials.providers lists (upstream's default, amazon,
+// azure, google, github). A policy naming a provider without a keychain
+// here gets an error wrapping engine.ErrNotConfigured. Package
+// verify/registryauth builds upstream's set (the docker config and the
+// clouds' credential helpers); the map is copied.
+func WithCredentialProviders(keychains map[string]authn.Keychain) Option {
+	return func(v *Verifier) {
+		v.providers = make(map[string]authn.Keychain, len(keychains))
+		for name, kc := range keychains {
+			v.providers[name] = kc
+		}
+	}
+}
+
 // keychainFor returns the keychain of a request: the docker configs of
 // the entry's imageRegistryCredentials.secrets (kubernetes.io/dockerconfigjson
-// or dockercfg Secrets, read through the SecretReader), then those of the
+// or dockercfg Secrets, read through the SecretReader), then the keychains
+// of its providers (WithCredentialProviders), then those of the
 // resource's image pull secrets (best effort: skipped without a
 // SecretReader or when unreadable, as the kubelet reads them, not the
 // policy), then the Verifier's keychain.
 func (v *Verifier) keychainFor(ctx context.Context, creds *api.ImageRegistryCredentials, pullSecrets []string) (authn.Keychain, error) {
-	var named []string
+	var named, providers []string
 	if creds != nil {
-		named = creds.Secrets
+		named, providers = creds.Secrets, creds.Providers
 	}
-	if len(named) == 0 && (len(pullSecrets) == 0 || v.secrets == nil) {
+	if len(named) == 0 && len(providers) == 0 && (len(pullSecrets) == 0 || v.secrets == nil) {
 		return v.keychain, nil
 	}
 	if len(named) > 0 && v.secrets == nil {
 		return nil, fmt.Errorf("imageRegistryCredentials.secrets: %w", engine.ErrNotConfigured)
 	}
-	chain := make([]authn.Keychain, 0, len(named)+len(pullSecrets)+1)
+	chain := make([]authn.Keychain, 0, len(named)+len(providers)+len(pullSecrets)+1)
 	for _, s := range named {
 		ns, name, ok := strings.Cut(s, "/")
 		if !ok {
@@ -48,6 +64,13 @@ func (v *Verifier) keychainFor(ctx context.Context, creds *api.ImageRegistryCred
 		kc, err := dockerConfigKeychain(data)
 		if err != nil {
 			return nil, fmt.Errorf("registry credentials %s/%s: %w", ns, name, err)
+		}
+		chain = append(chain, kc)
+	}
+	for _, p := range providers {
+		kc, ok := v.providers[p]
+		if !ok {
+			return nil, fmt.Errorf("imageRegistryCredentials.providers: provider %q: %w", p, engine.ErrNotConfigured)
 		}
 		chain = append(chain, kc)
 	}

@@ -1,7 +1,8 @@
 // Package verify is the default engine.ImageVerifier: it reads registries
 // with go-containerregistry and checks Cosign signatures and in-toto
-// attestations with cosign's verification packages (keys, certificates,
-// keyless with a given root, Rekor and CT options) and Notary signatures
+// attestations with cosign's verification packages (keys, KMS keys,
+// certificates, keyless with a given root or Sigstore's trusted root,
+// Rekor bundles and online lookups, CT options) and Notary signatures
 // with notation-go. It writes no signature format or cryptography of its
 // own.
 //
@@ -49,6 +50,8 @@ type Verifier struct {
 	maxBytes  int64
 	secrets   SecretReader
 	secretsNS string
+	providers map[string]authn.Keychain
+	trust     trustSource
 }
 
 var _ engine.ImageVerifier = (*Verifier)(nil)
@@ -138,13 +141,14 @@ func (v *Verifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRe
 	default:
 		return fmt.Errorf("signature type %s is not supported by gavel's verifier", req.Type)
 	}
+	ctx, lookups := withRekorFailures(ctx)
 	ref, co, err := v.checkOpts(ctx, req)
 	if err != nil {
 		return err
 	}
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
 	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
-		return registryError(err)
+		return lookups.wrap(registryError(err))
 	}
 	return nil
 }
@@ -155,6 +159,7 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	var ref name.Reference
 	var co *cosign.CheckOpts
 	var err error
+	ctx, lookups := withRekorFailures(ctx)
 	switch req.Type {
 	case "", "Cosign":
 		ref, co, err = v.checkOpts(ctx, req)
@@ -171,7 +176,7 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
 	atts, _, err := cosign.VerifyImageAttestations(ctx, ref, co)
 	if err != nil {
-		return nil, registryError(err)
+		return nil, lookups.wrap(registryError(err))
 	}
 	var out []map[string]any
 	for _, att := range atts {
@@ -260,24 +265,46 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 			}
 		}
 	}
-	if a.Keys == nil && !co.IgnoreSCT && co.CTLogPubKeys == nil {
-		return nil, nil, errors.New("checking certificate transparency needs ctlog.pubkey (or ctlog.ignoreSCT: true)")
+	// keyless without roots verifies with Sigstore's trusted root, which
+	// gives the logs the policy does not
+	keylessTrust := a.Keyless != nil && a.Keyless.Roots == ""
+	if a.Keys == nil && !co.IgnoreSCT && co.CTLogPubKeys == nil && !keylessTrust {
+		if v.trust == nil {
+			return nil, nil, errors.New("checking certificate transparency needs ctlog.pubkey (or ctlog.ignoreSCT: true, or the Verifier's Sigstore trusted root)")
+		}
+		tm, err := v.trustedMaterial(ctx, "ctlog without pubkey")
+		if err != nil {
+			return nil, nil, err
+		}
+		co.CTLogPubKeys = logKeys(tm.CTLogs())
 	}
 	switch {
 	case a.Keys != nil:
+		hash := crypto.SHA256
+		if a.Keys.SignatureAlgorithm == "sha512" {
+			hash = crypto.SHA512
+		}
 		pem := a.Keys.PublicKeys
-		var secret *api.SecretReference
-		if a.Keys.Secret != nil {
-			secret = a.Keys.Secret
-		} else if rest, ok := strings.CutPrefix(strings.TrimSpace(pem), "k8s://"); ok {
-			// upstream's k8s://namespace/name form of a Secret
-			ns, name, ok := strings.Cut(rest, "/")
-			if !ok {
-				return nil, nil, fmt.Errorf("invalid key reference %s: want k8s://namespace/name", pem)
+		secret := a.Keys.Secret
+		if secret == nil {
+			// upstream's k8s://namespace/name form of a Secret, as a key or
+			// a KMS reference
+			ref := pem
+			if strings.TrimSpace(ref) == "" {
+				ref = a.Keys.KMS
 			}
-			secret = &api.SecretReference{Namespace: ns, Name: name}
-		} else if a.Keys.KMS != "" {
-			return nil, nil, fmt.Errorf("KMS keys (%s) are not supported by gavel's verifier", a.Keys.KMS)
+			if s, ok, err := secretKeyRef(ref); ok {
+				if err != nil {
+					return nil, nil, err
+				}
+				secret = s
+			}
+		}
+		if secret == nil && strings.TrimSpace(pem) == "" && a.Keys.KMS != "" {
+			if co.SigVerifier, err = kmsVerifier(ctx, a.Keys.KMS, hash); err != nil {
+				return nil, nil, err
+			}
+			break
 		}
 		if secret != nil {
 			if v.secrets == nil {
@@ -292,10 +319,6 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 		pub, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(pem))
 		if err != nil {
 			return nil, nil, fmt.Errorf("failed to load public key: %w", err)
-		}
-		hash := crypto.SHA256
-		if a.Keys.SignatureAlgorithm == "sha512" {
-			hash = crypto.SHA512
 		}
 		if co.SigVerifier, err = signature.LoadVerifier(pub, hash); err != nil {
 			return nil, nil, fmt.Errorf("failed to load public key: %w", err)
@@ -326,14 +349,13 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 		}
 	case a.Keyless != nil:
 		k := a.Keyless
-		if k.Roots == "" {
-			return nil, nil, errors.New("keyless verification without roots needs Sigstore's public roots (TUF), which gavel's verifier does not fetch: set keyless.roots")
+		if !keylessTrust {
+			roots, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(k.Roots))
+			if err != nil || len(roots) == 0 {
+				return nil, nil, fmt.Errorf("failed to load keyless roots: %v", err)
+			}
+			co.RootCerts, co.IntermediateCerts = certPools(roots)
 		}
-		roots, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(k.Roots))
-		if err != nil || len(roots) == 0 {
-			return nil, nil, fmt.Errorf("failed to load keyless roots: %v", err)
-		}
-		co.RootCerts, co.IntermediateCerts = certPools(roots)
 		co.Identities = []cosign.Identity{{Issuer: k.Issuer, IssuerRegExp: k.IssuerRegExp, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp}}
 		if ext := k.AdditionalExtensions; len(ext) > 0 {
 			co.CertGithubWorkflowTrigger = ext["githubWorkflowTrigger"]
@@ -347,17 +369,36 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 	}
 	co.IgnoreTlog = rekor == nil || rekor.IgnoreTlog
 	if !co.IgnoreTlog {
-		if rekor.PubKey == "" {
-			return nil, nil, errors.New("checking the transparency log needs rekor.pubkey (or rekor.ignoreTlog: true)")
+		switch {
+		case rekor.PubKey != "":
+			keys := cosign.NewTrustedTransparencyLogPubKeys()
+			co.RekorPubKeys = &keys
+			if err := keys.AddTransparencyLogPubKey([]byte(rekor.PubKey), tuf.Active); err != nil {
+				return nil, nil, fmt.Errorf("failed to load rekor public key: %w", err)
+			}
+		case keylessTrust:
+		case v.trust == nil:
+			return nil, nil, errors.New("checking the transparency log needs rekor.pubkey (or rekor.ignoreTlog: true, or the Verifier's Sigstore trusted root)")
+		default:
+			tm, err := v.trustedMaterial(ctx, "rekor without pubkey")
+			if err != nil {
+				return nil, nil, err
+			}
+			co.RekorPubKeys = logKeys(tm.RekorLogs())
 		}
-		keys := cosign.NewTrustedTransparencyLogPubKeys()
-		co.RekorPubKeys = &keys
-		if err := keys.AddTransparencyLogPubKey([]byte(rekor.PubKey), tuf.Active); err != nil {
-			return nil, nil, fmt.Errorf("failed to load rekor public key: %w", err)
+		// a signature without its Rekor bundle is looked up in the log at
+		// rekor.url (cosign's online verification, rekor.go); without a
+		// URL, signatures must carry their bundle
+		if rekor.URL == "" {
+			co.Offline = true
+		} else if co.RekorClient, err = v.rekorClient(rekor.URL); err != nil {
+			return nil, nil, err
 		}
-		// signatures must carry their Rekor bundle: gavel's verifier makes
-		// no online log lookups
-		co.Offline = true
+	}
+	if keylessTrust {
+		if co.TrustedMaterial, err = v.keylessMaterial(ctx, co, rekor, ctlog); err != nil {
+			return nil, nil, err
+		}
 	}
 	return ref, co, nil
 }

@@ -1,0 +1,314 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgtuf "github.com/sigstore/sigstore-go/pkg/tuf"
+	"github.com/sigstore/sigstore/pkg/tuf"
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// WithTrustedRoot sets the Sigstore trusted root (the Fulcio certificate
+// authorities, Rekor and CT logs and timestamp authorities of a
+// trusted_root.json, read with sigstore-go's root.NewTrustedRootFromJSON),
+// for air-gapped clusters or a private Sigstore. It serves what a policy
+// leaves out: keyless attestors without roots, rekor and ctlog without
+// pubkey. It replaces WithTUF.
+func WithTrustedRoot(m root.TrustedMaterial) Option {
+	return func(v *Verifier) { v.trust = &staticTrust{m: m} }
+}
+
+// TUFOptions locate a TUF repository serving a Sigstore trusted root
+// (trusted_root.json), as cosign and upstream fetch Sigstore's public-good
+// one.
+type TUFOptions struct {
+	// RepositoryURL is the repository's base URL; default Sigstore's
+	// public-good mirror, https://tuf-repo-cdn.sigstore.dev.
+	RepositoryURL string
+	// Root is the repository's trusted TUF root.json; default the
+	// public-good root that sigstore-go embeds (for the default URL only).
+	Root []byte
+	// CacheDir keeps the TUF metadata and targets on disk between runs
+	// (cosign's is ~/.sigstore/root); empty keeps them in memory only.
+	CacheDir string
+	// RefreshInterval is how long a fetched trusted root serves before
+	// the repository is asked again; default 24 hours. A failed refresh
+	// keeps the previous root, and is tried again a minute later at the
+	// soonest.
+	RefreshInterval time.Duration
+}
+
+// WithTUF fetches the trusted root through TUF with sigstore-go's client
+// when a policy first needs it, over the Verifier's transport, then every
+// RefreshInterval. It replaces WithTrustedRoot.
+func WithTUF(o TUFOptions) Option {
+	return func(v *Verifier) { v.trust = &tufTrust{opts: o} }
+}
+
+// trustSource gives the Sigstore trusted material.
+type trustSource interface {
+	material(ctx context.Context, transport http.RoundTripper) (root.TrustedMaterial, error)
+}
+
+type staticTrust struct{ m root.TrustedMaterial }
+
+func (s *staticTrust) material(context.Context, http.RoundTripper) (root.TrustedMaterial, error) {
+	if s.m == nil {
+		return nil, fmt.Errorf("Sigstore trusted root: %w", engine.ErrNotConfigured)
+	}
+	return s.m, nil
+}
+
+// tufTrust fetches and keeps the trusted root of a TUF repository;
+// concurrent fetches are made once.
+type tufTrust struct {
+	opts  TUFOptions
+	group singleflight.Group
+
+	mu      sync.Mutex
+	root    *root.TrustedRoot
+	fetched time.Time
+	failed  time.Time // of the last failed refresh
+}
+
+// refreshRetry is how long a failed refresh is not tried again while the
+// previous root serves: an outage of the repository costs one failed
+// fetch a minute, not one per verification.
+const refreshRetry = time.Minute
+
+func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (root.TrustedMaterial, error) {
+	every := t.opts.RefreshInterval
+	if every <= 0 {
+		every = 24 * time.Hour
+	}
+	t.mu.Lock()
+	current, fetched, failed := t.root, t.fetched, t.failed
+	t.mu.Unlock()
+	if current != nil && (time.Since(fetched) < every || time.Since(failed) < min(every, refreshRetry)) {
+		return current, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ch := t.group.DoChan("", func() (any, error) {
+		tr, err := t.fetch(ctx, transport)
+		if err != nil {
+			t.mu.Lock()
+			t.failed = time.Now()
+			t.mu.Unlock()
+			return nil, err
+		}
+		t.mu.Lock()
+		t.root, t.fetched = tr, time.Now()
+		t.mu.Unlock()
+		return tr, nil
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			if current != nil {
+				return current, nil // a failed refresh keeps the previous root
+			}
+			return nil, r.Err
+		}
+		return r.Val.(*root.TrustedRoot), nil
+	}
+}
+
+func (t *tufTrust) fetch(ctx context.Context, transport http.RoundTripper) (*root.TrustedRoot, error) {
+	o := &sgtuf.Options{
+		RepositoryBaseURL: t.opts.RepositoryURL,
+		Root:              t.opts.Root,
+		CachePath:         t.opts.CacheDir,
+		DisableLocalCache: t.opts.CacheDir == "",
+		Fetcher:           &tufFetcher{ctx: ctx, client: &http.Client{Transport: transport}},
+	}
+	if o.RepositoryBaseURL == "" {
+		o.RepositoryBaseURL = sgtuf.DefaultMirror
+	}
+	if o.Root == nil {
+		if o.RepositoryBaseURL != sgtuf.DefaultMirror {
+			return nil, fmt.Errorf("TUF repository %s: no trusted root.json (TUFOptions.Root)", o.RepositoryBaseURL)
+		}
+		o.Root = sgtuf.DefaultRoot()
+	}
+	tr, err := root.FetchTrustedRootWithOptions(o)
+	if err != nil {
+		err = fmt.Errorf("failed to fetch the Sigstore trusted root from %s: %w", o.RepositoryBaseURL, err)
+		var dl *metadata.ErrDownloadHTTP
+		if ctx.Err() == nil && (registryError(err) != err || errors.As(err, &dl) && dl.StatusCode >= 500) {
+			return nil, fmt.Errorf("%w: %w", engine.ErrRegistryUnavailable, err)
+		}
+		return nil, err
+	}
+	return tr, nil
+}
+
+// tufFetcher is go-tuf's metadata fetcher over the Verifier's transport,
+// bound to the context of the verification that asked for the root.
+type tufFetcher struct {
+	ctx    context.Context
+	client *http.Client
+}
+
+func (f *tufFetcher) DownloadFile(url string, maxLength int64, _ time.Duration) ([]byte, error) {
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// the updater reads 403 and 404 as "no newer version"
+		return nil, &metadata.ErrDownloadHTTP{StatusCode: resp.StatusCode, URL: url}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxLength+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxLength {
+		return nil, &metadata.ErrDownloadLengthMismatch{Msg: fmt.Sprintf("%s: over %d bytes", url, maxLength)}
+	}
+	return data, nil
+}
+
+// trustedMaterial returns the Verifier's Sigstore trusted root, an error
+// wrapping engine.ErrNotConfigured without one; what names the policy
+// field that needs it.
+func (v *Verifier) trustedMaterial(ctx context.Context, what string) (root.TrustedMaterial, error) {
+	if v.trust == nil {
+		return nil, fmt.Errorf("%s needs Sigstore's trusted root (verify.WithTUF or verify.WithTrustedRoot): %w", what, engine.ErrNotConfigured)
+	}
+	m, err := v.trust.material(ctx, v.transport)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return m, nil
+}
+
+// logKeys turns transparency logs of the trusted root into cosign's keys
+// by log ID.
+func logKeys(logs map[string]*root.TransparencyLog) *cosign.TrustedTransparencyLogPubKeys {
+	keys := cosign.NewTrustedTransparencyLogPubKeys()
+	for id, l := range logs {
+		// Active: cosign prints a note on stderr for other keys
+		keys.Keys[id] = cosign.TransparencyLogPubKey{PubKey: l.PublicKey, Status: tuf.Active}
+	}
+	return &keys
+}
+
+// policyMaterial is the trusted root with the logs and timestamp
+// authorities a policy gives in place of the root's.
+type policyMaterial struct {
+	root.TrustedMaterial
+	rekor, ctlogs map[string]*root.TransparencyLog
+	tsas          []root.TimestampingAuthority
+}
+
+func (m *policyMaterial) RekorLogs() map[string]*root.TransparencyLog {
+	if m.rekor != nil {
+		return m.rekor
+	}
+	return m.TrustedMaterial.RekorLogs()
+}
+
+func (m *policyMaterial) CTLogs() map[string]*root.TransparencyLog {
+	if m.ctlogs != nil {
+		return m.ctlogs
+	}
+	return m.TrustedMaterial.CTLogs()
+}
+
+func (m *policyMaterial) TimestampingAuthorities() []root.TimestampingAuthority {
+	if m.tsas != nil {
+		return m.tsas
+	}
+	return m.TrustedMaterial.TimestampingAuthorities()
+}
+
+// keylessMaterial is the trusted material of a keyless attestor without
+// roots: the trusted root's Fulcio authorities, and the policy's rekor and
+// ctlog keys and TSA chain where it gives them, else the root's.
+func (v *Verifier) keylessMaterial(ctx context.Context, co *cosign.CheckOpts, rekor *api.Rekor, ctlog *api.CTLog) (root.TrustedMaterial, error) {
+	tm, err := v.trustedMaterial(ctx, "keyless verification without roots")
+	if err != nil {
+		return nil, err
+	}
+	m := &policyMaterial{TrustedMaterial: tm}
+	if rekor != nil && rekor.PubKey != "" {
+		if m.rekor, err = pemLogs(co.RekorPubKeys); err != nil {
+			return nil, err
+		}
+	}
+	if ctlog != nil && ctlog.PubKey != "" {
+		if m.ctlogs, err = pemLogs(co.CTLogPubKeys); err != nil {
+			return nil, err
+		}
+	}
+	if co.TSACertificate != nil || len(co.TSARootCertificates) > 0 {
+		for _, r := range co.TSARootCertificates {
+			m.tsas = append(m.tsas, &root.SigstoreTimestampingAuthority{Root: r, Intermediates: co.TSAIntermediateCertificates, Leaf: co.TSACertificate})
+		}
+	}
+	// cosign takes the trusted material or these, never both
+	co.RekorPubKeys, co.CTLogPubKeys = nil, nil
+	co.TSACertificate, co.TSAIntermediateCertificates, co.TSARootCertificates = nil, nil, nil
+	return m, nil
+}
+
+// pemLogs turns the policy's log keys, parsed by cosign, into the
+// trusted root's form: valid since ever, as the policy gives no period.
+func pemLogs(keys *cosign.TrustedTransparencyLogPubKeys) (map[string]*root.TransparencyLog, error) {
+	if keys == nil {
+		return nil, errors.New("no transparency log key")
+	}
+	out := map[string]*root.TransparencyLog{}
+	for id, k := range keys.Keys {
+		raw, err := hex.DecodeString(id)
+		if err != nil {
+			return nil, fmt.Errorf("transparency log ID %s: %w", id, err)
+		}
+		out[id] = &root.TransparencyLog{ID: raw, PublicKey: k.PubKey, HashFunc: crypto.SHA256,
+			SignatureHashFunc: signatureHash(k.PubKey), ValidityPeriodStart: time.Unix(0, 0)}
+	}
+	return out, nil
+}
+
+// signatureHash is the hash a log key signs with, as trusted roots give
+// it: by curve for ECDSA, SHA-512 for Ed25519, else SHA-256.
+func signatureHash(pub crypto.PublicKey) crypto.Hash {
+	switch k := pub.(type) {
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P384():
+			return crypto.SHA384
+		case elliptic.P521():
+			return crypto.SHA512
+		}
+	case ed25519.PublicKey:
+		return crypto.SHA512
+	}
+	return crypto.SHA256
+}
