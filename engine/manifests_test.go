@@ -338,7 +338,11 @@ func TestValidateManifestsDryRun(t *testing.T) {
 		{"defaults applied", "        dryRun:\n          enable: true\n          namespace: dry\n" + manifestKeys("", key), &dryRunCluster{Cluster: inmem.New()},
 			defaulted, "pass: verified manifest signatures; manifest verification succeeded; verifiedCount 1; requiredCount 1; message singed by a valid signer: ", []string{"dry"}},
 		{"changed beyond defaults", "        dryRun:\n          enable: true\n" + manifestKeys("", key), &dryRunCluster{Cluster: inmem.New()},
-			func() map[string]any { d := signedDeployment(3, "nginx:1.27", "web"); d["spec"].(map[string]any)["minReadySeconds"] = float64(0); return d }(),
+			func() map[string]any {
+				d := signedDeployment(3, "nginx:1.27", "web")
+				d["spec"].(map[string]any)["minReadySeconds"] = float64(0)
+				return d
+			}(),
 			`fail: manifest verification failed; verifiedCount 0; requiredCount 1; message .attestors[0].entries[0].keys: failed to verify signature. diff found; {"items":[{"key":"spec.replicas","values":{"after":3,"before":2}}]}`, []string{"kyverno-dryrun"}},
 		{"kyverno namespace: no dry run", "        dryRun:\n          enable: true\n          namespace: kyverno\n" + manifestKeys("", key), &dryRunCluster{Cluster: inmem.New()},
 			defaulted, direct, nil},
