@@ -237,7 +237,12 @@ func checkAttestorPEM(a api.Attestor, path *field.Path) field.ErrorList {
 		}
 		s := strings.TrimSpace(k.PublicKeys)
 		if s != "" && !strings.HasPrefix(s, "k8s://") {
-			if _, err := parsePEMBlocks(s, "PUBLIC KEY", func(b []byte) error { _, err := x509.ParsePKIXPublicKey(b); return err }); err != nil {
+			if _, err := parsePEMBlocks(s, "PUBLIC KEY", func(b []byte) error {
+				if _, err := x509.ParsePKIXPublicKey(b); err != nil {
+					return errors.New("not a PKIX public key")
+				}
+				return nil
+			}); err != nil {
 				errs = append(errs, field.Invalid(path.Child("keys", "publicKeys"), "", err.Error()))
 			}
 		}

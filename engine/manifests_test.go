@@ -408,3 +408,23 @@ func TestValidateManifestsCompileErrors(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkValidateManifests: one signed Deployment against its manifest
+// (the host's answer is a table lookup): matching, flattening, the
+// comparison and the ignored fields.
+func BenchmarkValidateManifests(b *testing.B) {
+	key := pemKey(b)
+	f := &fakeManifests{fakeVerifier: newFake(), messages: map[string]signedMessage{"web": {docs: []map[string]any{webDeployment(2, "nginx:1.27")}, keys: []string{key}}}}
+	set := compileVerify(b, f.fakeVerifier, manifestsPolicy(manifestKeys("", key)+replicasIgnored), engine.WithImageVerifier(f))
+	req := &engine.Request{Operation: api.Create, Object: signedDeployment(3, "nginx:1.27", "web")}
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := set.Validate(context.Background(), req)
+		if err != nil || resp.Policies[0].Rules[0].Status != engine.StatusPass {
+			b.Fatal(err, resp.Policies[0].Rules[0])
+		}
+		f.mu.Lock()
+		f.requests = f.requests[:0]
+		f.mu.Unlock()
+	}
+}
