@@ -59,8 +59,12 @@ func ravel(v any, prefix string, out map[string]any) {
 			ravel(x, join(strconv.Itoa(i)), out)
 		}
 	case nil:
-	default:
+	case string, float64, bool:
 		out[prefix] = v
+	default:
+		// not JSON-like data (canonical data has none): compared and
+		// reported by its text
+		out[prefix] = fmt.Sprintf("%v", v)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/jmespathx"
 )
 
 // validateManifests is the handler of validate.manifests rules, with
@@ -155,8 +156,12 @@ func (mc *manifestCheck) verifyEntry(n manifestNode, path string) (bool, string,
 		return false, "", fmt.Errorf("%s: failed to verify signature: the verifier returned no manifest", path)
 	}
 	docs := make([]map[string]any, 0, len(signed.Manifests))
-	for _, d := range signed.Manifests {
-		if m := normalizeObject(d); m != nil {
+	for i, d := range signed.Manifests {
+		m, err := jmespathx.Canonical(d)
+		if err != nil {
+			return false, "", fmt.Errorf("%s: signed manifest %d: %w", path, i, err)
+		}
+		if m, ok := m.(map[string]any); ok {
 			docs = append(docs, m)
 		}
 	}

@@ -283,6 +283,30 @@ func TestValidateManifestsRequests(t *testing.T) {
 	}
 }
 
+// TestValidateManifestsHostData: the host's documents may hold any Go
+// numbers (compared as JSON numbers); data that is not JSON-like is
+// compared by its text, never a panic.
+func TestValidateManifestsHostData(t *testing.T) {
+	key := pemKey(t)
+	ints := webDeployment(2, "nginx:1.27")
+	ints["spec"].(map[string]any)["replicas"] = int64(2)
+	odd := webDeployment(2, "nginx:1.27")
+	odd["spec"].(map[string]any)["ch"] = make(chan int)
+	f := &fakeManifests{fakeVerifier: newFake(), messages: map[string]signedMessage{
+		"ints": {docs: []map[string]any{ints}, keys: []string{key}},
+		"odd":  {docs: []map[string]any{odd}, keys: []string{key}},
+	}}
+	set := compileVerify(t, f.fakeVerifier, manifestsPolicy(manifestKeys("", key)), engine.WithImageVerifier(f))
+	got := manifestResults(t, set, &engine.Request{Operation: api.Create, Object: signedDeployment(2, "nginx:1.27", "ints")})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "pass: ") {
+		t.Errorf("int64 replicas: %v", got)
+	}
+	got = manifestResults(t, set, &engine.Request{Operation: api.Create, Object: signedDeployment(2, "nginx:1.27", "odd")})
+	if len(got) != 1 || !strings.HasPrefix(got[0], `fail: manifest verification failed; verifiedCount 0; requiredCount 1; message .attestors[0].entries[0].keys: failed to verify signature. diff found; {"items":[{"key":"spec.ch","values":{"after":null,"before":"0x`) {
+		t.Errorf("channel in a manifest: %v", got)
+	}
+}
+
 func TestValidateManifestsNotConfigured(t *testing.T) {
 	key := pemKey(t)
 	set := compileVerify(t, newFake(), manifestsPolicy(manifestKeys("", key)))
