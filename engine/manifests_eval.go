@@ -212,6 +212,34 @@ func (mc *manifestCheck) match(manifest map[string]any) ([]manifestDiff, error) 
 	if ns != "" {
 		meta["namespace"] = mc.ms.dryNS
 	}
+	// renamed as upstream's dry run does, so that it never meets the
+	// object itself: NAME-dry-run, or for a CRD simNAME and the kinds and
+	// names of its resource prefixed with Sim/sim
+	name, _ := meta["name"].(string)
+	crd := false
+	if k, _ := sim["kind"].(string); k == "CustomResourceDefinition" {
+		crd = true
+		if spec, ok := sim["spec"].(map[string]any); ok {
+			if names, ok := spec["names"].(map[string]any); ok {
+				names = maps.Clone(names)
+				for key, prefix := range map[string]string{"kind": "Sim", "listKind": "Sim", "singular": "sim", "plural": "sim"} {
+					if v, ok := names[key].(string); ok {
+						names[key] = prefix + v
+					}
+				}
+				spec = maps.Clone(spec)
+				spec["names"] = names
+				sim["spec"] = spec
+			}
+		}
+	}
+	if name != "" {
+		if crd {
+			meta["name"] = "sim" + name
+		} else {
+			meta["name"] = name + "-dry-run"
+		}
+	}
 	sim["metadata"] = meta
 	ctx, done := mc.rs.hostContext()
 	created, err := dr.DryRunCreate(ctx, sim)

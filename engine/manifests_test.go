@@ -332,12 +332,15 @@ func (c *dryRunCluster) DryRunCreate(ctx context.Context, obj map[string]any) (m
 	out := maps.Clone(obj)
 	meta := maps.Clone(obj["metadata"].(map[string]any))
 	ns, _ := meta["namespace"].(string)
-	c.namespaces = append(c.namespaces, ns)
+	name, _ := meta["name"].(string)
+	c.namespaces = append(c.namespaces, ns+"/"+name)
 	meta["uid"] = "dry"
 	out["metadata"] = meta
 	spec := maps.Clone(out["spec"].(map[string]any))
-	spec["progressDeadlineSeconds"] = float64(600)
 	spec["minReadySeconds"] = float64(0)
+	if names, ok := spec["names"].(map[string]any); ok {
+		c.namespaces = append(c.namespaces, fmt.Sprint(names["kind"], " ", names["plural"]))
+	}
 	out["spec"] = spec
 	return out, nil
 }
@@ -360,24 +363,50 @@ func TestValidateManifestsDryRun(t *testing.T) {
 		{"no dry-run client", "        dryRun:\n          enable: true\n" + manifestKeys("", key), inmem.New(),
 			defaulted, "error: error occurred during manifest verification: .attestors[0].entries[0].keys: error occurred during dryrun create match: dryRun needs a Client that implements engine.DryRunCreator: not configured", nil},
 		{"defaults applied", "        dryRun:\n          enable: true\n          namespace: dry\n" + manifestKeys("", key), &dryRunCluster{Cluster: inmem.New()},
-			defaulted, "pass: verified manifest signatures; manifest verification succeeded; verifiedCount 1; requiredCount 1; message singed by a valid signer: ", []string{"dry"}},
+			defaulted, "pass: verified manifest signatures; manifest verification succeeded; verifiedCount 1; requiredCount 1; message singed by a valid signer: ", []string{"dry/web-dry-run"}},
 		{"changed beyond defaults", "        dryRun:\n          enable: true\n" + manifestKeys("", key), &dryRunCluster{Cluster: inmem.New()},
 			func() map[string]any {
 				d := signedDeployment(3, "nginx:1.27", "web")
 				d["spec"].(map[string]any)["minReadySeconds"] = float64(0)
 				return d
 			}(),
-			`fail: manifest verification failed; verifiedCount 0; requiredCount 1; message .attestors[0].entries[0].keys: failed to verify signature. diff found; {"items":[{"key":"spec.replicas","values":{"after":3,"before":2}}]}`, []string{"kyverno-dryrun"}},
+			`fail: manifest verification failed; verifiedCount 0; requiredCount 1; message .attestors[0].entries[0].keys: failed to verify signature. diff found; {"items":[{"key":"spec.replicas","values":{"after":3,"before":2}}]}`, []string{"kyverno-dryrun/web-dry-run"}},
 		{"kyverno namespace: no dry run", "        dryRun:\n          enable: true\n          namespace: kyverno\n" + manifestKeys("", key), &dryRunCluster{Cluster: inmem.New()},
 			defaulted, direct, nil},
 	}
+	crd := func(extra bool) map[string]any {
+		d := map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "widgets.example.com"},
+			"spec":     map[string]any{"group": "example.com", "names": map[string]any{"kind": "Widget", "plural": "widgets"}}}
+		if extra {
+			d["metadata"].(map[string]any)["annotations"] = map[string]any{"cosign.sigstore.dev/message": "crd", "cosign.sigstore.dev/signature": "MEUCIQ"}
+			d["spec"].(map[string]any)["minReadySeconds"] = float64(0)
+		}
+		return d
+	}
+	f.messages["crd"] = signedMessage{docs: []map[string]any{crd(false)}, keys: []string{key}}
+	tests = append(tests, struct {
+		name   string
+		body   string
+		client engine.Client
+		obj    map[string]any
+		want   string
+		ns     []string
+	}{"cluster-scoped CRD", strings.Replace(manifestsPolicy("        dryRun:\n          enable: true\n"+manifestKeys("", key)), "kinds: [Deployment]", "kinds: [CustomResourceDefinition]", 1),
+		&dryRunCluster{Cluster: inmem.New()}, crd(true),
+		"pass: verified manifest signatures; manifest verification succeeded; verifiedCount 1; requiredCount 1; message singed by a valid signer: ",
+		[]string{"/simwidgets.example.com", "SimWidget simwidgets"}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := []engine.Option{engine.WithImageVerifier(f)}
 			if tt.client != nil {
 				opts = append(opts, engine.WithClient(tt.client))
 			}
-			set := compileVerify(t, f.fakeVerifier, manifestsPolicy(tt.body), opts...)
+			policy := tt.body
+			if !strings.HasPrefix(policy, "apiVersion") {
+				policy = manifestsPolicy(policy)
+			}
+			set := compileVerify(t, f.fakeVerifier, policy, opts...)
 			got := manifestResults(t, set, &engine.Request{Operation: api.Create, Object: tt.obj})
 			if strings.Join(got, "\n") != tt.want {
 				t.Errorf("results:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.want)
