@@ -182,7 +182,7 @@ type Manifests struct {
 	IgnoreFields []ObjectFieldBinding `json:"ignoreFields,omitempty"`
 	// DryRunOption compares with the signed manifest as the API server
 	// would create it (defaults and mutations applied).
-	DryRunOption DryRunOption `json:"dryRun,omitempty"`
+	DryRunOption DryRunOption `json:"dryRun,omitzero"`
 	// Repository is an OCI image holding the signed manifests
 	// (overridden by an attestor's repository).
 	Repository string `json:"repository,omitempty"`

@@ -231,12 +231,10 @@ func checkAttestorPEM(a api.Attestor, path *field.Path) field.ErrorList {
 	}
 	switch {
 	case a.Keys != nil:
-		k := a.Keys
-		if k.KMS != "" && k.PublicKeys == "" && k.Secret == nil {
-			errs = append(errs, field.Invalid(path.Child("keys", "kms"), k.KMS, "KMS keys are not supported for manifests"))
-		}
-		s := strings.TrimSpace(k.PublicKeys)
-		if s != "" && !strings.HasPrefix(s, "k8s://") {
+		// a key reference (k8s://namespace/name, a KMS URI) is the
+		// verifier's to resolve
+		s := strings.TrimSpace(a.Keys.PublicKeys)
+		if s != "" && !strings.Contains(s, "://") {
 			if _, err := parsePEMBlocks(s, "PUBLIC KEY", func(b []byte) error {
 				if _, err := x509.ParsePKIXPublicKey(b); err != nil {
 					return errors.New("not a PKIX public key")

@@ -460,6 +460,10 @@ func TestValidateManifestsCompileErrors(t *testing.T) {
 			}
 		})
 	}
+	// key references are the verifier's to resolve
+	for _, ref := range []string{"k8s://kyverno/cosign-key", "awskms://alias/signer"} {
+		compileVerify(t, newFake(), manifestsPolicy(manifestKeys("", ref)))
+	}
 }
 
 // BenchmarkValidateManifests: one signed Deployment against its manifest

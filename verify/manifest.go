@@ -81,7 +81,7 @@ func (v *Verifier) VerifyManifest(ctx context.Context, req engine.ManifestVerify
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		signer, err := v.verifyBlob(ctx, blob, set, co)
+		signer, err := v.verifyBlob(ctx, blob, set, req.Attestor, co)
 		if err == nil {
 			return &engine.SignedManifests{Manifests: docs, Signer: signer}, nil
 		}
@@ -115,14 +115,18 @@ func signatureSets(annotations map[string]string, domain string) []signatureSet 
 
 // verifyBlob checks one signature of the blob with cosign; it returns the
 // signer named by the signature's certificate, if any.
-func (v *Verifier) verifyBlob(ctx context.Context, blob []byte, set signatureSet, co *cosign.CheckOpts) (string, error) {
+func (v *Verifier) verifyBlob(ctx context.Context, blob []byte, set signatureSet, a api.Attestor, co *cosign.CheckOpts) (string, error) {
 	var opts []static.Option
-	if set.certificate != "" {
+	switch {
+	case set.certificate != "":
 		cert, err := v.decodeAnnotation(set.certificate)
 		if err != nil {
 			return "", fmt.Errorf("failed to decode the certificate annotation: %w", err)
 		}
 		opts = append(opts, static.WithCertChain(cert, nil))
+	case a.Certificates != nil && a.Certificates.Certificate != "":
+		// the policy's certificate names the signer (its key verifies)
+		opts = append(opts, static.WithCertChain([]byte(a.Certificates.Certificate), []byte(a.Certificates.CertificateChain)))
 	}
 	if set.bundle != "" {
 		raw, err := v.decodeAnnotation(set.bundle)
