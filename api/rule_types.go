@@ -196,7 +196,7 @@ type DryRunOption struct {
 
 // ObjectFieldBinding names fields of the objects it selects.
 type ObjectFieldBinding struct {
-	Fields  []string          `json:"fields,omitempty"`
+	Fields  []string                  `json:"fields,omitempty"`
 	Objects []ManifestObjectReference `json:"objects,omitempty"`
 }
 

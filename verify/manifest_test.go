@@ -175,7 +175,7 @@ func TestVerifyManifestAnnotations(t *testing.T) {
 			attestor: api.Attestor{Certificates: &api.CertificateAttestor{Certificate: string(leafPEM), CertificateChain: ca.pem, CTLog: &api.CTLog{IgnoreSCT: true}}}, signer: "ci@example.com"},
 		{name: "certificate, other signer", annotations: map[string]string{d + "message": msg, d + "signature": sigKey},
 			attestor: api.Attestor{Certificates: &api.CertificateAttestor{Certificate: string(leafPEM), CTLog: &api.CTLog{IgnoreSCT: true}}},
-			err: "signature verification failed: [signature 1/1] invalid signature when validating ASN.1 encoded signature"},
+			err:      "signature verification failed: [signature 1/1] invalid signature when validating ASN.1 encoded signature"},
 		{name: "keyless", annotations: map[string]string{d + "message": msg, d + "signature": sigLeaf, d + "certificate": gzip64(t, leafPEM)},
 			attestor: keyless, signer: "ci@example.com"},
 		{name: "keyless, other subject", annotations: map[string]string{d + "message": msg, d + "signature": sigLeaf, d + "certificate": gzip64(t, leafPEM)},
