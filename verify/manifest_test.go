@@ -191,6 +191,15 @@ func TestVerifyManifestAnnotations(t *testing.T) {
 			err: "signature verification failed: [signature 1/1] no certificate found on signature"},
 		{name: "rekor bundle", annotations: map[string]string{d + "message": msg, d + "signature": sigKey,
 			d + "bundle": gzip64(t, blobBundle(t, log, blob, sigKey, key.pem))}, attestor: logged},
+		{name: "keyless with rekor bundle", annotations: map[string]string{d + "message": msg, d + "signature": sigLeaf, d + "certificate": gzip64(t, leafPEM),
+			d + "bundle": gzip64(t, blobBundle(t, log, blob, sigLeaf, string(leafPEM)))},
+			attestor: func() api.Attestor {
+				a := keyless
+				k := *a.Keyless
+				k.Rekor = &api.Rekor{URL: "https://rekor.invalid", PubKey: log.pem}
+				a.Keyless = &k
+				return a
+			}(), signer: "ci@example.com"},
 		{name: "rekor bundle missing", annotations: map[string]string{d + "message": msg, d + "signature": sigKey}, attestor: logged,
 			err: "signature verification failed: [signature 1/1] offline verification failed"},
 		{name: "bundle not JSON", annotations: map[string]string{d + "message": msg, d + "signature": sigKey, d + "bundle": gzip64(t, []byte("{"))}, attestor: logged,
