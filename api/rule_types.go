@@ -169,13 +169,45 @@ type Deny struct {
 	Conditions any `json:"conditions,omitempty"`
 }
 
-// Manifests configures manifest signature verification (decoded, not evaluated).
+// Manifests verifies signed Kubernetes YAML manifests, in the format of
+// sigstore's k8s-manifest-sigstore (kubectl sigstore sign): the signed
+// manifests travel in the resource's annotations, or in an OCI image.
 type Manifests struct {
-	Attestors        any    `json:"attestors,omitempty"`
+	// Attestors must all verify the manifest (each set up to its count).
+	Attestors []AttestorSet `json:"attestors,omitempty"`
+	// AnnotationDomain is the prefix of the signature annotations
+	// (default cosign.sigstore.dev).
 	AnnotationDomain string `json:"annotationDomain,omitempty"`
-	IgnoreFields     any    `json:"ignoreFields,omitempty"`
-	DryRunOption     any    `json:"dryRun,omitempty"`
-	Repository       string `json:"repository,omitempty"`
+	// IgnoreFields are fields that may differ from the signed manifest.
+	IgnoreFields []ObjectFieldBinding `json:"ignoreFields,omitempty"`
+	// DryRunOption compares with the signed manifest as the API server
+	// would create it (defaults and mutations applied).
+	DryRunOption DryRunOption `json:"dryRun,omitzero"`
+	// Repository is an OCI image holding the signed manifests
+	// (overridden by an attestor's repository).
+	Repository string `json:"repository,omitempty"`
+}
+
+// DryRunOption asks for a dry-run creation of the signed manifest.
+type DryRunOption struct {
+	Enable    bool   `json:"enable,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ObjectFieldBinding names fields of the objects it selects.
+type ObjectFieldBinding struct {
+	Fields  []string                  `json:"fields,omitempty"`
+	Objects []ManifestObjectReference `json:"objects,omitempty"`
+}
+
+// ManifestObjectReference selects objects: each non-empty field is a pattern
+// ("*", a prefix ending in "*", or a value).
+type ManifestObjectReference struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // ForEachValidation applies validation to each element of a list.

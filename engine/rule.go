@@ -117,6 +117,7 @@ type validateSpec struct {
 	body        *validateBody
 	podSecurity *podsecurity.Check
 	cel         *celRule
+	manifests   *manifestSpec
 	unsupported string
 }
 
@@ -178,7 +179,7 @@ func (e *Engine) compileValidate(name string, v *api.Validation, path *field.Pat
 		// compiled with the rule's celPreconditions (compileCEL)
 		return vs, errs
 	case v.Manifests != nil:
-		vs.unsupported = "validate.manifests rules are not supported by gavel"
+		vs.manifests, errs = e.compileManifests(v.Manifests, path.Child("manifests"), errs)
 		return vs, errs
 	case v.Assert != nil:
 		vs.unsupported = "validate.assert rules are not supported by gavel"

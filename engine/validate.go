@@ -26,6 +26,9 @@ func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs 
 	if v.podSecurity != nil {
 		return e.validatePodSecurity(rs, r, excs)
 	}
+	if v.manifests != nil {
+		return e.validateManifests(rs, r)
+	}
 	o, ok := e.validateBody(rs, r, sc, v.body, 0)
 	if !ok {
 		return nil

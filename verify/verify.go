@@ -203,11 +203,15 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	return out, nil
 }
 
-// checkOpts turns an attestor into cosign's options.
+// checkOpts turns an attestor into cosign's options (ref is nil when
+// req.Image is empty: a blob's signature, see manifest.go).
 func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest) (name.Reference, *cosign.CheckOpts, error) {
-	ref, err := parseReference(req.Image, req.Credentials)
-	if err != nil {
-		return nil, nil, err
+	var ref name.Reference
+	var err error
+	if req.Image != "" {
+		if ref, err = parseReference(req.Image, req.Credentials); err != nil {
+			return nil, nil, err
+		}
 	}
 	ropts, err := v.remoteOptions(ctx, req.Credentials, req.PullSecrets)
 	if err != nil {
