@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,49 @@ func TestCertsErrors(t *testing.T) {
 		if code := runCerts(tt.args, &stdout, &stderr); code != tt.code || !strings.Contains(stderr.String(), tt.msg) || stdout.Len() != 0 {
 			t.Errorf("%v: exit %d, stderr %q, %d bytes out; want %d and %q", tt.args, code, stderr.String(), stdout.Len(), tt.code, tt.msg)
 		}
+	}
+}
+
+// The Deployment names the image that the Dockerfile's documented build
+// command tags, and the Dockerfile builds this command.
+func TestDeploymentNamesTheDockerfilesImage(t *testing.T) {
+	docker, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`docker build -f examples/webhook/cluster/Dockerfile -t (\S+) \.`).FindSubmatch(docker)
+	if m == nil {
+		t.Fatal("the Dockerfile documents no build command")
+	}
+	if !strings.Contains(string(docker), "go build") || !strings.Contains(string(docker), "./examples/webhook/cluster") ||
+		!strings.Contains(string(docker), "CGO_ENABLED=0") {
+		t.Error("the Dockerfile does not build this command statically")
+	}
+	deploy, err := os.ReadFile(filepath.Join("manifests", "deployment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, doc := range strings.Split(string(deploy), "\n---\n") {
+		var d struct {
+			Kind string
+			Spec struct {
+				Template struct {
+					Spec struct{ Containers []struct{ Image string } }
+				}
+			}
+		}
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images = append(images, c.Image)
+		}
+	}
+	if len(images) != 1 || images[0] != string(m[1]) {
+		t.Errorf("the Deployment's images %v, want [%s]", images, m[1])
 	}
 }
