@@ -135,14 +135,18 @@ func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	unstructured.RemoveNestedField(u.Object, "status", "retryCount")
 	unstructured.RemoveNestedField(u.Object, "status", "message")
 	ri := q.h.dyn.Resource(UpdateRequests).Namespace(q.h.opts.Namespace)
+	// created, or requeued; the equal request may be deleted (done) in
+	// between: then create again
+	err = errors.New("the equal UpdateRequest kept being deleted")
 	for range 5 {
-		_, err = ri.Create(ctx, u, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
+		_, cerr := ri.Create(ctx, u, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(cerr) {
+			err = cerr
 			break
 		}
-		var gone bool
-		gone, err = q.requeue(ctx, u)
+		gone, rerr := q.requeue(ctx, u)
 		if !gone {
+			err = rerr
 			break
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -239,5 +240,27 @@ func TestQueueRequeueWhileProcessing(t *testing.T) {
 	}
 	if owner(t, dyn, "a") != "gavel" {
 		t.Errorf("downstream owner %s", owner(t, dyn, "a"))
+	}
+}
+
+// An equal request deleted (done) between Create and its requeue is
+// created again.
+func TestQueueCreatesAgainARequestDoneMeanwhile(t *testing.T) {
+	kube, dyn := fakeClients(provisioner(), nsObject("a"))
+	r := newReplica(t, kube, dyn)
+	var first atomic.Bool
+	first.Store(true)
+	dyn.PrependReactor("create", "updaterequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if first.CompareAndSwap(true, false) {
+			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			return true, nil, apierrors.NewAlreadyExists(UpdateRequests.GroupResource(), u.GetName())
+		}
+		return false, nil, nil
+	})
+	if err := r.h.Queue().Enqueue(t.Context(), requestFor("a")); err != nil {
+		t.Fatal(err)
+	}
+	if urs := updateRequests(t, dyn); len(urs) != 1 || !pending(&urs[0]) {
+		t.Fatalf("UpdateRequests %v, want one Pending", urs)
 	}
 }
