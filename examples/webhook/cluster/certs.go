@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,7 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 		validity  = fs.Duration("validity", 365*24*time.Hour, "validity of the certificates")
 		webhooks  = fs.String("webhooks", "", "webhook configurations whose CA_BUNDLE is filled in (default: manifests/webhooks.yaml, built in)")
 		dir       = fs.String("dir", "", "also write ca.crt, tls.crt and tls.key into this directory")
+		hosts     = fs.String("hosts", "", "comma-separated extra DNS names and IP addresses of the serving certificate (a webhook run outside the cluster: 127.0.0.1,localhost)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: cluster certs [flags] | kubectl apply -f -")
@@ -58,7 +60,11 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 		}
 		tmpl = data
 	}
-	b, err := newBundle(*service, *namespace, time.Now(), *validity)
+	var extra []string
+	if *hosts != "" {
+		extra = strings.Split(*hosts, ",")
+	}
+	b, err := newBundle(*service, *namespace, extra, time.Now(), *validity)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -89,9 +95,10 @@ type bundle struct {
 }
 
 // newBundle makes a CA and a certificate for the Service's DNS names
-// (service.namespace.svc and service.namespace.svc.cluster.local), valid
-// from now for validity, on ECDSA P-256 keys.
-func newBundle(service, namespace string, now time.Time, validity time.Duration) (*bundle, error) {
+// (service.namespace.svc and service.namespace.svc.cluster.local) and the
+// extra hosts (DNS names or IP addresses), valid from now for validity, on
+// ECDSA P-256 keys.
+func newBundle(service, namespace string, extra []string, now time.Time, validity time.Duration) (*bundle, error) {
 	if service == "" || namespace == "" {
 		return nil, errors.New("certs: the service and the namespace are required")
 	}
@@ -134,10 +141,22 @@ func newBundle(service, namespace string, now time.Time, validity time.Duration)
 		return nil, err
 	}
 	host := service + "." + namespace + ".svc"
+	dns := []string{host, host + ".cluster.local"}
+	var ips []net.IP
+	for _, h := range extra {
+		h = strings.TrimSpace(h)
+		switch ip := net.ParseIP(h); {
+		case ip != nil:
+			ips = append(ips, ip)
+		case h != "":
+			dns = append(dns, h)
+		}
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host, host + ".cluster.local"},
+		DNSNames:     dns,
+		IPAddresses:  ips,
 		NotBefore:    notBefore,
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,

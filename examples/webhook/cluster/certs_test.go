@@ -33,6 +33,11 @@ func TestCerts(t *testing.T) {
 			hosts:         []string{"webhook.policy.svc", "webhook.policy.svc.cluster.local"},
 			serviceInHook: "service: {name: webhook, namespace: policy, path: /mutate}",
 		},
+		{
+			name: "outside the cluster", args: []string{"-hosts", "127.0.0.1,localhost, ::1"}, secretNS: "gavel",
+			hosts:         []string{"gavel.gavel.svc", "127.0.0.1", "localhost", "::1"},
+			serviceInHook: "service: {name: gavel, namespace: gavel, path: /mutate}",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
