@@ -24,6 +24,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 )
 
 var schemaConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -466,4 +467,73 @@ func TestLeaderRecordsPolicyChanges(t *testing.T) {
 	}
 	eventually(t, "the downstream deleted with the policy", func() bool { return owner(t, dyn, "a") == "<absent>" })
 	eventually(t, "the record removed", func() bool { return len(state(t, kube)) == 0 })
+}
+
+// clonePolicy clones the ConfigMap gavel-src/settings into every
+// Namespace, synchronized.
+func clonePolicy() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+		"metadata": map[string]any{"name": "cloner", "generation": int64(1)},
+		"spec": map[string]any{"rules": []any{map[string]any{
+			"name":  "settings",
+			"match": map[string]any{"any": []any{map[string]any{"resources": map[string]any{"kinds": []any{"Namespace"}}}}},
+			"generate": map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap", "name": "settings",
+				"namespace":   "{{request.object.metadata.name}}",
+				"synchronize": true,
+				"clone":       map[string]any{"namespace": "gavel-src", "name": "settings"},
+			},
+		}}},
+	}}
+}
+
+func settings(level string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "gavel-src"},
+		"data":     map[string]any{"level": level},
+	}}
+}
+
+// A clone source changed while no controller ran reaches its copies when
+// one starts: the source informer's initial list is handled as updates.
+func TestSourceChangedWhileNoLeaderIsSynced(t *testing.T) {
+	kube, dyn := fakeClients(clonePolicy(), settings("1"), nsObject("a"))
+	r := newReplica(t, kube, dyn)
+	level := func() string {
+		u, err := dyn.Resource(schemaConfigMaps).Namespace("a").Get(t.Context(), "settings", metav1.GetOptions{})
+		if err != nil {
+			return "<absent>"
+		}
+		s, _, _ := unstructured.NestedString(u.Object, "data", "level")
+		return s
+	}
+	stop := r.lead(t)
+	r.admit(t, "a")
+	eventually(t, "the clone", func() bool { return level() == "1" })
+	eventually(t, "the source labelled", func() bool {
+		u, err := dyn.Resource(schemaConfigMaps).Namespace("gavel-src").Get(t.Context(), "settings", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		_, ok := u.GetLabels()[genlabel.CloneSource]
+		return ok
+	})
+	stop()
+	ri := dyn.Resource(schemaConfigMaps).Namespace("gavel-src")
+	src, err := ri.Get(t.Context(), "settings", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Object["data"] = map[string]any{"level": "2"}
+	if _, err := ri.Update(t.Context(), src, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := level(); got != "1" {
+		t.Fatalf("the clone changed with no controller: %s", got)
+	}
+	r.lead(t)
+	eventually(t, "the clone synchronized by the next leader", func() bool { return level() == "2" })
 }
