@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,11 @@ type ControllerOptions struct {
 	// Report are the options of the reports (clock, source...); the clock
 	// defaults to time.Now.
 	Report report.Options
+	// StateConfigMap is the ConfigMap, in the host's namespace, where the
+	// leader records the version of each policy it has applied (default
+	// DefaultStateConfigMap), so that a new leader applies the policy
+	// changes made while none ran.
+	StateConfigMap string
 }
 
 // Controller is the background side of gavel in a cluster: it drains the
@@ -47,6 +54,12 @@ type Controller struct {
 	gen  *generate.Controller
 	rep  *Reporter
 	opts ControllerOptions
+
+	// polMu orders the policy changes of a leader: the replay when it
+	// starts leading, then each change; state is the durable record of the
+	// applied policies (controller_state.go).
+	polMu sync.Mutex
+	state policyState
 
 	mu      sync.Mutex
 	leadCtx context.Context // nil when not leading
@@ -68,8 +81,12 @@ func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controll
 	if opts.Report.Clock == nil {
 		opts.Report.Clock = time.Now
 	}
+	if opts.StateConfigMap == "" {
+		opts.StateConfigMap = DefaultStateConfigMap
+	}
 	c := &Controller{h: h, src: src, opts: opts}
-	c.gen = generate.NewController(src.Set(), h.client, opts.Generate...)
+	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue))
+	c.gen = generate.NewController(src.Set(), h.client, gopts...)
 	c.rep = NewReporter(h, src, opts.Report)
 	src.Subscribe(c.policyChanged)
 	return c
@@ -83,30 +100,48 @@ func (c *Controller) Reporter() *Reporter { return c.rep }
 
 // policyChanged runs on every change of the serving set: the leader
 // applies it (synchronize, generateExisting, deleted rules) through the
-// generate controller's OnPolicyUpdate and OnPolicyDelete.
+// generate controller's OnPolicyUpdate and OnPolicyDelete, and records the
+// version it applied.
 func (c *Controller) policyChanged(ch PolicyChange) {
+	c.polMu.Lock()
+	defer c.polMu.Unlock()
 	c.mu.Lock()
 	ctx := c.leadCtx
 	c.mu.Unlock()
-	if ctx == nil || ctx.Err() != nil {
+	if ctx == nil || ctx.Err() != nil || c.state == nil {
 		c.gen.SetPolicies(ch.Set)
 		return
 	}
+	changes := map[string]*policyRecord{}
 	var urs []*api.UpdateRequest
 	var err error
 	switch {
 	case ch.New != nil:
-		urs, err = c.gen.OnPolicyUpdate(ctx, ch.Old, ch.New)
+		k := stateKey(ch.New.Key())
+		rec, had := c.state[k]
+		urs, err = c.apply(ctx, ch.New, ch.Old, rec, had)
+		if rerr := c.recordApplied(ch.New, rec, had, changes); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 	case ch.Old != nil:
 		urs, err = c.gen.OnPolicyDelete(ctx, ch.Old)
+		if _, had := c.state[stateKey(ch.Old.Key())]; had {
+			changes[stateKey(ch.Old.Key())] = nil
+		}
 	}
 	c.gen.SetPolicies(ch.Set)
 	c.handled("policy change", urs, err)
+	if ctx.Err() == nil {
+		if err := c.commit(ctx, changes); err != nil {
+			c.h.logf("policy change: %v", err)
+		}
+	}
 	c.watchDownstream(ctx, ch.Set)
 }
 
 // handled logs what an event handler of the generate controller did: the
-// handlers process the UpdateRequests they build themselves.
+// policy handlers process the UpdateRequests they build themselves, the
+// others put them in the durable queue.
 func (c *Controller) handled(what string, urs []*api.UpdateRequest, err error) {
 	if err != nil {
 		c.h.logf("%s: %v", what, err)
@@ -118,9 +153,14 @@ func (c *Controller) handled(what string, urs []*api.UpdateRequest, err error) {
 	}
 }
 
-// Run does the leader's work until ctx is done: UpdateRequests, watches of
-// generated resources, background scans.
+// Run does the leader's work until ctx is done: first the policy changes
+// made while no leader ran (from the record in StateConfigMap), then
+// UpdateRequests, watches of generated resources and clone sources,
+// background scans.
 func (c *Controller) Run(ctx context.Context) {
+	if !c.src.WaitForSync(ctx) {
+		return
+	}
 	c.gen.SetPolicies(c.src.Set())
 	c.mu.Lock()
 	c.leadCtx = ctx
@@ -137,7 +177,18 @@ func (c *Controller) Run(ctx context.Context) {
 		c.mu.Lock()
 		c.leadCtx = nil
 		c.mu.Unlock()
+		c.polMu.Lock()
+		c.state = nil
+		c.polMu.Unlock()
 	}()
+	// the snapshot is taken before polMu: PolicySource calls policyChanged
+	// with its own lock held, which Errors takes
+	set, broken := c.src.Set(), c.src.Errors()
+	c.polMu.Lock()
+	if err := c.replay(ctx, set, broken); err != nil {
+		c.h.logf("applying the policy changes made while no controller ran: %v", err)
+	}
+	c.polMu.Unlock()
 	c.watchDownstream(ctx, c.src.Set())
 
 	var wg sync.WaitGroup
@@ -197,10 +248,17 @@ func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet)
 }
 
 // changeHandler calls changed with the old and new object of each update
-// that changes an object's resourceVersion, and with the old object and
-// nil for each deletion.
-func changeHandler(changed func(old, cur map[string]any)) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
+// that changes an object's resourceVersion, with the old object and nil
+// for each deletion, and with the object as old and new for each object of
+// the informer's initial list: a change made while no controller watched
+// is handled as an update.
+func changeHandler(changed func(old, cur map[string]any)) cache.ResourceEventHandlerDetailedFuncs {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if u, ok := obj.(*unstructured.Unstructured); ok && initial {
+				changed(u.Object, u.Object)
+			}
+		},
 		UpdateFunc: func(old, cur any) {
 			ou, _ := old.(*unstructured.Unstructured)
 			nu, _ := cur.(*unstructured.Unstructured)
@@ -261,6 +319,8 @@ func (c *Controller) watchSources(ctx context.Context, set *engine.PolicySet) {
 	}
 }
 
+// sourceChanged and downstreamChanged put the UpdateRequests of an event
+// in the durable queue (generate.WithQueue), where equal ones coalesce.
 func (c *Controller) sourceChanged(ctx context.Context, old, cur map[string]any) {
 	urs, err := c.gen.OnSourceChange(ctx, old, cur)
 	c.handled("clone source change", urs, err)

@@ -21,10 +21,13 @@
 //     admission; Drain processes them with a generate.Controller and
 //     deletes those that Completed (or were Skipped) and records the
 //     Failed ones with their retry count. A controller that stops or dies
-//     leaves the rest Pending for the next one.
+//     leaves the rest Pending for the next one. Equal requests coalesce
+//     into one object (named after a hash of the spec).
 //   - RunLeader: leader election on a coordination.k8s.io Lease, for the
 //     work one replica does: Controller (UpdateRequests; synchronize of
-//     generated resources and clone sources; policy changes) and Reporter
+//     generated resources and clone sources, through the queue; policy
+//     changes, recorded in a ConfigMap so that a new leader applies those
+//     made while none ran) and Reporter
 //     (resources evaluated as they are admitted or change, and all again at
 //     an interval, into wgpolicyk8s.io/v1alpha2 PolicyReports and
 //     ClusterPolicyReports; a deleted resource's entries are removed).

@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +25,11 @@ import (
 // LabelURPolicy is set on every UpdateRequest to the policy it runs.
 const LabelURPolicy = "generate.kyverno.io/policy-name"
 
+// AnnotationURRequeued counts the events an UpdateRequest stands for
+// beyond the first: Enqueue bumps it when an equal request is already in
+// the queue.
+const AnnotationURRequeued = "gavel.io/requeued"
+
 // Queue is a durable UpdateRequest queue: Enqueue writes each request as a
 // kyverno.io/v2 UpdateRequest custom resource in the host's namespace,
 // with status Pending, and Drain processes the pending ones with a
@@ -31,6 +39,14 @@ const LabelURPolicy = "generate.kyverno.io/policy-name"
 // retry count. A controller that stops, or dies, in the middle leaves the
 // rest Pending, and the next one to Drain (a restarted process, a new
 // leader) finishes them: nothing queued is lost.
+//
+// Equal requests coalesce: a request is named after a hash of its spec, so
+// a storm of events for one rule and trigger (edits of a synchronized
+// downstream resource, say) makes one UpdateRequest. Enqueueing a request
+// that exists sets it Pending again with its retries reset and bumps its
+// AnnotationURRequeued; a worker processing the earlier version then finds
+// the resourceVersion changed, leaves the request in place and it is
+// processed once more, so that no event is lost to coalescing.
 type Queue struct {
 	h *Host
 
@@ -83,7 +99,8 @@ func pending(u *unstructured.Unstructured) bool {
 }
 
 // Enqueue implements engine.UpdateRequestQueue: it creates the
-// UpdateRequest in the cluster, Pending.
+// UpdateRequest in the cluster, Pending, or sets Pending again the equal
+// request that is there.
 func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	if ur == nil {
 		return errors.New("cluster: nil update request")
@@ -97,7 +114,12 @@ func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	u.SetKind("UpdateRequest")
 	u.SetNamespace(q.h.opts.Namespace)
 	if u.GetName() == "" {
-		u.SetGenerateName("ur-")
+		name, err := requestName(ur)
+		if err != nil {
+			return err
+		}
+		u.SetName(name)
+		u.SetGenerateName("")
 	}
 	u.SetResourceVersion("")
 	u.SetUID("")
@@ -110,11 +132,68 @@ func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	}
 	u.SetLabels(labels)
 	_ = unstructured.SetNestedField(u.Object, string(api.URPending), "status", "state")
-	_, err = q.h.dyn.Resource(UpdateRequests).Namespace(q.h.opts.Namespace).Create(ctx, u, metav1.CreateOptions{})
+	unstructured.RemoveNestedField(u.Object, "status", "retryCount")
+	unstructured.RemoveNestedField(u.Object, "status", "message")
+	ri := q.h.dyn.Resource(UpdateRequests).Namespace(q.h.opts.Namespace)
+	// created, or requeued; the equal request may be deleted (done) in
+	// between: then create again
+	err = errors.New("the equal UpdateRequest kept being deleted")
+	for range 5 {
+		_, cerr := ri.Create(ctx, u, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(cerr) {
+			err = cerr
+			break
+		}
+		gone, rerr := q.requeue(ctx, u)
+		if !gone {
+			err = rerr
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cluster: writing UpdateRequest: %w", err)
 	}
 	return nil
+}
+
+// requeue sets the existing request named as u Pending again with u's spec
+// and status, bumping its AnnotationURRequeued so that its resourceVersion
+// changes even when nothing else does. gone reports that the request was
+// deleted in between (create it again).
+func (q *Queue) requeue(ctx context.Context, u *unstructured.Unstructured) (gone bool, err error) {
+	ri := q.h.dyn.Resource(UpdateRequests).Namespace(u.GetNamespace())
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ann := cur.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		n, _ := strconv.Atoi(ann[AnnotationURRequeued])
+		ann[AnnotationURRequeued] = strconv.Itoa(n + 1)
+		cur.SetAnnotations(ann)
+		cur.Object["spec"] = u.Object["spec"]
+		cur.Object["status"] = u.Object["status"]
+		_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// requestName names an UpdateRequest after a hash of its type, policy,
+// rules, triggers and admission context: equal requests have equal names.
+func requestName(ur *api.UpdateRequest) (string, error) {
+	data, err := json.Marshal(ur.Spec)
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return "ur-" + hex.EncodeToString(sum[:10]), nil
 }
 
 // policyName is the name part of a policy key, which fits a label value.
@@ -231,13 +310,15 @@ func (q *Queue) process(ctx context.Context, ctrl *generate.Controller, key stri
 }
 
 // record deletes a Completed or Skipped request and writes the status of a
-// Failed one.
+// Failed one, unless the request changed since u was read (Enqueue set it
+// Pending again for a new event): then it is left for its next round.
 func (q *Queue) record(ctx context.Context, u *unstructured.Unstructured, st *api.UpdateRequestStatus) error {
 	ri := q.h.dyn.Resource(UpdateRequests).Namespace(u.GetNamespace())
 	switch st.State {
 	case api.URCompleted, api.URSkip:
-		err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr(u.GetUID())}})
-		if apierrors.IsNotFound(err) {
+		pre := &metav1.Preconditions{UID: ptr(u.GetUID()), ResourceVersion: ptr(u.GetResourceVersion())}
+		err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{Preconditions: pre})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}
 		return err
@@ -253,6 +334,9 @@ func (q *Queue) record(ctx context.Context, u *unstructured.Unstructured, st *ap
 				return nil
 			}
 			return err
+		}
+		if cur.GetUID() != u.GetUID() || cur.GetResourceVersion() != u.GetResourceVersion() {
+			return nil // requeued meanwhile
 		}
 		cur.Object["status"] = status
 		_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})

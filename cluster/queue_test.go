@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -131,5 +134,133 @@ func TestQueueRecordsFailures(t *testing.T) {
 	}
 	if h.Queue().Pending() != 0 {
 		t.Errorf("a Failed request is still pending")
+	}
+}
+
+// requestFor is the generate request of provisioner for a Namespace.
+func requestFor(ns string) *api.UpdateRequest {
+	ur := &api.UpdateRequest{}
+	ur.Spec = api.UpdateRequestSpec{Type: api.URGenerate, Policy: "provisioner", RuleContext: []api.RuleContext{{
+		Rule: "cm", Trigger: api.ResourceSpec{APIVersion: "v1", Kind: "Namespace", Name: ns}, Synchronize: true,
+	}}}
+	return ur
+}
+
+// A storm of equal requests makes one UpdateRequest; a Failed one is set
+// Pending again by a new event, its retries reset.
+func TestQueueCoalescesEqualRequests(t *testing.T) {
+	kube, dyn := fakeClients(provisioner(), nsObject("a"), nsObject("b"))
+	r := newReplica(t, kube, dyn)
+	ctx := t.Context()
+	for range 10 {
+		if err := r.h.Queue().Enqueue(ctx, requestFor("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.h.Queue().Enqueue(ctx, requestFor("b")); err != nil {
+		t.Fatal(err)
+	}
+	urs := updateRequests(t, dyn)
+	if len(urs) != 2 {
+		t.Fatalf("%d UpdateRequests for 10 equal requests and another, want 2", len(urs))
+	}
+	var a *unstructured.Unstructured
+	for i := range urs {
+		if urs[i].Object["spec"].(map[string]any)["ruleContext"].([]any)[0].(map[string]any)["trigger"].(map[string]any)["name"] == "a" {
+			a = &urs[i]
+		}
+	}
+	if a == nil || a.GetAnnotations()[AnnotationURRequeued] != "9" || !pending(a) {
+		t.Fatalf("request of a: %v", a)
+	}
+
+	// Failed after its retries, then a new event
+	a.Object["status"] = map[string]any{"state": string(api.URFailed), "retryCount": int64(3), "message": "boom"}
+	if _, err := dyn.Resource(UpdateRequests).Namespace("gavel").Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Queue().Enqueue(ctx, requestFor("a")); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := dyn.Resource(UpdateRequests).Namespace("gavel").Get(ctx, a.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := cur.Object["status"].(map[string]any); st["state"] != string(api.URPending) || st["retryCount"] != nil || st["message"] != nil {
+		t.Errorf("status after a new event: %v, want Pending and no retries", st)
+	}
+}
+
+// An equal request enqueued while the first is being processed is not
+// lost: the worker finds the request changed, leaves it, and processes it
+// again.
+func TestQueueRequeueWhileProcessing(t *testing.T) {
+	kube, dyn := fakeClients(provisioner(), nsObject("a"))
+	r := newReplica(t, kube, dyn)
+	ctx := t.Context()
+	if err := r.h.Queue().Enqueue(ctx, requestFor("a")); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	dyn.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		// an event while the downstream is written: the request is
+		// requeued (as Enqueue does, on the tracker: the fake client is
+		// locked while its reactors run)
+		once.Do(func() {
+			o, err := dyn.Tracker().List(UpdateRequests, schema.GroupVersionKind{Group: "kyverno.io", Version: "v2", Kind: "UpdateRequest"}, "gavel")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			u := o.(*unstructured.UnstructuredList).Items[0]
+			u.SetAnnotations(map[string]string{AnnotationURRequeued: "1"})
+			u.SetResourceVersion("requeued")
+			if err := dyn.Tracker().Update(UpdateRequests, &u, "gavel"); err != nil {
+				t.Error(err)
+			}
+		})
+		return false, nil, nil
+	})
+	var deletes atomic.Int64
+	dyn.PrependReactor("delete", "updaterequests", func(k8stesting.Action) (bool, runtime.Object, error) {
+		deletes.Add(1)
+		return false, nil, nil
+	})
+	ctrl := generate.NewController(r.src.Set(), r.h.Client())
+	eventually(t, "the policy", func() bool { return len(r.src.Set().Policies()) == 1 })
+	ctrl.SetPolicies(r.src.Set())
+	dctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.h.Queue().Drain(dctx, ctrl, 1) })
+	eventually(t, "the request done", func() bool { return len(updateRequests(t, dyn)) == 0 })
+	stop()
+	wg.Wait()
+	if n := deletes.Load(); n != 2 {
+		t.Errorf("%d deletions of the request, want 2 (one refused: requeued meanwhile)", n)
+	}
+	if owner(t, dyn, "a") != "gavel" {
+		t.Errorf("downstream owner %s", owner(t, dyn, "a"))
+	}
+}
+
+// An equal request deleted (done) between Create and its requeue is
+// created again.
+func TestQueueCreatesAgainARequestDoneMeanwhile(t *testing.T) {
+	kube, dyn := fakeClients(provisioner(), nsObject("a"))
+	r := newReplica(t, kube, dyn)
+	var first atomic.Bool
+	first.Store(true)
+	dyn.PrependReactor("create", "updaterequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if first.CompareAndSwap(true, false) {
+			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			return true, nil, apierrors.NewAlreadyExists(UpdateRequests.GroupResource(), u.GetName())
+		}
+		return false, nil, nil
+	})
+	if err := r.h.Queue().Enqueue(t.Context(), requestFor("a")); err != nil {
+		t.Fatal(err)
+	}
+	if urs := updateRequests(t, dyn); len(urs) != 1 || !pending(&urs[0]) {
+		t.Fatalf("UpdateRequests %v, want one Pending", urs)
 	}
 }

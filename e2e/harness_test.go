@@ -201,7 +201,7 @@ func setup() (*env, error) {
 }
 
 // checkWebhookManifest applies the example's webhook configurations with
-// the CA filled in, as certs.sh does, then deletes them: the suite
+// the CA filled in, as the certs subcommand does, then deletes them: the suite
 // registers its own, pointing at 127.0.0.1.
 func (e *env) checkWebhookManifest(path string) error {
 	data, err := os.ReadFile(path)

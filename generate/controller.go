@@ -75,6 +75,17 @@ func WithObserver(f Observer) Option {
 	return func(c *Controller) { c.observer = f }
 }
 
+// WithQueue makes the handlers of object events (OnDownstreamChange,
+// OnSourceChange, OnTriggerUpdate, OnTriggerDelete) put the requests they
+// build on q, Pending, instead of processing them at once: a host with a
+// durable queue (cluster.Queue) then loses no event when it stops between
+// the event and its processing. The policy handlers (OnPolicyUpdate,
+// OnPolicyDelete) still process at once: a host replays a policy change
+// that it did not finish (cluster.Controller keeps a durable record).
+func WithQueue(q engine.UpdateRequestQueue) Option {
+	return func(c *Controller) { c.queue = q }
+}
+
 // Controller processes UpdateRequests through the host Client. It is safe
 // for concurrent use; one UpdateRequest must not be processed concurrently
 // with itself.
@@ -85,6 +96,7 @@ type Controller struct {
 	workers    int
 	onGC       func(*api.UpdateRequest)
 	observer   Observer
+	queue      engine.UpdateRequestQueue // nil: handlers process at once
 
 	mu  sync.RWMutex
 	set *engine.PolicySet

@@ -44,6 +44,12 @@
 // modifying it syncs them when the rule synchronizes (OnSourceChange); the
 // other rows are as for data.
 //
+// The handlers process the requests they build at once. With WithQueue,
+// the handlers of object events (downstream and clone source changes,
+// trigger updates and deletions) put them on the host's queue instead,
+// Pending, so that a durable queue (cluster.Queue) keeps an event that
+// arrives just before the process stops.
+//
 // OnPolicyUpdate also applies generateExisting (and the deprecated
 // generateExistingOnPolicyUpdate) and mutateExistingOnPolicyUpdate rules to
 // the existing triggers.

@@ -18,7 +18,9 @@ import (
 // for an event, process them at once (Process, with retries) and return
 // them with their final status, for the host to record or log: the host
 // must not process or enqueue them again. Errors of single requests are
-// joined into the returned error.
+// joined into the returned error. With WithQueue, the handlers of object
+// events enqueue their requests instead (see dispatch) and return them
+// Pending.
 
 // OnPolicyUpdate handles a created (old nil) or updated policy: cur
 // replaces the policy with the same key in the controller's policies (serve
@@ -301,7 +303,7 @@ func (c *Controller) OnTriggerDelete(ctx context.Context, trigger map[string]any
 		ur := newRequest(pr.Policy.Key(), api.URGenerate, rcs...)
 		ur.Spec.Context.AdmissionRequestInfo = api.AdmissionRequestInfo{AdmissionRequest: adm, Operation: api.Delete}
 		urs = append(urs, ur)
-		errs = append(errs, c.Process(ctx, ur))
+		errs = append(errs, c.dispatch(ctx, ur))
 	}
 	return urs, errors.Join(errs...)
 }
@@ -345,7 +347,7 @@ func (c *Controller) OnTriggerUpdate(ctx context.Context, old, cur map[string]an
 			}
 			ur := newRequest(pr.Policy.Key(), api.URGenerate, rcs...)
 			urs = append(urs, ur)
-			errs = append(errs, c.Process(ctx, ur))
+			errs = append(errs, c.dispatch(ctx, ur))
 		}
 	}
 	return urs, errors.Join(errs...)
@@ -454,9 +456,21 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 			}
 		}
 		urs = append(urs, ur)
-		errs = append(errs, c.Process(ctx, ur))
+		errs = append(errs, c.dispatch(ctx, ur))
 	}
 	return urs, errors.Join(errs...)
+}
+
+// dispatch processes a request built by an object event's handler, or,
+// with WithQueue, enqueues it.
+func (c *Controller) dispatch(ctx context.Context, ur *api.UpdateRequest) error {
+	if c.queue == nil {
+		return c.Process(ctx, ur)
+	}
+	if err := c.queue.Enqueue(ctx, ur); err != nil {
+		return fmt.Errorf("failed to enqueue the update request of policy %s: %w", ur.Spec.Policy, err)
+	}
+	return nil
 }
 
 // appliesTo reports whether the rule of p matches obj (as a trigger).

@@ -66,3 +66,74 @@ spec:
 	// generate Completed [{v1 Secret team-a regcred }]
 	// map[.dockerconfigjson:eyJhdXRocyI6e319]
 }
+
+// With WithQueue, an edit of a synchronized downstream resource becomes a
+// Pending request on the host's queue (a durable one in a cluster); the
+// edit is reverted when the request is processed.
+func ExampleWithQueue() {
+	const policy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: defaults
+spec:
+  rules:
+  - name: owner
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+    generate:
+      apiVersion: v1
+      kind: ConfigMap
+      name: defaults
+      namespace: "{{request.object.metadata.name}}"
+      synchronize: true
+      data:
+        data:
+          owner: platform
+`
+	ctx := context.Background()
+	cluster := inmem.New()
+	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(cluster))
+	s := &loader.Set{}
+	_ = s.Read(strings.NewReader(policy), "policy.yaml")
+	set, err := eng.Compile(s.Policies...)
+	if err != nil {
+		panic(err)
+	}
+	queue := generate.NewMemoryQueue(16)
+	ctrl := generate.NewController(set, cluster, generate.WithQueue(queue))
+
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a"}}
+	cluster.Add(ns)
+	if _, err := set.Generate(ctx, &engine.Request{Operation: api.Create, Object: ns}); err != nil {
+		panic(err)
+	}
+	if err := ctrl.ProcessAll(ctx, cluster.Dequeue()); err != nil {
+		panic(err)
+	}
+
+	// someone edits the downstream ConfigMap
+	old, _ := cluster.Get(ctx, "v1", "ConfigMap", "team-a", "defaults")
+	edited := map[string]any{}
+	for k, v := range old {
+		edited[k] = v
+	}
+	edited["data"] = map[string]any{"owner": "someone"}
+	if _, err := cluster.Update(ctx, edited); err != nil {
+		panic(err)
+	}
+	urs, _ := ctrl.OnDownstreamChange(ctx, old, edited)
+	cm, _ := cluster.Get(ctx, "v1", "ConfigMap", "team-a", "defaults")
+	fmt.Println(len(urs), urs[0].Status.State, queue.Len(), cm["data"])
+
+	ur, _ := queue.Next(ctx)
+	if err := ctrl.Process(ctx, ur); err != nil {
+		panic(err)
+	}
+	cm, _ = cluster.Get(ctx, "v1", "ConfigMap", "team-a", "defaults")
+	fmt.Println(ur.Status.State, cm["data"])
+	// Output:
+	// 1 Pending 1 map[owner:someone]
+	// Completed map[owner:platform]
+}

@@ -7,6 +7,12 @@
 //
 //	cluster -kubeconfig ~/.kube/config -tls-cert tls.crt -tls-key tls.key
 //
+// The certs subcommand makes the webhook's CA and serving certificate
+// (crypto/x509, no openssl) and prints the TLS Secret and the webhook
+// configurations with the CA filled in:
+//
+//	cluster certs | kubectl apply -f -
+//
 // Without -kubeconfig it uses the in-cluster configuration. The manifests
 // in manifests/ deploy it (see the README's "Running in a cluster").
 package main
@@ -38,6 +44,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "certs" {
+		os.Exit(runCerts(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(ctx, os.Args[1:], os.Stderr))
 }
 

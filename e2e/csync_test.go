@@ -1,0 +1,188 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cluster"
+)
+
+const csyncPolicy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: csync-defaults
+spec:
+  generateExisting: true
+  rules:
+  - name: defaults
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+          selector:
+            matchLabels:
+              gavel-e2e: csync
+    generate:
+      apiVersion: v1
+      kind: ConfigMap
+      name: csync-defaults
+      namespace: "{{request.object.metadata.name}}"
+      synchronize: true
+      data:
+        data:
+          owner: gavel
+`
+
+// stopControllers stops the controllers earlier tests left running, so
+// that the test decides when one runs.
+func (e *env) stopControllers() {
+	for _, p := range e.procs {
+		if strings.HasPrefix(p.name, "controller") || strings.HasPrefix(p.name, "csync") {
+			if p.running() {
+				p.stop()
+			}
+		}
+	}
+}
+
+// TestControllerCatchesUp: what happens while no controller runs is done
+// when one starts. A generate policy with generateExisting created with no
+// controller is applied to the existing Namespaces; a downstream
+// ConfigMap edited while the controller is down is reverted after it
+// restarts.
+func TestControllerCatchesUp(t *testing.T) {
+	e := suite
+	ctx := context.Background()
+	e.stopControllers()
+	for _, ns := range []string{"csync-a", "csync-b"} {
+		e.namespace(t, ns, map[string]string{"gavel-e2e": "csync"})
+	}
+	docs, err := api.ReadDocuments(strings.NewReader(csyncPolicy), "policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.apply(docs[0].Object); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if _, err := e.configMap("csync-a", "csync-defaults"); !apierrors.IsNotFound(err) {
+		t.Fatalf("downstream with no controller: %v", err)
+	}
+	owners := func(want string) func() bool {
+		return func() bool {
+			for _, ns := range []string{"csync-a", "csync-b"} {
+				cm, err := e.configMap(ns, "csync-defaults")
+				if err != nil || cm.Data["owner"] != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+
+	start := time.Now()
+	c1 := e.gavel(t, "csync-1", "-webhook=false")
+	eventually(t, 60*time.Second, "generateExisting applied by the new controller", owners("gavel"))
+	t.Logf("policy created with no controller: applied %s after the controller started", time.Since(start).Round(time.Millisecond))
+	eventually(t, 30*time.Second, "the policy recorded", func() bool {
+		cm, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.DefaultStateConfigMap, metav1.GetOptions{})
+		return err == nil && cm.Data["csync-defaults"] != ""
+	})
+
+	c1.kill() // a crash: the lease is not released
+	cm, err := e.configMap("csync-a", "csync-defaults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["owner"] = "someone"
+	if _, err := e.kube.CoreV1().ConfigMaps("csync-a").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	c2 := e.gavel(t, "csync-2", "-webhook=false")
+	defer c2.stop() // released: the next test's controller leads at once
+	eventually(t, 60*time.Second, "the edit made while no controller ran reverted", owners("gavel"))
+	t.Logf("edit with no controller: reverted %s after the controller started (lease expiry included)", time.Since(start).Round(time.Millisecond))
+
+	// while it leads: an edit goes through an UpdateRequest
+	cm, _ = e.configMap("csync-b", "csync-defaults")
+	cm.Data["owner"] = "someone"
+	if _, err := e.kube.CoreV1().ConfigMaps("csync-b").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the edit reverted by the leader", owners("gavel"))
+	eventually(t, 30*time.Second, "no UpdateRequest left", func() bool { return e.pendingURs(t) == 0 })
+
+	// the policy deleted: its synchronized downstream goes, its record too
+	if err := e.dyn.Resource(clusterPolicies).Delete(ctx, "csync-defaults", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the downstream deleted with the policy", func() bool {
+		_, errA := e.configMap("csync-a", "csync-defaults")
+		_, errB := e.configMap("csync-b", "csync-defaults")
+		return apierrors.IsNotFound(errA) && apierrors.IsNotFound(errB)
+	})
+	eventually(t, 30*time.Second, "the record removed", func() bool {
+		cm, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.DefaultStateConfigMap, metav1.GetOptions{})
+		return err == nil && cm.Data["csync-defaults"] == ""
+	})
+}
+
+// TestCertsManifests: the example's certs subcommand prints manifests the
+// API server accepts: the TLS Secret and the webhook configurations with
+// their caBundle.
+func TestCertsManifests(t *testing.T) {
+	e := suite
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(e.binary, "certs")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	docs, err := api.ReadDocuments(&stdout, "certs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 3 {
+		t.Fatalf("%d documents, want 3", len(docs))
+	}
+	ar := e.kube.AdmissionregistrationV1()
+	defer func() {
+		_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+		_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+		_ = e.kube.CoreV1().Secrets("gavel").Delete(ctx, "gavel-tls", metav1.DeleteOptions{})
+	}()
+	for _, d := range docs {
+		if err := e.apply(d.Object); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+	}
+	sec, err := e.kube.CoreV1().Secrets("gavel").Get(ctx, "gavel-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := ar.MutatingWebhookConfigurations().Get(ctx, "gavel", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vw, err := ar.ValidatingWebhookConfigurations().Get(ctx, "gavel", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(sec.Type) != "kubernetes.io/tls" || len(sec.Data["tls.key"]) == 0 ||
+		!bytes.Equal(mw.Webhooks[0].ClientConfig.CABundle, sec.Data["ca.crt"]) ||
+		!bytes.Equal(vw.Webhooks[0].ClientConfig.CABundle, sec.Data["ca.crt"]) {
+		t.Errorf("the webhooks' caBundle is not the Secret's CA")
+	}
+}
