@@ -393,6 +393,25 @@ func (s *Store) UIDs() []string {
 	return out
 }
 
+// Keys returns the reports with entries, in no order.
+func (s *Store) Keys() []ReportKey {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]ReportKey, 0, len(s.byReport))
+	for k := range s.byReport {
+		out = append(out, k)
+	}
+	return out
+}
+
+// HasAdmission reports whether the resource has admission entries.
+func (s *Store) HasAdmission(resourceUID string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.res[resourceUID]
+	return e != nil && len(e.admission) > 0
+}
+
 // TakeChanged returns the reports whose entries changed since the last
 // call (new reports, and reports that have become empty, which Render
 // does not render), sorted as Reports sorts them, and forgets them.
