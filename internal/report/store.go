@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -62,6 +63,9 @@ type Store struct {
 	// byReport holds, per report, the resources with entries in it.
 	byReport map[ReportKey]map[string]struct{}
 	changed  map[ReportKey]struct{}
+	// processProps are the shared properties of entries with only a
+	// process, by process (read-only: renders copy them).
+	processProps map[string]map[string]string
 }
 
 // ReportKey names an in-cluster report: its namespace ("" for a cluster
@@ -73,20 +77,44 @@ type resourceEntries struct {
 	background []storedEntry
 	// admittedAt orders admission sets recorded with SetAdmission.
 	admittedAt int64
-	// merged are the entries the reports show, by report.
-	merged map[ReportKey][]*storedEntry
+	// merged are the entries the reports show, sorted by report.
+	merged []*storedEntry
 }
 
 type storedEntry struct {
 	key    ReportKey
 	seq    uint64
 	result api.PolicyReportResult
+	// message keeps result.Message's canonical copy alive: the messages
+	// of many resources are the same text.
+	message unique.Handle[string]
+}
+
+// intern shares what the entries of many resources have alike: messages
+// (unique handles), and the properties that hold only the process.
+func (s *Store) intern(entries []storedEntry) {
+	for i := range entries {
+		r := &entries[i].result
+		entries[i].message = unique.Make(r.Message)
+		r.Message = entries[i].message.Value()
+		if len(r.Properties) == 1 {
+			if p := r.Properties[PropertyProcess]; p == ProcessBackground || p == ProcessAdmission {
+				shared := s.processProps[p]
+				if shared == nil {
+					shared = map[string]string{PropertyProcess: p}
+					s.processProps[p] = shared
+				}
+				r.Properties = shared
+			}
+		}
+	}
 }
 
 // NewStore returns an empty Store.
 func NewStore(opts Options) *Store {
 	return &Store{opts: opts, res: map[string]*resourceEntries{},
-		byReport: map[ReportKey]map[string]struct{}{}, changed: map[ReportKey]struct{}{}}
+		byReport: map[ReportKey]map[string]struct{}{}, changed: map[ReportKey]struct{}{},
+		processProps: map[string]map[string]string{}}
 }
 
 // reportName returns the report of a policy key: pol-<name> for a Policy
@@ -135,6 +163,7 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 	ts := opts.now()
 	source := opts.source()
 	var entries []storedEntry
+	var refs []api.ObjectReference
 	for i := range res {
 		pr := &res[i]
 		p := pr.Policy
@@ -145,6 +174,9 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 		if ref.UID == "" {
 			ref.UID = resourceUID
 		}
+		if len(refs) == 0 || refs[0] != ref {
+			refs = []api.ObjectReference{ref} // shared by the entries of one resource
+		}
 		key := ReportKey{Namespace: ref.Namespace, Name: ClusterPolicyPrefix + p.Name()}
 		if p.Namespace() != "" {
 			key.Name = PolicyPrefix + p.Name()
@@ -154,7 +186,9 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 			if rr.Type != engine.Validation && rr.Type != engine.ImageVerify {
 				continue
 			}
-			entries = append(entries, storedEntry{key: key, result: convert(pr, rr, source, ts, opts.AuditWarn, ref)})
+			e := storedEntry{key: key, result: convert(pr, rr, source, ts, opts.AuditWarn, ref)}
+			e.result.Resources = refs
+			entries = append(entries, e)
 		}
 	}
 	return entries
@@ -193,6 +227,7 @@ func (s *Store) Update(resourceUID string, res []engine.PolicyResult, background
 	for i := range entries {
 		entries[i].seq = s.seq
 	}
+	s.intern(entries)
 	s.change(resourceUID, func(e *resourceEntries) {
 		if background {
 			e.background = entries
@@ -234,6 +269,7 @@ func (s *Store) SetAdmission(resourceUID string, at int64, results []api.PolicyR
 	for i := range entries {
 		entries[i].seq = s.seq
 	}
+	s.intern(entries)
 	s.change(resourceUID, func(e *resourceEntries) {
 		e.admission = entries
 		e.admittedAt = at
@@ -259,7 +295,7 @@ func filterEntries(in []storedEntry, keep func(*storedEntry) bool) []storedEntry
 // is held.
 func (s *Store) change(uid string, fn func(e *resourceEntries)) {
 	e := s.res[uid]
-	var before map[ReportKey][]*storedEntry
+	var before []*storedEntry
 	if e == nil {
 		e = &resourceEntries{}
 	} else {
@@ -272,9 +308,9 @@ func (s *Store) change(uid string, fn func(e *resourceEntries)) {
 	} else {
 		s.res[uid] = e
 	}
-	for k, old := range before {
-		cur, ok := e.merged[k]
-		if !ok {
+	forEachReport(before, func(k ReportKey, old []*storedEntry) {
+		cur := entriesOfReport(e.merged, k)
+		if len(cur) == 0 {
 			if m := s.byReport[k]; m != nil {
 				delete(m, uid)
 				if len(m) == 0 {
@@ -285,10 +321,10 @@ func (s *Store) change(uid string, fn func(e *resourceEntries)) {
 		if !sameEntries(old, cur) {
 			s.changed[k] = struct{}{}
 		}
-	}
-	for k := range e.merged {
-		if _, ok := before[k]; ok {
-			continue
+	})
+	forEachReport(e.merged, func(k ReportKey, _ []*storedEntry) {
+		if len(entriesOfReport(before, k)) > 0 {
+			return
 		}
 		m := s.byReport[k]
 		if m == nil {
@@ -297,7 +333,29 @@ func (s *Store) change(uid string, fn func(e *resourceEntries)) {
 		}
 		m[uid] = struct{}{}
 		s.changed[k] = struct{}{}
+	})
+}
+
+// forEachReport calls fn with each report's run of merged entries.
+func forEachReport(merged []*storedEntry, fn func(k ReportKey, entries []*storedEntry)) {
+	for i := 0; i < len(merged); {
+		j := i + 1
+		for j < len(merged) && merged[j].key == merged[i].key {
+			j++
+		}
+		fn(merged[i].key, merged[i:j])
+		i = j
 	}
+}
+
+// entriesOfReport returns the run of merged entries of report k.
+func entriesOfReport(merged []*storedEntry, k ReportKey) []*storedEntry {
+	i, _ := slices.BinarySearchFunc(merged, k, func(se *storedEntry, k ReportKey) int { return compareKeys(se.key, k) })
+	j := i
+	for j < len(merged) && merged[j].key == k {
+		j++
+	}
+	return merged[i:j]
 }
 
 // sameEntries reports whether two merged lists of one report say the
@@ -455,11 +513,11 @@ func (s *Store) resultsOf(k ReportKey) []api.PolicyReportResult {
 	uids := s.byReport[k]
 	n := 0
 	for uid := range uids {
-		n += len(s.res[uid].merged[k])
+		n += len(entriesOfReport(s.res[uid].merged, k))
 	}
 	results := make([]api.PolicyReportResult, 0, n)
 	for uid := range uids {
-		for _, se := range s.res[uid].merged[k] {
+		for _, se := range entriesOfReport(s.res[uid].merged, k) {
 			results = append(results, copyResult(se.result))
 		}
 	}
@@ -509,10 +567,10 @@ func (s *Store) Reports() []any {
 	return out
 }
 
-// mergeEntries returns the entries of a resource by report with, for each
-// policy and rule, the one of the latest update. It keeps the order of
-// the input sets, admission first.
-func mergeEntries(e *resourceEntries) map[ReportKey][]*storedEntry {
+// mergeEntries returns the entries of a resource with, for each policy
+// and rule, the one of the latest update, sorted by report (stable: in
+// the order of the input sets, admission first).
+func mergeEntries(e *resourceEntries) []*storedEntry {
 	type ruleKey struct{ policy, rule string }
 	n := len(e.admission) + len(e.background)
 	if n == 0 {
@@ -534,11 +592,8 @@ func mergeEntries(e *resourceEntries) map[ReportKey][]*storedEntry {
 			flat = append(flat, se)
 		}
 	}
-	out := make(map[ReportKey][]*storedEntry, 4)
-	for _, se := range flat {
-		out[se.key] = append(out[se.key], se)
-	}
-	return out
+	slices.SortStableFunc(flat, func(a, b *storedEntry) int { return compareKeys(a.key, b.key) })
+	return slices.Clip(flat)
 }
 
 // sortResults orders entries as upstream's SortReportResults does.

@@ -3,10 +3,12 @@ package report
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -204,5 +206,36 @@ func TestStoreChanged(t *testing.T) {
 	}
 	if rendered := s.Reports(); len(rendered) != 3 || s.Len() != 1 || len(s.UIDs()) != 1 {
 		t.Errorf("%d reports, %d resources", len(rendered), s.Len())
+	}
+}
+
+// TestStoreSharesWhatEntriesHaveAlike checks that the store keeps one copy
+// of the process-only properties and messages of many resources, and one
+// resource reference per resource, and that renders still copy them.
+func TestStoreSharesWhatEntriesHaveAlike(t *testing.T) {
+	f := newStoreFixture(t)
+	s := NewStore(Options{Clock: fixedClock})
+	for _, uid := range []string{"a", "b"} {
+		if err := s.Update(uid, validate(t, f.set, pod("payments", uid, uid, "nginx:1.25", nil), true), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := s.res["a"].background, s.res["b"].background
+	if len(a) < 2 || len(a) != len(b) {
+		t.Fatalf("%d and %d entries", len(a), len(b))
+	}
+	ptr := func(m map[string]string) uintptr { return reflect.ValueOf(m).Pointer() }
+	if ptr(a[0].result.Properties) != ptr(b[0].result.Properties) {
+		t.Error("the process-only properties are not shared")
+	}
+	if unsafe.StringData(a[0].result.Message) != unsafe.StringData(b[0].result.Message) {
+		t.Error("equal messages are not shared")
+	}
+	if &a[0].result.Resources[0] != &a[1].result.Resources[0] || &a[0].result.Resources[0] == &b[0].result.Resources[0] {
+		t.Error("resource references: one per resource")
+	}
+	r := s.Reports()[0].(*api.PolicyReport)
+	if ptr(r.Results[0].Properties) == ptr(a[0].result.Properties) {
+		t.Error("a render shares the store's properties")
 	}
 }
