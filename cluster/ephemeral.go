@@ -107,17 +107,31 @@ func internalOptions(o report.Options) ireport.Options {
 
 // Record queues the validate results of an admitted request (resp is
 // req's engine.Response from PolicySet.Validate) and reports whether it
-// did. Nothing is recorded for dry-run requests, deletions, subresources,
-// objects without a UID (the API server gives one before validating
-// admission), and denied requests (resp.Blocked). It never blocks: when
-// the queue is full the results are dropped, counted and logged (at most
-// once a second, with the count).
+// did. Only the results of admission-only policies (background: false)
+// are recorded: the leader evaluates every created or changed resource
+// that background policies match as soon as its informers see it, so
+// their admission results would be replaced at once (upstream writes
+// them too, and its background scan replaces them later). Nothing is
+// recorded for dry-run requests, deletions, subresources, objects without
+// a UID (the API server gives one before validating admission), denied
+// requests (resp.Blocked), and requests without results of admission-only
+// policies. It never blocks: when the queue is full the results are
+// dropped, counted and logged (at most once a second, with the count).
 func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bool {
 	if req == nil || resp == nil || req.DryRun || req.Operation == api.Delete || req.SubResource != "" || req.Object == nil {
 		return false
 	}
 	u := unstructured.Unstructured{Object: req.Object}
 	if u.GetUID() == "" || resp.Blocked() {
+		return false
+	}
+	var policies []engine.PolicyResult
+	for i := range resp.Policies {
+		if p := resp.Policies[i].Policy; p != nil && !p.Background() && len(resp.Policies[i].Rules) > 0 {
+			policies = append(policies, resp.Policies[i])
+		}
+	}
+	if len(policies) == 0 {
 		return false
 	}
 	item := admitted{
@@ -128,7 +142,7 @@ func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bo
 			"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "name": u.GetName(),
 			"namespace": u.GetNamespace(), "uid": string(u.GetUID()),
 		},
-		policies: resp.Policies,
+		policies: policies,
 	}
 	select {
 	case a.queue <- item:

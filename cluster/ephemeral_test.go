@@ -97,6 +97,14 @@ func TestAdmissionReportsRecord(t *testing.T) {
 	if a.Dropped() != 1 {
 		t.Errorf("dropped %d, want 1", a.Dropped())
 	}
+
+	// the leader evaluates the resources of background policies itself:
+	// their admission results are not recorded
+	h, src, _ = reportsHost(t, auditPolicy("bg-only", "team", true))
+	a = NewAdmissionReports(h, AdmissionReportsOptions{})
+	if a.Record(admissionOf(t, src, api.Create, podObject("p", nil).Object)) {
+		t.Error("the results of a background policy are recorded")
+	}
 }
 
 // TestAdmissionReportsQueueFullDoesNotBlock checks that Record returns at

@@ -525,6 +525,7 @@ func (rs *reporterRun) watchKind(k gvk) {
 	}
 	rs.watched[k.gvr] = k
 	inf := rs.factory.ForResource(k.gvr).Informer()
+	_ = inf.SetTransform(dropManagedFields)
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { rs.eval(k, o) },
 		UpdateFunc: func(old, o any) {
@@ -570,6 +571,18 @@ func (rs *reporterRun) rescan(sweep bool) {
 	rs.missing = missing
 }
 
+// dropManagedFields removes metadata.managedFields from the objects the
+// informers keep: neither policies nor reports read them, and they are a
+// large part of an object.
+func dropManagedFields(o any) (any, error) {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+	}
+	return o, nil
+}
+
 // watchEphemeral starts the informers of the ephemeral reports, when the
 // API server serves them, and returns their factory.
 func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFactory {
@@ -593,7 +606,9 @@ func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFac
 		rs.mu.Unlock()
 	}
 	for _, gvr := range []schema.GroupVersionResource{EphemeralReports, ClusterEphemeralReports} {
-		_, _ = f.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		inf := f.ForResource(gvr).Informer()
+		_ = inf.SetTransform(dropManagedFields)
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: add,
 			DeleteFunc: func(o any) {
 				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
