@@ -292,6 +292,20 @@ type ephemeral struct {
 	results         []api.PolicyReportResult
 }
 
+// touches reports whether the ephemeral report's results go to one of the
+// reports.
+func (e *ephemeral) touches(reports map[ireport.ReportKey]bool) bool {
+	if len(reports) == 0 {
+		return false
+	}
+	for i := range e.results {
+		if reports[ireport.ReportKey{Namespace: e.namespace, Name: ireport.ReportName(e.results[i].Policy)}] {
+			return true
+		}
+	}
+	return false
+}
+
 // readEphemeral decodes an ephemeral report.
 func readEphemeral(u *unstructured.Unstructured) (*ephemeral, error) {
 	e := &ephemeral{gvr: EphemeralReports, namespace: u.GetNamespace(), name: u.GetName()}

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -315,5 +318,43 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	msg, _, _ := unstructured.NestedSlice(rep.Object, "results")
 	if len(msg) != 1 || !strings.Contains(msg[0].(map[string]any)["message"].(string), "team") {
 		t.Errorf("results %v", msg)
+	}
+}
+
+// TestReporterKeepsEphemeralUntilWritten checks that an ephemeral report
+// stays while the report of its results cannot be written, and goes once
+// it is, whatever happens to the other reports.
+func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
+	h, src, dyn := reportsHost(t, auditPolicy("need-team", "team", false), auditPolicy("other", "owner", true))
+	var failing atomic.Value // "*": every report, or a report's name
+	failing.Store("*")
+	dyn.PrependReactor("create", "policyreports", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured).GetName()
+		if f := failing.Load().(string); f == "*" || f == name {
+			return true, nil, errors.New("etcd is down")
+		}
+		return false, nil, nil
+	})
+	a := NewAdmissionReports(h, AdmissionReportsOptions{})
+	runAdmissionReports(t, a)
+	r := NewReporter(h, src, report.Options{})
+	r.flushEvery = testFlush
+	runReporter(t, r)
+	p := podObject("p", nil)
+	p.SetNamespace("default")
+	if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.Record(admissionOf(t, src, api.Create, p.Object))
+	eventually(t, "the ephemeral report", func() bool { return a.Written() == 1 })
+	time.Sleep(6 * testFlush)
+	if n := ephemeralCount(t, dyn); n != 1 {
+		t.Fatalf("%d ephemeral reports while the report cannot be written", n)
+	}
+	failing.Store("cpol-other") // the background policy's report still fails
+	eventually(t, "the report", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-need-team") == "pass=0 fail=1" })
+	eventually(t, "the ephemeral report deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
+	if got := reportSummary(t, dyn, PolicyReports, "cpol-other"); got != "none" {
+		t.Errorf("cpol-other: %s", got)
 	}
 }

@@ -223,23 +223,32 @@ func (r *Reporter) Write(ctx context.Context) error {
 		keys = r.store.TakeChanged()
 	}
 	var errs []error
+	failed := map[ireport.ReportKey]bool{}
 	for _, key := range keys {
 		if err := r.writeOne(ctx, key); err != nil {
 			r.store.MarkChanged(key)
-			errs = append(errs, err)
+			failed[key] = true
+			errs = append(errs, fmt.Errorf("%s/%s: %w", key.Namespace, key.Name, err))
 		}
 	}
-	if len(errs) > 0 {
-		r.written = nil // list the cluster's reports again next time
-		return fmt.Errorf("cluster: writing reports: %w", errs[0])
-	}
+	// an ephemeral report goes once the reports of its results are written
+	kept := r.merged[:0]
 	for _, e := range r.merged {
+		if e.touches(failed) {
+			kept = append(kept, e)
+			continue
+		}
 		err := r.h.dyn.Resource(e.gvr).Namespace(e.namespace).Delete(ctx, e.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			r.h.logf("reports: deleting ephemeral report %s/%s: %v", e.namespace, e.name, err)
 		}
 	}
-	r.merged = nil
+	clear(r.merged[len(kept):])
+	r.merged = kept
+	if len(errs) > 0 {
+		r.written = nil // list the cluster's reports again next time
+		return fmt.Errorf("cluster: writing %d reports, first %w", len(errs), errs[0])
+	}
 	return nil
 }
 

@@ -117,9 +117,9 @@ func NewStore(opts Options) *Store {
 		processProps: map[string]map[string]string{}}
 }
 
-// reportName returns the report of a policy key: pol-<name> for a Policy
+// ReportName returns the report of a policy key: pol-<name> for a Policy
 // ("namespace/name"), cpol-<name> for a ClusterPolicy.
-func reportName(policyKey string) string {
+func ReportName(policyKey string) string {
 	if i := strings.IndexByte(policyKey, '/'); i >= 0 {
 		return PolicyPrefix + policyKey[i+1:]
 	}
@@ -258,7 +258,7 @@ func (s *Store) SetAdmission(resourceUID string, at int64, results []api.PolicyR
 		if len(r.Resources) == 0 || r.Policy == "" {
 			continue
 		}
-		entries = append(entries, storedEntry{key: ReportKey{Namespace: r.Resources[0].Namespace, Name: reportName(r.Policy)}, result: r})
+		entries = append(entries, storedEntry{key: ReportKey{Namespace: r.Resources[0].Namespace, Name: ReportName(r.Policy)}, result: r})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
