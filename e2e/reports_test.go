@@ -57,6 +57,9 @@ func TestAdmissionReports(t *testing.T) {
 			p.stop()
 		}
 	}
+	// only this policy: the suite's earlier tests leave theirs, and
+	// thousands of Pods that they would have the new leader report on
+	_ = e.dyn.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	docs, err := api.ReadDocuments(strings.NewReader(admissionOnlyPolicy), "policy.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +103,9 @@ func TestAdmissionReports(t *testing.T) {
 		return out
 	}
 	start := time.Now()
-	eventually(t, 30*time.Second, "the admission's fail entry", func() bool { return entries()["no-team"] == "fail" })
+	eventually(t, 60*time.Second, "the admission's fail entry", func() bool { return entries()["no-team"] == "fail" })
 	t.Logf("the entry reached the report %s after the create", time.Since(start).Round(100*time.Millisecond))
-	eventually(t, 30*time.Second, "the ephemeral reports deleted", func() bool {
+	eventually(t, 60*time.Second, "the ephemeral reports deleted", func() bool {
 		l, err := e.dyn.Resource(cluster.EphemeralReports).Namespace("adm-reports").List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -112,5 +115,5 @@ func TestAdmissionReports(t *testing.T) {
 	if err := pods.Delete(ctx, "no-team", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the entry removed with the Pod", func() bool { return entries() == nil })
+	eventually(t, 60*time.Second, "the entry removed with the Pod", func() bool { return entries() == nil })
 }
