@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -208,7 +209,11 @@ func (a *AdmissionReports) write(ctx context.Context, item *admitted) error {
 	if u.GetNamespace() == "" {
 		gvr = ClusterEphemeralReports
 	}
-	if _, err := a.h.dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+	_, err = a.h.dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil // the same request answered twice (the API server retried)
+	}
+	if err != nil {
 		return err
 	}
 	a.written.Add(1)

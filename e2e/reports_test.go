@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cluster"
@@ -78,6 +80,26 @@ func TestAdmissionReports(t *testing.T) {
 	e.webhooks(t, fmt.Sprintf("https://127.0.0.1:%d", port))
 	eventually(t, 30*time.Second, "a leader", func() bool { return e.leader() == "controller-reports" })
 
+	// every ephemeral report written in the namespace, by the name of its
+	// resource
+	w, err := e.dyn.Resource(cluster.EphemeralReports).Namespace("adm-reports").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	written := map[string]int{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type == watch.Added {
+				name, _, _ := unstructured.NestedString(u.Object, "spec", "owner", "name")
+				mu.Lock()
+				written[name]++
+				mu.Unlock()
+			}
+		}
+	}()
+
 	pods := e.kube.CoreV1().Pods("adm-reports")
 	// the webhook may not have seen the policy yet: a dry run is answered
 	// all the same, and never reported
@@ -112,6 +134,11 @@ func TestAdmissionReports(t *testing.T) {
 	if got := entries(); len(got) != 1 {
 		t.Errorf("entries %v, want no-team's only (no dry run)", got)
 	}
+	mu.Lock()
+	if written["dry"] != 0 || written["no-team"] != 1 {
+		t.Errorf("ephemeral reports written by resource: %v, want no-team's only", written)
+	}
+	mu.Unlock()
 	if err := pods.Delete(ctx, "no-team", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
