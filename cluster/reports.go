@@ -56,7 +56,6 @@ type Reporter struct {
 	src   *PolicySource
 	opts  ireport.Options
 	store *ireport.Store
-	known map[string]bool // resources of the last scan
 
 	policiesChanged atomic.Bool
 
@@ -153,19 +152,23 @@ func hasVerb(verbs []string, v string) bool {
 }
 
 // Scan evaluates every existing resource of the scanned kinds with the
-// policies serving now (a background request), forgets the resources that
-// are gone, and writes the reports.
+// policies serving now (a background request), drops the entries of
+// policies and rules that no longer exist and, when every kind could be
+// listed, those of resources that are gone, and writes the reports.
 func (r *Reporter) Scan(ctx context.Context) error {
 	set := r.src.Set()
 	kinds, err := r.scanKinds(set)
 	if err != nil {
 		return fmt.Errorf("cluster: discovery: %w", err)
 	}
+	r.prune()
 	seen := map[string]bool{}
+	complete := true
 	for _, k := range kinds {
 		l, err := r.h.dyn.Resource(k.gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			r.h.logf("scan: listing %s: %v", k.gvr, err)
+			complete = false
 			continue
 		}
 		for i := range l.Items {
@@ -185,12 +188,13 @@ func (r *Reporter) Scan(ctx context.Context) error {
 			}
 		}
 	}
-	for uid := range r.known {
-		if !seen[uid] {
-			r.store.Delete(uid) // the resource is gone: so are its entries
+	if complete {
+		for _, uid := range r.store.UIDs() {
+			if !seen[uid] {
+				r.store.Delete(uid) // the resource is gone: so are its entries
+			}
 		}
 	}
-	r.known = seen
 	return r.Write(ctx)
 }
 
