@@ -46,7 +46,8 @@ spec:
 // policy: its failure reaches the namespace's PolicyReport through the
 // webhook's ephemeral report, which the leader deletes once merged, and
 // leaves the report when the Pod is deleted. A dry-run create is not
-// reported.
+// reported. Then a leader started with -report-format openreports writes
+// the failure of another Pod to an openreports.io Report.
 func TestAdmissionReports(t *testing.T) {
 	e := suite
 	ctx := context.Background()
@@ -143,4 +144,24 @@ func TestAdmissionReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the entry removed with the Pod", func() bool { return entries() == nil })
+
+	t.Run("OpenReports", func(t *testing.T) {
+		// a leader that writes openreports.io Reports
+		ctrl.stop()
+		orc := e.gavel(t, "controller-openreports", "-webhook=false", "-scan-interval", "1h", "-report-format", "openreports")
+		defer orc.stop()
+		eventually(t, 60*time.Second, "a leader", func() bool { return e.leader() == "controller-openreports" })
+		if _, err := pods.Create(ctx, testPod("adm-reports", "no-team-2", nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "the fail entry in the Report", func() bool {
+			r, err := e.dyn.Resource(cluster.OpenReports).Namespace("adm-reports").Get(ctx, "cpol-adm-only-team", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			results, _, _ := unstructured.NestedSlice(r.Object, "results")
+			fail, _, _ := unstructured.NestedInt64(r.Object, "summary", "fail")
+			return len(results) == 1 && fail == 1 && results[0].(map[string]any)["result"] == "fail"
+		})
+	})
 }
