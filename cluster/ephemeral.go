@@ -30,16 +30,16 @@ var (
 
 // Labels and annotations of the ephemeral reports.
 const (
-	// LabelResourceUID holds the UID of the resource an ephemeral report
+	// labelResourceUID holds the UID of the resource an ephemeral report
 	// is about (upstream's label).
-	LabelResourceUID = "audit.kyverno.io/resource.uid"
-	// LabelReportSource is "admission" on the ephemeral reports of
+	labelResourceUID = "audit.kyverno.io/resource.uid"
+	// labelReportSource is "admission" on the ephemeral reports of
 	// admission requests.
-	LabelReportSource = "audit.kyverno.io/source"
-	// AnnotationAdmittedAt holds the time the webhook answered the
+	labelReportSource = "audit.kyverno.io/source"
+	// annotationAdmittedAt holds the time the webhook answered the
 	// request (RFC 3339 with nanoseconds): the leader keeps, per
 	// resource, the results of the latest admission.
-	AnnotationAdmittedAt = "reports.gavel.io/admitted-at"
+	annotationAdmittedAt = "reports.gavel.io/admitted-at"
 )
 
 // AdmissionReportsOptions configure AdmissionReports.
@@ -256,10 +256,10 @@ func ephemeralObject(item *admitted, results []api.PolicyReportResult) (map[stri
 	md := map[string]any{
 		"labels": map[string]any{
 			ireport.LabelManagedBy: ireport.ManagedByKyverno,
-			LabelResourceUID:       str("uid"),
-			LabelReportSource:      "admission",
+			labelResourceUID:       str("uid"),
+			labelReportSource:      "admission",
 		},
-		"annotations": map[string]any{AnnotationAdmittedAt: item.at.UTC().Format(time.RFC3339Nano)},
+		"annotations": map[string]any{annotationAdmittedAt: item.at.UTC().Format(time.RFC3339Nano)},
 	}
 	if item.requestID != "" {
 		md["name"] = item.requestID
@@ -325,12 +325,12 @@ func readEphemeral(u *unstructured.Unstructured) (*ephemeral, error) {
 	e.owner, e.results = s.Owner, s.Results
 	e.resourceUID = string(s.Owner.UID)
 	if e.resourceUID == "" {
-		e.resourceUID = u.GetLabels()[LabelResourceUID]
+		e.resourceUID = u.GetLabels()[labelResourceUID]
 	}
 	if e.resourceUID == "" {
 		return e, fmt.Errorf("ephemeral report %s/%s: no resource UID", e.namespace, e.name)
 	}
-	if t, err := time.Parse(time.RFC3339Nano, u.GetAnnotations()[AnnotationAdmittedAt]); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, u.GetAnnotations()[annotationAdmittedAt]); err == nil {
 		e.at = t.UnixNano()
 	} else {
 		e.at = u.GetCreationTimestamp().UnixNano()
