@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -279,29 +280,52 @@ func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
 		return nil
 	}
 	summary, results := reportParts(rep)
-	fp := fingerprint(summary, results)
-	if ok && prev.fp == fp {
+	if ok && prev.fp != "" && prev.fp == fingerprint(summary, results) {
+		// listed from the cluster, and saying the same
+		r.written[key] = writtenReport{rv: prev.rv, gvr: prev.gvr}
 		return nil
 	}
-	obj, err := toObject(rep)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: obj}
 	gvr := r.reportResource(key.Namespace == "")
 	ri := r.h.dyn.Resource(gvr).Namespace(key.Namespace)
 	var out *unstructured.Unstructured
 	if ok {
-		u.SetResourceVersion(prev.rv)
-		out, err = ri.Update(ctx, u, metav1.UpdateOptions{})
+		// a merge patch of the changed parts, conditional on the version
+		// written last: one encoding, no map of the report
+		var p reportPatch
+		p.Metadata.ResourceVersion = prev.rv
+		p.Metadata.Labels = map[string]string{ireport.LabelManagedBy: ireport.ManagedByKyverno}
+		p.Summary, p.Results = summary, results
+		data, err := json.Marshal(&p)
+		if err != nil {
+			return err
+		}
+		out, err = ri.Patch(ctx, key.Name, types.MergePatchType, data, metav1.PatchOptions{})
+		if err != nil {
+			return err
+		}
 	} else {
-		out, err = ri.Create(ctx, u, metav1.CreateOptions{})
+		obj, err := toObject(rep)
+		if err != nil {
+			return err
+		}
+		out, err = ri.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
-	}
-	r.written[key] = writtenReport{rv: out.GetResourceVersion(), fp: fp, gvr: gvr}
+	// the store tells what changed from now on: no fingerprint
+	r.written[key] = writtenReport{rv: out.GetResourceVersion(), gvr: gvr}
 	return nil
+}
+
+// reportPatch is the merge patch of a report's content.
+type reportPatch struct {
+	Metadata struct {
+		ResourceVersion string            `json:"resourceVersion"`
+		Labels          map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Summary api.PolicyReportSummary  `json:"summary"`
+	Results []api.PolicyReportResult `json:"results"`
 }
 
 // reportParts returns the summary and results of a rendered report.
@@ -319,7 +343,9 @@ func reportParts(rep any) (api.PolicyReportSummary, []api.PolicyReportResult) {
 	return api.PolicyReportSummary{}, nil
 }
 
-// writtenReport is what the Reporter knows of a report in the cluster.
+// writtenReport is what the Reporter knows of a report in the cluster:
+// its version, and for a report listed from the cluster a fingerprint of
+// its content (those the Reporter wrote are what the store held).
 type writtenReport struct {
 	rv, fp string
 	gvr    schema.GroupVersionResource
