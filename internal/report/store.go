@@ -66,6 +66,8 @@ type Store struct {
 	// processProps are the shared properties of entries with only a
 	// process, by process (read-only: renders copy them).
 	processProps map[string]map[string]string
+	// reportNames are the names of the reports, kept once (one a policy).
+	reportNames map[string]string
 }
 
 // ReportKey names an in-cluster report: its namespace ("" for a cluster
@@ -90,10 +92,16 @@ type storedEntry struct {
 	message unique.Handle[string]
 }
 
-// intern shares what the entries of many resources have alike: messages
-// (unique handles), and the properties that hold only the process.
+// intern shares what the entries of many resources have alike: report
+// names, messages (unique handles), and the properties that hold only the
+// process.
 func (s *Store) intern(entries []storedEntry) {
 	for i := range entries {
+		if name, ok := s.reportNames[entries[i].key.Name]; ok {
+			entries[i].key.Name = name
+		} else {
+			s.reportNames[entries[i].key.Name] = entries[i].key.Name
+		}
 		r := &entries[i].result
 		entries[i].message = unique.Make(r.Message)
 		r.Message = entries[i].message.Value()
@@ -114,7 +122,7 @@ func (s *Store) intern(entries []storedEntry) {
 func NewStore(opts Options) *Store {
 	return &Store{opts: opts, res: map[string]*resourceEntries{},
 		byReport: map[ReportKey]map[string]struct{}{}, changed: map[ReportKey]struct{}{},
-		processProps: map[string]map[string]string{}}
+		processProps: map[string]map[string]string{}, reportNames: map[string]string{}}
 }
 
 // ReportName returns the report of a policy key: pol-<name> for a Policy
@@ -162,7 +170,21 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 	}
 	ts := opts.now()
 	source := opts.source()
-	var entries []storedEntry
+	n := 0 // exactly: a store keeps these slices
+	for i := range res {
+		if background && !res[i].Policy.Background() {
+			continue
+		}
+		for j := range res[i].Rules {
+			if t := res[i].Rules[j].Type; t == engine.Validation || t == engine.ImageVerify {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	entries := make([]storedEntry, 0, n)
 	var refs []api.ObjectReference
 	for i := range res {
 		pr := &res[i]
