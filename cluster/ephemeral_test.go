@@ -215,8 +215,9 @@ func TestAdmissionReportsReachThePolicyReport(t *testing.T) {
 // TestReporterMergeRules checks how admission and background results of
 // one resource merge in the cluster: a background policy's scan replaces
 // its admission entry, an admission-only policy keeps its own, an
-// ephemeral report whose resource never appears is dropped, and a rule
-// removed from a policy takes its entries along.
+// ephemeral report whose resource never appears is dropped, a changed
+// policy's admission entries go, and a rule removed from a policy takes
+// its entries along.
 func TestReporterMergeRules(t *testing.T) {
 	h, src, dyn := reportsHost(t, auditPolicy("bg", "team", true), auditPolicy("adm", "team", false))
 	a := NewAdmissionReports(h, AdmissionReportsOptions{})
@@ -267,19 +268,32 @@ func TestReporterMergeRules(t *testing.T) {
 		t.Errorf("after the ghost: %s", got)
 	}
 
-	// the admission-only policy's rule is renamed: its stale entry goes
-	pol, err := dyn.Resource(ClusterPolicies).Get(t.Context(), "adm", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// the admission-only policy changes: the entry its previous version
+	// made goes; a new admission (the labelled Pod updated) reports again
+	editRule := func(generation int64, edit func(rule map[string]any)) {
+		t.Helper()
+		pol, err := dyn.Resource(ClusterPolicies).Get(t.Context(), "adm", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules, _, _ := unstructured.NestedSlice(pol.Object, "spec", "rules")
+		edit(rules[0].(map[string]any))
+		_ = unstructured.SetNestedSlice(pol.Object, rules, "spec", "rules")
+		pol.SetGeneration(generation)
+		if _, err := dyn.Resource(ClusterPolicies).Update(t.Context(), pol, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	rules, _, _ := unstructured.NestedSlice(pol.Object, "spec", "rules")
-	rules[0].(map[string]any)["name"] = "renamed"
-	_ = unstructured.SetNestedSlice(pol.Object, rules, "spec", "rules")
-	pol.SetGeneration(2)
-	if _, err := dyn.Resource(ClusterPolicies).Update(t.Context(), pol, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	editRule(2, func(rule map[string]any) { rule["validate"].(map[string]any)["message"] = "a team, please" })
 	eventually(t, "the stale entry gone", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "none" })
+	if !a.Record(admissionOf(t, src, api.Update, fixed.Object)) {
+		t.Fatal("not recorded")
+	}
+	eventually(t, "the new version's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=1 fail=0" })
+
+	// the rule is renamed: its entry goes
+	editRule(3, func(rule map[string]any) { rule["name"] = "renamed" })
+	eventually(t, "the renamed rule's entry gone", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "none" })
 }
 
 // TestReporterKeepsAdmissionEntriesAcrossLeaders checks that a new leader

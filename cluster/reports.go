@@ -46,8 +46,10 @@ var (
 // results and merges them as upstream does: a scan replaces the admission
 // results of the policies with background enabled, admission-only
 // policies keep theirs; a deleted resource's entries go, and so do the
-// entries of deleted policies and rules and the background entries of a
-// policy that no longer runs in the background. Only the reports whose
+// entries of deleted policies and rules, the admission entries of a
+// policy that changed (made by its previous version; ephemeral reports of
+// admissions before the change are not merged) and the background entries
+// of a policy that no longer runs in the background. Only the reports whose
 // entries changed are rendered and written (about once a second). On its
 // first write a Reporter reads the reports in the cluster, and takes back
 // from them the entries of admission-only policies, which no scan can
@@ -59,6 +61,9 @@ type Reporter struct {
 	store *ireport.Store
 
 	policiesChanged atomic.Bool
+	changedMu       sync.Mutex
+	changedAt       map[string]time.Time // updated policies, by key: when the update was seen
+	toRemove        []string             // updated policies whose admission entries are stale
 
 	writeMu sync.Mutex
 	written map[ireport.ReportKey]writtenReport // nil: list the cluster's
@@ -73,8 +78,47 @@ type Reporter struct {
 func NewReporter(h *Host, src *PolicySource, opts report.Options) *Reporter {
 	io := internalOptions(opts)
 	r := &Reporter{h: h, src: src, opts: io, store: ireport.NewStore(io), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
-	src.Subscribe(func(PolicyChange) { r.policiesChanged.Store(true) })
+	src.Subscribe(r.policyChanged)
 	return r
+}
+
+// policyChanged notes a change of the serving set; an updated policy's
+// admission entries, made by its previous version, are stale.
+func (r *Reporter) policyChanged(ch PolicyChange) {
+	r.changedMu.Lock()
+	switch {
+	case ch.Old != nil && ch.New != nil:
+		if r.changedAt == nil {
+			r.changedAt = map[string]time.Time{}
+		}
+		r.changedAt[ch.New.Key()] = time.Now()
+		r.toRemove = append(r.toRemove, ch.New.Key())
+	case ch.Old != nil:
+		delete(r.changedAt, ch.Old.Key())
+	}
+	r.changedMu.Unlock()
+	r.policiesChanged.Store(true)
+}
+
+// removeStale removes the admission entries of the policies updated since
+// the last call.
+func (r *Reporter) removeStale() {
+	r.changedMu.Lock()
+	keys := r.toRemove
+	r.toRemove = nil
+	r.changedMu.Unlock()
+	for _, k := range keys {
+		r.store.RemoveAdmission(k)
+	}
+}
+
+// stale reports whether an admission of the given time (ns) predates the
+// last update of the policy.
+func (r *Reporter) stale(policyKey string, at int64) bool {
+	r.changedMu.Lock()
+	defer r.changedMu.Unlock()
+	t, ok := r.changedAt[policyKey]
+	return ok && at < t.UnixNano()
 }
 
 // scanKinds returns the resources to watch: the kinds matched by the
@@ -162,6 +206,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: discovery: %w", err)
 	}
+	r.removeStale()
 	r.prune()
 	seen := map[string]bool{}
 	complete := true
@@ -486,6 +531,7 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 			rs.rescan(true)
 		case <-flush.C:
 			if r.policiesChanged.Swap(false) {
+				r.removeStale()
 				r.prune()
 				rs.watch()
 				rs.rescan(false)
@@ -669,7 +715,7 @@ func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFac
 // hold, with the UID they name, into the store; drops those that waited
 // longer than the Reporter's ephemeralWait for theirs, or that cannot be read; and keeps
 // the others for the next tick. Only the results of current policies and
-// rules are merged. Merged and dropped reports are deleted after the next
+// rules, of admissions after the policy's last update, are merged. Merged and dropped reports are deleted after the next
 // successful Write.
 func (rs *reporterRun) mergePending() {
 	rs.mu.Lock()
@@ -698,7 +744,7 @@ func (rs *reporterRun) mergePending() {
 				if rs.has(k.gvr, e.namespace, e.owner.Name, e.resourceUID) {
 					results := e.results[:0:0]
 					for _, res := range e.results {
-						if p, ok := live[res.Policy]; ok && p.rules[res.Rule] {
+						if p, ok := live[res.Policy]; ok && p.rules[res.Rule] && !rs.r.stale(res.Policy, e.at) {
 							results = append(results, res)
 						}
 					}

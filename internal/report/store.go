@@ -424,6 +424,22 @@ func (s *Store) RemovePolicy(policyKey string) {
 	s.Prune(func(policy, _ string) (bool, bool) { return policy != policyKey, true })
 }
 
+// RemoveAdmission removes the admission entries of a policy that changed,
+// given by its key, from every resource: they were made by its previous
+// version (a background scan makes the background entries again).
+func (s *Store) RemoveAdmission(policyKey string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uid, e := range s.res {
+		if !slices.ContainsFunc(e.admission, func(se storedEntry) bool { return se.result.Policy == policyKey }) {
+			continue
+		}
+		s.change(uid, func(e *resourceEntries) {
+			e.admission = filterEntries(e.admission, func(se *storedEntry) bool { return se.result.Policy != policyKey })
+		})
+	}
+}
+
 // Prune keeps the entries of the rules that still exist, as upstream's
 // aggregation keeps only the results of current policies and rules: live
 // tells whether a policy (by key) has a rule of that name, and whether the

@@ -239,3 +239,28 @@ func TestStoreSharesWhatEntriesHaveAlike(t *testing.T) {
 		t.Error("a render shares the store's properties")
 	}
 }
+
+func TestStoreRemoveAdmission(t *testing.T) {
+	f := newStoreFixture(t)
+	p := pod("payments", "p", "uid-p", "nginx:1.25", map[string]any{"app": "web"})
+	s := NewStore(Options{Clock: fixedClock})
+	_ = s.Update("uid-p", validate(t, f.set, p, false), false)
+	_ = s.Update("uid-p", validate(t, f.set, p, true), true)
+	if got := strings.Join(entries(s.Reports()), "\n"); !strings.Contains(got, "enforce-only|need-app|p|pass") {
+		t.Fatalf("no admission entry of enforce-only:\n%s", got)
+	}
+	s.TakeChanged()
+	s.RemoveAdmission("enforce-only") // an admission-only policy changed
+	s.RemoveAdmission("require-team") // its admission entry is gone already: the scan replaced it
+	want := []string{
+		"cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass",
+		"cpol-require-team|payments|require-team|check-team|p|fail",
+		"pol-team-label|payments|payments/team-label|check-team|p|fail",
+	}
+	if got := entries(s.Reports()); !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := s.TakeChanged(); len(got) != 1 || got[0].Name != "cpol-enforce-only" {
+		t.Errorf("changed %v", got)
+	}
+}
