@@ -29,8 +29,15 @@
 //     changes, recorded in a ConfigMap so that a new leader applies those
 //     made while none ran) and Reporter
 //     (resources evaluated as they are admitted or change, and all again at
-//     an interval, into wgpolicyk8s.io/v1alpha2 PolicyReports and
-//     ClusterPolicyReports; a deleted resource's entries are removed).
+//     an interval and when policies change, into wgpolicyk8s.io/v1alpha2
+//     PolicyReports and ClusterPolicyReports, or openreports.io/v1alpha1
+//     Reports and ClusterReports; a deleted resource's entries are
+//     removed; only changed reports are written).
+//   - AdmissionReports: the webhook side of admission reports. The results
+//     of admitted requests (of policies with background: false, which no
+//     scan reports) are queued without blocking and written as
+//     reports.kyverno.io/v1 EphemeralReports, which the leader's Reporter
+//     merges into the policy reports and deletes.
 //
 // A webhook replica builds a Host and a PolicySource and answers admission
 // requests with PolicySource.Set; the engine writes the UpdateRequests.

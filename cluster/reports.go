@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -23,44 +25,110 @@ import (
 	"github.com/gavelpolicy/gavel/report"
 )
 
+// The resources of the openreports.io/v1alpha1 reports, written instead of
+// the wgpolicyk8s.io ones with report.Options.Format report.OpenReports.
+var (
+	OpenReports        = schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "reports"}
+	OpenClusterReports = schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "clusterreports"}
+)
+
 // Reporter writes policy reports (wgpolicyk8s.io/v1alpha2 PolicyReports
-// and ClusterPolicyReports) to the cluster from background evaluations of
-// the existing resources: Scan evaluates everything once, Run watches the
-// resources and evaluates each when it is admitted or changed (so a report
-// follows an admission within about a second) and everything again at an
-// interval. Its report.Store (Store) keeps, per resource, the
-// latest admission and background results and merges them as upstream
-// does; a resource that a scan no longer finds is forgotten, and with it
-// its entries. One Reporter writes at a time: run it on the leader.
+// and ClusterPolicyReports, or openreports.io/v1alpha1 Reports and
+// ClusterReports with report.OpenReports) to the cluster. Results come
+// from background evaluations of the existing resources (Scan evaluates
+// everything once; Run watches the resources, evaluates each when it is
+// created or changed, and everything again at an interval and when the
+// policies change) and from admission: Run merges the ephemeral reports
+// the webhook replicas write (AdmissionReports) and deletes them once the
+// policy reports that hold their results are written.
+//
+// Its store keeps, per resource, the latest admission and background
+// results and merges them as upstream does: a scan replaces the admission
+// results of the policies with background enabled, admission-only
+// policies keep theirs; a deleted resource's entries go, and so do the
+// entries of deleted policies and rules, the admission entries of a
+// policy that changed (made by its previous version; ephemeral reports of
+// admissions before the change are not merged) and the background entries
+// of a policy that no longer runs in the background. Only the reports whose
+// entries changed are rendered and written (about once a second). On its
+// first write a Reporter reads the reports in the cluster, and takes back
+// from them the entries of admission-only policies, which no scan can
+// make again. One Reporter writes at a time: run it on the leader.
 type Reporter struct {
 	h     *Host
 	src   *PolicySource
-	store *report.Store
-	known map[string]bool // resources of the last scan
+	opts  ireport.Options
+	store *ireport.Store
+
+	policiesChanged atomic.Bool
+	changedMu       sync.Mutex
+	changedAt       map[string]time.Time // updated policies, by key: when the update was seen
+	toRemove        []string             // updated policies whose admission entries are stale
 
 	writeMu sync.Mutex
-	written map[string]writtenReport // by reportKey; nil: list the cluster's
+	written map[ireport.ReportKey]writtenReport // nil: list the cluster's
+	merged  []*ephemeral                        // deleted after the next successful write
+
+	ephemeralWait time.Duration // see defaultEphemeralWait
+	flushEvery    time.Duration // period of the writes (1s)
 }
 
 // NewReporter returns a Reporter for the policies of src. opts gives the
-// entries' clock and source (report.Options).
+// entries' clock and source and the reports' format (report.Options).
 func NewReporter(h *Host, src *PolicySource, opts report.Options) *Reporter {
-	return &Reporter{h: h, src: src, store: report.NewStore(opts)}
+	io := internalOptions(opts)
+	r := &Reporter{h: h, src: src, opts: io, store: ireport.NewStore(io), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
+	src.Subscribe(r.policyChanged)
+	return r
 }
 
-// Store returns the reporter's store of results.
-func (r *Reporter) Store() *report.Store { return r.store }
+// policyChanged notes a change of the serving set; an updated policy's
+// admission entries, made by its previous version, are stale.
+func (r *Reporter) policyChanged(ch PolicyChange) {
+	r.changedMu.Lock()
+	switch {
+	case ch.Old != nil && ch.New != nil:
+		if r.changedAt == nil {
+			r.changedAt = map[string]time.Time{}
+		}
+		r.changedAt[ch.New.Key()] = time.Now()
+		r.toRemove = append(r.toRemove, ch.New.Key())
+	case ch.Old != nil:
+		delete(r.changedAt, ch.Old.Key())
+	}
+	r.changedMu.Unlock()
+	r.policiesChanged.Store(true)
+}
 
-// scanKinds returns the resources to scan: the kinds matched by the
-// validate rules of policies with background enabled, as resources the API
-// server serves.
+// removeStale removes the admission entries of the policies updated since
+// the last call.
+func (r *Reporter) removeStale() {
+	r.changedMu.Lock()
+	keys := r.toRemove
+	r.toRemove = nil
+	r.changedMu.Unlock()
+	for _, k := range keys {
+		r.store.RemoveAdmission(k)
+	}
+}
+
+// stale reports whether an admission of the given time (ns) predates the
+// last update of the policy.
+func (r *Reporter) stale(policyKey string, at int64) bool {
+	r.changedMu.Lock()
+	defer r.changedMu.Unlock()
+	t, ok := r.changedAt[policyKey]
+	return ok && at < t.UnixNano()
+}
+
+// scanKinds returns the resources to watch: the kinds matched by the
+// validate rules, as resources the API server serves. Those of
+// admission-only policies are watched too, for the deletions of the
+// resources their entries are about.
 func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 	wanted := map[string]bool{}
 	all := false
 	for _, p := range set.Policies() {
-		if !p.Background() {
-			continue
-		}
 		for _, rule := range p.Rules() {
 			if rule.Validation == nil && len(rule.VerifyImages) == 0 {
 				continue
@@ -129,19 +197,24 @@ func hasVerb(verbs []string, v string) bool {
 }
 
 // Scan evaluates every existing resource of the scanned kinds with the
-// policies serving now (a background request), forgets the resources that
-// are gone, and writes the reports.
+// policies serving now (a background request), drops the entries of
+// policies and rules that no longer exist and, when every kind could be
+// listed, those of resources that are gone, and writes the reports.
 func (r *Reporter) Scan(ctx context.Context) error {
 	set := r.src.Set()
 	kinds, err := r.scanKinds(set)
 	if err != nil {
 		return fmt.Errorf("cluster: discovery: %w", err)
 	}
+	r.removeStale()
+	r.prune()
 	seen := map[string]bool{}
+	complete := true
 	for _, k := range kinds {
 		l, err := r.h.dyn.Resource(k.gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			r.h.logf("scan: listing %s: %v", k.gvr, err)
+			complete = false
 			continue
 		}
 		for i := range l.Items {
@@ -161,226 +234,291 @@ func (r *Reporter) Scan(ctx context.Context) error {
 			}
 		}
 	}
-	for uid := range r.known {
-		if !seen[uid] {
-			r.store.Delete(uid) // the resource is gone: so are its entries
+	if complete {
+		for _, uid := range r.store.UIDs() {
+			if !seen[uid] {
+				r.store.Delete(uid) // the resource is gone: so are its entries
+			}
 		}
 	}
-	r.known = seen
 	return r.Write(ctx)
 }
 
 // Write makes the cluster's reports (those labelled managed by kyverno)
-// what the store renders: new ones are created, changed ones updated
-// (timestamps alone are no change), and the others deleted. The reports
-// in the cluster are listed on the first Write and after a failed one;
-// otherwise the Reporter writes from what it wrote last.
+// what the store holds: the reports that changed since the last Write are
+// rendered, and created, updated (timestamps alone are no change) or,
+// empty, deleted. The reports in the cluster are listed on the first
+// Write and after a failed one, which then compares every report. After a
+// successful Write, the ephemeral reports merged before it are deleted.
 func (r *Reporter) Write(ctx context.Context) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	var keys []ireport.ReportKey
 	if r.written == nil {
 		if err := r.list(ctx); err != nil {
 			return err
 		}
-	}
-	type rendered struct {
-		rep report.Report
-		fp  string
-	}
-	desired := map[string]rendered{}
-	for _, rep := range r.store.Reports() {
-		key, fp := reportFingerprint(&rep)
-		desired[key] = rendered{rep, fp}
+		r.store.TakeChanged()
+		seen := map[ireport.ReportKey]bool{}
+		for _, k := range r.store.Keys() {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		for k := range r.written {
+			if !seen[k] {
+				keys = append(keys, k)
+			}
+		}
+	} else {
+		keys = r.store.TakeChanged()
 	}
 	var errs []error
-	for key, d := range desired {
-		fp := d.fp
-		prev, ok := r.written[key]
-		if ok && prev.fp == fp {
-			continue
+	failed := map[ireport.ReportKey]bool{}
+	for _, key := range keys {
+		if err := r.writeOne(ctx, key); err != nil {
+			r.store.MarkChanged(key)
+			failed[key] = true
+			errs = append(errs, fmt.Errorf("%s/%s: %w", key.Namespace, key.Name, err))
 		}
-		obj, err := toObject(d.rep.Object())
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		gvr := reportResource(u.GetKind())
-		ri := r.h.dyn.Resource(gvr).Namespace(u.GetNamespace())
-		var out *unstructured.Unstructured
-		if ok {
-			u.SetResourceVersion(prev.rv)
-			out, err = ri.Update(ctx, u, metav1.UpdateOptions{})
-		} else {
-			out, err = ri.Create(ctx, u, metav1.CreateOptions{})
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		r.written[key] = writtenReport{rv: out.GetResourceVersion(), fp: fp, gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}
 	}
-	for key, w := range r.written {
-		if _, ok := desired[key]; ok {
+	// an ephemeral report goes once the reports of its results are written
+	kept := r.merged[:0]
+	for _, e := range r.merged {
+		if e.touches(failed) {
+			kept = append(kept, e)
 			continue
 		}
-		err := r.h.dyn.Resource(w.gvr).Namespace(w.namespace).Delete(ctx, w.name, metav1.DeleteOptions{})
+		err := r.h.dyn.Resource(e.gvr).Namespace(e.namespace).Delete(ctx, e.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-			continue
+			r.h.logf("reports: deleting ephemeral report %s/%s: %v", e.namespace, e.name, err)
 		}
-		delete(r.written, key)
 	}
+	clear(r.merged[len(kept):])
+	r.merged = kept
 	if len(errs) > 0 {
 		r.written = nil // list the cluster's reports again next time
-		return fmt.Errorf("cluster: writing reports: %w", errs[0])
+		return fmt.Errorf("cluster: writing %d reports, first %w", len(errs), errs[0])
 	}
 	return nil
 }
 
-// writtenReport is what the Reporter knows of a report in the cluster.
-type writtenReport struct {
-	rv, fp          string
-	gvr             schema.GroupVersionResource
-	namespace, name string
+// unlisted reports whether the next Write lists the cluster's reports.
+func (r *Reporter) unlisted() bool {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	return r.written == nil
 }
 
-// list reads the managed reports of the cluster into r.written.
+// writeOne makes one report in the cluster what the store renders.
+func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
+	prev, ok := r.written[key]
+	rep, exists := r.store.Render(key)
+	if !exists {
+		if !ok {
+			return nil
+		}
+		err := r.h.dyn.Resource(prev.gvr).Namespace(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		delete(r.written, key)
+		return nil
+	}
+	summary, results := reportParts(rep)
+	if ok && prev.fp != "" && prev.fp == fingerprint(summary, results) {
+		// listed from the cluster, and saying the same
+		r.written[key] = writtenReport{rv: prev.rv, gvr: prev.gvr}
+		return nil
+	}
+	gvr := r.reportResource(key.Namespace == "")
+	ri := r.h.dyn.Resource(gvr).Namespace(key.Namespace)
+	var out *unstructured.Unstructured
+	if ok {
+		// a merge patch of the changed parts, conditional on the version
+		// written last: one encoding, no map of the report
+		var p reportPatch
+		p.Metadata.ResourceVersion = prev.rv
+		p.Metadata.Labels = map[string]string{ireport.LabelManagedBy: ireport.ManagedByKyverno}
+		p.Summary, p.Results = summary, results
+		data, err := json.Marshal(&p)
+		if err != nil {
+			return err
+		}
+		out, err = ri.Patch(ctx, key.Name, types.MergePatchType, data, metav1.PatchOptions{})
+		if err != nil {
+			return err
+		}
+	} else {
+		obj, err := toObject(rep)
+		if err != nil {
+			return err
+		}
+		out, err = ri.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+	}
+	// the store tells what changed from now on: no fingerprint
+	r.written[key] = writtenReport{rv: out.GetResourceVersion(), gvr: gvr}
+	return nil
+}
+
+// reportPatch is the merge patch of a report's content.
+type reportPatch struct {
+	Metadata struct {
+		ResourceVersion string            `json:"resourceVersion"`
+		Labels          map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Summary api.PolicyReportSummary  `json:"summary"`
+	Results []api.PolicyReportResult `json:"results"`
+}
+
+// reportParts returns the summary and results of a rendered report.
+func reportParts(rep any) (api.PolicyReportSummary, []api.PolicyReportResult) {
+	switch v := rep.(type) {
+	case *api.PolicyReport:
+		return v.Summary, v.Results
+	case *api.ClusterPolicyReport:
+		return v.Summary, v.Results
+	case *api.OpenReport:
+		return v.Summary, v.Results
+	case *api.OpenClusterReport:
+		return v.Summary, v.Results
+	}
+	return api.PolicyReportSummary{}, nil
+}
+
+// writtenReport is what the Reporter knows of a report in the cluster:
+// its version, and for a report listed from the cluster a fingerprint of
+// its content (those the Reporter wrote are what the store held).
+type writtenReport struct {
+	rv, fp string
+	gvr    schema.GroupVersionResource
+}
+
+// list reads the managed reports of the cluster into r.written, and
+// gives the store back the entries of admission-only policies that it
+// does not hold (a new leader's).
 func (r *Reporter) list(ctx context.Context) error {
-	written := map[string]writtenReport{}
+	written := map[ireport.ReportKey]writtenReport{}
 	sel := metav1.ListOptions{LabelSelector: ireport.LabelManagedBy + "=" + ireport.ManagedByKyverno}
-	for _, kind := range []string{"ClusterPolicyReport", "PolicyReport"} {
-		gvr := reportResource(kind)
+	live := livePolicies(r.src.Set())
+	admissionOnly := map[string][]api.PolicyReportResult{}
+	for _, cluster := range []bool{true, false} {
+		gvr := r.reportResource(cluster)
 		l, err := r.h.dyn.Resource(gvr).List(ctx, sel)
 		if err != nil {
 			return fmt.Errorf("cluster: listing reports: %w", err)
 		}
 		for i := range l.Items {
 			cur := &l.Items[i]
-			var obj api.PolicyReport // the cluster report has the same fields
+			var obj api.PolicyReport // every kind of report has these fields
 			_ = fromObject(cur.Object, &obj)
-			rep := report.Report{Name: cur.GetName(), Summary: obj.Summary, Results: obj.Results}
-			if kind == "PolicyReport" {
-				rep.Namespace = cur.GetNamespace()
+			key := ireport.ReportKey{Namespace: cur.GetNamespace(), Name: cur.GetName()}
+			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fingerprint(obj.Summary, obj.Results), gvr: gvr}
+			for _, res := range obj.Results {
+				if p, ok := live[res.Policy]; ok && !p.background && p.rules[res.Rule] && len(res.Resources) > 0 && res.Resources[0].UID != "" {
+					uid := res.Resources[0].UID
+					admissionOnly[uid] = append(admissionOnly[uid], res)
+				}
 			}
-			key, fp := reportFingerprint(&rep)
-			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fp, gvr: gvr, namespace: cur.GetNamespace(), name: cur.GetName()}
+		}
+	}
+	for uid, results := range admissionOnly {
+		if !r.store.HasAdmission(uid) {
+			_, _ = r.store.SetAdmission(uid, 0, results)
 		}
 	}
 	r.written = written
 	return nil
 }
 
-func reportResource(kind string) schema.GroupVersionResource {
-	if kind == "ClusterPolicyReport" {
+// reportResource is the resource of the reports of the Reporter's format.
+func (r *Reporter) reportResource(cluster bool) schema.GroupVersionResource {
+	switch {
+	case r.opts.Format == ireport.OpenReports && cluster:
+		return OpenClusterReports
+	case r.opts.Format == ireport.OpenReports:
+		return OpenReports
+	case cluster:
 		return ClusterPolicyReports
 	}
 	return PolicyReports
 }
 
-func reportKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
-
-// reportFingerprint returns a rendered report's key and a hash of its
-// summary and results without the entries' timestamps: two reports with
-// the same fingerprint say the same.
-func reportFingerprint(rep *report.Report) (key, fp string) {
-	kind := "PolicyReport"
-	if rep.Namespace == "" {
-		kind = "ClusterPolicyReport"
-	}
-	stripped := make([]api.PolicyReportResult, len(rep.Results))
-	copy(stripped, rep.Results)
+// fingerprint hashes a report's summary and results without the entries'
+// timestamps: two reports with the same fingerprint say the same.
+func fingerprint(summary api.PolicyReportSummary, results []api.PolicyReportResult) string {
+	stripped := make([]api.PolicyReportResult, len(results))
+	copy(stripped, results)
 	for i := range stripped {
 		stripped[i].Timestamp = metav1.Timestamp{}
 	}
 	data, _ := json.Marshal(struct {
 		S api.PolicyReportSummary
 		R []api.PolicyReportResult
-	}{rep.Summary, stripped})
+	}{summary, stripped})
 	sum := sha256.Sum256(data)
-	return reportKey(kind, rep.Namespace, rep.Name), hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:])
 }
 
-// Run keeps the reports current until ctx is done: it watches the
-// scanned kinds (informers, started as policies name new kinds), evaluates
-// a resource when it is created or changed and forgets it when it is
-// deleted, writes the reports that changed about once a second, and
-// evaluates every watched resource again each interval (policies change).
+// livePolicy is what the store's Prune needs of a serving policy.
+type livePolicy struct {
+	background bool
+	rules      map[string]bool
+}
+
+// livePolicies indexes the policies of a set by key.
+func livePolicies(set *engine.PolicySet) map[string]livePolicy {
+	out := map[string]livePolicy{}
+	for _, p := range set.Policies() {
+		lp := livePolicy{background: p.Background(), rules: map[string]bool{}}
+		for _, n := range p.RuleNames() {
+			lp.rules[n] = true
+		}
+		out[p.Key()] = lp
+	}
+	return out
+}
+
+// prune drops the entries of the rules that the serving policies no
+// longer have, and the background entries of policies that no longer run
+// in the background.
+func (r *Reporter) prune() {
+	live := livePolicies(r.src.Set())
+	r.store.Prune(func(policy, rule string) (bool, bool) {
+		p, ok := live[policy]
+		return ok && p.rules[rule], p.background
+	})
+}
+
+// defaultEphemeralWait is how long an ephemeral report waits for its
+// resource to reach the Reporter's informers before it is dropped as the
+// report of a resource that is gone (or was never stored).
+const defaultEphemeralWait = 10 * time.Second
+
+// Run keeps the reports current until ctx is done: it watches the kinds
+// the validate rules match (informers, started as policies name new
+// kinds), evaluates a resource when it is created or changed and forgets
+// it when it is deleted, merges the ephemeral reports of admissions,
+// writes the reports that changed about once a second, evaluates every
+// watched resource again each interval and when the policies change, and
+// drops then the entries of resources that are gone.
 func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(r.h.dyn, 0)
-	defer factory.Shutdown()
-	var (
-		mu      sync.Mutex
-		dirty   bool
-		watched = map[schema.GroupVersionResource]gvk{}
-		infs    = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
-	)
-	markDirty := func() {
-		mu.Lock()
-		dirty = true
-		mu.Unlock()
+	rs := &reporterRun{
+		r: r, ctx: ctx,
+		factory: dynamicinformer.NewDynamicSharedInformerFactory(r.h.dyn, 0),
+		watched: map[schema.GroupVersionResource]gvk{},
+		infs:    map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		pending: map[string]*ephemeral{},
 	}
-	eval := func(k gvk, o any) {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		obj := u.DeepCopy().Object
-		obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
-		resp, err := r.src.Set().Validate(ctx, &engine.Request{Object: obj, Background: true})
-		if err != nil {
-			return
-		}
-		if err := r.store.Update(string(u.GetUID()), resp.Policies, true); err != nil {
-			r.h.logf("reports: %v", err)
-		}
-		markDirty()
+	defer rs.factory.Shutdown()
+	rs.watch()
+	ephFactory := rs.watchEphemeral()
+	if ephFactory != nil {
+		defer ephFactory.Shutdown()
 	}
-	forget := func(o any) {
-		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = d.Obj
-		}
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			r.store.Delete(string(u.GetUID()))
-			markDirty()
-		}
-	}
-	watch := func() {
-		kinds, err := r.scanKinds(r.src.Set())
-		if err != nil {
-			r.h.logf("reports: discovery: %v", err)
-		}
-		for _, k := range kinds {
-			if _, ok := watched[k.gvr]; ok {
-				continue
-			}
-			watched[k.gvr] = k
-			inf := factory.ForResource(k.gvr).Informer()
-			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc: func(o any) { eval(k, o) },
-				UpdateFunc: func(old, o any) {
-					ou, _ := old.(*unstructured.Unstructured)
-					nu, _ := o.(*unstructured.Unstructured)
-					if ou != nil && nu != nil && ou.GetResourceVersion() == nu.GetResourceVersion() {
-						return
-					}
-					eval(k, o)
-				},
-				DeleteFunc: forget,
-			})
-			infs[k.gvr] = inf
-		}
-		factory.Start(ctx.Done())
-		factory.WaitForCacheSync(ctx.Done())
-	}
-	rescan := func() {
-		for gvr, inf := range infs {
-			for _, o := range inf.GetStore().List() {
-				eval(watched[gvr], o)
-			}
-		}
-	}
-	watch()
-	flush := time.NewTicker(time.Second)
+	flush := time.NewTicker(r.flushEvery)
 	defer flush.Stop()
 	full := time.NewTicker(interval)
 	defer full.Stop()
@@ -389,19 +527,277 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-full.C:
-			watch()
-			rescan()
+			rs.watch()
+			rs.rescan(true)
 		case <-flush.C:
+			if r.policiesChanged.Swap(false) {
+				r.removeStale()
+				r.prune()
+				rs.watch()
+				rs.rescan(false)
+			}
 		}
-		mu.Lock()
-		d := dirty
-		dirty = false
-		mu.Unlock()
-		if d {
+		rs.mergePending()
+		if rs.dirty.Swap(false) || r.unlisted() {
 			if err := r.Write(ctx); err != nil && ctx.Err() == nil {
 				r.h.logf("%v", err)
-				markDirty()
+				rs.dirty.Store(true)
 			}
 		}
 	}
+}
+
+// reporterRun is the state of one Run.
+type reporterRun struct {
+	r       *Reporter
+	ctx     context.Context
+	factory dynamicinformer.DynamicSharedInformerFactory
+	dirty   atomic.Bool
+
+	// watched and infs are used by Run's goroutine only
+	watched map[schema.GroupVersionResource]gvk
+	infs    map[schema.GroupVersionResource]cache.SharedIndexInformer
+	missing map[string]bool // resources with entries absent from the informers at the last sweep
+
+	mu      sync.Mutex
+	pending map[string]*ephemeral // by namespace/name of the ephemeral report
+}
+
+func (rs *reporterRun) eval(k gvk, o any) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	obj := u.DeepCopy().Object
+	obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
+	resp, err := rs.r.src.Set().Validate(rs.ctx, &engine.Request{Object: obj, Background: true})
+	if err != nil {
+		return
+	}
+	if err := rs.r.store.Update(string(u.GetUID()), resp.Policies, true); err != nil {
+		rs.r.h.logf("reports: %v", err)
+	}
+	rs.dirty.Store(true)
+}
+
+func (rs *reporterRun) forget(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		rs.r.store.Delete(string(u.GetUID()))
+		rs.dirty.Store(true)
+	}
+}
+
+// watch starts the informers of the kinds the policies match.
+func (rs *reporterRun) watch() {
+	kinds, err := rs.r.scanKinds(rs.r.src.Set())
+	if err != nil {
+		rs.r.h.logf("reports: discovery: %v", err)
+	}
+	for _, k := range kinds {
+		rs.watchKind(k)
+	}
+	rs.factory.Start(rs.ctx.Done())
+	rs.factory.WaitForCacheSync(rs.ctx.Done())
+}
+
+// watchKind adds the informer of a kind; watch or mergePending start it.
+func (rs *reporterRun) watchKind(k gvk) {
+	if _, ok := rs.watched[k.gvr]; ok {
+		return
+	}
+	rs.watched[k.gvr] = k
+	inf := rs.factory.ForResource(k.gvr).Informer()
+	_ = inf.SetTransform(dropManagedFields)
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { rs.eval(k, o) },
+		UpdateFunc: func(old, o any) {
+			ou, _ := old.(*unstructured.Unstructured)
+			nu, _ := o.(*unstructured.Unstructured)
+			if ou != nil && nu != nil && ou.GetResourceVersion() == nu.GetResourceVersion() {
+				return
+			}
+			rs.eval(k, o)
+		},
+		DeleteFunc: rs.forget,
+	})
+	rs.infs[k.gvr] = inf
+}
+
+// rescan evaluates every watched resource again; with sweep, it also
+// drops the entries of resources that two sweeps in a row did not find.
+func (rs *reporterRun) rescan(sweep bool) {
+	present := map[string]bool{}
+	for gvr, inf := range rs.infs {
+		for _, o := range inf.GetStore().List() {
+			rs.eval(rs.watched[gvr], o)
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				present[string(u.GetUID())] = true
+			}
+		}
+	}
+	if !sweep {
+		return
+	}
+	missing := map[string]bool{}
+	for _, uid := range rs.r.store.UIDs() {
+		if present[uid] {
+			continue
+		}
+		if rs.missing[uid] {
+			rs.r.store.Delete(uid)
+			rs.dirty.Store(true)
+			continue
+		}
+		missing[uid] = true
+	}
+	rs.missing = missing
+}
+
+// dropManagedFields removes metadata.managedFields from the objects the
+// informers keep: neither policies nor reports read them, and they are a
+// large part of an object.
+func dropManagedFields(o any) (any, error) {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+	}
+	return o, nil
+}
+
+// watchEphemeral starts the informers of the ephemeral reports, when the
+// API server serves them, and returns their factory.
+func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFactory {
+	gk := schema.GroupKind{Group: EphemeralReports.Group, Kind: "EphemeralReport"}
+	if _, err := rs.r.h.mapper.RESTMapping(gk, EphemeralReports.Version); err != nil {
+		rs.r.h.logf("reports: admission results are not merged: %v", err)
+		return nil
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(rs.r.h.dyn, 0)
+	add := func(o any) {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		e, err := readEphemeral(u)
+		if err != nil {
+			rs.r.h.logf("reports: %v", err)
+		}
+		rs.mu.Lock()
+		rs.pending[e.namespace+"/"+e.name] = e
+		rs.mu.Unlock()
+	}
+	for _, gvr := range []schema.GroupVersionResource{EphemeralReports, ClusterEphemeralReports} {
+		inf := f.ForResource(gvr).Informer()
+		_ = inf.SetTransform(dropManagedFields)
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: add,
+			DeleteFunc: func(o any) {
+				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+					o = d.Obj
+				}
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					rs.mu.Lock()
+					delete(rs.pending, u.GetNamespace()+"/"+u.GetName())
+					rs.mu.Unlock()
+				}
+			},
+		})
+	}
+	f.Start(rs.ctx.Done())
+	return f
+}
+
+// mergePending merges the ephemeral reports whose resources the informers
+// hold, with the UID they name, into the store; drops those that waited
+// longer than the Reporter's ephemeralWait for theirs, or that cannot be read; and keeps
+// the others for the next tick. Only the results of current policies and
+// rules, of admissions after the policy's last update, are merged. Merged and dropped reports are deleted after the next
+// successful Write.
+func (rs *reporterRun) mergePending() {
+	rs.mu.Lock()
+	batch := make([]*ephemeral, 0, len(rs.pending))
+	for _, e := range rs.pending {
+		batch = append(batch, e)
+	}
+	rs.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	live := livePolicies(rs.r.src.Set())
+	started := false
+	now := time.Now()
+	for _, e := range batch {
+		done := e.resourceUID == ""
+		if !done {
+			k, ok := rs.kindOf(e.owner.APIVersion, e.owner.Kind)
+			switch {
+			case !ok:
+				done = true // a kind the API server does not serve
+			case rs.infs[k.gvr] == nil:
+				rs.watchKind(k)
+				started = true
+			default:
+				if rs.has(k.gvr, e.namespace, e.owner.Name, e.resourceUID) {
+					results := e.results[:0:0]
+					for _, res := range e.results {
+						if p, ok := live[res.Policy]; ok && p.rules[res.Rule] && !rs.r.stale(res.Policy, e.at) {
+							results = append(results, res)
+						}
+					}
+					if _, err := rs.r.store.SetAdmission(e.resourceUID, e.at, results); err != nil {
+						rs.r.h.logf("reports: %v", err)
+					}
+					rs.dirty.Store(true)
+					done = true
+				} else if now.Sub(time.Unix(0, e.at)) > rs.r.ephemeralWait {
+					done = true // its resource is gone, or was never stored
+				}
+			}
+		}
+		if done {
+			rs.mu.Lock()
+			delete(rs.pending, e.namespace+"/"+e.name)
+			rs.mu.Unlock()
+			rs.r.writeMu.Lock()
+			rs.r.merged = append(rs.r.merged, e)
+			rs.r.writeMu.Unlock()
+			rs.dirty.Store(true)
+		}
+	}
+	if started {
+		rs.factory.Start(rs.ctx.Done())
+		rs.factory.WaitForCacheSync(rs.ctx.Done())
+	}
+}
+
+// has reports whether the informer of gvr holds the object with that
+// namespace, name and UID.
+func (rs *reporterRun) has(gvr schema.GroupVersionResource, namespace, name, uid string) bool {
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	o, ok, _ := rs.infs[gvr].GetStore().GetByKey(key)
+	if !ok {
+		return false
+	}
+	u, _ := o.(*unstructured.Unstructured)
+	return u != nil && string(u.GetUID()) == uid
+}
+
+// kindOf maps an owner's apiVersion and kind to the resource to watch.
+func (rs *reporterRun) kindOf(apiVersion, kind string) (gvk, bool) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || kind == "" {
+		return gvk{}, false
+	}
+	m, err := rs.r.h.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+	if err != nil {
+		return gvk{}, false
+	}
+	return gvk{gvr: m.Resource, apiVersion: apiVersion, kind: kind}, true
 }

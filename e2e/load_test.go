@@ -119,6 +119,12 @@ func TestLoad(t *testing.T) {
 		return entries > n/2
 	})
 	t.Logf("background scan: %d PolicyReports with %d entries", reports, entries)
+	// the admitted Pods' results of the two admission-only bench policies
+	// came as EphemeralReports: the leader merges and deletes them all
+	eventually(t, 60*time.Second, "the ephemeral reports merged", func() bool {
+		l, err := e.dyn.Resource(ephemeralReports).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
 	for _, p := range []*proc{wh, ctrl} {
 		t.Logf("memory %s: peak RSS %s", p.name, peakRSS(p))
 	}
@@ -225,9 +231,10 @@ func (e *env) applyAudit(path string) error {
 }
 
 var (
-	clusterPolicies = schemaGVR("kyverno.io", "v1", "clusterpolicies")
-	podsResource    = schemaGVR("", "v1", "pods")
-	policyReports   = schemaGVR("wgpolicyk8s.io", "v1alpha2", "policyreports")
+	clusterPolicies  = schemaGVR("kyverno.io", "v1", "clusterpolicies")
+	podsResource     = schemaGVR("", "v1", "pods")
+	policyReports    = schemaGVR("wgpolicyk8s.io", "v1alpha2", "policyreports")
+	ephemeralReports = schemaGVR("reports.kyverno.io", "v1", "ephemeralreports")
 )
 
 func copyMap(m map[string]any) map[string]any {

@@ -16,12 +16,15 @@ var ErrNoUID = ireport.ErrNoUID
 // scan reports); a report shows, per policy and rule, the entry of the
 // latest Update. Only validate and verifyImages results are kept:
 //
-//   - from admission (Update with background false): the results of
-//     policies in Audit mode or with background enabled. When the results
-//     show that the request was denied (engine.Response.Blocked), the
-//     resource was not admitted and Update changes nothing;
+//   - from admission (Update with background false): the results of every
+//     policy applied at admission, so the pass results of Enforce policies
+//     too. When the results show that the request was denied
+//     (engine.Response.Blocked), the resource was not admitted and Update
+//     changes nothing;
 //   - from a background scan: the results of policies with background
-//     enabled, whatever their failure action.
+//     enabled, whatever their failure action. A scan replaces the
+//     admission entries of the policies it evaluated; those of policies
+//     with background: false stay.
 //
 // Skip results (preconditions not met, PolicyExceptions) and errors are
 // kept like passes and failures.

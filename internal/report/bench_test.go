@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/engine"
@@ -77,5 +78,62 @@ func BenchmarkStoreReports(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		_ = s.Reports()
+	}
+}
+
+// BenchmarkStoreMemory reports the live heap a Store of the background
+// results of 1,000 Pods holds, per entry (the cluster Reporter keeps one
+// such Store for every resource the policies match).
+func BenchmarkStoreMemory(b *testing.B) {
+	results := benchResults(b, 1000)
+	perPod := len(results) / 1000
+	var keep *Store
+	var perEntry float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := NewStore(Options{Clock: fixedClock})
+		for i := 0; i < 1000; i++ {
+			if err := s.Update(fmt.Sprintf("uid-%d", i), results[i*perPod:(i+1)*perPod], true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		n := 0
+		for _, r := range s.Reports() {
+			_, res, _ := splitReport(0, r)
+			n += len(res)
+		}
+		perEntry = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+		keep = s
+	}
+	runtime.KeepAlive(keep)
+	b.ReportMetric(perEntry, "live-B/entry")
+}
+
+// BenchmarkStoreRescan records the same background results of 1,000 Pods
+// again (a periodic scan of an unchanged cluster) and renders what
+// changed: nothing.
+func BenchmarkStoreRescan(b *testing.B) {
+	results := benchResults(b, 1000)
+	perPod := len(results) / 1000
+	s := NewStore(Options{Clock: fixedClock})
+	scan := func() {
+		for i := 0; i < 1000; i++ {
+			if err := s.Update(fmt.Sprintf("uid-%d", i), results[i*perPod:(i+1)*perPod], true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, k := range s.TakeChanged() {
+			_, _ = s.Render(k)
+		}
+	}
+	scan()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		scan()
 	}
 }

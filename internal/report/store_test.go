@@ -355,12 +355,14 @@ func TestStoreWhatIsReported(t *testing.T) {
 		}
 	}
 	got := strings.Join(entries(s.Reports()), "\n")
-	// enforce-only (Enforce, background: false) is never reported at
-	// admission; add-label (mutate) is not reported; the blocked Pod was
-	// not admitted.
+	// enforce-only (Enforce, background: false) reports the passes of the
+	// admitted Pods (upstream's "Pass only"); add-label (mutate) is not
+	// reported; the blocked Pod was not admitted.
 	want := strings.Join([]string{
 		"cpol-enforce-bg|payments|enforce-bg|no-latest|audit-fail|pass",
 		"cpol-enforce-bg|payments|enforce-bg|no-latest|good|pass",
+		"cpol-enforce-only|payments|enforce-only|need-app|audit-fail|pass",
+		"cpol-enforce-only|payments|enforce-only|need-app|good|pass",
 		"cpol-require-team|payments|require-team|check-team|audit-fail|fail",
 		"cpol-require-team|payments|require-team|check-team|good|pass",
 		"pol-team-label|payments|payments/team-label|check-team|audit-fail|fail",
@@ -386,8 +388,8 @@ func TestStoreWhatIsReported(t *testing.T) {
 			t.Errorf("missing %s in\n%s", w, got)
 		}
 	}
-	if strings.Contains(got, "enforce-only") {
-		t.Errorf("enforce-only reported:\n%s", got)
+	if strings.Contains(got, "enforce-only|need-app|blocked") {
+		t.Errorf("enforce-only reported from a scan:\n%s", got)
 	}
 	// Results of a policy with background: false passed as a background
 	// scan are dropped too.

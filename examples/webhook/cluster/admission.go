@@ -19,7 +19,10 @@ import (
 type webhook struct {
 	src         *cluster.PolicySource
 	warnOnAudit bool
-	logf        func(string, ...any)
+	// reports records the results of admitted requests for the policy
+	// reports (nil: not recorded).
+	reports *cluster.AdmissionReports
+	logf    func(string, ...any)
 }
 
 func (w *webhook) handler() http.Handler {
@@ -71,6 +74,9 @@ func (w *webhook) validate(ctx context.Context, set *engine.PolicySet, req *engi
 			return admission.ValidateResponse(nil, resp, nil)
 		}
 		out.Warnings = w.warnings(resp)
+		if w.reports != nil {
+			w.reports.Record(req, resp) // queued, never waits
+		}
 	}
 	if !req.DryRun {
 		if _, err := set.Generate(ctx, req); err != nil {

@@ -3,7 +3,8 @@
 // ConfigMaps and UpdateRequests come from the cluster, the webhook is
 // stateless (run several replicas) and the controller (UpdateRequests,
 // background scans into policy reports) runs on the replica that holds the
-// Lease.
+// Lease. The webhook records the results of admitted requests as
+// ephemeral reports, which the controller merges into the policy reports.
 //
 //	cluster -kubeconfig ~/.kube/config -tls-cert tls.crt -tls-key tls.key
 //
@@ -39,6 +40,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/cluster"
 	"github.com/gavelpolicy/gavel/generate"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 func main() {
@@ -71,8 +73,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		retryPeriod = fs.Duration("retry-period", 2*time.Second, "leader election retry period")
 		warnOnAudit = fs.Bool("warn-on-audit", false, "warn for every failing rule of an Audit policy")
 		qps         = fs.Float64("kube-api-qps", 50, "client QPS to the API server")
+		admReports  = fs.Bool("admission-reports", true, "record the results of admitted requests for the policy reports (ephemeral reports)")
+		admQueue    = fs.Int("admission-reports-queue", 1024, "admissions waiting to be recorded; beyond, their results are dropped")
+		format      = fs.String("report-format", "wgpolicy", "API of the policy reports: wgpolicy (wgpolicyk8s.io/v1alpha2) or openreports (openreports.io/v1alpha1)")
 	)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var reportFormat report.Format
+	switch *format {
+	case "wgpolicy":
+	case "openreports":
+		reportFormat = report.OpenReports
+	default:
+		fmt.Fprintf(stderr, "-report-format: %q is neither wgpolicy nor openreports\n", *format)
 		return 2
 	}
 	logger := log.New(stderr, *identity+" ", log.LstdFlags|log.Lmicroseconds)
@@ -86,7 +100,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		namespace: *namespace, identity: *identity, listen: *listen, certFile: *certFile, keyFile: *keyFile,
 		webhook: *webhookOn, controller: *controller, exceptionNamespaces: strings.Split(*excNS, ","),
 		scan: *scan, workers: *workers, lease: *lease, renew: *renew, retry: *retryPeriod,
-		warnOnAudit: *warnOnAudit, logf: logger.Printf,
+		warnOnAudit: *warnOnAudit, admissionReports: *admReports, admissionQueue: *admQueue,
+		reportFormat: reportFormat, logf: logger.Printf,
 	}); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Printf("%v", err)
 		return 1
@@ -116,6 +131,9 @@ type options struct {
 	workers                                        int
 	lease, renew, retry                            time.Duration
 	warnOnAudit                                    bool
+	admissionReports                               bool
+	admissionQueue                                 int
+	reportFormat                                   report.Format
 	logf                                           func(string, ...any)
 }
 
@@ -140,6 +158,7 @@ func serve(ctx context.Context, cfg *rest.Config, o options) error {
 		ctrl = cluster.NewController(h, src, cluster.ControllerOptions{
 			Workers: o.workers, ScanInterval: scan,
 			Generate: []generate.Option{generate.WithRetryDelay(time.Second)},
+			Report:   report.Options{Format: o.reportFormat},
 		})
 	}
 	if err := h.Start(ctx); err != nil {
@@ -166,6 +185,10 @@ func serve(ctx context.Context, cfg *rest.Config, o options) error {
 	}
 	if o.webhook {
 		wh := &webhook{src: src, warnOnAudit: o.warnOnAudit, logf: o.logf}
+		if o.admissionReports {
+			wh.reports = cluster.NewAdmissionReports(h, cluster.AdmissionReportsOptions{QueueSize: o.admissionQueue})
+			wg.Go(func() { wh.reports.Run(ctx) })
+		}
 		cert, err := tls.LoadX509KeyPair(o.certFile, o.keyFile)
 		if err != nil {
 			return fmt.Errorf("webhook: %w", err)

@@ -1,0 +1,374 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/report"
+)
+
+// auditPolicy is an Audit policy requiring a label on Pods, with
+// background: false (admission only) or true.
+func auditPolicy(name, label string, background bool) *unstructured.Unstructured {
+	p := requireLabel(name, label, false)
+	_ = unstructured.SetNestedField(p.Object, "Audit", "spec", "validationFailureAction")
+	_ = unstructured.SetNestedField(p.Object, background, "spec", "background")
+	rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "rules")
+	delete(rules[0].(map[string]any)["validate"].(map[string]any), "failureAction")
+	_ = unstructured.SetNestedSlice(p.Object, rules, "spec", "rules")
+	return p
+}
+
+// reportsHost is a started Host serving pods and the ephemeral reports,
+// with a PolicySource of the policies among objs.
+func reportsHost(t *testing.T, objs ...runtime.Object) (*Host, *PolicySource, *fake.FakeDynamicClient) {
+	t.Helper()
+	var src *PolicySource
+	h, dyn := fakeHost(t, nil, objs, func(h *Host) {
+		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
+			GroupVersion: "v1",
+			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "watch"}}},
+		}}
+		m := h.mapper.(*meta.DefaultRESTMapper)
+		m.Add(schema.GroupVersionKind{Group: "reports.kyverno.io", Version: "v1", Kind: "EphemeralReport"}, meta.RESTScopeNamespace)
+		m.Add(schema.GroupVersionKind{Group: "reports.kyverno.io", Version: "v1", Kind: "ClusterEphemeralReport"}, meta.RESTScopeRoot)
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) > 0 })
+	return h, src, dyn
+}
+
+func admissionOf(t *testing.T, src *PolicySource, op api.AdmissionOperation, obj map[string]any) (*engine.Request, *engine.Response) {
+	t.Helper()
+	req := &engine.Request{Operation: op, Object: obj, UID: "req-" + string(op) + "-" + obj["metadata"].(map[string]any)["name"].(string)}
+	resp, err := src.Set().Validate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, resp
+}
+
+func TestAdmissionReportsRecord(t *testing.T) {
+	h, src, _ := reportsHost(t, auditPolicy("need-team", "team", false), requireLabel("need-app", "app", false))
+	a := NewAdmissionReports(h, AdmissionReportsOptions{QueueSize: 1})
+	good := podObject("good", map[string]any{"app": "a"}).Object
+	noApp := podObject("no-app", nil).Object
+	noUID := pod(map[string]any{"app": "a"})
+	cases := []struct {
+		name string
+		op   api.AdmissionOperation
+		obj  map[string]any
+		edit func(*engine.Request)
+		want bool
+	}{
+		{"dry run", api.Create, good, func(r *engine.Request) { r.DryRun = true }, false},
+		{"deletion", api.Delete, good, nil, false},
+		{"subresource", api.Update, good, func(r *engine.Request) { r.SubResource = "status" }, false},
+		{"no uid", api.Create, noUID, nil, false},
+		{"denied", api.Create, noApp, nil, false},
+		{"admitted", api.Create, good, nil, true},
+		{"queue full", api.Update, good, nil, false},
+	}
+	for _, c := range cases {
+		req, resp := admissionOf(t, src, c.op, c.obj)
+		if c.edit != nil {
+			c.edit(req)
+		}
+		if got := a.Record(req, resp); got != c.want {
+			t.Errorf("%s: recorded %v, want %v", c.name, got, c.want)
+		}
+	}
+	if a.Dropped() != 1 {
+		t.Errorf("dropped %d, want 1", a.Dropped())
+	}
+
+	// the leader evaluates the resources of background policies itself:
+	// their admission results are not recorded
+	h, src, _ = reportsHost(t, auditPolicy("bg-only", "team", true))
+	a = NewAdmissionReports(h, AdmissionReportsOptions{})
+	if a.Record(admissionOf(t, src, api.Create, podObject("p", nil).Object)) {
+		t.Error("the results of a background policy are recorded")
+	}
+}
+
+// TestAdmissionReportsQueueFullDoesNotBlock checks that Record returns at
+// once with a full queue and no writer.
+func TestAdmissionReportsQueueFullDoesNotBlock(t *testing.T) {
+	h, src, _ := reportsHost(t, auditPolicy("need-team", "team", false))
+	a := NewAdmissionReports(h, AdmissionReportsOptions{QueueSize: 4})
+	req, resp := admissionOf(t, src, api.Create, podObject("p", nil).Object)
+	start := time.Now()
+	recorded := 0
+	for range 1000 {
+		if a.Record(req, resp) {
+			recorded++
+		}
+	}
+	if recorded != 4 || a.Dropped() != 996 {
+		t.Errorf("recorded %d, dropped %d", recorded, a.Dropped())
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("1000 records took %s", d)
+	}
+}
+
+// testFlush is the period of the Reporters' writes in tests.
+const testFlush = 50 * time.Millisecond
+
+// runReporter runs a Reporter until the test ends.
+func runReporter(t *testing.T, r *Reporter) {
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx, time.Hour) })
+	t.Cleanup(func() { stop(); wg.Wait() })
+}
+
+func runAdmissionReports(t *testing.T, a *AdmissionReports) {
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Run(ctx) })
+	t.Cleanup(func() { stop(); wg.Wait() })
+}
+
+func reportSummary(t *testing.T, dyn *fake.FakeDynamicClient, gvr schema.GroupVersionResource, name string) string {
+	rep, err := dyn.Resource(gvr).Namespace("default").Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		return "none"
+	}
+	return summary(rep)
+}
+
+func ephemeralCount(t *testing.T, dyn *fake.FakeDynamicClient) int {
+	l, err := dyn.Resource(EphemeralReports).Namespace("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(l.Items)
+}
+
+// TestAdmissionReportsReachThePolicyReport follows an admission-only
+// Audit policy's failure from the webhook's recorder to the namespace's
+// PolicyReport, and out of it when the Pod is deleted; the ephemeral
+// report is deleted once merged.
+func TestAdmissionReportsReachThePolicyReport(t *testing.T) {
+	for name, format := range map[string]report.Format{"wgpolicy": report.WGPolicy, "openreports": report.OpenReports} {
+		t.Run(name, func(t *testing.T) {
+			h, src, dyn := reportsHost(t, auditPolicy("need-team", "team", false))
+			a := NewAdmissionReports(h, AdmissionReportsOptions{})
+			runAdmissionReports(t, a)
+			r := NewReporter(h, src, report.Options{Format: format})
+			r.flushEvery = testFlush
+			runReporter(t, r)
+			gvr := PolicyReports
+			if format == report.OpenReports {
+				gvr = OpenReports
+			}
+
+			p := podObject("bad", nil)
+			p.SetNamespace("default")
+			pods := dyn.Resource(schemaPods).Namespace("default")
+			if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// no background scan reports a background: false policy
+			time.Sleep(4 * testFlush)
+			if got := reportSummary(t, dyn, gvr, "cpol-need-team"); got != "none" {
+				t.Fatalf("report before the admission: %s", got)
+			}
+			if !a.Record(admissionOf(t, src, api.Create, p.Object)) {
+				t.Fatal("not recorded")
+			}
+			eventually(t, "the admission's fail entry", func() bool {
+				return reportSummary(t, dyn, gvr, "cpol-need-team") == "pass=0 fail=1"
+			})
+			eventually(t, "the ephemeral report deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
+			if a.Written() != 1 {
+				t.Errorf("written %d", a.Written())
+			}
+			if err := pods.Delete(t.Context(), "bad", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the report gone", func() bool { return reportSummary(t, dyn, gvr, "cpol-need-team") == "none" })
+		})
+	}
+}
+
+// TestReporterMergeRules checks how admission and background results of
+// one resource merge in the cluster: a background policy's scan replaces
+// its admission entry, an admission-only policy keeps its own, an
+// ephemeral report whose resource never appears is dropped, a changed
+// policy's admission entries go, and a rule removed from a policy takes
+// its entries along.
+func TestReporterMergeRules(t *testing.T) {
+	h, src, dyn := reportsHost(t, auditPolicy("bg", "team", true), auditPolicy("adm", "team", false))
+	a := NewAdmissionReports(h, AdmissionReportsOptions{})
+	runAdmissionReports(t, a)
+	r := NewReporter(h, src, report.Options{})
+	r.ephemeralWait = 300 * time.Millisecond
+	r.flushEvery = testFlush
+	runReporter(t, r)
+
+	// admitted without the label, then labelled outside admission (no
+	// webhook saw the update): the scan of the update passes bg, adm keeps
+	// the admission's failure
+	bad := podObject("p", nil)
+	bad.SetNamespace("default")
+	pods := dyn.Resource(schemaPods).Namespace("default")
+	created, err := pods.Create(t.Context(), bad, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Record(admissionOf(t, src, api.Create, bad.Object)) {
+		t.Fatal("not recorded")
+	}
+	eventually(t, "the admission's entries", func() bool {
+		return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=0 fail=1" &&
+			reportSummary(t, dyn, PolicyReports, "cpol-bg") == "pass=0 fail=1"
+	})
+	fixed := created.DeepCopy()
+	fixed.SetLabels(map[string]string{"team": "a"})
+	fixed.SetResourceVersion("2")
+	if _, err := pods.Update(t.Context(), fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the scan's pass", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-bg") == "pass=1 fail=0" })
+	time.Sleep(4 * testFlush)
+	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
+		t.Errorf("the admission-only policy's entry: %s", got)
+	}
+
+	// an admission whose resource never reaches the informers (another
+	// webhook denied it after ours): dropped and deleted
+	ghost := podObject("ghost", nil)
+	ghost.SetNamespace("default")
+	if !a.Record(admissionOf(t, src, api.Create, ghost.Object)) {
+		t.Fatal("not recorded")
+	}
+	eventually(t, "the ghost's ephemeral report deleted", func() bool { return a.Written() == 2 && ephemeralCount(t, dyn) == 0 })
+	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
+		t.Errorf("after the ghost: %s", got)
+	}
+
+	// the admission-only policy changes: the entry its previous version
+	// made goes; a new admission (the labelled Pod updated) reports again
+	editRule := func(generation int64, edit func(rule map[string]any)) {
+		t.Helper()
+		pol, err := dyn.Resource(ClusterPolicies).Get(t.Context(), "adm", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules, _, _ := unstructured.NestedSlice(pol.Object, "spec", "rules")
+		edit(rules[0].(map[string]any))
+		_ = unstructured.SetNestedSlice(pol.Object, rules, "spec", "rules")
+		pol.SetGeneration(generation)
+		if _, err := dyn.Resource(ClusterPolicies).Update(t.Context(), pol, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	editRule(2, func(rule map[string]any) { rule["validate"].(map[string]any)["message"] = "a team, please" })
+	eventually(t, "the stale entry gone", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "none" })
+	if !a.Record(admissionOf(t, src, api.Update, fixed.Object)) {
+		t.Fatal("not recorded")
+	}
+	eventually(t, "the new version's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=1 fail=0" })
+
+	// the rule is renamed: its entry goes
+	editRule(3, func(rule map[string]any) { rule["name"] = "renamed" })
+	eventually(t, "the renamed rule's entry gone", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "none" })
+}
+
+// TestReporterKeepsAdmissionEntriesAcrossLeaders checks that a new leader
+// takes back the entries of admission-only policies from the reports in
+// the cluster instead of deleting them.
+func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
+	h, src, dyn := reportsHost(t, auditPolicy("adm", "team", false))
+	p := podObject("p", nil)
+	p.SetNamespace("default")
+	if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a := NewAdmissionReports(h, AdmissionReportsOptions{})
+	runAdmissionReports(t, a)
+	first := NewReporter(h, src, report.Options{})
+	first.flushEvery = testFlush
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { first.Run(ctx, time.Hour) })
+	a.Record(admissionOf(t, src, api.Create, p.Object))
+	eventually(t, "the entry", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=0 fail=1" })
+	stop()
+	wg.Wait()
+
+	second := NewReporter(h, src, report.Options{})
+	if err := second.Write(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
+		t.Errorf("after a new leader's first write: %s", got)
+	}
+	if second.store.Len() != 1 {
+		t.Errorf("%d resources in the new leader's store", second.store.Len())
+	}
+	rep, _ := dyn.Resource(PolicyReports).Namespace("default").Get(t.Context(), "cpol-adm", metav1.GetOptions{})
+	msg, _, _ := unstructured.NestedSlice(rep.Object, "results")
+	if len(msg) != 1 || !strings.Contains(msg[0].(map[string]any)["message"].(string), "team") {
+		t.Errorf("results %v", msg)
+	}
+}
+
+// TestReporterKeepsEphemeralUntilWritten checks that an ephemeral report
+// stays while the report of its results cannot be written, and goes once
+// it is, whatever happens to the other reports.
+func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
+	h, src, dyn := reportsHost(t, auditPolicy("need-team", "team", false), auditPolicy("other", "owner", true))
+	var failing atomic.Value // "*": every report, or a report's name
+	failing.Store("*")
+	dyn.PrependReactor("create", "policyreports", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured).GetName()
+		if f := failing.Load().(string); f == "*" || f == name {
+			return true, nil, errors.New("etcd is down")
+		}
+		return false, nil, nil
+	})
+	a := NewAdmissionReports(h, AdmissionReportsOptions{})
+	runAdmissionReports(t, a)
+	r := NewReporter(h, src, report.Options{})
+	r.flushEvery = testFlush
+	runReporter(t, r)
+	p := podObject("p", nil)
+	p.SetNamespace("default")
+	if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.Record(admissionOf(t, src, api.Create, p.Object))
+	eventually(t, "the ephemeral report", func() bool { return a.Written() == 1 })
+	time.Sleep(6 * testFlush)
+	if n := ephemeralCount(t, dyn); n != 1 {
+		t.Fatalf("%d ephemeral reports while the report cannot be written", n)
+	}
+	failing.Store("cpol-other") // the background policy's report still fails
+	eventually(t, "the report", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-need-team") == "pass=0 fail=1" })
+	eventually(t, "the ephemeral report deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
+	if got := reportSummary(t, dyn, PolicyReports, "cpol-other"); got != "none" {
+		t.Errorf("cpol-other: %s", got)
+	}
+}
