@@ -77,7 +77,7 @@ spec:
 	return policy, resources
 }
 
-func applyManifests(t *testing.T) applyDocument {
+func applyManifests(t *testing.T) (applyDocument, string) {
 	t.Helper()
 	policy, resources := signedManifestFiles(t)
 	var out, errOut bytes.Buffer
@@ -86,5 +86,5 @@ func applyManifests(t *testing.T) applyDocument {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatalf("json output: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	return doc
+	return doc, errOut.String()
 }

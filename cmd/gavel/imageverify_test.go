@@ -2,12 +2,18 @@
 
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestApplyManifests: built with -tags verifyimages, gavel apply verifies
 // signed manifests.
 func TestApplyManifests(t *testing.T) {
-	doc := applyManifests(t)
+	doc, stderr := applyManifests(t)
+	if strings.Contains(stderr, "built without signature verification") {
+		t.Errorf("stderr: %s", stderr)
+	}
 	if len(doc.Results) != 2 {
 		t.Fatalf("results %+v", doc.Results)
 	}
