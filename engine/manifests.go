@@ -164,32 +164,8 @@ func (e *Engine) compileManifests(m *api.Manifests, path *field.Path, errs field
 // several PEM keys into one attestor each (count applies across them) and
 // checks the PEM texts.
 func compileManifestSet(as api.AttestorSet, path *field.Path) (*manifestSet, field.ErrorList) {
-	var errs field.ErrorList
-	var entries []api.Attestor
-	for _, a := range as.Entries {
-		if a.Keys != nil {
-			if keys := splitPEMKeys(a.Keys.PublicKeys); len(keys) > 1 {
-				for _, k := range keys {
-					c, kc := a, *a.Keys
-					kc.PublicKeys = k
-					c.Keys = &kc
-					entries = append(entries, c)
-				}
-				continue
-			}
-		}
-		entries = append(entries, a)
-	}
-	set := &manifestSet{required: len(entries)}
-	if as.Count != nil && *as.Count > 0 {
-		set.required = *as.Count
-		if *as.Count > len(entries) {
-			errs = append(errs, field.Invalid(path.Child("count"), *as.Count, "Count cannot exceed length of entries"))
-		}
-	}
-	if len(entries) == 0 {
-		errs = append(errs, field.Invalid(path, "", "An entry is required"))
-	}
+	entries, required, errs := expandAttestors(as, path)
+	set := &manifestSet{required: required}
 	for i, a := range entries {
 		ep := path.Child("entries").Index(i)
 		if a.Attestor != nil {

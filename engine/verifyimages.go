@@ -273,17 +273,18 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 	return plan, errs
 }
 
-func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.Path) (*attestorSet, field.ErrorList) {
+// expandAttestors returns the entries of an attestor set, several PEM
+// keys in one entry split into one attestor each (upstream's
+// ExpandStaticKeys: count applies across them), and how many must
+// verify, with upstream's checks of count and entries.
+func expandAttestors(as api.AttestorSet, path *field.Path) ([]api.Attestor, int, field.ErrorList) {
 	var errs field.ErrorList
-	// several PEM keys in one entry are one attestor each, and count
-	// applies across them (upstream's ExpandStaticKeys)
 	var entries []api.Attestor
 	for _, a := range as.Entries {
 		if a.Keys != nil {
 			if keys := splitPEMKeys(a.Keys.PublicKeys); len(keys) > 1 {
 				for _, k := range keys {
-					c := a
-					kc := *a.Keys
+					c, kc := a, *a.Keys
 					kc.PublicKeys = k
 					c.Keys = &kc
 					entries = append(entries, c)
@@ -293,9 +294,9 @@ func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.P
 		}
 		entries = append(entries, a)
 	}
-	set := &attestorSet{required: len(entries)}
+	required := len(entries)
 	if as.Count != nil && *as.Count > 0 {
-		set.required = *as.Count
+		required = *as.Count
 		if *as.Count > len(entries) {
 			errs = append(errs, field.Invalid(path.Child("count"), *as.Count, "Count cannot exceed length of entries"))
 		}
@@ -303,6 +304,12 @@ func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.P
 	if len(entries) == 0 {
 		errs = append(errs, field.Invalid(path, "", "An entry is required"))
 	}
+	return entries, required, errs
+}
+
+func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.Path) (*attestorSet, field.ErrorList) {
+	entries, required, errs := expandAttestors(as, path)
+	set := &attestorSet{required: required}
 	for i, a := range entries {
 		ep := path.Child("entries").Index(i)
 		n := attestorNode{}
