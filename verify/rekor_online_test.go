@@ -196,7 +196,7 @@ func signOnline(t *testing.T, d name.Digest, signer signature.Signer, pubPEM str
 // without its bundle and, when r is not nil, uploads it to the log with
 // cosign's client as cosign attest does: an intoto entry, or a dsse
 // entry when dsse is set; opts add a certificate chain.
-func attestOnline(t *testing.T, d name.Digest, signer signature.Signer, pubPEM string, r *testRekor, dsse bool, predicateType string, predicate any, opts ...static.Option) {
+func attestOnline(t testing.TB, d name.Digest, signer signature.Signer, pubPEM string, r *testRekor, dsse bool, predicateType string, predicate any, opts ...static.Option) {
 	t.Helper()
 	env := attestation(t, d, signer, predicateType, predicate)
 	if r != nil {
