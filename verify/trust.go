@@ -12,10 +12,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgtuf "github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
@@ -279,6 +282,62 @@ func (v *Verifier) policyTrust(ctx context.Context, what string, co *cosign.Chec
 	co.TSACertificate, co.TSAIntermediateCertificates, co.TSARootCertificates = nil, nil, nil
 	co.RootCerts, co.IntermediateCerts = nil, nil
 	return m, nil
+}
+
+// withCarriedIntermediates gives cosign, for an attestor whose own
+// certificates anchor signatures' certificates (certificates' chain,
+// keyless roots) while the trusted root serves its log keys, the
+// intermediates the image's signatures (or attestations) carry beside
+// the policy's. Cosign's legacy verification takes each signature's
+// chain; with trusted material it takes only the material's authorities.
+// Intermediates are not trusted: every chain must still end at one of
+// the policy's roots. A failed read leaves the material as it is (cosign
+// reports it when it reads them again).
+func withCarriedIntermediates(ref name.Reference, co *cosign.CheckOpts, attestations bool) {
+	m, ok := co.TrustedMaterial.(*policyMaterial)
+	if !ok || m.cas == nil || co.SigVerifier != nil || ref == nil {
+		return
+	}
+	digest, err := ociremote.ResolveDigest(ref, co.RegistryClientOpts...)
+	if err != nil {
+		return
+	}
+	tag, err := ociremote.SignatureTag(digest, co.RegistryClientOpts...)
+	if attestations {
+		tag, err = ociremote.AttestationTag(digest, co.RegistryClientOpts...)
+	}
+	if err != nil {
+		return
+	}
+	sigs, err := ociremote.Signatures(tag, co.RegistryClientOpts...)
+	if err != nil {
+		return
+	}
+	list, err := sigs.Get()
+	if err != nil {
+		return
+	}
+	var carried []*x509.Certificate
+	for _, s := range list {
+		// the chain ends with its root, which the policy must give
+		if chain, err := s.Chain(); err == nil && len(chain) > 1 {
+			carried = append(carried, chain[:len(chain)-1]...)
+		}
+	}
+	if len(carried) == 0 {
+		return
+	}
+	with := *m
+	with.cas = make([]root.CertificateAuthority, 0, len(m.cas))
+	for _, ca := range m.cas {
+		if f, ok := ca.(*root.FulcioCertificateAuthority); ok {
+			c := *f
+			c.Intermediates = append(slices.Clip(f.Intermediates), carried...)
+			ca = &c
+		}
+		with.cas = append(with.cas, ca)
+	}
+	co.TrustedMaterial = &with
 }
 
 // certificateAuthorities turns a policy's PEM certificates into

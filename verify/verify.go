@@ -148,6 +148,7 @@ func (v *Verifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRe
 		return err
 	}
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
+	withCarriedIntermediates(ref, co, false)
 	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
 		return lookups.wrap(registryError(err))
 	}
@@ -163,7 +164,9 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	ctx, lookups := withRekorFailures(ctx)
 	switch req.Type {
 	case "", "Cosign":
-		ref, co, err = v.checkOpts(ctx, req)
+		if ref, co, err = v.checkOpts(ctx, req); err == nil {
+			withCarriedIntermediates(ref, co, true)
+		}
 	case "SigstoreBundle":
 		ref, co, err = v.bundleOpts(ctx, req)
 	case "Notary":
