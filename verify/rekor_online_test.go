@@ -3,6 +3,7 @@ package verify_test
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
@@ -23,6 +24,7 @@ import (
 	rekorclient "github.com/sigstore/rekor/pkg/client"
 	"github.com/sigstore/rekor/pkg/generated/models"
 	"github.com/sigstore/rekor/pkg/types"
+	rekorutil "github.com/sigstore/rekor/pkg/util"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
@@ -74,6 +76,7 @@ func (r *testRekor) serve(w http.ResponseWriter, req *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Location", "/api/v1/log/entries/"+uuid)
+		w.Header().Set("ETag", uuid)
 		w.WriteHeader(http.StatusCreated)
 		json.NewEncoder(w).Encode(models.LogEntry{uuid: e})
 	case "/api/v1/log/entries/retrieve":
@@ -150,10 +153,19 @@ func (r *testRekor) record(ctx context.Context, pe models.ProposedEntry) (string
 	}
 	zero, one := int64(0), int64(1)
 	leaf, _ := hex.DecodeString(uuid)
+	// a tree of one leaf: the root is the leaf hash, in a checkpoint (a
+	// signed note) of the log's key
+	signer, err := signature.LoadECDSASigner(r.log.key, crypto.SHA256)
+	if err != nil {
+		return "", models.LogEntryAnon{}, err
+	}
+	checkpoint, err := rekorutil.CreateAndSignCheckpoint(ctx, "rekor.test", 1, 1, leaf, signer)
+	if err != nil {
+		return "", models.LogEntryAnon{}, err
+	}
 	e := models.LogEntryAnon{Body: b64, IntegratedTime: &at, LogIndex: &index, LogID: &r.log.id,
 		Verification: &models.LogEntryAnonVerification{
-			// a tree of one leaf: the root is the leaf hash
-			InclusionProof:       &models.InclusionProof{Hashes: []string{}, LogIndex: &zero, RootHash: &uuid, TreeSize: &one, Checkpoint: strPtr("test - 1\n1\n" + base64.StdEncoding.EncodeToString(leaf) + "\n")},
+			InclusionProof:       &models.InclusionProof{Hashes: []string{}, LogIndex: &zero, RootHash: &uuid, TreeSize: &one, Checkpoint: strPtr(string(checkpoint))},
 			SignedEntryTimestamp: set,
 		}}
 	r.entries[uuid] = e

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 
 	"github.com/gavelpolicy/gavel/verify"
 )
@@ -113,4 +114,42 @@ func captureStderr(t *testing.T) func() string {
 	}
 	t.Cleanup(func() { restore() })
 	return restore
+}
+
+// TestTrustedRootLogValidityBundles: a Sigstore bundle signed with a key
+// and entered in the log verifies its entry with the trusted root's log
+// key (rekor without pubkey) within the key's validity period.
+func TestTrustedRootLogValidityBundles(t *testing.T) {
+	reg := newRegistry(t)
+	ca, log := newCA(t), newLog(t)
+	rekor := newRekor(t, log)
+	kp, err := sgsign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.GetPublicKeyPem()
+	img, d := reg.push(t, "app:bundle")
+	bundleSign(t, d, kp, nil, nil, sgsign.NewRekor(&sgsign.RekorOptions{BaseURL: rekor.srv.URL}))
+	entry := "      type: SigstoreBundle\n      attestors:\n      - entries:\n        - keys:\n            publicKeys: |-\n" + indent(pub, "              ") +
+		"\n            rekor:\n              url: " + rekor.srv.URL + "\n"
+	now := time.Now()
+	// sigstore-go does not say why an entry did not verify
+	failed := "fail: failed to verify image " + img + ": .attestors[0].entries[0].keys: no matching signatures: failed to verify log inclusion: not enough verified log entries from transparency log: 0 < 1"
+	tests := []struct {
+		name string
+		v    *verify.Verifier
+		want string
+	}{
+		{"valid", verify.New(verify.WithTrustedRoot(loadTrustedRoot(t, trustedRootPeriod(t, ca, log, now.Add(-2*time.Hour), time.Time{})))), "pass: verified image signatures for " + img},
+		{"expired", verify.New(verify.WithTrustedRoot(loadTrustedRoot(t, trustedRootPeriod(t, ca, log, now.Add(-2*time.Hour), now.Add(-time.Hour))))), failed},
+		{"another log", verify.New(verify.WithTrustedRoot(loadTrustedRoot(t, trustedRootJSON(t, ca, newLog(t))))), failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := compile(t, tt.v, policy("", entry))
+			if _, got := run(t, set, pod(img)); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
 }
