@@ -33,12 +33,12 @@ func (v *Verifier) bundleOpts(ctx context.Context, req engine.ImageVerifyRequest
 		return nil, nil, err
 	}
 	co.NewBundleFormat = true
+	if co.TrustedMaterial != nil {
+		return ref, co, nil // the Sigstore trusted root serves what the policy leaves out
+	}
 	if co.SigVerifier != nil {
 		co.TrustedMaterial = &root.BaseTrustedMaterial{}
 		return ref, co, nil
-	}
-	if co.TrustedMaterial != nil {
-		return ref, co, nil // keyless with the Sigstore trusted root
 	}
 	if co.RootCerts == nil {
 		return nil, nil, errors.New("Sigstore bundles are verified with keys, or certificates and keyless attestors with roots")

@@ -38,8 +38,9 @@ func (p caProvider) GetCertificate(_ context.Context, kp sgsign.Keypair, _ *sgsi
 
 // bundleSign attaches to the image a Sigstore bundle (v0.3, as a
 // referrer) signing its manifest digest, or, with a statement, a DSSE
-// attestation.
-func bundleSign(t *testing.T, d name.Digest, kp sgsign.Keypair, provider sgsign.CertificateProvider, statement []byte) {
+// attestation; logs are the transparency logs the signature is entered
+// in.
+func bundleSign(t *testing.T, d name.Digest, kp sgsign.Keypair, provider sgsign.CertificateProvider, statement []byte, logs ...sgsign.Transparency) {
 	t.Helper()
 	var content sgsign.Content
 	if statement == nil {
@@ -51,7 +52,7 @@ func bundleSign(t *testing.T, d name.Digest, kp sgsign.Keypair, provider sgsign.
 	} else {
 		content = &sgsign.DSSEData{Data: statement, PayloadType: "application/vnd.in-toto+json"}
 	}
-	pb, err := sgsign.Bundle(content, kp, sgsign.BundleOptions{CertificateProvider: provider})
+	pb, err := sgsign.Bundle(content, kp, sgsign.BundleOptions{CertificateProvider: provider, TransparencyLogs: logs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,6 +145,17 @@ func sign(t testing.TB, d name.Digest, signer signature.Signer, annotations map[
 // attest attaches a DSSE-signed in-toto statement about the image.
 func attest(t testing.TB, d name.Digest, signer signature.Signer, predicateType string, predicate any) {
 	t.Helper()
+	att, err := static.NewAttestation(attestation(t, d, signer, predicateType, predicate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attach(t, d, att, true)
+}
+
+// attestation returns the DSSE envelope of an in-toto statement about the
+// image, signed by signer.
+func attestation(t testing.TB, d name.Digest, signer signature.Signer, predicateType string, predicate any) []byte {
+	t.Helper()
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
 		t.Fatal(err)
@@ -162,11 +173,7 @@ func attest(t testing.TB, d name.Digest, signer signature.Signer, predicateType 
 	if err != nil {
 		t.Fatal(err)
 	}
-	att, err := static.NewAttestation(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	attach(t, d, att, true)
+	return env
 }
 
 // testCA is a root certificate authority made for the test, issuing code

@@ -309,6 +309,7 @@ func (v *Verifier) verifyManifestImage(ctx context.Context, image string, a api.
 		return nil, err
 	}
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
+	withCarriedIntermediates(vref, co, false)
 	if _, _, err := cosign.VerifyImageSignatures(ctx, vref, co); err != nil {
 		var noSig *cosign.ErrNoSignaturesFound
 		if errors.As(err, &noSig) {

@@ -6,22 +6,24 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgtuf "github.com/sigstore/sigstore-go/pkg/tuf"
-	"github.com/sigstore/sigstore/pkg/tuf"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -208,23 +210,20 @@ func (v *Verifier) trustedMaterial(ctx context.Context, what string) (root.Trust
 	return m, nil
 }
 
-// logKeys turns transparency logs of the trusted root into cosign's keys
-// by log ID.
-func logKeys(logs map[string]*root.TransparencyLog) *cosign.TrustedTransparencyLogPubKeys {
-	keys := cosign.NewTrustedTransparencyLogPubKeys()
-	for id, l := range logs {
-		// Active: cosign prints a note on stderr for other keys
-		keys.Keys[id] = cosign.TransparencyLogPubKey{PubKey: l.PublicKey, Status: tuf.Active}
-	}
-	return &keys
-}
-
-// policyMaterial is the trusted root with the logs and timestamp
-// authorities a policy gives in place of the root's.
+// policyMaterial is the trusted root with the certificate authorities,
+// logs and timestamp authorities a policy gives in place of the root's.
 type policyMaterial struct {
 	root.TrustedMaterial
+	cas           []root.CertificateAuthority
 	rekor, ctlogs map[string]*root.TransparencyLog
 	tsas          []root.TimestampingAuthority
+}
+
+func (m *policyMaterial) FulcioCertificateAuthorities() []root.CertificateAuthority {
+	if m.cas != nil {
+		return m.cas
+	}
+	return m.TrustedMaterial.FulcioCertificateAuthorities()
 }
 
 func (m *policyMaterial) RekorLogs() map[string]*root.TransparencyLog {
@@ -248,21 +247,27 @@ func (m *policyMaterial) TimestampingAuthorities() []root.TimestampingAuthority 
 	return m.TrustedMaterial.TimestampingAuthorities()
 }
 
-// keylessMaterial is the trusted material of a keyless attestor without
-// roots: the trusted root's Fulcio authorities, and the policy's rekor and
-// ctlog keys and TSA chain where it gives them, else the root's.
-func (v *Verifier) keylessMaterial(ctx context.Context, co *cosign.CheckOpts, rekor *api.Rekor, ctlog *api.CTLog) (root.TrustedMaterial, error) {
-	tm, err := v.trustedMaterial(ctx, "keyless verification without roots")
+// policyTrust is cosign's trusted material for an attestor that leaves
+// some of its trust to Sigstore's trusted root (what names the field):
+// the root, with the policy's certificate authorities (cas, nil for the
+// root's), rekor and ctlog keys and TSA chain where it gives them. cosign
+// then verifies log entries, SCTs and certificates with sigstore-go,
+// which honours the validity periods of the root's keys: a log key
+// outside its period at an entry's integrated time (an SCT's time) does
+// not verify it. cosign's legacy key maps, by contrast, keep no period,
+// only a status for which cosign prints to stderr.
+func (v *Verifier) policyTrust(ctx context.Context, what string, co *cosign.CheckOpts, cas []root.CertificateAuthority) (root.TrustedMaterial, error) {
+	tm, err := v.trustedMaterial(ctx, what)
 	if err != nil {
 		return nil, err
 	}
-	m := &policyMaterial{TrustedMaterial: tm}
-	if rekor != nil && rekor.PubKey != "" {
+	m := &policyMaterial{TrustedMaterial: tm, cas: cas}
+	if co.RekorPubKeys != nil {
 		if m.rekor, err = pemLogs(co.RekorPubKeys); err != nil {
 			return nil, err
 		}
 	}
-	if ctlog != nil && ctlog.PubKey != "" {
+	if co.CTLogPubKeys != nil {
 		if m.ctlogs, err = pemLogs(co.CTLogPubKeys); err != nil {
 			return nil, err
 		}
@@ -275,7 +280,83 @@ func (v *Verifier) keylessMaterial(ctx context.Context, co *cosign.CheckOpts, re
 	// cosign takes the trusted material or these, never both
 	co.RekorPubKeys, co.CTLogPubKeys = nil, nil
 	co.TSACertificate, co.TSAIntermediateCertificates, co.TSARootCertificates = nil, nil, nil
+	co.RootCerts, co.IntermediateCerts = nil, nil
 	return m, nil
+}
+
+// withCarriedIntermediates gives cosign, for an attestor whose own
+// certificates anchor signatures' certificates (certificates' chain,
+// keyless roots) while the trusted root serves its log keys, the
+// intermediates the image's signatures (or attestations) carry beside
+// the policy's. Cosign's legacy verification takes each signature's
+// chain; with trusted material it takes only the material's authorities.
+// Intermediates are not trusted: every chain must still end at one of
+// the policy's roots. A failed read leaves the material as it is (cosign
+// reports it when it reads them again).
+func withCarriedIntermediates(ref name.Reference, co *cosign.CheckOpts, attestations bool) {
+	m, ok := co.TrustedMaterial.(*policyMaterial)
+	if !ok || m.cas == nil || co.SigVerifier != nil || ref == nil {
+		return
+	}
+	digest, err := ociremote.ResolveDigest(ref, co.RegistryClientOpts...)
+	if err != nil {
+		return
+	}
+	tag, err := ociremote.SignatureTag(digest, co.RegistryClientOpts...)
+	if attestations {
+		tag, err = ociremote.AttestationTag(digest, co.RegistryClientOpts...)
+	}
+	if err != nil {
+		return
+	}
+	sigs, err := ociremote.Signatures(tag, co.RegistryClientOpts...)
+	if err != nil {
+		return
+	}
+	list, err := sigs.Get()
+	if err != nil {
+		return
+	}
+	var carried []*x509.Certificate
+	for _, s := range list {
+		// the chain ends with its root, which the policy must give
+		if chain, err := s.Chain(); err == nil && len(chain) > 1 {
+			carried = append(carried, chain[:len(chain)-1]...)
+		}
+	}
+	if len(carried) == 0 {
+		return
+	}
+	with := *m
+	with.cas = make([]root.CertificateAuthority, 0, len(m.cas))
+	for _, ca := range m.cas {
+		if f, ok := ca.(*root.FulcioCertificateAuthority); ok {
+			c := *f
+			c.Intermediates = append(slices.Clip(f.Intermediates), carried...)
+			ca = &c
+		}
+		with.cas = append(with.cas, ca)
+	}
+	co.TrustedMaterial = &with
+}
+
+// certificateAuthorities turns a policy's PEM certificates into
+// certificate authorities: each self-signed one a root, with the others
+// as intermediates. Never nil: a policy without a root trusts none.
+func certificateAuthorities(chain []*x509.Certificate) []root.CertificateAuthority {
+	cas := []root.CertificateAuthority{}
+	var roots, intermediates []*x509.Certificate
+	for _, c := range chain {
+		if c.CheckSignatureFrom(c) == nil {
+			roots = append(roots, c)
+		} else {
+			intermediates = append(intermediates, c)
+		}
+	}
+	for _, r := range roots {
+		cas = append(cas, &root.FulcioCertificateAuthority{Root: r, Intermediates: intermediates})
+	}
+	return cas
 }
 
 // pemLogs turns the policy's log keys, parsed by cosign, into the

@@ -22,12 +22,19 @@ import (
 // CA and Rekor log, made with sigstore-go's root package.
 func trustedRootJSON(t testing.TB, ca *testCA, log *testLog) []byte {
 	t.Helper()
+	return trustedRootPeriod(t, ca, log, time.Now().Add(-time.Hour), time.Time{})
+}
+
+// trustedRootPeriod is trustedRootJSON with the log key valid from start
+// until end (zero: no end).
+func trustedRootPeriod(t testing.TB, ca *testCA, log *testLog, start, end time.Time) []byte {
+	t.Helper()
 	id, _ := hex.DecodeString(log.id)
 	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01,
 		[]root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: ca.cert, ValidityPeriodStart: time.Now().Add(-time.Hour), URI: "https://fulcio.test"}},
 		map[string]*root.TransparencyLog{}, nil,
 		map[string]*root.TransparencyLog{log.id: {BaseURL: "https://rekor.test", ID: id, PublicKey: &log.key.PublicKey,
-			HashFunc: crypto.SHA256, SignatureHashFunc: crypto.SHA256, ValidityPeriodStart: time.Now().Add(-time.Hour)}})
+			HashFunc: crypto.SHA256, SignatureHashFunc: crypto.SHA256, ValidityPeriodStart: start, ValidityPeriodEnd: end}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +102,7 @@ func TestTrustedRoot(t *testing.T) {
 		{"keyless, other root's log", otherRoot, keyless("dev@example.com", logKey(log)), logged, "fail: " + prefix + logged + ": .attestors[0].entries[0].keyless: no matching signatures: leaf certificate verification failed"},
 		{"keyless without trusted root", verify.New(), keyless("dev@example.com", noTlog), img, "error: " + prefix + img + ": .attestors[0].entries[0].keyless: keyless verification without roots needs Sigstore's trusted root (verify.WithTUF or verify.WithTrustedRoot): not configured"},
 		{"key, root's log", trusted, keys, keyLogged, "pass: verified image signatures for " + keyLogged},
-		{"key, other root's log", otherRoot, keys, keyLogged, "fail: " + prefix + keyLogged + ": .attestors[0].entries[0].keys: no matching signatures: error verifying bundle: verifying bundle: rekor log public key not found for payload"},
+		{"key, other root's log", otherRoot, keys, keyLogged, "fail: " + prefix + keyLogged + ": .attestors[0].entries[0].keys: no matching signatures: error verifying bundle: verifying bundle with trusted root: rekor log public key not found for payload"},
 		{"key, no trusted root", verify.New(), keys, keyLogged, "fail: " + prefix + keyLogged + ": .attestors[0].entries[0].keys: checking the transparency log needs rekor.pubkey (or rekor.ignoreTlog: true, or the Verifier's Sigstore trusted root)"},
 	}
 	for _, tt := range tests {

@@ -29,6 +29,7 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/tuf"
@@ -147,6 +148,7 @@ func (v *Verifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRe
 		return err
 	}
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
+	withCarriedIntermediates(ref, co, false)
 	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
 		return lookups.wrap(registryError(err))
 	}
@@ -162,7 +164,9 @@ func (v *Verifier) FetchAttestations(ctx context.Context, req engine.ImageVerify
 	ctx, lookups := withRekorFailures(ctx)
 	switch req.Type {
 	case "", "Cosign":
-		ref, co, err = v.checkOpts(ctx, req)
+		if ref, co, err = v.checkOpts(ctx, req); err == nil {
+			withCarriedIntermediates(ref, co, true)
+		}
 	case "SigstoreBundle":
 		ref, co, err = v.bundleOpts(ctx, req)
 	case "Notary":
@@ -269,19 +273,38 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 			}
 		}
 	}
+	co.IgnoreTlog = rekor == nil || rekor.IgnoreTlog
+	if !co.IgnoreTlog && rekor.PubKey != "" {
+		keys := cosign.NewTrustedTransparencyLogPubKeys()
+		co.RekorPubKeys = &keys
+		if err := keys.AddTransparencyLogPubKey([]byte(rekor.PubKey), tuf.Active); err != nil {
+			return nil, nil, fmt.Errorf("failed to load rekor public key: %w", err)
+		}
+	}
 	// keyless without roots verifies with Sigstore's trusted root, which
-	// gives the logs the policy does not
-	keylessTrust := a.Keyless != nil && a.Keyless.Roots == ""
-	if a.Keys == nil && !co.IgnoreSCT && co.CTLogPubKeys == nil && !keylessTrust {
+	// gives the logs the policy does not; so do other attestors whose log
+	// keys the policy leaves out
+	var needTrust string
+	switch {
+	case a.Keyless != nil && a.Keyless.Roots == "":
+		needTrust = "keyless verification without roots"
+	case a.Keys == nil && !co.IgnoreSCT && co.CTLogPubKeys == nil:
 		if v.trust == nil {
 			return nil, nil, errors.New("checking certificate transparency needs ctlog.pubkey (or ctlog.ignoreSCT: true, or the Verifier's Sigstore trusted root)")
 		}
-		tm, err := v.trustedMaterial(ctx, "ctlog without pubkey")
-		if err != nil {
-			return nil, nil, err
+		needTrust = "ctlog without pubkey"
+	case !co.IgnoreTlog && co.RekorPubKeys == nil:
+		if v.trust == nil {
+			return nil, nil, errors.New("checking the transparency log needs rekor.pubkey (or rekor.ignoreTlog: true, or the Verifier's Sigstore trusted root)")
 		}
-		co.CTLogPubKeys = logKeys(tm.CTLogs())
+		needTrust = "rekor without pubkey"
 	}
+	// cas are the certificate authorities the policy gives (nil: the
+	// trusted root's); a certificate with its chain is checked once the
+	// trusted material is known
+	var cas []root.CertificateAuthority
+	var leaf *x509.Certificate
+	var leafChain []*x509.Certificate
 	switch {
 	case a.Keys != nil:
 		hash := crypto.SHA256
@@ -335,17 +358,15 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 				return nil, nil, fmt.Errorf("failed to load certificate chain: %v", err)
 			}
 		}
+		cas = certificateAuthorities(chain)
 		if c.Certificate != "" {
 			certs, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(c.Certificate))
 			if err != nil || len(certs) != 1 {
 				return nil, nil, fmt.Errorf("failed to load certificate: want one certificate (%v)", err)
 			}
 			if len(chain) > 0 {
-				co.SigVerifier, err = cosign.ValidateAndUnpackCertWithChain(certs[0], chain, co)
-			} else {
-				co.SigVerifier, err = signature.LoadVerifier(certs[0].PublicKey, crypto.SHA256)
-			}
-			if err != nil {
+				leaf, leafChain = certs[0], chain
+			} else if co.SigVerifier, err = signature.LoadVerifier(certs[0].PublicKey, crypto.SHA256); err != nil {
 				return nil, nil, fmt.Errorf("failed to verify certificate: %w", err)
 			}
 		} else {
@@ -353,12 +374,13 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 		}
 	case a.Keyless != nil:
 		k := a.Keyless
-		if !keylessTrust {
+		if k.Roots != "" {
 			roots, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(k.Roots))
 			if err != nil || len(roots) == 0 {
 				return nil, nil, fmt.Errorf("failed to load keyless roots: %v", err)
 			}
 			co.RootCerts, co.IntermediateCerts = certPools(roots)
+			cas = certificateAuthorities(roots)
 		}
 		co.Identities = []cosign.Identity{{Issuer: k.Issuer, IssuerRegExp: k.IssuerRegExp, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp}}
 		if ext := k.AdditionalExtensions; len(ext) > 0 {
@@ -371,25 +393,7 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 	default:
 		return nil, nil, errors.New("attestor has no keys, certificates or keyless entry")
 	}
-	co.IgnoreTlog = rekor == nil || rekor.IgnoreTlog
 	if !co.IgnoreTlog {
-		switch {
-		case rekor.PubKey != "":
-			keys := cosign.NewTrustedTransparencyLogPubKeys()
-			co.RekorPubKeys = &keys
-			if err := keys.AddTransparencyLogPubKey([]byte(rekor.PubKey), tuf.Active); err != nil {
-				return nil, nil, fmt.Errorf("failed to load rekor public key: %w", err)
-			}
-		case keylessTrust:
-		case v.trust == nil:
-			return nil, nil, errors.New("checking the transparency log needs rekor.pubkey (or rekor.ignoreTlog: true, or the Verifier's Sigstore trusted root)")
-		default:
-			tm, err := v.trustedMaterial(ctx, "rekor without pubkey")
-			if err != nil {
-				return nil, nil, err
-			}
-			co.RekorPubKeys = logKeys(tm.RekorLogs())
-		}
 		// a signature without its Rekor bundle is looked up in the log at
 		// rekor.url (cosign's online verification, rekor.go); without a
 		// URL, signatures must carry their bundle
@@ -399,9 +403,17 @@ func (v *Verifier) checkOpts(ctx context.Context, req engine.ImageVerifyRequest)
 			return nil, nil, err
 		}
 	}
-	if keylessTrust {
-		if co.TrustedMaterial, err = v.keylessMaterial(ctx, co, rekor, ctlog); err != nil {
+	if needTrust != "" {
+		// cosign then checks log entries, SCTs and certificates with
+		// sigstore-go, which honours the validity periods of the root's
+		// keys (trust.go)
+		if co.TrustedMaterial, err = v.policyTrust(ctx, needTrust, co, cas); err != nil {
 			return nil, nil, err
+		}
+	}
+	if leaf != nil {
+		if co.SigVerifier, err = cosign.ValidateAndUnpackCertWithChain(leaf, leafChain, co); err != nil {
+			return nil, nil, fmt.Errorf("failed to verify certificate: %w", err)
 		}
 	}
 	return ref, co, nil
