@@ -38,6 +38,12 @@
 //     scan reports) are queued without blocking and written as
 //     reports.kyverno.io/v1 EphemeralReports, which the leader's Reporter
 //     merges into the policy reports and deletes.
+//   - DownstreamAdmission: the webhook side of synchronize. An update or
+//     a deletion of a generated resource or of a clone source becomes at
+//     admission the UpdateRequest the Controller's informers would make,
+//     written Pending, so that a change made while no controller runs
+//     (a deletion, which no informer can list later) is synchronized when
+//     one starts.
 //
 // A webhook replica builds a Host and a PolicySource and answers admission
 // requests with PolicySource.Set; the engine writes the UpdateRequests.

@@ -22,20 +22,28 @@ type webhook struct {
 	// reports records the results of admitted requests for the policy
 	// reports (nil: not recorded).
 	reports *cluster.AdmissionReports
-	logf    func(string, ...any)
+	// downstream writes the UpdateRequests of changes of generated
+	// resources and clone sources (nil: /downstream admits and does
+	// nothing).
+	downstream *cluster.DownstreamAdmission
+	logf       func(string, ...any)
 }
 
 func (w *webhook) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /validate", w.serve(w.validate))
-	mux.HandleFunc("POST /mutate", w.serve(w.mutate))
+	mux.HandleFunc("POST /validate", w.serve(w.validate, false))
+	mux.HandleFunc("POST /mutate", w.serve(w.mutate, false))
+	mux.HandleFunc("POST /downstream", w.serve(w.downstreamChange, true))
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write([]byte("ok\n")) })
 	return mux
 }
 
 type reviewFunc func(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse
 
-func (w *webhook) serve(fn reviewFunc) http.HandlerFunc {
+// serve decodes the AdmissionReview and answers with fn's response. A
+// request it cannot decode is refused, unless admit: then it is logged and
+// admitted (a webhook that only records must never deny).
+func (w *webhook) serve(fn reviewFunc, admit bool) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		var review admissionv1.AdmissionReview
 		if err := json.NewDecoder(http.MaxBytesReader(rw, r.Body, 3<<20)).Decode(&review); err != nil || review.Request == nil {
@@ -44,9 +52,13 @@ func (w *webhook) serve(fn reviewFunc) http.HandlerFunc {
 		}
 		var resp *admissionv1.AdmissionResponse
 		req, err := admission.Request(review.Request)
-		if err != nil {
+		switch {
+		case err != nil && admit:
+			w.logf("%s: %v", r.URL.Path, err)
+			resp = &admissionv1.AdmissionResponse{Allowed: true}
+		case err != nil:
 			resp = errorResponse(http.StatusBadRequest, err)
-		} else {
+		default:
 			var set *engine.PolicySet
 			if w.src != nil {
 				set = w.src.Set() // one set for the whole request
@@ -84,6 +96,20 @@ func (w *webhook) validate(ctx context.Context, set *engine.PolicySet, req *engi
 		}
 	}
 	return out
+}
+
+// downstreamChange handles an UPDATE or DELETE of an object carrying the
+// generate tracking labels (the webhook configuration's objectSelector
+// sends only those): the UpdateRequest that synchronizes it is written
+// for the leader, now or when one starts. It always admits: a failure to
+// write is logged and counted, never a denial.
+func (w *webhook) downstreamChange(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
+	if w.downstream != nil {
+		if _, err := w.downstream.Handle(ctx, set, req); err != nil {
+			w.logf("downstream %s %s %s/%s (%d failed so far): %v", req.Operation, req.Kind.Kind, req.Namespace, req.Name, w.downstream.Failed(), err)
+		}
+	}
+	return &admissionv1.AdmissionResponse{Allowed: true}
 }
 
 func (w *webhook) warnings(resp *engine.Response) []string {

@@ -83,8 +83,18 @@ func TestCerts(t *testing.T) {
 					caBundles = append(caBundles, w.ClientConfig.CABundle)
 				}
 			}
-			if len(caBundles) != 2 {
-				t.Fatalf("%d webhooks, want 2", len(caBundles))
+			// mutate, validate, and the downstream and clone source
+			// webhooks (one configuration)
+			if len(caBundles) != 4 {
+				t.Fatalf("%d webhooks, want 4", len(caBundles))
+			}
+			for _, b := range caBundles[1:] {
+				if !bytes.Equal(b, caBundles[0]) {
+					t.Fatal("the webhooks' caBundles differ")
+				}
+			}
+			if want := strings.Replace(tt.serviceInHook, "/mutate", "/downstream", 1); strings.Count(docs[2], want) != 2 {
+				t.Errorf("the downstream webhooks do not name %q:\n%s", want, docs[2])
 			}
 			// the webhooks' CA verifies the Secret's certificate for the
 			// Service's names, and the key pair matches

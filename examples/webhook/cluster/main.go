@@ -4,7 +4,10 @@
 // stateless (run several replicas) and the controller (UpdateRequests,
 // background scans into policy reports) runs on the replica that holds the
 // Lease. The webhook records the results of admitted requests as
-// ephemeral reports, which the controller merges into the policy reports.
+// ephemeral reports, which the controller merges into the policy reports,
+// and writes an UpdateRequest for each update or deletion of a generated
+// resource or clone source (its /downstream path), so that a synchronized
+// resource deleted while no controller runs comes back when one starts.
 //
 //	cluster -kubeconfig ~/.kube/config -tls-cert tls.crt -tls-key tls.key
 //
@@ -75,6 +78,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		qps         = fs.Float64("kube-api-qps", 50, "client QPS to the API server")
 		admReports  = fs.Bool("admission-reports", true, "record the results of admitted requests for the policy reports (ephemeral reports)")
 		admQueue    = fs.Int("admission-reports-queue", 1024, "admissions waiting to be recorded; beyond, their results are dropped")
+		serviceAcct = fs.String("service-account", envOr("POD_SERVICE_ACCOUNT", ""), "the ServiceAccount, in -namespace, gavel runs as: its own changes of generated resources are not sent back to the controller (empty: every user's are)")
 		format      = fs.String("report-format", "wgpolicy", "API of the policy reports: wgpolicy (wgpolicyk8s.io/v1alpha2) or openreports (openreports.io/v1alpha1)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -101,7 +105,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		webhook: *webhookOn, controller: *controller, exceptionNamespaces: strings.Split(*excNS, ","),
 		scan: *scan, workers: *workers, lease: *lease, renew: *renew, retry: *retryPeriod,
 		warnOnAudit: *warnOnAudit, admissionReports: *admReports, admissionQueue: *admQueue,
-		reportFormat: reportFormat, logf: logger.Printf,
+		reportFormat: reportFormat, controllerUser: serviceAccountUser(*namespace, *serviceAcct), logf: logger.Printf,
 	}); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Printf("%v", err)
 		return 1
@@ -114,6 +118,15 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// serviceAccountUser is the user name the API server gives a
+// ServiceAccount's requests.
+func serviceAccountUser(namespace, name string) string {
+	if name == "" {
+		return ""
+	}
+	return "system:serviceaccount:" + namespace + ":" + name
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -134,6 +147,7 @@ type options struct {
 	admissionReports                               bool
 	admissionQueue                                 int
 	reportFormat                                   report.Format
+	controllerUser                                 string
 	logf                                           func(string, ...any)
 }
 
@@ -184,7 +198,8 @@ func serve(ctx context.Context, cfg *rest.Config, o options) error {
 		})
 	}
 	if o.webhook {
-		wh := &webhook{src: src, warnOnAudit: o.warnOnAudit, logf: o.logf}
+		wh := &webhook{src: src, warnOnAudit: o.warnOnAudit, logf: o.logf,
+			downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: o.controllerUser})}
 		if o.admissionReports {
 			wh.reports = cluster.NewAdmissionReports(h, cluster.AdmissionReportsOptions{QueueSize: o.admissionQueue})
 			wg.Go(func() { wh.reports.Run(ctx) })

@@ -66,7 +66,7 @@ spec:
 	rec := httptest.NewRecorder()
 	wh.serve(func(ctx context.Context, _ *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
 		return wh.validate(ctx, set, req)
-	})(rec, httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(body)))
+	}, false)(rec, httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(body)))
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		t.Fatal(err)
