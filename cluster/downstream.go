@@ -73,7 +73,7 @@ func (d *DownstreamAdmission) Handle(ctx context.Context, set *engine.PolicySet,
 		cur = nil
 	}
 	var handle func(*generate.Controller) ([]*api.UpdateRequest, error)
-	labels := labelsOf(old)
+	labels := genlabel.Of(old)
 	_, source := labels[genlabel.CloneSource]
 	switch {
 	case labels[genlabel.ManagedBy] == genlabel.ManagedByValue && labels[genlabel.PolicyName] != "":
@@ -102,15 +102,3 @@ func (d *DownstreamAdmission) Enqueued() uint64 { return d.enqueued.Load() }
 // could not all be built or written.
 func (d *DownstreamAdmission) Failed() uint64 { return d.failed.Load() }
 
-// labelsOf returns an object's labels that are strings.
-func labelsOf(obj map[string]any) map[string]string {
-	md, _ := obj["metadata"].(map[string]any)
-	l, _ := md["labels"].(map[string]any)
-	out := make(map[string]string, len(l))
-	for k, v := range l {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
-}

@@ -97,7 +97,7 @@ func (c *Controller) deleteRulesDownstream(ctx context.Context, p *engine.Policy
 			continue
 		}
 		for _, d := range downstreams {
-			ur := newRequest(p.Key(), api.URGenerate, api.RuleContext{Rule: r.Name, Trigger: triggerFromLabels(labelsOf(d)), DeleteDownstream: true})
+			ur := newRequest(p.Key(), api.URGenerate, api.RuleContext{Rule: r.Name, Trigger: triggerFromLabels(genlabel.Of(d)), DeleteDownstream: true})
 			s := engine.TriggerSpec(d)
 			s.UID = ""
 			ur.Status.GeneratedResources = []api.ResourceSpec{s}
@@ -125,7 +125,7 @@ func (c *Controller) syncDataRules(ctx context.Context, p *engine.Policy) ([]*ap
 		}
 		seen := map[api.ResourceSpec]bool{}
 		for _, d := range downstreams {
-			t := triggerFromLabels(labelsOf(d))
+			t := triggerFromLabels(genlabel.Of(d))
 			if seen[t] {
 				continue
 			}
@@ -365,7 +365,7 @@ func (c *Controller) OnDownstreamChange(ctx context.Context, old, cur map[string
 	if obj == nil {
 		return nil, errors.New("OnDownstreamChange: nil object")
 	}
-	labels := labelsOf(obj)
+	labels := genlabel.Of(obj)
 	if labels[genlabel.ManagedBy] != genlabel.ManagedByValue || labels[genlabel.PolicyName] == "" {
 		return nil, nil
 	}
@@ -410,7 +410,7 @@ func (c *Controller) OnSourceChange(ctx context.Context, old, cur map[string]any
 				continue
 			}
 			seen[key] = true
-			labelSets = append(labelSets, labelsOf(o))
+			labelSets = append(labelSets, genlabel.Of(o))
 		}
 	}
 	return c.resync(ctx, old, labelSets, cur == nil)

@@ -224,7 +224,7 @@ func withResourceVersion(obj, existing map[string]any) map[string]any {
 // tagSource adds upstream's clone-source label to the source of a cloned
 // downstream object. As upstream, a failure is not an error of the request.
 func (c *Controller) tagSource(ctx context.Context, downstream map[string]any) {
-	labels := labelsOf(downstream)
+	labels := genlabel.Of(downstream)
 	kind, ok := labels[genlabel.SourceKind]
 	if !ok {
 		return
@@ -237,7 +237,7 @@ func (c *Controller) tagSource(ctx context.Context, downstream map[string]any) {
 	if err != nil || src == nil {
 		return
 	}
-	if _, tagged := labelsOf(src)[genlabel.CloneSource]; tagged {
+	if _, tagged := genlabel.Of(src)[genlabel.CloneSource]; tagged {
 		return
 	}
 	md, _ := src["metadata"].(map[string]any)
@@ -251,19 +251,6 @@ func (c *Controller) tagSource(ctx context.Context, downstream map[string]any) {
 	}
 	l[genlabel.CloneSource] = ""
 	_, _ = c.client.Update(ctx, src)
-}
-
-// labelsOf returns an object's labels.
-func labelsOf(obj map[string]any) map[string]string {
-	md, _ := obj["metadata"].(map[string]any)
-	l, _ := md["labels"].(map[string]any)
-	out := make(map[string]string, len(l))
-	for k, v := range l {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
 }
 
 // admissionRequest returns the recorded admission request as a JSON-like
@@ -311,7 +298,7 @@ func (c *Controller) trigger(ctx context.Context, ur *api.UpdateRequest, rc api.
 	oldObj, _ := adm["oldObject"].(map[string]any)
 	switch operation(ur) {
 	case api.Delete:
-		if oldObj == nil || labelsOf(oldObj)[genlabel.PolicyName] != "" {
+		if oldObj == nil || genlabel.Of(oldObj)[genlabel.PolicyName] != "" {
 			return c.fetch(ctx, rc.Trigger)
 		}
 		return oldObj, nil
@@ -467,7 +454,7 @@ func deletedCloneSource(ur *api.UpdateRequest) map[string]any {
 	if old == nil {
 		return nil
 	}
-	if _, ok := labelsOf(old)[genlabel.CloneSource]; !ok {
+	if _, ok := genlabel.Of(old)[genlabel.CloneSource]; !ok {
 		return nil
 	}
 	return old

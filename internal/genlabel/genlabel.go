@@ -35,3 +35,16 @@ const (
 	URMutateTriggerNS   = "mutate.updaterequest.kyverno.io/trigger-namespace"
 	URMutateTriggerKind = "mutate.updaterequest.kyverno.io/trigger-kind"
 )
+
+// Of returns an object's labels whose values are strings.
+func Of(obj map[string]any) map[string]string {
+	md, _ := obj["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
