@@ -179,16 +179,7 @@ func compileManifestSet(as api.AttestorSet, path *field.Path) (*manifestSet, fie
 		if len(aerrs) == 0 {
 			errs = append(errs, checkAttestorPEM(a, ep)...)
 		}
-		n := manifestNode{attestor: a}
-		switch {
-		case a.Keys != nil:
-			n.path = ".keys"
-		case a.Certificates != nil:
-			n.path = ".certificates"
-		case a.Keyless != nil:
-			n.path = ".keyless"
-		}
-		set.entries = append(set.entries, n)
+		set.entries = append(set.entries, manifestNode{attestor: a, path: attestorPath(a)})
 	}
 	return set, errs
 }

@@ -273,6 +273,20 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 	return plan, errs
 }
 
+// attestorPath is the part of an attestor entry's path in upstream's
+// messages: ".keys", ".certificates" or ".keyless".
+func attestorPath(a api.Attestor) string {
+	switch {
+	case a.Keys != nil:
+		return ".keys"
+	case a.Certificates != nil:
+		return ".certificates"
+	case a.Keyless != nil:
+		return ".keyless"
+	}
+	return ""
+}
+
 // expandAttestors returns the entries of an attestor set, several PEM
 // keys in one entry split into one attestor each (upstream's
 // ExpandStaticKeys: count applies across them), and how many must
@@ -329,14 +343,7 @@ func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.P
 		if a.Annotations != nil {
 			req.Annotations = a.Annotations
 		}
-		switch {
-		case a.Keys != nil:
-			n.path = ".keys"
-		case a.Certificates != nil:
-			n.path = ".certificates"
-		case a.Keyless != nil:
-			n.path = ".keyless"
-		}
+		n.path = attestorPath(a)
 		key, err := json.Marshal(req)
 		if err != nil {
 			errs = append(errs, field.Invalid(ep, "", err.Error()))
