@@ -101,4 +101,3 @@ func (d *DownstreamAdmission) Enqueued() uint64 { return d.enqueued.Load() }
 // Failed returns the number of admission requests whose UpdateRequests
 // could not all be built or written.
 func (d *DownstreamAdmission) Failed() uint64 { return d.failed.Load() }
-
