@@ -20,7 +20,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/dynclient"
+	"github.com/gavelpolicy/gavel/cluster/dynclient"
 )
 
 // Bounds of --batch-size and --concurrent, as upstream's resource loader

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/dynclient"
+	"github.com/gavelpolicy/gavel/cluster/dynclient"
 )
 
 // fakeCluster is a cluster of client-go fakes whose lists are paged as
