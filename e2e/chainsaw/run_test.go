@@ -1,0 +1,417 @@
+//go:build e2e
+
+package chainsaw
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gavelpolicy/gavel/e2e/internal/testcluster"
+)
+
+const (
+	kubeVersion     = "v1.37.2"
+	etcdVersion     = "v3.7.3"
+	chainsawVersion = "v0.2.12"
+)
+
+// controllers are the controllers of kube-controller-manager each shard
+// runs: what upstream's kind cluster does that the tests rely on and a
+// bare API server lacks. The namespace controller empties and removes
+// the namespaces chainsaw deletes after each test; the ServiceAccount
+// controller makes the default ServiceAccount the ServiceAccount
+// admission plugin gives every Pod; the root CA publisher the ConfigMap
+// its token volume mounts; the CSR signer signs the certificates of the
+// users some tests make; the ClusterRole aggregation controller fills
+// the ClusterRoles that aggregate others (upstream's convention for
+// granting Kyverno rights); the garbage collector deletes what the owner
+// references of deleted objects point to; the ResourceQuota controller
+// computes the quotas that generate rules create, without which the
+// quota admission plugin refuses every Pod of their namespace; the
+// protection controllers remove the finalizers the API server puts on
+// PersistentVolumeClaims and PersistentVolumes, without which neither
+// they nor their namespace are ever deleted.
+var controllers = []string{
+	"namespace-controller",
+	"serviceaccount-controller",
+	"root-ca-certificate-publisher-controller",
+	"certificatesigningrequest-signing-controller",
+	"clusterrole-aggregation-controller",
+	"garbage-collector-controller",
+	"resourcequota-controller",
+	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-protection-controller",
+}
+
+// apiServerArgs are kube-apiserver's flags as kind sets them, where they
+// differ from the e2e suite's: privileged containers allowed, and webhooks
+// called through their Service's endpoints (the judge's EndpointSlice
+// points at gavel's process on this host).
+var apiServerArgs = []string{
+	"--allow-privileged=true",
+	"--enable-aggregator-routing=true",
+}
+
+// kindAdmin and kindAdmins are the user of kind's kubeconfig and its
+// group (kubeadm's), which a ClusterRoleBinding binds to cluster-admin:
+// the tests run as this user, and policies that exclude the cluster-admin
+// ClusterRole exclude it, as on kind.
+const (
+	kindAdmin  = "kubernetes-admin"
+	kindAdmins = "kubeadm:cluster-admins"
+)
+
+// adminKubeconfig binds kind's admin group to cluster-admin and writes a
+// kubeconfig of kind's admin.
+func adminKubeconfig(ctx context.Context, c *testcluster.Cluster) (string, error) {
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: kindAdmins},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: kindAdmins}},
+	}
+	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.Dir, "kind-admin.kubeconfig")
+	return path, c.WriteKubeconfig(path, kindAdmin, c.UserToken(kindAdmin))
+}
+
+// judge is the setting of a run.
+type judge struct {
+	root        string // the repository
+	conformance string
+	cache       string // e2e/build.sh's binaries
+	gavel       string // the cluster example's binary
+	cli         string // gavel's CLI, the tests' kyverno CLI
+	keep        bool
+}
+
+func TestJudge(t *testing.T) {
+	j := setupJudge(t)
+	tests, err := Discover(j.conformance, Suites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skips, err := ReadListFile("skip.txt", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, err := ReadListFile("failing.txt", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckList(skips, tests, "skip.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckList(known, tests, "failing.txt"); err != nil {
+		t.Fatal(err)
+	}
+	printSkips(t, skips)
+
+	run, err := selected(tests, skips, os.Getenv("GAVEL_JUDGE_RUN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 4
+	if v := os.Getenv("GAVEL_JUDGE_SHARDS"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("GAVEL_JUDGE_SHARDS=%q: want a positive number", v)
+		}
+	}
+	shards := Shard(run, n)
+	t.Logf("running %d tests of %d in %d shards", len(run), len(tests), len(shards))
+
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+		defer cancel()
+	}
+	results := make([][]Result, len(shards))
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, sh := range shards {
+		wg.Go(func() { results[i], errs[i] = j.runShard(ctx, t, i, sh) })
+	}
+	wg.Wait()
+
+	var all []Result
+	for i, sh := range shards {
+		if errs[i] != nil {
+			t.Errorf("shard %d: %v", i, errs[i])
+		}
+		all = append(all, complete(sh, results[i])...)
+	}
+	sum := Summarize(tests, all, skips, known)
+	var out bytes.Buffer
+	sum.Write(&out, known)
+	t.Logf("chainsaw judge:\n%s", out.String())
+	for _, r := range sum.Unexpected {
+		t.Errorf("%s: %s: %s", r.Test, r.Outcome, r.Failure)
+	}
+}
+
+func setupJudge(t *testing.T) *judge {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := os.Getenv("SHARED")
+	if shared == "" {
+		shared = filepath.Join(root, "..", "shared")
+	}
+	j := &judge{root: root, conformance: filepath.Join(shared, "conformance"), keep: os.Getenv("GAVEL_E2E_KEEP") != ""}
+	if _, err := os.Stat(j.conformance); err != nil {
+		t.Fatalf("the conformance corpus: %v (set SHARED)", err)
+	}
+	build := exec.Command("bash", filepath.Join(root, "e2e", "build.sh"), "--judge")
+	build.Stderr = os.Stderr
+	out, err := build.Output()
+	if err != nil {
+		t.Fatalf("e2e/build.sh --judge: %v", err)
+	}
+	j.cache = strings.TrimSpace(string(out))
+	bin := t.TempDir()
+	j.gavel, j.cli = filepath.Join(bin, "gavel-cluster"), filepath.Join(bin, "gavel")
+	for pkg, out := range map[string]string{"./examples/webhook/cluster": j.gavel, "./cmd/gavel": j.cli} {
+		gobuild := exec.Command("go", "build", "-o", out, pkg)
+		gobuild.Dir = root
+		gobuild.Stderr = os.Stderr
+		if err := gobuild.Run(); err != nil {
+			t.Fatalf("building %s: %v", pkg, err)
+		}
+	}
+	return j
+}
+
+func printSkips(t *testing.T, skips []Entry) {
+	var b strings.Builder
+	for _, e := range skips {
+		fmt.Fprintf(&b, "  %s: %s\n", e.Test, e.Reason)
+	}
+	t.Logf("skipped (skip.txt), %d tests:\n%s", len(skips), b.String())
+}
+
+// selected returns the tests to run: those not skipped whose name the
+// regular expression run (when set) matches.
+func selected(tests []Test, skips []Entry, run string) ([]Test, error) {
+	var re *regexp.Regexp
+	if run != "" {
+		var err error
+		if re, err = regexp.Compile(run); err != nil {
+			return nil, fmt.Errorf("GAVEL_JUDGE_RUN: %w", err)
+		}
+	}
+	skip := map[string]bool{}
+	for _, e := range skips {
+		skip[e.Test] = true
+	}
+	var out []Test
+	for _, t := range tests {
+		if !skip[t.Name] && (re == nil || re.MatchString(t.Name)) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// complete adds a Missing result for each test of the shard that its
+// results lack.
+func complete(shard []Test, results []Result) []Result {
+	seen := map[string]bool{}
+	for _, r := range results {
+		seen[r.Test] = true
+	}
+	for _, t := range shard {
+		if !seen[t.Name] {
+			results = append(results, Result{Test: t.Name, Outcome: Missing, Failure: "not in chainsaw's report"})
+		}
+	}
+	return results
+}
+
+// runShard starts a control plane, installs gavel and runs chainsaw on
+// the shard's tests.
+func (j *judge) runShard(ctx context.Context, t *testing.T, i int, tests []Test) ([]Result, error) {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("gavel-judge-%d-", i))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if j.keep {
+			t.Logf("shard %d: logs kept in %s", i, dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	start := time.Now()
+	c, err := testcluster.Start(ctx, testcluster.Options{
+		Dir:           dir,
+		Binaries:      testcluster.FromCache(j.cache, kubeVersion, etcdVersion),
+		APIServerArgs: apiServerArgs,
+		Controllers:   controllers,
+		Users:         []testcluster.User{{Name: kindAdmin, Groups: []string{kindAdmins}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Stop()
+	kubeconfig, err := adminKubeconfig(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := installGavel(ctx, c, j.gavel, filepath.Join(j.root, "examples", "webhook", "cluster", "manifests")); err != nil {
+		return nil, fmt.Errorf("installing gavel: %w", err)
+	}
+	if err := kindStandIns(ctx, c); err != nil {
+		return nil, fmt.Errorf("kind's stand-ins: %w", err)
+	}
+	t.Logf("shard %d: cluster and gavel up in %s, %d tests", i, time.Since(start).Round(time.Second), len(tests))
+	return j.chainsaw(ctx, t, i, kubeconfig, dir, tests)
+}
+
+// chainsaw runs chainsaw on a copy of the tests (their scripts write
+// files beside them) and reads its report.
+func (j *judge) chainsaw(ctx context.Context, t *testing.T, i int, kubeconfig, dir string, tests []Test) ([]Result, error) {
+	work := filepath.Join(dir, "tests")
+	args := []string{"test", "--config", filepath.Join(dir, "chainsaw.yaml"),
+		"--report-format", "JSON", "--report-path", dir, "--report-name", "report", "--no-color"}
+	for _, tc := range tests {
+		if err := copyTree(filepath.Join(j.conformance, tc.Name), filepath.Join(work, tc.Name)); err != nil {
+			return nil, err
+		}
+		args = append(args, "--test-dir", filepath.Join(tc.Name, TestDir))
+	}
+	cfg, err := os.ReadFile(filepath.Join("testdata", "chainsaw.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chainsaw.yaml"), cfg, 0o644); err != nil {
+		return nil, err
+	}
+	// the scripts' kubectl is the one built with the servers; their
+	// kyverno CLI (kyverno jp query) is gavel's
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
+	}
+	for name, target := range map[string]string{"kubectl": filepath.Join(j.cache, kubeVersion, "kubectl"), "kyverno": j.cli} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			return nil, err
+		}
+	}
+	logPath := filepath.Join(dir, "chainsaw.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, filepath.Join(j.cache, chainsawVersion, "chainsaw"), args...)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	progress := &lineLogger{t: t, prefix: fmt.Sprintf("shard %d: ", i), total: len(tests)}
+	cmd.Stdout = io.MultiWriter(logf, progress)
+	cmd.Stderr = cmd.Stdout
+	// chainsaw and what its scripts start are one process group: a
+	// script's child left running (kubectl debug -it waits for a Pod to
+	// run) ends with the shard
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	runErr := cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	progress.flush()
+	t.Logf("shard %d: chainsaw ran %d tests in %s (%v)", i, len(tests), time.Since(start).Round(time.Second), runErr)
+	out, err := os.Open(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	failed, err := FailedTests(out)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, fmt.Errorf("chainsaw (%v): no report: %w", runErr, err)
+	}
+	return ParseReport(data, work, failed)
+}
+
+// lineLogger logs the start of each test from chainsaw's output (Go's
+// testing prints the end of its parallel subtests only when all have
+// ended).
+type lineLogger struct {
+	t      *testing.T
+	prefix string
+	total  int
+	n      int
+	buf    []byte
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.line(string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *lineLogger) line(s string) {
+	if name, ok := strings.CutPrefix(strings.TrimSpace(s), "=== CONT  chainsaw/"); ok {
+		l.n++
+		l.t.Logf("%s%d/%d %s", l.prefix, l.n, l.total, name)
+	}
+}
+
+func (l *lineLogger) flush() {
+	if len(l.buf) > 0 {
+		l.line(string(l.buf))
+		l.buf = nil
+	}
+}
+
+// copyTree copies the folder src to dst, files writable.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
