@@ -79,3 +79,19 @@ func ExampleNewAuthorizer() {
 		log.Fatal(err)
 	}
 }
+
+// The webhook fills the roles bound to the requesting user, which match
+// and exclude blocks (roles, clusterRoles) and request.clusterRoles read.
+func ExampleRoleBindings() {
+	var h *cluster.Host                 // from cluster.New
+	roles := cluster.NewRoleBindings(h) // before h.Start
+	if err := h.Start(context.Background()); err != nil {
+		return
+	}
+	req := &engine.Request{Operation: api.Create, Namespace: "default",
+		UserInfo: api.UserInfoData{Username: "kubernetes-admin", Groups: []string{"kubeadm:cluster-admins"}}}
+	var err error
+	if req.Roles, req.ClusterRoles, err = roles.Of(req.Namespace, req.UserInfo); err != nil {
+		log.Print(err)
+	}
+}

@@ -26,7 +26,9 @@ type webhook struct {
 	// resources and clone sources (nil: /downstream admits and does
 	// nothing).
 	downstream *cluster.DownstreamAdmission
-	logf       func(string, ...any)
+	// roles fills the RBAC roles bound to the requesting user (nil: none).
+	roles *cluster.RoleBindings
+	logf  func(string, ...any)
 }
 
 func (w *webhook) handler() http.Handler {
@@ -52,6 +54,9 @@ func (w *webhook) serve(fn reviewFunc, admit bool) http.HandlerFunc {
 		}
 		var resp *admissionv1.AdmissionResponse
 		req, err := admission.Request(review.Request)
+		if err == nil && w.roles != nil {
+			req.Roles, req.ClusterRoles, err = w.roles.Of(req.Namespace, req.UserInfo)
+		}
 		switch {
 		case err != nil && admit:
 			w.logf("%s: %v", r.URL.Path, err)

@@ -163,6 +163,10 @@ func serve(ctx context.Context, cfg *rest.Config, o options) error {
 	if err != nil {
 		return err
 	}
+	var roles *cluster.RoleBindings
+	if o.webhook {
+		roles = cluster.NewRoleBindings(h)
+	}
 	var ctrl *cluster.Controller
 	if o.controller {
 		scan := o.scan
@@ -198,7 +202,7 @@ func serve(ctx context.Context, cfg *rest.Config, o options) error {
 		})
 	}
 	if o.webhook {
-		wh := &webhook{src: src, warnOnAudit: o.warnOnAudit, logf: o.logf,
+		wh := &webhook{src: src, warnOnAudit: o.warnOnAudit, logf: o.logf, roles: roles,
 			downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: o.controllerUser})}
 		if o.admissionReports {
 			wh.reports = cluster.NewAdmissionReports(h, cluster.AdmissionReportsOptions{QueueSize: o.admissionQueue})
