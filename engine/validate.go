@@ -9,6 +9,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/patterns"
+	"github.com/gavelpolicy/gavel/match"
 )
 
 // validateRule is the handler of validate rules.
@@ -66,7 +67,10 @@ func failedTo(msg string, err error) outcome {
 // Enforce rules on UPDATE: when the old object already failed the rule, the
 // failure of the new one is allowed. As upstream, the old object is
 // evaluated as if it were created, with the rule's own failure action (not
-// overrides) deciding whether the check applies.
+// overrides) deciding whether the check applies, and matched as a request
+// of no real user (oldObjectUser): the user updating the object may not be
+// the one who made it, so a rule whose match names users, groups or roles
+// never matches the old object, and its failure counts.
 func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
 	if rs.op != api.Update || rs.req.OldObject == nil || !r.allowExisting {
 		return false
@@ -92,7 +96,7 @@ func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
 		old.Variables = vars
 	}
 	ors := e.newReqStateImages(rs.ctx, &old, rs.needsImages)
-	ok, _, err := r.match.Matches(ors.matchRes, ors.matchReq)
+	ok, _, err := r.match.Matches(ors.matchRes, oldObjectUser(ors.matchReq))
 	if err != nil || !ok {
 		return false
 	}
@@ -106,6 +110,19 @@ func (e *Engine) existingViolation(rs *reqState, p *Policy, r *rule) bool {
 	}
 	prior, ok := e.validateBody(ors, r, sc, r.validate.body, 0)
 	return ok && prior.status == StatusFail
+}
+
+// oldObjectUser is req with upstream's stand-in for the user of the old
+// object's match: a user, groups and roles no binding names (upstream's
+// kyverno:kyverno-invalid-controller, kyverno:invalidgroup,
+// kyverno:invalidrole), so that user criteria never match and exclude
+// blocks naming users never exclude.
+func oldObjectUser(req match.Request) match.Request {
+	req.Username = "kyverno:kyverno-invalid-controller"
+	req.Groups = []string{"kyverno:invalidgroup"}
+	req.Roles = []string{"kyverno:invalidrole"}
+	req.ClusterRoles = []string{"kyverno:invalidrole"}
+	return req
 }
 
 // validateBody follows upstream's validator: context, preconditions, then
