@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -19,26 +20,23 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gavelpolicy/gavel/e2e/internal/testcluster"
 )
 
-// gavelNamespace, gavelService and gavelAccount are the names the
-// example's manifests give gavel's namespace, Service and ServiceAccount.
+// gavelNamespace and gavelDeployment are the names the example's
+// manifests give gavel's namespace and Deployment.
 const (
-	gavelNamespace = "gavel"
-	gavelService   = "gavel"
-	gavelAccount   = "gavel"
+	gavelNamespace  = "gavel"
+	gavelDeployment = "gavel"
 )
 
 // installGavel installs gavel's cluster mode as the README's "Running in a
 // cluster" does: the manifests, then the certs subcommand's Secret and
-// webhook configurations. The Deployment's Pods would need a kubelet: a
-// process on this host stands in for them, running with the
-// ServiceAccount's token and the Secret's certificate, behind an
-// EndpointSlice of the Service that points at it, so the API server calls
-// the webhooks through the Service exactly as in a cluster.
+// webhook configurations; then stands in for the Deployment's Pods
+// (runPods).
 func installGavel(ctx context.Context, c *testcluster.Cluster, binary, manifests string) error {
 	for _, f := range []string{"crds.yaml", "rbac.yaml", "deployment.yaml"} {
 		if err := c.ApplyFile(ctx, filepath.Join(manifests, f)); err != nil {
@@ -48,11 +46,7 @@ func installGavel(ctx context.Context, c *testcluster.Cluster, binary, manifests
 	if err := waitCRDs(ctx, c); err != nil {
 		return err
 	}
-	tls := filepath.Join(c.Dir, "gavel-tls")
-	if err := os.MkdirAll(tls, 0o700); err != nil {
-		return err
-	}
-	certs := exec.CommandContext(ctx, binary, "certs", "-dir", tls)
+	certs := exec.CommandContext(ctx, binary, "certs")
 	var stderr bytes.Buffer
 	certs.Stderr = &stderr
 	out, err := certs.Output()
@@ -62,7 +56,35 @@ func installGavel(ctx context.Context, c *testcluster.Cluster, binary, manifests
 	if err := c.ApplyDocuments(ctx, bytes.NewReader(out), "the output of certs"); err != nil {
 		return err
 	}
+	return runPods(ctx, c, binary, gavelNamespace, gavelDeployment)
+}
 
+// runPods stands in for the Pod of a Deployment, which would need a
+// kubelet: the binary runs on this host as the Deployment's container
+// would, with its arguments and environment (fieldRef values as the Pod
+// would have them), its Secret and ConfigMap volumes written to files at
+// the paths its arguments name, and a token of its ServiceAccount (a
+// kubeconfig in place of the in-cluster configuration). An EndpointSlice
+// of each Service selecting the Pod points at the process, on a
+// non-loopback address of this host, so that the API server (with
+// --enable-aggregator-routing) calls the webhooks through the Service,
+// and checks the certificate for the Service's name, as in a cluster.
+func runPods(ctx context.Context, c *testcluster.Cluster, binary, namespace, name string) error {
+	d, err := c.Kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pod := d.Spec.Template
+	if len(pod.Spec.Containers) != 1 {
+		return fmt.Errorf("deployment %s/%s: %d containers, the stand-in runs one", namespace, name, len(pod.Spec.Containers))
+	}
+	ctr := pod.Spec.Containers[0]
+	podName := name + "-0"
+	root := filepath.Join(c.Dir, "pod-"+podName)
+	mounts, err := writeVolumes(ctx, c, namespace, pod.Spec, ctr, root)
+	if err != nil {
+		return err
+	}
 	ip, err := hostIP()
 	if err != nil {
 		return err
@@ -71,26 +93,117 @@ func installGavel(ctx context.Context, c *testcluster.Cluster, binary, manifests
 	if err != nil {
 		return err
 	}
-	if err := endpoint(ctx, c, ip, port); err != nil {
+	services, err := endpoints(ctx, c, namespace, pod.Labels, ip, port)
+	if err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(c.Dir, "gavel.kubeconfig")
-	if err := serviceAccountKubeconfig(ctx, c, kubeconfig); err != nil {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	kubeconfig := filepath.Join(root, "kubeconfig")
+	if err := serviceAccountKubeconfig(ctx, c, namespace, sa, kubeconfig); err != nil {
 		return err
 	}
-	cmd := exec.Command(binary, "-kubeconfig", kubeconfig,
-		"-tls-cert", filepath.Join(tls, "tls.crt"), "-tls-key", filepath.Join(tls, "tls.key"),
-		"-listen", net.JoinHostPort(ip.String(), fmt.Sprint(port)))
-	// the environment the Deployment gives its Pods
-	cmd.Env = append(os.Environ(), "POD_NAME=gavel-0", "POD_NAMESPACE="+gavelNamespace, "POD_SERVICE_ACCOUNT="+gavelAccount)
-	p, err := c.Spawn("gavel", cmd)
+	args := append(append([]string(nil), ctr.Command[min(1, len(ctr.Command)):]...), ctr.Args...)
+	for i, a := range args {
+		for mountPath, dir := range mounts {
+			args[i] = strings.ReplaceAll(a, mountPath+"/", dir+"/")
+			a = args[i]
+		}
+	}
+	// the flags the stand-in sets last, and so wins: where it listens,
+	// and the kubeconfig of its token
+	args = append(args, "-listen", net.JoinHostPort(ip.String(), fmt.Sprint(port)), "-kubeconfig", kubeconfig)
+	cmd := exec.Command(binary, args...)
+	env, err := podEnv(ctr.Env, podName, namespace, sa)
+	if err != nil {
+		return fmt.Errorf("deployment %s/%s: %w", namespace, name, err)
+	}
+	cmd.Env = append(os.Environ(), env...)
+	p, err := c.Spawn(podName, cmd)
 	if err != nil {
 		return err
 	}
 	if err := p.WaitLog(ctx, "started:", 2*time.Minute); err != nil {
 		return err
 	}
-	return waitService(ctx, c)
+	var ca []byte
+	for _, dir := range mounts {
+		if b, err := os.ReadFile(filepath.Join(dir, "ca.crt")); err == nil {
+			ca = b
+		}
+	}
+	if ca == nil {
+		return fmt.Errorf("deployment %s/%s: no volume holds the webhook's ca.crt", namespace, name)
+	}
+	return waitService(ctx, c, namespace, services[0], ca)
+}
+
+// writeVolumes writes the Secret and ConfigMap volumes the container
+// mounts under root and returns the mount paths with their folders.
+func writeVolumes(ctx context.Context, c *testcluster.Cluster, namespace string, spec corev1.PodSpec, ctr corev1.Container, root string) (map[string]string, error) {
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		var data map[string][]byte
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name {
+				continue
+			}
+			switch {
+			case v.Secret != nil:
+				s, err := c.Kube.CoreV1().Secrets(namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				data = s.Data
+			case v.ConfigMap != nil:
+				cm, err := c.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				data = map[string][]byte{}
+				for k, v := range cm.Data {
+					data[k] = []byte(v)
+				}
+			default:
+				continue // an emptyDir and the like: nothing to write
+			}
+		}
+		dir := filepath.Join(root, "volumes", m.Name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		for k, v := range data {
+			if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		mounts[strings.TrimSuffix(m.MountPath, "/")] = dir
+	}
+	return mounts, nil
+}
+
+// podEnv returns the container's environment as the Pod would have it:
+// values, and the Pod's fields its fieldRefs name.
+func podEnv(vars []corev1.EnvVar, pod, namespace, serviceAccount string) ([]string, error) {
+	fields := map[string]string{"metadata.name": pod, "metadata.namespace": namespace, "spec.serviceAccountName": serviceAccount}
+	var out []string
+	for _, v := range vars {
+		switch {
+		case v.ValueFrom == nil:
+			out = append(out, v.Name+"="+v.Value)
+		case v.ValueFrom.FieldRef != nil:
+			val, ok := fields[v.ValueFrom.FieldRef.FieldPath]
+			if !ok {
+				return nil, fmt.Errorf("env %s: the stand-in has no field %s", v.Name, v.ValueFrom.FieldRef.FieldPath)
+			}
+			out = append(out, v.Name+"="+val)
+		default:
+			return nil, fmt.Errorf("env %s: the stand-in reads fieldRefs only", v.Name)
+		}
+	}
+	return out, nil
 }
 
 // hostIP returns an IPv4 address of this host that is not a loopback
@@ -121,51 +234,66 @@ func freePortOn(ip net.IP) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// endpoint writes the EndpointSlice of gavel's Service: the port named
-// https (the Service's) at ip:port, where the process listens.
-func endpoint(ctx context.Context, c *testcluster.Cluster, ip net.IP, port int) error {
-	name, proto, ready := "https", corev1.ProtocolTCP, true
-	p := int32(port)
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: gavelService + "-host", Namespace: gavelNamespace,
-			Labels: map[string]string{discoveryv1.LabelServiceName: gavelService, discoveryv1.LabelManagedBy: "gavel-judge"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &p, Protocol: &proto}},
+// endpoints writes an EndpointSlice for each Service of namespace whose
+// selector selects the Pod's labels: its ports at ip:port, where the
+// process listens.
+func endpoints(ctx context.Context, c *testcluster.Cluster, namespace string, podLabels map[string]string, ip net.IP, port int) ([]string, error) {
+	svcs, err := c.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
 	}
-	_, err := c.Kube.DiscoveryV1().EndpointSlices(gavelNamespace).Create(ctx, es, metav1.CreateOptions{})
-	return err
+	var names []string
+	for _, svc := range svcs.Items {
+		if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels)) {
+			continue
+		}
+		ready, p := true, int32(port)
+		es := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: svc.Name + "-stand-in", Namespace: namespace,
+				Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "gavel-judge"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}
+		for _, sp := range svc.Spec.Ports {
+			name, proto := sp.Name, sp.Protocol
+			es.Ports = append(es.Ports, discoveryv1.EndpointPort{Name: &name, Port: &p, Protocol: &proto})
+		}
+		if _, err := c.Kube.DiscoveryV1().EndpointSlices(namespace).Create(ctx, es, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		names = append(names, svc.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no Service of namespace %s selects the Pods %v", namespace, podLabels)
+	}
+	return names, nil
 }
 
-// serviceAccountKubeconfig writes a kubeconfig with a token of gavel's
-// ServiceAccount, so that gavel runs with the rights the manifests give
-// it, as its Pods would.
-func serviceAccountKubeconfig(ctx context.Context, c *testcluster.Cluster, path string) error {
+// serviceAccountKubeconfig writes a kubeconfig with a token of a
+// ServiceAccount, so that the stand-in runs with the rights the
+// manifests give it, as its Pods would.
+func serviceAccountKubeconfig(ctx context.Context, c *testcluster.Cluster, namespace, name, path string) error {
 	exp := int64((24 * time.Hour).Seconds())
-	tr, err := c.Kube.CoreV1().ServiceAccounts(gavelNamespace).CreateToken(ctx, gavelAccount,
+	tr, err := c.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("token of ServiceAccount %s/%s: %w", gavelNamespace, gavelAccount, err)
+		return fmt.Errorf("token of ServiceAccount %s/%s: %w", namespace, name, err)
 	}
-	return c.WriteKubeconfig(path, "system:serviceaccount:"+gavelNamespace+":"+gavelAccount, tr.Status.Token)
+	return c.WriteKubeconfig(path, "system:serviceaccount:"+namespace+":"+name, tr.Status.Token)
 }
 
 // waitService waits until the API server reaches gavel's webhook through
-// its Service, the EndpointSlice and the certificate of the certs
-// subcommand: a probe webhook of its own, with failurePolicy Fail, on the
-// dry-run creation of a labelled ConfigMap, until the creation succeeds.
-func waitService(ctx context.Context, c *testcluster.Cluster) error {
-	ca, err := os.ReadFile(filepath.Join(c.Dir, "gavel-tls", "ca.crt"))
-	if err != nil {
-		return err
-	}
+// its Service, the EndpointSlice and its certificate (signed by ca): a
+// probe webhook of its own, with failurePolicy Fail, on the dry-run
+// creation of a labelled ConfigMap, until the creation succeeds.
+func waitService(ctx context.Context, c *testcluster.Cluster, namespace, service string, ca []byte) error {
 	fail, none, path := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone, "/validate"
 	probe := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "gavel-judge-probe"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "probe.judge.gavel.io", AdmissionReviewVersions: []string{"v1"}, SideEffects: &none, FailurePolicy: &fail,
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: ca,
-				Service: &admissionregistrationv1.ServiceReference{Namespace: gavelNamespace, Name: gavelService, Path: &path}},
+				Service: &admissionregistrationv1.ServiceReference{Namespace: namespace, Name: service, Path: &path}},
 			ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"gavel-judge-probe": "true"}},
 			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},

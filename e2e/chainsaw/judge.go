@@ -16,8 +16,10 @@
 //
 // GAVEL_JUDGE_SHARDS sets the number of control planes run side by side
 // (default 4), GAVEL_JUDGE_RUN a regular expression on the test names
-// (e.g. kyverno-policies/psa/), GAVEL_E2E_KEEP keeps every shard's logs and
-// chainsaw output, SHARED moves ../shared.
+// (e.g. kyverno-policies/psa/), GAVEL_JUDGE_KNOWN_TIMEOUT chainsaw's
+// timeouts for the known failures (default 20s, upstream's are 1m30s),
+// GAVEL_E2E_KEEP keeps every shard's logs and chainsaw output, SHARED
+// moves ../shared.
 package chainsaw
 
 import (
