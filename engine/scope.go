@@ -311,8 +311,13 @@ func (rs *reqState) buildBase() map[string]any {
 			ui["extra"] = extra
 		}
 		r["userInfo"] = ui
-		r["roles"] = stringsToAny(req.Roles)
-		r["clusterRoles"] = stringsToAny(req.ClusterRoles)
+		// as upstream's request info (omitempty): no roles is null, not []
+		if len(req.Roles) > 0 {
+			r["roles"] = stringsToAny(req.Roles)
+		}
+		if len(req.ClusterRoles) > 0 {
+			r["clusterRoles"] = stringsToAny(req.ClusterRoles)
+		}
 		saName, saNamespace := serviceAccount(req.UserInfo.Username)
 		base["serviceAccountName"] = saName
 		base["serviceAccountNamespace"] = saNamespace
