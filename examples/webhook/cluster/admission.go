@@ -80,7 +80,9 @@ func (w *webhook) serve(fn reviewFunc, admit bool) http.HandlerFunc {
 // generate rules, whose UpdateRequests the host writes to the cluster.
 func (w *webhook) validate(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
 	out := &admissionv1.AdmissionResponse{Allowed: true}
-	if req.Object != nil {
+	// a DELETE carries the old object only: validate rules see it as
+	// upstream's do (a rule may deny deleting)
+	if req.Object != nil || req.OldObject != nil {
 		resp, err := set.Validate(ctx, req)
 		if err != nil {
 			return errorResponse(http.StatusInternalServerError, fmt.Errorf("gavel: validation failed: %w", err))

@@ -76,3 +76,72 @@ spec:
 		t.Errorf("response %+v, want the denial\n%q", out.Response, want)
 	}
 }
+
+// A DELETE carries the old object only: the webhook validates it, so a
+// rule may deny deleting (upstream's block-updates-deletes).
+func TestValidateDelete(t *testing.T) {
+	docs, err := api.ReadDocuments(strings.NewReader(`apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: block-updates-deletes}
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: block-updates-deletes
+    match: {any: [{resources: {kinds: [Service], selector: {matchLabels: {protected: "true"}}}}]}
+    validate:
+      message: "This resource is protected."
+      deny: {conditions: {any: [{key: "{{request.operation}}", operator: AnyIn, value: [DELETE, UPDATE]}]}}
+`), "policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := engine.New()
+	set, err := eng.Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := func(labels string) []byte {
+		return []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","namespace":"default","labels":{` + labels + `}},"spec":{"ports":[{"port":80}]}}`)
+	}
+	tests := []struct {
+		name    string
+		labels  string
+		allowed bool
+	}{
+		{name: "protected", labels: `"protected":"true"`, allowed: false},
+		{name: "not protected", labels: `"app":"x"`, allowed: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			review := admissionv1.AdmissionReview{
+				TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+				Request: &admissionv1.AdmissionRequest{
+					UID: "1", Operation: admissionv1.Delete, Name: "svc", Namespace: "default",
+					Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Service"},
+					OldObject: runtime.RawExtension{Raw: svc(tc.labels)},
+				},
+			}
+			body, _ := json.Marshal(review)
+			wh := &webhook{logf: t.Logf}
+			rec := httptest.NewRecorder()
+			wh.serve(func(ctx context.Context, _ *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
+				return wh.validate(ctx, set, req)
+			}, false)(rec, httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(body)))
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.Response == nil || out.Response.Allowed != tc.allowed {
+				t.Fatalf("response %+v, want allowed %v", out.Response, tc.allowed)
+			}
+			if !tc.allowed && !strings.Contains(out.Response.Result.Message, "This resource is protected.") {
+				t.Errorf("message %q", out.Response.Result.Message)
+			}
+		})
+	}
+}
