@@ -105,13 +105,7 @@ func runPods(ctx context.Context, c *testcluster.Cluster, binary, namespace, nam
 	if err := serviceAccountKubeconfig(ctx, c, namespace, sa, kubeconfig); err != nil {
 		return err
 	}
-	args := append(append([]string(nil), ctr.Command[min(1, len(ctr.Command)):]...), ctr.Args...)
-	for i, a := range args {
-		for mountPath, dir := range mounts {
-			args[i] = strings.ReplaceAll(a, mountPath+"/", dir+"/")
-			a = args[i]
-		}
-	}
+	args := podArgs(ctr, mounts)
 	// the flags the stand-in sets last, and so wins: where it listens,
 	// and the kubeconfig of its token
 	args = append(args, "-listen", net.JoinHostPort(ip.String(), fmt.Sprint(port)), "-kubeconfig", kubeconfig)
@@ -182,28 +176,6 @@ func writeVolumes(ctx context.Context, c *testcluster.Cluster, namespace string,
 		mounts[strings.TrimSuffix(m.MountPath, "/")] = dir
 	}
 	return mounts, nil
-}
-
-// podEnv returns the container's environment as the Pod would have it:
-// values, and the Pod's fields its fieldRefs name.
-func podEnv(vars []corev1.EnvVar, pod, namespace, serviceAccount string) ([]string, error) {
-	fields := map[string]string{"metadata.name": pod, "metadata.namespace": namespace, "spec.serviceAccountName": serviceAccount}
-	var out []string
-	for _, v := range vars {
-		switch {
-		case v.ValueFrom == nil:
-			out = append(out, v.Name+"="+v.Value)
-		case v.ValueFrom.FieldRef != nil:
-			val, ok := fields[v.ValueFrom.FieldRef.FieldPath]
-			if !ok {
-				return nil, fmt.Errorf("env %s: the stand-in has no field %s", v.Name, v.ValueFrom.FieldRef.FieldPath)
-			}
-			out = append(out, v.Name+"="+val)
-		default:
-			return nil, fmt.Errorf("env %s: the stand-in reads fieldRefs only", v.Name)
-		}
-	}
-	return out, nil
 }
 
 // hostIP returns an IPv4 address of this host that is not a loopback

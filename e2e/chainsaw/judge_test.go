@@ -243,3 +243,43 @@ unexpected failures:
 		t.Errorf("summary:\n%s\nwant:\n%s", buf.String(), want)
 	}
 }
+
+func TestSelected(t *testing.T) {
+	tests := []Test{{Name: "a/x"}, {Name: "a/y"}, {Name: "b/x"}, {Name: "b/z"}}
+	skips := []Entry{{Test: "a/y"}}
+	names := func(ts []Test) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	cases := []struct {
+		run  string
+		want []string
+		err  bool
+	}{
+		{run: "", want: []string{"a/x", "b/x", "b/z"}},
+		{run: "^b/", want: []string{"b/x", "b/z"}},
+		{run: "/x$", want: []string{"a/x", "b/x"}},
+		{run: "a/y", want: nil}, // skipped whatever the selection
+		{run: "(", err: true},
+	}
+	for _, c := range cases {
+		got, err := selected(tests, skips, c.run)
+		if (err != nil) != c.err || !reflect.DeepEqual(names(got), c.want) {
+			t.Errorf("selected(%q) = %v, %v; want %v (error %v)", c.run, names(got), err, c.want, c.err)
+		}
+	}
+}
+
+func TestComplete(t *testing.T) {
+	shard := []Test{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	got := complete(shard, []Result{{Test: "b", Outcome: Pass}})
+	want := []Result{{Test: "b", Outcome: Pass},
+		{Test: "a", Outcome: Missing, Failure: "not in chainsaw's report"},
+		{Test: "c", Outcome: Missing, Failure: "not in chainsaw's report"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("complete = %+v, want %+v", got, want)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,44 +238,6 @@ func printSkips(t *testing.T, skips []Entry) {
 		fmt.Fprintf(&b, "  %s: %s\n", e.Test, e.Reason)
 	}
 	t.Logf("skipped (skip.txt), %d tests:\n%s", len(skips), b.String())
-}
-
-// selected returns the tests to run: those not skipped whose name the
-// regular expression run (when set) matches.
-func selected(tests []Test, skips []Entry, run string) ([]Test, error) {
-	var re *regexp.Regexp
-	if run != "" {
-		var err error
-		if re, err = regexp.Compile(run); err != nil {
-			return nil, fmt.Errorf("GAVEL_JUDGE_RUN: %w", err)
-		}
-	}
-	skip := map[string]bool{}
-	for _, e := range skips {
-		skip[e.Test] = true
-	}
-	var out []Test
-	for _, t := range tests {
-		if !skip[t.Name] && (re == nil || re.MatchString(t.Name)) {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-// complete adds a Missing result for each test of the shard that its
-// results lack.
-func complete(shard []Test, results []Result) []Result {
-	seen := map[string]bool{}
-	for _, r := range results {
-		seen[r.Test] = true
-	}
-	for _, t := range shard {
-		if !seen[t.Name] {
-			results = append(results, Result{Test: t.Name, Outcome: Missing, Failure: "not in chainsaw's report"})
-		}
-	}
-	return results
 }
 
 // runShard starts a control plane, installs gavel and runs chainsaw on
