@@ -112,8 +112,6 @@ type Evaluation struct {
 	// variables without an allocation.
 	vars   variables
 	varBuf [4]ref.Val
-	// lib binds the libraries, in environments that have them.
-	lib libBinding
 }
 
 type activation struct {
@@ -193,8 +191,7 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
 	}
 	if c.env.cfg.libs != 0 {
-		ev.lib = libBinding{ctx: ctx, libs: in.Libraries, namespace: c.namespace, objects: conv}
-		ev.act.libs = &ev.lib
+		ev.act.libs = &libBinding{ctx: ctx, libs: in.Libraries, namespace: c.namespace, objects: conv}
 	}
 	if n := len(c.variables); n > 0 {
 		ev.vars = variables{ev: ev, progs: c.variables[:n:n], vals: ev.varBuf[:0]}
