@@ -716,3 +716,111 @@ func TestLibraryCallsAreNotShared(t *testing.T) {
 		t.Fatalf("%d host calls, want 3", res.calls)
 	}
 }
+
+// TestDocumentedPolicies evaluates the variables and validations of the
+// sample policies of upstream's CEL libraries documentation.
+func TestDocumentedPolicies(t *testing.T) {
+	type check struct {
+		expr string
+		want bool
+	}
+	tests := []struct {
+		name        string
+		vars        [][2]string
+		object      map[string]any
+		request     map[string]any
+		validations []check
+	}{{
+		name: "restrict-image-registries",
+		vars: [][2]string{
+			{"allContainers", `object.spec.containers + object.spec.?initContainers.orValue([]) + object.spec.?ephemeralContainers.orValue([])`},
+			{"cm", `resource.Get("v1", "configmaps", "kube-system", "allowed-registry")`},
+			{"allowedRegistry", `variables.cm.data[?'registry'].orValue('')`},
+		},
+		object: map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "ghcr.io/a:1"}}, "initContainers": []any{map[string]any{"image": "nginx"}}}},
+		validations: []check{
+			{`variables.allContainers.all(c, c.image.startsWith(variables.allowedRegistry))`, false},
+			{`variables.allContainers.exists(c, c.image.startsWith(variables.allowedRegistry))`, true},
+			{`"image must be from registry: " + string(variables.allowedRegistry) == "image must be from registry: ghcr.io/"`, true},
+		},
+	}, {
+		name: "check-subjectaccessreview",
+		vars: [][2]string{
+			{"res", `{"kind": dyn("SubjectAccessReview"), "apiVersion": dyn("authorization.k8s.io/v1"), "spec": dyn({"resourceAttributes": dyn({"resource": "namespaces", "namespace": string(object.metadata.namespace), "verb": "delete", "group": ""}), "user": dyn(request.userInfo.username)})}`},
+			{"subjectaccessreview", `resource.Post("authorization.k8s.io/v1", "subjectaccessreviews", variables.res)`},
+		},
+		object:      map[string]any{"metadata": map[string]any{"name": "c", "namespace": "prod"}},
+		request:     map[string]any{"userInfo": map[string]any{"username": "alice"}},
+		validations: []check{{`has(variables.subjectaccessreview.status) && variables.subjectaccessreview.status.allowed == true`, true}},
+	}, {
+		name:    "restrict-pod-creation",
+		vars:    [][2]string{{"sa", `parseServiceAccount(request.userInfo.username)`}},
+		request: map[string]any{"userInfo": map[string]any{"username": "system:serviceaccount:kube-system:replicaset-controller"}},
+		validations: []check{
+			{`variables.sa.Namespace == "kube-system"`, true},
+			{`variables.sa.Name in ["replicaset-controller", "deployment-controller", "daemonset-controller"]`, true},
+		},
+	}, {
+		name:        "check-hash",
+		vars:        [][2]string{{"expectedHash", `"403554a5dfea78d1ca4a8ff5830ac2ae"`}, {"md5sum", `md5(object.spec.template.spec.containers[0].image)`}, {"accept", `variables.md5sum == variables.expectedHash`}},
+		object:      map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "nginx:latest"}}}}}},
+		validations: []check{{`variables.accept`, true}},
+	}, {
+		name: "validate-cpu-precision",
+		vars: [][2]string{
+			{"containers", `object.spec.containers + object.spec.?initContainers.orValue([])`},
+			{"cpuRequests", `variables.containers.map(c, has(c.resources.requests) && has(c.resources.requests.cpu) ? double(c.resources.requests.cpu.replace('m', '')) / 1000.0 : 0.0)`},
+		},
+		object: map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "250m"}}},
+			map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "1255m"}}},
+		}}},
+		validations: []check{{`variables.cpuRequests.all(cpu, cpu == 0.0 || math.round(cpu, 2) == cpu)`, false}, {`variables.cpuRequests.all(cpu, cpu <= 8.0)`, true}},
+	}, {
+		name:        "require-key",
+		vars:        [][2]string{{"envMap", `listObjToMap(object.spec.containers[0].env, object.spec.containers[0].env, "name", "value")`}},
+		object:      map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"env": []any{map[string]any{"name": "KEY", "value": "89383938"}, map[string]any{"name": "endpoint", "value": "licensing.corp.org"}}}}}},
+		validations: []check{{`variables.envMap["KEY"] == "123-456-789"`, false}, {`variables.envMap["endpoint"] == "licensing.corp.org"`, true}},
+	}, {
+		name:        "require-security-approval",
+		vars:        [][2]string{{"approval", `json.unmarshal(object.metadata.annotations["security.approval"])`}},
+		object:      map[string]any{"metadata": map[string]any{"annotations": map[string]any{"security.approval": `{"approved": false, "reviewedBy": "platform-security"}`}}},
+		validations: []check{{`variables.approval.approved == true`, false}},
+	}, {
+		name:        "check-goodboi",
+		vars:        [][2]string{{"pets", `yaml.parse(object.metadata.annotations.pets)`}},
+		object:      map[string]any{"metadata": map[string]any{"annotations": map[string]any{"pets": "species:\n  dog: lab\n  isGoodBoi: false\n  snacks:\n  - chimken\n"}}},
+		validations: []check{{`variables.pets.species.isGoodBoi == true`, false}, {`variables.pets.species.snacks[0] == "chimken"`, true}},
+	}, {
+		name:        "check-images",
+		vars:        [][2]string{{"images", `object.spec.containers.map(e, parseImageReference(e.image)) + object.spec.?initContainers.orValue([]).map(e, parseImageReference(e.image))`}},
+		object:      map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "nginx@sha256:6aefddb645ee6963afd681b1845c661d0ea4c3b20ab9db86d9e753b203d385f2"}}}},
+		validations: []check{{`variables.images.map(i, i.containsDigest()).all(e, e)`, true}},
+	}, {
+		name:        "cpol-apicall-correct",
+		vars:        [][2]string{{"dcount", `globalContext.Get("team-values", "")`}},
+		validations: []check{{`variables.dcount != 0`, true}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := libEnv(t).NewCompiler(false)
+			for _, v := range tt.vars {
+				if _, err := c.AddVariable(v[0], v[1]); err != nil {
+					t.Fatalf("variable %s: %v", v[0], err)
+				}
+			}
+			in := &cel.Input{Object: tt.object, Request: tt.request, Libraries: testLibraries()}
+			ev := c.NewEvaluation(context.Background(), in)
+			for _, v := range tt.validations {
+				p, err := c.Compile(v.expr, cel.Validation)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := ev.Eval(p)
+				if err != nil || got != types.Bool(v.want) {
+					t.Errorf("%s: %v %v, want %v", v.expr, got, err, v.want)
+				}
+			}
+		})
+	}
+}
