@@ -824,3 +824,36 @@ func TestDocumentedPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestLibrariesConcurrent: one program, Evaluations in many goroutines,
+// each Input with its own clock and a shared host.
+func TestLibrariesConcurrent(t *testing.T) {
+	c := libEnv(t).NewCompiler(false, cel.InNamespace("prod"))
+	p, err := c.Compile(`string(time.now().getFullYear()) + ":" + dyn(resource.List("v1", "configmaps").items).map(c, c.metadata.name).join(",")`, cel.MessageExpression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := newResources()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			year := 2000 + g
+			libs := &cel.Libraries{Resource: res, Now: func() time.Time { return time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC) }}
+			for range 50 {
+				v, err := c.NewEvaluation(context.Background(), &cel.Input{Libraries: libs}).Eval(p)
+				if want := fmt.Sprintf("%d:a,b", year); err != nil || v != types.String(want) {
+					errs <- fmt.Errorf("got %v %v, want %s", v, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
