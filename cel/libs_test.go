@@ -2,8 +2,18 @@ package cel_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"fmt"
 	"os"
 	"strings"
@@ -855,5 +865,54 @@ func TestLibrariesConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+func TestX509Requests(t *testing.T) {
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "team.example"}, DNSNames: []string{"a.example"}}, rsaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "ec"}, NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1e9, 0)}
+	certDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &ecKey.PublicKey, ecKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecCert := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certDER}))
+	esc := func(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
+	runLibCases(t, []libCase{
+		{name: "request subject", expr: `x509.decode("` + esc(csr) + `").Subject.CommonName`, want: `"team.example"`},
+		{name: "request names", expr: `x509.decode("` + esc(csr) + `").DNSNames`, want: `["a.example"]`},
+		{name: "request key", expr: `x509.decode("` + esc(csr) + `").PublicKey.E`, want: `65537.0`},
+		{name: "ECDSA certificate", expr: `x509.decode("` + esc(ecCert) + `")`, err: "certificate should use rsa algorithm"},
+	})
+}
+
+func TestGzipBound(t *testing.T) {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(make([]byte, 40<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := libEnv(t).NewCompiler(false)
+	p, err := c.Compile(`gzip.decompress(base64.decode(object.s)).size()`, cel.Variable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{"s": base64.StdEncoding.EncodeToString(buf.Bytes())}
+	if _, err := c.NewEvaluation(context.Background(), &cel.Input{Object: obj}).Eval(p); err == nil || !strings.Contains(err.Error(), "output larger than 33554432 bytes") {
+		t.Fatalf("a 40 MiB output: %v", err)
 	}
 }
