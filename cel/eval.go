@@ -85,6 +85,11 @@ type Input struct {
 	// Budget bounds the total cost of the Evaluation's expressions
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
+	// Libraries is the host side of Kyverno's CEL libraries
+	// (WithLibraries) for the Evaluations of this Input; nil leaves
+	// every host unconfigured, the clock time.Now and the randomness
+	// crypto/rand.
+	Libraries *Libraries
 
 	// memo holds the variables shared by its Evaluations, conv the
 	// trees' CEL values, both attached by NewEvaluation.
@@ -113,6 +118,9 @@ type activation struct {
 	object, oldObject, params, request, namespace any
 	authorizer, requestResource                   any
 	variables                                     ref.Val
+	// libs resolves the names of the libraries' variables; nil in
+	// environments without libraries.
+	libs *libBinding
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -133,6 +141,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.requestResource, a.requestResource != nil
 	case VariablesVar:
 		return a.variables, true
+	}
+	if a.libs != nil {
+		return a.libs.resolve(name)
 	}
 	return nil, false
 }
@@ -178,6 +189,9 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		a := authorizerAdapter{a: in.Authorizer, ctx: ctx}
 		ev.act.authorizer = library.NewAuthorizerVal(u, a)
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
+	}
+	if c.env.cfg.libs != 0 {
+		ev.act.libs = &libBinding{ctx: ctx, libs: in.Libraries, namespace: c.namespace, objects: conv}
 	}
 	if n := len(c.variables); n > 0 {
 		ev.vars = variables{ev: ev, progs: c.variables[:n:n], vals: ev.varBuf[:0]}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 
@@ -34,6 +35,8 @@ type config struct {
 	// verifyImages (imageverifier.go)
 	imageVerifier ImageVerifier
 	verifyCache   ImageVerifyCacheOptions
+	// celLibs are the hosts of the CEL libraries (celhosts.go)
+	celLibs cel.Libraries
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().
