@@ -156,3 +156,11 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs (run go test -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// result is the report entry of one rule result, as Build makes it.
+func result(pr engine.PolicyResult, rr engine.RuleResult, opts Options) api.PolicyReportResult {
+	return convert(&pr, &rr, opts.source(), opts.now(), opts.AuditWarn, resourceRef(pr.Resource))
+}
+
+// reportObjects are the store's reports as API objects.
+func (s *Store) reportObjects() []any { return objects(s.Reports()) }

@@ -36,81 +36,77 @@ func (f Format) String() string {
 
 // Policy annotations read for report entries.
 const (
-	AnnotationScored   = "policies.kyverno.io/scored"
-	AnnotationCategory = "policies.kyverno.io/category"
-	AnnotationSeverity = "policies.kyverno.io/severity"
+	annotationScored   = "policies.kyverno.io/scored"
+	annotationCategory = "policies.kyverno.io/category"
+	annotationSeverity = "policies.kyverno.io/severity"
 )
 
-// Result properties set by the package (besides the rule's reportProperties).
+// Entry properties set by the package (besides the rule's reportProperties).
 const (
-	PropertyProcess      = "process"
-	PropertyExceptions   = "exceptions"
-	PropertyStandard     = "standard"
-	PropertyVersion      = "version"
-	PropertyControls     = "controls"
-	PropertyControlsJSON = "controlsJSON"
+	propertyProcess      = "process"
+	propertyExceptions   = "exceptions"
+	propertyStandard     = "standard"
+	propertyVersion      = "version"
+	propertyControls     = "controls"
+	propertyControlsJSON = "controlsJSON"
 
-	ProcessBackground = "background scan"
-	ProcessAdmission  = "admission review"
+	processBackground = "background scan"
+	processAdmission  = "admission review"
 )
 
-// DefaultSource is the source of report entries when Options.Source is empty.
-const DefaultSource = "kyverno"
+// defaultSource is the source of report entries when Options.Source is empty.
+const defaultSource = "kyverno"
 
-// Options configures Result, Build and Store.
+// Options configures Build, NewStore, NewStream and AdmissionEntries. The
+// zero value is ready to use.
 type Options struct {
 	// Clock gives the timestamps of report entries (seconds precision, as
-	// upstream). It is required by Build; Result and Store use the zero
-	// timestamp when it is nil. The package never reads the system clock.
+	// upstream). Nil means time.Now, the engine's default clock; an
+	// engine built WithClock shares its clock with Clock: eng.Now.
 	Clock func() time.Time
-	// Source is the source of every entry; DefaultSource when empty.
+	// Source is the source of every entry; "kyverno" when empty.
 	Source string
 	// AuditWarn reports the fail results of policies whose effective
 	// failure action is Audit as warn (the CLI's --audit-warn).
 	AuditWarn bool
-	// Format selects wgpolicyk8s.io (default) or openreports.io reports.
+	// Format selects wgpolicyk8s.io (the default) or openreports.io
+	// reports.
 	Format Format
 }
 
 func (o Options) source() string {
 	if o.Source == "" {
-		return DefaultSource
+		return defaultSource
 	}
 	return o.Source
 }
 
 func (o Options) now() metav1.Timestamp {
 	if o.Clock == nil {
-		return metav1.Timestamp{}
+		return metav1.Timestamp{Seconds: time.Now().Unix()}
 	}
 	return metav1.Timestamp{Seconds: o.Clock().Unix()}
 }
 
-// Result converts one rule result into a report entry, as upstream's
+// convert makes the report entry of rule result rr of pr, as upstream's
 // CLI does (ComputePolicyReportResult on top of ToPolicyReportResult):
 //
 //   - policy is the policy key ("name", or "namespace/name" for a Policy),
 //     rule and message are the rule's;
 //   - result is the rule status; fail becomes warn when the policy is
 //     annotated policies.kyverno.io/scored: "false" (then scored is false),
-//     or when opts.AuditWarn is set and pr.FailureAction is Audit;
+//     or with auditWarn when pr.FailureAction is Audit;
 //   - category and severity come from the policies.kyverno.io/category and
 //     policies.kyverno.io/severity annotations (severity only when it is
 //     critical, high, medium, low or info);
-//   - resources holds one reference to pr.Resource (apiVersion, kind, name,
-//     namespace, uid, resourceVersion);
+//   - resources holds ref, the reference to pr.Resource (apiVersion, kind,
+//     name, namespace, uid, resourceVersion);
 //   - properties are the rule's reportProperties, plus process ("background
 //     scan" when the policy runs in background, else "admission review"),
 //     exceptions (names of the PolicyExceptions that skipped the rule, comma
 //     separated) and, for failed Pod Security checks, standard, version,
 //     controls and controlsJSON.
 //
-// The timestamp is opts.Clock() in seconds.
-func Result(pr engine.PolicyResult, rr engine.RuleResult, opts Options) api.PolicyReportResult {
-	return convert(&pr, &rr, opts.source(), opts.now(), opts.AuditWarn, resourceRef(pr.Resource))
-}
-
-// convert is Result with the per-call values computed once by the caller.
 // It is the one place that decides what an entry holds: the encoders that
 // render entries without building them (entryEncoder) take every field from
 // headOf, EntryResult and entryProperties, as it does.
@@ -147,9 +143,9 @@ func headOf(p *engine.Policy) head {
 	annotations := p.Annotations()
 	return head{
 		key:      p.Key(),
-		category: annotations[AnnotationCategory],
-		severity: severity(annotations[AnnotationSeverity]),
-		scored:   annotations[AnnotationScored] != "false",
+		category: annotations[annotationCategory],
+		severity: severity(annotations[annotationSeverity]),
+		scored:   annotations[annotationScored] != "false",
 		process:  process(p),
 	}
 }
@@ -164,9 +160,12 @@ func (h *head) result(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn 
 	return s
 }
 
-// EntryResult is the result of the report entry of rule result rr of pr
-// (see Result), for outputs that show it without building the entry (the
-// CLI's text, JSON and JUnit outputs).
+// EntryResult is the result the report entry of rule result rr of pr
+// shows, for outputs that show it without building the entry (the CLI's
+// text, JSON and JUnit outputs, a test's expected results): the rule's
+// status, with fail as warn when the policy is annotated
+// policies.kyverno.io/scored: "false", or, with auditWarn (the CLI's
+// --audit-warn), when pr's failure action is Audit.
 func EntryResult(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn bool) api.PolicyResult {
 	h := headOf(pr.Policy)
 	return h.result(pr, rr, auditWarn)
@@ -178,13 +177,13 @@ func entryProperties(pr *engine.PolicyResult, rr *engine.RuleResult) map[string]
 	for k, v := range rr.Properties {
 		props[k] = v
 	}
-	props[PropertyProcess] = process(pr.Policy)
+	props[propertyProcess] = process(pr.Policy)
 	if len(rr.Exceptions) > 0 {
 		names := make([]string, len(rr.Exceptions))
 		for i, x := range rr.Exceptions {
 			names[i] = x[strings.LastIndexByte(x, '/')+1:]
 		}
-		props[PropertyExceptions] = strings.Join(names, ",")
+		props[propertyExceptions] = strings.Join(names, ",")
 	}
 	if len(rr.PodSecurityChecks) > 0 {
 		podSecurityProperties(props, pr.Policy, rr)
@@ -224,11 +223,11 @@ func process(p *engine.Policy) string {
 		return ""
 	}
 	if p.Background() {
-		return ProcessBackground
+		return processBackground
 	}
 	if src := p.Source(); src != nil {
 		if spec := src.GetSpec(); spec != nil && spec.AdmissionEnabled() {
-			return ProcessAdmission
+			return processAdmission
 		}
 	}
 	return ""
@@ -258,10 +257,10 @@ func podSecurityProperties(props map[string]string, p *engine.Policy, rr *engine
 		return
 	}
 	level, version := podSecuritySpec(p, rr.Name)
-	props[PropertyStandard] = level
-	props[PropertyVersion] = version
-	props[PropertyControls] = strings.Join(ids, ",")
-	props[PropertyControlsJSON] = string(raw)
+	props[propertyStandard] = level
+	props[propertyVersion] = version
+	props[propertyControls] = strings.Join(ids, ",")
+	props[propertyControlsJSON] = string(raw)
 }
 
 // controlsJSON is json.Marshal(controls), written directly when every

@@ -24,7 +24,7 @@ import (
 // time and memory on reports of tens of thousands of results (yaml.v2
 // renders each distinct "key: value" once, in the same context). It accepts
 // the values Build and Store.Reports return.
-func WriteYAML(w io.Writer, reports []any) error {
+func writeYAML(w io.Writer, reports []any) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for i, r := range reports {
 		if i > 0 {
@@ -41,7 +41,7 @@ func WriteYAML(w io.Writer, reports []any) error {
 
 // WriteJSON writes the reports as JSON documents, one per line, separated
 // by "---" lines as the upstream CLI does with -o json.
-func WriteJSON(w io.Writer, reports []any) error {
+func writeJSON(w io.Writer, reports []any) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for i, r := range reports {
 		if _, _, err := splitReport(i, r); err != nil {
@@ -105,9 +105,9 @@ func splitReport(i int, r any) (head any, results []api.PolicyReportResult, err 
 		results, v.Results = v.Results, nil
 		return &v, results, nil
 	default:
-		return nil, nil, &InputError{Path: fmt.Sprintf("reports[%d]", i), Msg: fmt.Sprintf("unsupported report type %T", r)}
+		return nil, nil, &inputError{Path: fmt.Sprintf("reports[%d]", i), Msg: fmt.Sprintf("unsupported report type %T", r)}
 	}
-	return nil, nil, &InputError{Path: fmt.Sprintf("reports[%d]", i), Msg: "nil report"}
+	return nil, nil, &inputError{Path: fmt.Sprintf("reports[%d]", i), Msg: "nil report"}
 }
 
 func writeYAMLReport(w *bufio.Writer, i int, r any) error {

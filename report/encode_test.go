@@ -102,7 +102,7 @@ func TestWriteYAMLMatchesMarshal(t *testing.T) {
 				want.Write(b)
 			}
 			var got bytes.Buffer
-			if err := WriteYAML(&got, reports); err != nil {
+			if err := writeYAML(&got, reports); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {
@@ -121,7 +121,7 @@ func TestWriteYAMLMatchesMarshal(t *testing.T) {
 func TestWriteJSON(t *testing.T) {
 	reports := encodeCases(t)["all types"]
 	var got bytes.Buffer
-	if err := WriteJSON(&got, reports); err != nil {
+	if err := writeJSON(&got, reports); err != nil {
 		t.Fatal(err)
 	}
 	docs := strings.Split(got.String(), "---\n")
@@ -138,13 +138,13 @@ func TestWriteJSON(t *testing.T) {
 
 func TestWriteErrors(t *testing.T) {
 	for _, write := range []func(*bytes.Buffer, []any) error{
-		func(b *bytes.Buffer, r []any) error { return WriteYAML(b, r) },
-		func(b *bytes.Buffer, r []any) error { return WriteJSON(b, r) },
+		func(b *bytes.Buffer, r []any) error { return writeYAML(b, r) },
+		func(b *bytes.Buffer, r []any) error { return writeJSON(b, r) },
 	} {
 		for _, bad := range []any{"x", (*api.OpenReport)(nil), nil} {
 			var b bytes.Buffer
 			err := write(&b, []any{&api.PolicyReport{}, bad})
-			var ie *InputError
+			var ie *inputError
 			if !errors.As(err, &ie) || ie.Path != "reports[1]" {
 				t.Errorf("%#v: got %v", bad, err)
 			}
@@ -158,7 +158,7 @@ func BenchmarkWriteYAML(b *testing.B) {
 	r := benchReport(10000)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := WriteYAML(io.Discard, []any{r}); err != nil {
+		if err := writeYAML(io.Discard, []any{r}); err != nil {
 			b.Fatal(err)
 		}
 	}

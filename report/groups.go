@@ -69,7 +69,7 @@ type reportDoc struct {
 func (gs *groups) docs() []reportDoc {
 	var docs []reportDoc
 	if len(gs.cluster) > 0 {
-		docs = append(docs, reportDoc{cluster: true, name: MergedReportName, groups: gs.cluster})
+		docs = append(docs, reportDoc{cluster: true, name: mergedReportName, groups: gs.cluster})
 	}
 	namespaced := append([]*group(nil), gs.namespaced...)
 	sort.Slice(namespaced, func(i, j int) bool {

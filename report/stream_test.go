@@ -3,9 +3,13 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -50,15 +54,15 @@ func TestWriteYAMLResultsMatchesBuild(t *testing.T) {
 			{Clock: fixedClock, Format: OpenReports},
 			{Clock: fixedClock, Format: WGPolicy, AuditWarn: true},
 		} {
-			reports, err := Build(results, opts)
+			reports, err := build(results, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var want, got bytes.Buffer
-			if err := WriteYAML(&want, reports); err != nil {
+			if err := writeYAML(&want, reports); err != nil {
 				t.Fatal(err)
 			}
-			sum, err := WriteYAMLResults(&got, results, opts)
+			sum, err := writeYAMLResults(&got, results, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,12 +75,12 @@ func TestWriteYAMLResultsMatchesBuild(t *testing.T) {
 				if !bytes.Equal(streamed.Bytes(), want.Bytes()) {
 					t.Errorf("%s (%s, %s): reports from a Stream differ:\n%s\n--- want\n%s", dir, opts.Format, sp.name, streamed.Bytes(), want.Bytes())
 				}
-				if ssum != Summary(reports) {
-					t.Errorf("%s (%s): Stream summary %+v, want %+v", dir, sp.name, ssum, Summary(reports))
+				if ssum != summaryOf(reports) {
+					t.Errorf("%s (%s): Stream summary %+v, want %+v", dir, sp.name, ssum, summaryOf(reports))
 				}
 			}
 			var wantJSON bytes.Buffer
-			if err := WriteJSON(&wantJSON, reports); err != nil {
+			if err := writeJSON(&wantJSON, reports); err != nil {
 				t.Fatal(err)
 			}
 			for _, sp := range streamSpills(t) {
@@ -85,15 +89,15 @@ func TestWriteYAMLResultsMatchesBuild(t *testing.T) {
 				if !bytes.Equal(streamed.Bytes(), wantJSON.Bytes()) {
 					t.Errorf("%s (%s, %s): JSON reports from a Stream differ:\n%s\n--- want\n%s", dir, opts.Format, sp.name, streamed.Bytes(), wantJSON.Bytes())
 				}
-				if ssum != Summary(reports) {
-					t.Errorf("%s (%s, JSON): Stream summary %+v, want %+v", dir, sp.name, ssum, Summary(reports))
+				if ssum != summaryOf(reports) {
+					t.Errorf("%s (%s, JSON): Stream summary %+v, want %+v", dir, sp.name, ssum, summaryOf(reports))
 				}
 			}
 			if dir == "namespaced" && len(reports) != 3 {
 				t.Errorf("namespaced case: %d reports, want the merged one and two namespaced ones", len(reports))
 			}
-			if sum != Summary(reports) {
-				t.Errorf("%s: summary %+v, want %+v", dir, sum, Summary(reports))
+			if sum != summaryOf(reports) {
+				t.Errorf("%s: summary %+v, want %+v", dir, sum, summaryOf(reports))
 			}
 		}
 	}
@@ -114,15 +118,15 @@ func TestWriteYAMLResultsParallel(t *testing.T) {
 	}
 	results := applyAll(t, set, pods)
 	opts := Options{Clock: fixedClock, Format: OpenReports}
-	reports, err := Build(results, opts)
+	reports, err := build(results, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want, got bytes.Buffer
-	if err := WriteYAML(&want, reports); err != nil {
+	if err := writeYAML(&want, reports); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteYAMLResults(&got, results, opts); err != nil {
+	if _, err := writeYAMLResults(&got, results, opts); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
@@ -135,11 +139,70 @@ func TestWriteYAMLResultsParallel(t *testing.T) {
 		t.Fatalf("reports streamed per resource differ (%d bytes, want %d)", perResource.Len(), want.Len())
 	}
 	var wantJSON, gotJSON bytes.Buffer
-	if err := WriteJSON(&wantJSON, reports); err != nil {
+	if err := writeJSON(&wantJSON, reports); err != nil {
 		t.Fatal(err)
 	}
 	streamAllWith(t, NewJSONStream, &gotJSON, results, opts, &memSpill{}, 4096)
 	if !bytes.Equal(gotJSON.Bytes(), wantJSON.Bytes()) {
 		t.Fatalf("JSON reports streamed per resource differ (%d bytes, want %d)", gotJSON.Len(), wantJSON.Len())
 	}
+}
+
+// writeYAMLResults writes the reports Build makes of results as a Stream
+// writes them, the entries rendered on all cores in chunks (as gavel
+// apply's workers do) and added in order. It returns the summary of all
+// the reports.
+func writeYAMLResults(w io.Writer, results []engine.PolicyResult, opts Options) (api.PolicyReportSummary, error) {
+	for i := range results {
+		if len(results[i].Rules) > 0 && results[i].Policy == nil {
+			return api.PolicyReportSummary{}, &inputError{Path: fmt.Sprintf("results[%d].policy", i), Msg: "no compiled policy"}
+		}
+	}
+	st := NewStream(opts, nil, 0)
+	if err := st.addAll(results); err != nil {
+		return api.PolicyReportSummary{}, err
+	}
+	return st.WriteReports(w)
+}
+
+// addAll renders results in chunks on all cores and adds them in order.
+func (s *Stream) addAll(results []engine.PolicyResult) error {
+	const chunkSize = 256 // policy results per chunk
+	n := (len(results) + chunkSize - 1) / chunkSize
+	type chunk struct {
+		rendered *Rendered
+		err      error
+		done     chan struct{}
+	}
+	chunks := make([]chunk, n)
+	for i := range chunks {
+		chunks[i].done = make(chan struct{})
+	}
+	var next atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), n) {
+		go func() {
+			r := s.NewRenderer()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				c := &chunks[i]
+				c.rendered, c.err = r.Render(results[i*chunkSize : min(len(results), (i+1)*chunkSize)])
+				close(c.done)
+			}
+		}()
+	}
+	var err error
+	for i := range chunks {
+		c := &chunks[i]
+		<-c.done
+		if err == nil {
+			err = c.err
+		}
+		if err == nil {
+			err = s.Add(c.rendered)
+		}
+	}
+	return err
 }

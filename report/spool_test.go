@@ -83,12 +83,9 @@ func streamAll(t *testing.T, w io.Writer, results []engine.PolicyResult, opts Op
 
 // streamAllWith is streamAll with a Stream of newStream (NewStream or
 // NewJSONStream).
-func streamAllWith(t *testing.T, newStream func(Options, Spill, int) (*Stream, error), w io.Writer, results []engine.PolicyResult, opts Options, spill Spill, budget int) api.PolicyReportSummary {
+func streamAllWith(t *testing.T, newStream func(Options, Spill, int) *Stream, w io.Writer, results []engine.PolicyResult, opts Options, spill Spill, budget int) api.PolicyReportSummary {
 	t.Helper()
-	s, err := newStream(opts, spill, budget)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStream(opts, spill, budget)
 	runs := perResource(results)
 	rendered := make([]*Rendered, len(runs))
 	errs := make([]error, len(runs))
@@ -133,15 +130,12 @@ func TestStreamBoundsMemory(t *testing.T) {
 	results := applyAll(t, set, pods)
 	opts := Options{Clock: fixedClock, Format: OpenReports}
 	var want bytes.Buffer
-	if _, err := WriteYAMLResults(&want, results, opts); err != nil {
+	if _, err := writeYAMLResults(&want, results, opts); err != nil {
 		t.Fatal(err)
 	}
 	const budget = 4096
 	spill := &memSpill{}
-	s, err := NewStream(opts, spill, budget)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := NewStream(opts, spill, budget)
 	r := s.NewRenderer()
 	most := 0
 	for _, run := range perResource(results) {
@@ -194,15 +188,12 @@ func (f *failingSpill) ReadAt(p []byte, off int64) (int, error) {
 // TestStreamErrors: a failing spill, a missing clock and a result without
 // policy are errors, never a report with entries missing.
 func TestStreamErrors(t *testing.T) {
-	for _, newStream := range []func(Options, Spill, int) (*Stream, error){NewStream, NewJSONStream} {
+	for _, newStream := range []func(Options, Spill, int) *Stream{NewStream, NewJSONStream} {
 		streamErrors(t, newStream)
 	}
 }
 
-func streamErrors(t *testing.T, newStream func(Options, Spill, int) (*Stream, error)) {
-	if _, err := newStream(Options{}, nil, 0); !errors.Is(err, ErrNoClock) {
-		t.Errorf("NewStream without clock: %v, want ErrNoClock", err)
-	}
+func streamErrors(t *testing.T, newStream func(Options, Spill, int) *Stream) {
 	eng := newEngine(t)
 	set := eng.NewPolicySet(compilePolicy(t, eng, pssPolicy))
 	results := applyAll(t, set, []map[string]any{object(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  namespace: x\nspec:\n  containers:\n  - name: c\n    image: nginx\n")})
@@ -215,10 +206,7 @@ func streamErrors(t *testing.T, newStream func(Options, Spill, int) (*Stream, er
 		{"write", &failingSpill{failWrite: true}, "report: spilling entries: disk full"},
 		{"read", &failingSpill{failRead: true}, "report: reading spilled entries: disk full"},
 	} {
-		s, err := newStream(opts, tc.spill, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := newStream(opts, tc.spill, 0)
 		rendered, err := s.NewRenderer().Render(results)
 		if err != nil {
 			t.Fatal(err)
@@ -233,10 +221,7 @@ func streamErrors(t *testing.T, newStream func(Options, Spill, int) (*Stream, er
 			t.Errorf("%s: WriteReports: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	s, err := newStream(opts, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStream(opts, nil, 0)
 	bad := append([]engine.PolicyResult(nil), results...)
 	bad[0].Policy = nil
 	if _, err := s.NewRenderer().Render(bad); err == nil || err.Error() != "report: results[0].policy: no compiled policy" {
@@ -255,7 +240,7 @@ func TestStreamTempFile(t *testing.T) {
 	results := applyAll(t, set, pods)
 	opts := Options{Clock: fixedClock, AuditWarn: true}
 	var want bytes.Buffer
-	if _, err := WriteYAMLResults(&want, results, opts); err != nil {
+	if _, err := writeYAMLResults(&want, results, opts); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Create(filepath.Join(t.TempDir(), "spill"))
@@ -301,18 +286,15 @@ func TestStreamPropertiesCache(t *testing.T) {
 		t.Fatal("no Pod Security checks in the results")
 	}
 	opts := Options{Clock: fixedClock}
-	reports, err := Build(results, opts)
+	reports, err := build(results, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := WriteYAML(&want, reports); err != nil {
+	if err := writeYAML(&want, reports); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewStream(opts, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := NewStream(opts, nil, 0)
 	r := s.NewRenderer()
 	for _, pr := range results {
 		rendered, err := r.Render([]engine.PolicyResult{pr})

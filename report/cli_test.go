@@ -64,7 +64,7 @@ func buildCase(t *testing.T, dir string, opts Options) []any {
 	for _, d := range rs.Resources {
 		objs = append(objs, d.Object)
 	}
-	reports, err := Build(applyAll(t, set, objs), opts)
+	reports, err := build(applyAll(t, set, objs), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestBuildWGPolicy(t *testing.T) {
 // fail becomes warn, nothing else changes.
 func TestBuildAuditWarn(t *testing.T) {
 	dir := filepath.Join("testdata", "cli", "skip-and-error")
-	plain := Summary(buildCase(t, dir, Options{Clock: fixedClock}))
-	warned := Summary(buildCase(t, dir, Options{Clock: fixedClock, AuditWarn: true}))
+	plain := summaryOf(buildCase(t, dir, Options{Clock: fixedClock}))
+	warned := summaryOf(buildCase(t, dir, Options{Clock: fixedClock, AuditWarn: true}))
 	if plain.Fail == 0 || warned.Fail != 0 || warned.Warn != plain.Warn+plain.Fail {
 		t.Errorf("audit-warn: plain %+v, warned %+v", plain, warned)
 	}

@@ -39,7 +39,7 @@ func TestStoreBackgroundReplacesAdmission(t *testing.T) {
 	if err := s.Update("uid-p", res, true); err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(entries(s.Reports()), "\n")
+	got := strings.Join(entries(s.reportObjects()), "\n")
 	want := strings.Join([]string{
 		"cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass",
 		"cpol-enforce-only|payments|enforce-only|need-app|p|pass",
@@ -68,7 +68,7 @@ func TestStoreSetAdmission(t *testing.T) {
 	}
 	s := NewStore(Options{Clock: fixedClock})
 	team := func() string {
-		for _, e := range entries(s.Reports()) {
+		for _, e := range entries(s.reportObjects()) {
 			if strings.HasPrefix(e, "cpol-require-team|") {
 				return e[strings.LastIndexByte(e, '|')+1:]
 			}
@@ -99,7 +99,7 @@ func TestStoreSetAdmission(t *testing.T) {
 	// same reports
 	u := NewStore(Options{Clock: fixedClock})
 	_ = u.Update("uid-p", validate(t, f.set, failing, false), false)
-	if a, b := reportsYAML(t, u.Reports()), reportsYAML(t, s.Reports()); string(a) != string(b) {
+	if a, b := reportsYAML(t, u.reportObjects()), reportsYAML(t, s.reportObjects()); string(a) != string(b) {
 		t.Errorf("Update and SetAdmission differ:\n%s\n%s", a, b)
 	}
 	if _, err := s.SetAdmission("", 1, nil); !errors.Is(err, ErrNoUID) {
@@ -144,7 +144,7 @@ func TestStorePrune(t *testing.T) {
 			}
 			s.TakeChanged()
 			s.Prune(c.live)
-			if got := entries(s.Reports()); !slices.Equal(got, c.want) {
+			if got := entries(s.reportObjects()); !slices.Equal(got, c.want) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 			}
 			changed := len(s.TakeChanged()) > 0
@@ -167,7 +167,7 @@ func TestStoreChanged(t *testing.T) {
 			r, ok := s.Render(k)
 			state := "gone"
 			if ok {
-				state = fmt.Sprint(len(entries([]any{r})))
+				state = fmt.Sprint(len(entries([]any{r.Object()})))
 			}
 			out = append(out, fmt.Sprintf("%s/%s=%s", k.Namespace, k.Name, state))
 		}
@@ -204,7 +204,7 @@ func TestStoreChanged(t *testing.T) {
 	if got := keys(); got != "payments/pol-team-label=1" {
 		t.Errorf("marked again: %q", got)
 	}
-	if rendered := s.Reports(); len(rendered) != 3 || s.Len() != 1 || len(s.UIDs()) != 1 {
+	if rendered := s.reportObjects(); len(rendered) != 3 || s.Len() != 1 || len(s.UIDs()) != 1 {
 		t.Errorf("%d reports, %d resources", len(rendered), s.Len())
 	}
 }
@@ -234,7 +234,7 @@ func TestStoreSharesWhatEntriesHaveAlike(t *testing.T) {
 	if &a[0].result.Resources[0] != &a[1].result.Resources[0] || &a[0].result.Resources[0] == &b[0].result.Resources[0] {
 		t.Error("resource references: one per resource")
 	}
-	r := s.Reports()[0].(*api.PolicyReport)
+	r := s.reportObjects()[0].(*api.PolicyReport)
 	if ptr(r.Results[0].Properties) == ptr(a[0].result.Properties) {
 		t.Error("a render shares the store's properties")
 	}
@@ -246,7 +246,7 @@ func TestStoreRemoveAdmission(t *testing.T) {
 	s := NewStore(Options{Clock: fixedClock})
 	_ = s.Update("uid-p", validate(t, f.set, p, false), false)
 	_ = s.Update("uid-p", validate(t, f.set, p, true), true)
-	if got := strings.Join(entries(s.Reports()), "\n"); !strings.Contains(got, "enforce-only|need-app|p|pass") {
+	if got := strings.Join(entries(s.reportObjects()), "\n"); !strings.Contains(got, "enforce-only|need-app|p|pass") {
 		t.Fatalf("no admission entry of enforce-only:\n%s", got)
 	}
 	s.TakeChanged()
@@ -257,7 +257,7 @@ func TestStoreRemoveAdmission(t *testing.T) {
 		"cpol-require-team|payments|require-team|check-team|p|fail",
 		"pol-team-label|payments|payments/team-label|check-team|p|fail",
 	}
-	if got := entries(s.Reports()); !slices.Equal(got, want) {
+	if got := entries(s.reportObjects()); !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if got := s.TakeChanged(); len(got) != 1 || got[0].Name != "cpol-enforce-only" {

@@ -42,7 +42,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Build(results, opts); err != nil {
+		if _, err := build(results, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -77,7 +77,7 @@ func BenchmarkStoreReports(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		_ = s.Reports()
+		_ = s.reportObjects()
 	}
 }
 
@@ -102,7 +102,7 @@ func BenchmarkStoreMemory(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		n := 0
-		for _, r := range s.Reports() {
+		for _, r := range s.reportObjects() {
 			_, res, _ := splitReport(0, r)
 			n += len(res)
 		}

@@ -44,7 +44,7 @@ func TestWriteTable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteTable(&b, tt.reports); err != nil {
+			if err := writeTable(&b, tt.reports); err != nil {
 				t.Fatal(err)
 			}
 			if b.String() != tt.want {
@@ -57,8 +57,8 @@ func TestWriteTable(t *testing.T) {
 func TestWriteTableErrors(t *testing.T) {
 	for _, bad := range []any{"report", (*api.PolicyReport)(nil), nil, 3} {
 		var b bytes.Buffer
-		err := WriteTable(&b, []any{&api.PolicyReport{}, bad})
-		var ie *InputError
+		err := writeTable(&b, []any{&api.PolicyReport{}, bad})
+		var ie *inputError
 		if !errors.As(err, &ie) || ie.Path != "reports[1]" {
 			t.Errorf("%#v: got %v", bad, err)
 		}
@@ -69,7 +69,7 @@ func TestWriteTableErrors(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
-	got := Summary([]any{
+	got := summaryOf([]any{
 		&api.ClusterPolicyReport{Summary: api.PolicyReportSummary{Pass: 1, Fail: 2}},
 		api.OpenReport{Summary: api.PolicyReportSummary{Warn: 3, Error: 4, Skip: 5}},
 		(*api.PolicyReport)(nil), "ignored",

@@ -14,7 +14,7 @@ import (
 // cluster reports). The reports are printed in the given order. It accepts
 // the values Build and Store.Reports return (pointers or values); anything
 // else is an error and nothing is written.
-func WriteTable(w io.Writer, reports []any) error {
+func writeTable(w io.Writer, reports []any) error {
 	type row struct {
 		namespace, name string
 		s               api.PolicyReportSummary
@@ -53,7 +53,7 @@ func WriteTable(w io.Writer, reports []any) error {
 		case api.OpenClusterReport:
 			x = row{v.Namespace, v.Name, v.Summary}
 		default:
-			return &InputError{Path: fmt.Sprintf("reports[%d]", i), Msg: fmt.Sprintf("unsupported report type %T", r)}
+			return &inputError{Path: fmt.Sprintf("reports[%d]", i), Msg: fmt.Sprintf("unsupported report type %T", r)}
 		}
 		if x.namespace != "" {
 			withNamespace = true
@@ -75,12 +75,12 @@ func WriteTable(w io.Writer, reports []any) error {
 }
 
 func nilReport(i int) error {
-	return &InputError{Path: fmt.Sprintf("reports[%d]", i), Msg: "nil report"}
+	return &inputError{Path: fmt.Sprintf("reports[%d]", i), Msg: "nil report"}
 }
 
 // Summary adds up the summaries of the reports (the values Build and
 // Store.Reports return); it ignores anything else.
-func Summary(reports []any) api.PolicyReportSummary {
+func summaryOf(reports []any) api.PolicyReportSummary {
 	var total api.PolicyReportSummary
 	add := func(s api.PolicyReportSummary) {
 		total.Pass += s.Pass

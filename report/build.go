@@ -1,7 +1,6 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
@@ -11,28 +10,25 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 )
 
-// MergedReportName is the name of the cluster report Build makes of every
+// mergedReportName is the name of the cluster report Build makes of every
 // ClusterPolicy result, as upstream's CLI names it.
-const MergedReportName = "merged"
+const mergedReportName = "merged"
 
-// ErrNoClock is returned by Build when Options.Clock is nil.
-var ErrNoClock = errors.New("report: Options.Clock is required")
-
-// InputError reports a malformed entry of Build's input.
-type InputError struct {
+// inputError reports a malformed entry of Build's input.
+type inputError struct {
 	// Path locates the entry, for example "results[3].policy".
 	Path string
 	// Msg says what is wrong.
 	Msg string
 }
 
-func (e *InputError) Error() string { return "report: " + e.Path + ": " + e.Msg }
+func (e *inputError) Error() string { return "report: " + e.Path + ": " + e.Msg }
 
 // Build groups the results of a run into reports as upstream's
 // `kyverno apply --policy-report` does:
 //
 //   - every rule result is reported, whatever the rule type (validate,
-//     mutate, generate, verifyImages) and failure action, through Result;
+//     mutate, generate, verifyImages) and failure action (see convert);
 //     policy results without rules are ignored;
 //   - the results of all ClusterPolicies go into one cluster report named
 //     "merged" (a ClusterPolicyReport, or a ClusterReport for OpenReports),
@@ -48,10 +44,7 @@ func (e *InputError) Error() string { return "report: " + e.Path + ": " + e.Msg 
 // The result holds *api.ClusterPolicyReport and *api.PolicyReport values
 // (Format WGPolicy) or *api.OpenClusterReport and *api.OpenReport values
 // (Format OpenReports); it is empty when there is no rule result.
-func Build(results []engine.PolicyResult, opts Options) ([]any, error) {
-	if opts.Clock == nil {
-		return nil, ErrNoClock
-	}
+func build(results []engine.PolicyResult, opts Options) ([]any, error) {
 	ts := opts.now()
 	source := opts.source()
 
@@ -68,7 +61,7 @@ func Build(results []engine.PolicyResult, opts Options) ([]any, error) {
 		}
 		p := pr.Policy
 		if p == nil {
-			return nil, &InputError{Path: fmt.Sprintf("results[%d].policy", i), Msg: "no compiled policy"}
+			return nil, &inputError{Path: fmt.Sprintf("results[%d].policy", i), Msg: "no compiled policy"}
 		}
 		key := p.Key()
 		g := byPolicy[key]
@@ -95,7 +88,7 @@ func Build(results []engine.PolicyResult, opts Options) ([]any, error) {
 		for _, p := range clusterOrder {
 			merged = append(merged, byPolicy[p].results...)
 		}
-		out = append(out, newReport(opts.Format, true, MergedReportName, "", nil, merged))
+		out = append(out, newReport(opts.Format, true, mergedReportName, "", nil, merged))
 	}
 	var namespaced []*group
 	for _, g := range byPolicy {

@@ -16,26 +16,6 @@ func sameObject(a, b map[string]any) bool {
 	return len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer())
 }
 
-// WriteYAMLResults writes the reports Build makes of results exactly as
-// WriteYAML writes them, without building them: the entries are rendered
-// on all cores (see Stream) and written in order. It returns the summary of all the reports (what
-// Summary gives for Build's reports).
-func WriteYAMLResults(w io.Writer, results []engine.PolicyResult, opts Options) (api.PolicyReportSummary, error) {
-	for i := range results {
-		if len(results[i].Rules) > 0 && results[i].Policy == nil {
-			return api.PolicyReportSummary{}, &InputError{Path: fmt.Sprintf("results[%d].policy", i), Msg: "no compiled policy"}
-		}
-	}
-	st, err := NewStream(opts, nil, 0)
-	if err != nil {
-		return api.PolicyReportSummary{}, err
-	}
-	if err := st.addAll(results); err != nil {
-		return api.PolicyReportSummary{}, err
-	}
-	return st.WriteReports(w)
-}
-
 func count(s *api.PolicyReportSummary, r api.PolicyResult) {
 	switch r {
 	case api.ResultPass:
@@ -137,7 +117,7 @@ func (e *entryEncoder) policy(p *engine.Policy) (*policyLines, error) {
 			return nil, err
 		}
 	}
-	b, err := e.properties(map[string]string{PropertyProcess: h.process})
+	b, err := e.properties(map[string]string{propertyProcess: h.process})
 	if err != nil {
 		return nil, err
 	}

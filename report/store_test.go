@@ -68,7 +68,7 @@ func TestStoreSeedClusterPolicyReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reports := s.Reports()
+	reports := s.reportObjects()
 	if len(reports) != 1 {
 		t.Fatalf("want 1 report, got %d", len(reports))
 	}
@@ -90,7 +90,7 @@ func TestStoreSeedClusterPolicyReport(t *testing.T) {
 	golden(t, "store/require-ns-labels.yaml", reportsYAML(t, reports))
 
 	var table bytes.Buffer
-	if err := WriteTable(&table, reports); err != nil {
+	if err := writeTable(&table, reports); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "store/require-ns-labels.table", table.Bytes())
@@ -166,7 +166,7 @@ func TestStoreSeedPolicyReportLifecycle(t *testing.T) {
 	s := NewStore(Options{Clock: func() time.Time { return time.Unix(now, 0) }})
 	table := func() string {
 		var b bytes.Buffer
-		if err := WriteTable(&b, s.Reports()); err != nil {
+		if err := writeTable(&b, s.reportObjects()); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()
@@ -177,19 +177,19 @@ func TestStoreSeedPolicyReportLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	step1 := table()
-	golden(t, "store/secrets-1-busybox.yaml", reportsYAML(t, s.Reports()))
+	golden(t, "store/secrets-1-busybox.yaml", reportsYAML(t, s.reportObjects()))
 
 	now = 1666098438
 	secret := object(t, seedSecretPod)
 	if err := s.Update("72a7422c-fb6f-486f-b274-1ca0de55d49d", validate(t, set, secret, false), false); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "store/secrets-2-secret-pod.yaml", reportsYAML(t, s.Reports()))
+	golden(t, "store/secrets-2-secret-pod.yaml", reportsYAML(t, s.reportObjects()))
 	step2 := table()
 
 	s.Delete("72a7422c-fb6f-486f-b274-1ca0de55d49d")
 	step3 := table()
-	golden(t, "store/secrets-3-deleted.yaml", reportsYAML(t, s.Reports()))
+	golden(t, "store/secrets-3-deleted.yaml", reportsYAML(t, s.reportObjects()))
 	golden(t, "store/secrets.table", []byte(step1+"\n"+step2+"\n"+step3))
 	if step1 != step3 {
 		t.Errorf("after deletion the report should be back to its first state:\n%s\n%s", step1, step3)
@@ -354,7 +354,7 @@ func TestStoreWhatIsReported(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := strings.Join(entries(s.Reports()), "\n")
+	got := strings.Join(entries(s.reportObjects()), "\n")
 	// enforce-only (Enforce, background: false) reports the passes of the
 	// admitted Pods (upstream's "Pass only"); add-label (mutate) is not
 	// reported; the blocked Pod was not admitted.
@@ -378,7 +378,7 @@ func TestStoreWhatIsReported(t *testing.T) {
 	if err := s.Update("uid-blocked", validate(t, f.set, blocked, true), true); err != nil {
 		t.Fatal(err)
 	}
-	got = strings.Join(entries(s.Reports()), "\n")
+	got = strings.Join(entries(s.reportObjects()), "\n")
 	for _, w := range []string{
 		"cpol-enforce-bg|payments|enforce-bg|no-latest|blocked|fail",
 		"cpol-require-team|payments|require-team|check-team|blocked|fail",
@@ -397,7 +397,7 @@ func TestStoreWhatIsReported(t *testing.T) {
 	if err := s2.Update("uid-good", validate(t, f.set, good, false), true); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(entries(s2.Reports()), "\n"); strings.Contains(got, "enforce-only") {
+	if got := strings.Join(entries(s2.reportObjects()), "\n"); strings.Contains(got, "enforce-only") {
 		t.Errorf("background: false policy reported from a scan:\n%s", got)
 	}
 }
@@ -417,7 +417,7 @@ func TestStoreScopeFollowsResource(t *testing.T) {
 		}
 	}
 	var kinds []string
-	for _, r := range s.Reports() {
+	for _, r := range s.reportObjects() {
 		switch v := r.(type) {
 		case *api.ClusterPolicyReport:
 			kinds = append(kinds, fmt.Sprintf("%s %s %d", v.Kind, v.Name, len(v.Results)))
@@ -438,7 +438,7 @@ func TestStoreMerging(t *testing.T) {
 	now := int64(100)
 	s := NewStore(Options{Clock: func() time.Time { return time.Unix(now, 0) }})
 	teamResult := func() string {
-		for _, e := range entries(s.Reports()) {
+		for _, e := range entries(s.reportObjects()) {
 			if strings.HasPrefix(e, "cpol-require-team|") {
 				return e[strings.LastIndexByte(e, '|')+1:]
 			}
@@ -479,7 +479,7 @@ func TestStoreMerging(t *testing.T) {
 		t.Errorf("after empty admission: got %s, want pass", got)
 	}
 	_ = s.Update("uid-p", nil, true)
-	if s.Len() != 0 || len(s.Reports()) != 0 {
+	if s.Len() != 0 || len(s.reportObjects()) != 0 {
 		t.Errorf("store should be empty: %d resources", s.Len())
 	}
 }
@@ -493,7 +493,7 @@ func TestStoreRemovePolicy(t *testing.T) {
 	}
 	s.RemovePolicy("payments/team-label")
 	s.RemovePolicy("require-team")
-	got := strings.Join(entries(s.Reports()), "\n")
+	got := strings.Join(entries(s.reportObjects()), "\n")
 	if got != "cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass" {
 		t.Errorf("got\n%s", got)
 	}
@@ -509,12 +509,12 @@ func TestStoreErrors(t *testing.T) {
 		t.Errorf("empty uid: %v", err)
 	}
 	err := s.Update("u", []engine.PolicyResult{{}}, false)
-	var ie *InputError
+	var ie *inputError
 	if !errors.As(err, &ie) || ie.Path != "results[0].policy" {
 		t.Errorf("nil policy: %v", err)
 	}
 	s.Delete("missing")
-	if len(s.Reports()) != 0 {
+	if len(s.reportObjects()) != 0 {
 		t.Error("reports of an empty store")
 	}
 }
@@ -527,7 +527,7 @@ func TestStoreUIDFallback(t *testing.T) {
 	if err := s.Update("given-uid", validate(t, f.set, p, true), true); err != nil {
 		t.Fatal(err)
 	}
-	r := s.Reports()[0].(*api.PolicyReport)
+	r := s.reportObjects()[0].(*api.PolicyReport)
 	if r.Results[0].Resources[0].UID != "given-uid" {
 		t.Errorf("uid %q", r.Results[0].Resources[0].UID)
 	}
@@ -539,7 +539,7 @@ func TestStoreOpenReports(t *testing.T) {
 	s := NewStore(Options{Clock: fixedClock, Format: OpenReports})
 	_ = s.Update("ns-1", validate(t, set, namespaceObject("team-a", "ns-1"), true), true)
 	_ = s.Update("pod-1", validate(t, set, object(t, seedSecretPod), true), true)
-	reports := s.Reports()
+	reports := s.reportObjects()
 	if _, ok := reports[0].(*api.OpenClusterReport); !ok {
 		t.Errorf("reports[0] is %T", reports[0])
 	}
@@ -555,11 +555,11 @@ func TestStoreReportsAreCopies(t *testing.T) {
 	f := newStoreFixture(t)
 	s := NewStore(Options{Clock: fixedClock})
 	_ = s.Update("uid-p", validate(t, f.set, pod("default", "p", "uid-p", "nginx", nil), true), true)
-	r := s.Reports()[0].(*api.PolicyReport)
-	r.Results[0].Properties[PropertyProcess] = "changed"
+	r := s.reportObjects()[0].(*api.PolicyReport)
+	r.Results[0].Properties[propertyProcess] = "changed"
 	r.Results[0].Resources[0].Name = "changed"
-	r2 := s.Reports()[0].(*api.PolicyReport)
-	if r2.Results[0].Properties[PropertyProcess] != ProcessBackground || r2.Results[0].Resources[0].Name != "p" {
+	r2 := s.reportObjects()[0].(*api.PolicyReport)
+	if r2.Results[0].Properties[propertyProcess] != processBackground || r2.Results[0].Resources[0].Name != "p" {
 		t.Errorf("store changed through a report: %+v", r2.Results[0])
 	}
 }
@@ -579,7 +579,7 @@ func TestStoreConcurrent(t *testing.T) {
 			for i := range results {
 				uid := fmt.Sprintf("u%d", i)
 				_ = s.Update(uid, results[i], w%2 == 0)
-				_ = s.Reports()
+				_ = s.reportObjects()
 				if w == 7 && i%5 == 0 {
 					s.Delete(uid)
 				}

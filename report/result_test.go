@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -121,7 +122,7 @@ func TestResult(t *testing.T) {
 	ts := metav1.Timestamp{Seconds: fixedClock().Unix()}
 	ref := api.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: "web", Namespace: "payments",
 		UID: "0dd94825-cc6e-435b-982b-fb76ac2fdc2a", ResourceVersion: "42"}
-	bg := map[string]string{PropertyProcess: ProcessBackground}
+	bg := map[string]string{propertyProcess: processBackground}
 
 	tests := []struct {
 		name   string
@@ -166,14 +167,14 @@ func TestResult(t *testing.T) {
 		rr:   engine.RuleResult{Name: "check-team", Type: engine.Validation, Status: engine.StatusFail, Message: "m"},
 		want: api.PolicyReportResult{Source: "kyverno", Policy: "unscored", Rule: "check-team", Timestamp: ts,
 			Result: api.ResultWarn, Scored: false, Resources: []api.ObjectReference{ref}, Message: "m",
-			Properties: map[string]string{PropertyProcess: ProcessAdmission}},
+			Properties: map[string]string{propertyProcess: processAdmission}},
 	}, {
 		name: "scored false keeps pass",
 		pr:   engine.PolicyResult{Policy: unscored, Resource: testPod, FailureAction: api.Enforce},
 		rr:   engine.RuleResult{Name: "check-team", Type: engine.Validation, Status: engine.StatusPass, Message: "m"},
 		want: api.PolicyReportResult{Source: "kyverno", Policy: "unscored", Rule: "check-team", Timestamp: ts,
 			Result: api.ResultPass, Resources: []api.ObjectReference{ref}, Message: "m",
-			Properties: map[string]string{PropertyProcess: ProcessAdmission}},
+			Properties: map[string]string{propertyProcess: processAdmission}},
 	}, {
 		name: "namespaced policy key, skip by exceptions, reportProperties",
 		pr:   engine.PolicyResult{Policy: namespaced, Resource: testPod, FailureAction: api.Enforce},
@@ -183,7 +184,7 @@ func TestResult(t *testing.T) {
 		want: api.PolicyReportResult{Source: "kyverno", Policy: "payments/require-team", Rule: "check-team", Timestamp: ts,
 			Result: api.ResultSkip, Scored: true, Resources: []api.ObjectReference{ref},
 			Message:    "rule skipped due to policy exceptions payments/a, payments/b",
-			Properties: map[string]string{PropertyProcess: ProcessAdmission, PropertyExceptions: "a,b", "owner": "platform"}},
+			Properties: map[string]string{propertyProcess: processAdmission, propertyExceptions: "a,b", "owner": "platform"}},
 	}, {
 		name: "error",
 		pr:   engine.PolicyResult{Policy: audit, Resource: testPod, FailureAction: api.Audit},
@@ -199,10 +200,10 @@ func TestResult(t *testing.T) {
 		want: api.PolicyReportResult{Source: "kyverno", Policy: "psa-baseline", Rule: "baseline", Timestamp: ts,
 			Result: api.ResultFail, Scored: true, Resources: []api.ObjectReference{ref}, Message: "m",
 			Properties: map[string]string{
-				PropertyProcess:  ProcessBackground,
-				PropertyStandard: "baseline", PropertyVersion: "latest",
-				PropertyControls:     "privileged,hostNamespaces",
-				PropertyControlsJSON: `[{"ID":"privileged","Name":"Privileged Containers","Images":null},{"ID":"hostNamespaces","Name":"Host Namespaces","Images":["nginx:1.25"]}]`,
+				propertyProcess:  processBackground,
+				propertyStandard: "baseline", propertyVersion: "latest",
+				propertyControls:     "privileged,hostNamespaces",
+				propertyControlsJSON: `[{"ID":"privileged","Name":"Privileged Containers","Images":null},{"ID":"hostNamespaces","Name":"Host Namespaces","Images":["nginx:1.25"]}]`,
 			}},
 	}, {
 		name:   "no resource",
@@ -216,7 +217,7 @@ func TestResult(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Clock = fixedClock
-			got := Result(tt.pr, tt.rr, tt.opts)
+			got := result(tt.pr, tt.rr, tt.opts)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Result:\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -230,7 +231,7 @@ func TestResultDoesNotModifyInput(t *testing.T) {
 	props := map[string]string{"owner": "platform"}
 	rr := engine.RuleResult{Name: "check-team", Type: engine.Validation, Status: engine.StatusSkip,
 		Exceptions: []string{"ns/x"}, Properties: props}
-	got := Result(engine.PolicyResult{Policy: p, Resource: testPod}, rr, Options{Clock: fixedClock})
+	got := result(engine.PolicyResult{Policy: p, Resource: testPod}, rr, Options{Clock: fixedClock})
 	if len(props) != 1 || props["owner"] != "platform" {
 		t.Errorf("reportProperties modified: %v", props)
 	}
@@ -240,16 +241,19 @@ func TestResultDoesNotModifyInput(t *testing.T) {
 	}
 }
 
+// TestResultWithoutClockOrPolicy: without a clock the entry has the
+// current time; without a policy, no policy key.
 func TestResultWithoutClockOrPolicy(t *testing.T) {
-	got := Result(engine.PolicyResult{}, engine.RuleResult{Name: "r", Status: "odd"}, Options{})
-	if got.Timestamp.Seconds != 0 || got.Result != "" || got.Policy != "" || got.Source != DefaultSource {
+	before := time.Now().Unix()
+	got := result(engine.PolicyResult{}, engine.RuleResult{Name: "r", Status: "odd"}, Options{})
+	if ts := got.Timestamp.Seconds; ts < before || ts > time.Now().Unix() || got.Result != "" || got.Policy != "" || got.Source != defaultSource {
 		t.Errorf("got %+v", got)
 	}
 }
 
 func TestResultNonStringMetadata(t *testing.T) {
 	obj := map[string]any{"kind": 3, "metadata": map[string]any{"name": []any{"x"}, "uid": nil}}
-	got := Result(engine.PolicyResult{Resource: obj}, engine.RuleResult{}, Options{})
+	got := result(engine.PolicyResult{Resource: obj}, engine.RuleResult{}, Options{})
 	if got.Resources[0] != (api.ObjectReference{}) {
 		t.Errorf("got %+v", got.Resources[0])
 	}

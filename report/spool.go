@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,9 +26,8 @@ type Spill interface {
 type segment struct{ off, n int64 }
 
 // Stream writes the YAML policy reports of a run whose results arrive one
-// resource after the other, with the bytes WriteYAMLResults writes for all
-// the results at once (the JSON ones WriteJSON writes, with
-// NewJSONStream). Each resource's entries are rendered when its
+// resource after the other, with the bytes Build and WriteYAML write for
+// all the results at once (those of WriteJSON, with NewJSONStream). Each resource's entries are rendered when its
 // results come (by Renderers, one per goroutine, so rendering runs where
 // the evaluation runs) and kept with the entries of their policy: in
 // memory up to a budget, then in the Spill. The memory a run needs is then
@@ -56,25 +53,18 @@ type Stream struct {
 	pool     sync.Pool // *Rendered
 }
 
-// NewStream returns a Stream for reports made with opts (Clock is
-// required). Entries beyond budget bytes go to spill; with a nil spill
-// every entry stays in memory.
-func NewStream(opts Options, spill Spill, budget int) (*Stream, error) {
-	if opts.Clock == nil {
-		return nil, ErrNoClock
-	}
-	return &Stream{opts: opts, source: opts.source(), ts: opts.now(), spill: spill, budget: budget}, nil
+// NewStream returns a Stream for reports made with opts. Entries beyond
+// budget bytes go to spill; with a nil spill every entry stays in memory.
+func NewStream(opts Options, spill Spill, budget int) *Stream {
+	return &Stream{opts: opts, source: opts.source(), ts: opts.now(), spill: spill, budget: budget}
 }
 
 // NewJSONStream is NewStream for the reports WriteJSON writes (one JSON
 // document per report) instead of the YAML ones.
-func NewJSONStream(opts Options, spill Spill, budget int) (*Stream, error) {
-	s, err := NewStream(opts, spill, budget)
-	if err != nil {
-		return nil, err
-	}
+func NewJSONStream(opts Options, spill Spill, budget int) *Stream {
+	s := NewStream(opts, spill, budget)
 	s.json = true
-	return s, nil
+	return s
 }
 
 // Renderer renders the entries of results for a Stream. It keeps caches of
@@ -110,7 +100,7 @@ type renderedPart struct {
 func (r *Renderer) Render(results []engine.PolicyResult) (*Rendered, error) {
 	for i := range results {
 		if len(results[i].Rules) > 0 && results[i].Policy == nil {
-			return nil, &InputError{Path: fmt.Sprintf("results[%d].policy", i), Msg: "no compiled policy"}
+			return nil, &inputError{Path: fmt.Sprintf("results[%d].policy", i), Msg: "no compiled policy"}
 		}
 	}
 	out, _ := r.s.pool.Get().(*Rendered)
@@ -168,48 +158,6 @@ func (r *Renderer) jsonEntry(w *appendWriter, pr *engine.PolicyResult, rr *engin
 	}
 	w.b = append(append(w.b, ','), b...)
 	return e.Result, nil
-}
-
-// addAll renders results in chunks on all cores and adds them in order.
-func (s *Stream) addAll(results []engine.PolicyResult) error {
-	const chunkSize = 256 // policy results per chunk
-	n := (len(results) + chunkSize - 1) / chunkSize
-	type chunk struct {
-		rendered *Rendered
-		err      error
-		done     chan struct{}
-	}
-	chunks := make([]chunk, n)
-	for i := range chunks {
-		chunks[i].done = make(chan struct{})
-	}
-	var next atomic.Int64
-	for range min(runtime.GOMAXPROCS(0), n) {
-		go func() {
-			r := s.NewRenderer()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				c := &chunks[i]
-				c.rendered, c.err = r.Render(results[i*chunkSize : min(len(results), (i+1)*chunkSize)])
-				close(c.done)
-			}
-		}()
-	}
-	var err error
-	for i := range chunks {
-		c := &chunks[i]
-		<-c.done
-		if err == nil {
-			err = c.err
-		}
-		if err == nil {
-			err = s.Add(c.rendered)
-		}
-	}
-	return err
 }
 
 // appendWriter appends what is written to b.
