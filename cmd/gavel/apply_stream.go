@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jsontext"
-	"github.com/gavelpolicy/gavel/internal/yamltext"
+	"github.com/gavelpolicy/gavel/cmd/gavel/internal/jsontext"
+	"github.com/gavelpolicy/gavel/cmd/gavel/internal/yamltext"
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/report"
 )

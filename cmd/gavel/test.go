@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/remote"
 )
@@ -58,10 +57,10 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 	}
 	var out []policytest.Result
 	for _, r := range results {
-		if r.Policy != "" && !wildcard.Match(f.policy, r.Policy) {
+		if r.Policy != "" && !wildcardMatch(f.policy, r.Policy) {
 			continue
 		}
-		if r.Rule != "" && !wildcard.Match(f.rule, r.Rule) {
+		if r.Rule != "" && !wildcardMatch(f.rule, r.Rule) {
 			continue
 		}
 		names := r.Resources
@@ -70,13 +69,43 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 		}
 		matched := len(names) == 0
 		for _, n := range names {
-			matched = matched || wildcard.Match(f.resource, n)
+			matched = matched || wildcardMatch(f.resource, n)
 		}
 		if matched {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// wildcardMatch reports whether s matches pattern in Kyverno's wildcard
+// dialect, as upstream's selector matches: '*' any run of characters
+// (including none), '?' exactly one, every other character itself, no
+// escaping. Characters are code points.
+func wildcardMatch(pattern, s string) bool {
+	p, r := []rune(pattern), []rune(s)
+	pi, si := 0, 0
+	star, mark := -1, 0 // the last '*' seen, and where in s it matched up to
+	for si < len(r) {
+		switch {
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, si
+			pi++
+		case pi < len(p) && (p[pi] == '?' || p[pi] == r[si]):
+			pi++
+			si++
+		case star >= 0:
+			// the last star takes one more character
+			mark++
+			pi, si = star+1, mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
 }
 
 // Output formats of gavel test.
