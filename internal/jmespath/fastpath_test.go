@@ -33,10 +33,10 @@ func TestPlainPathAgreesWithInterpreter(t *testing.T) {
 			t.Errorf("%s: not recognised as a plain path", e)
 			continue
 		}
-		fast, _ := q.searchCanonical(data)
+		fast, _ := q.SearchCanonical(data)
 		slow := *q
 		slow.path = nil
-		want, err := slow.searchCanonical(data)
+		want, err := slow.SearchCanonical(data)
 		if err != nil {
 			t.Fatalf("%s: %v", e, err)
 		}

@@ -36,7 +36,7 @@ var ErrTooLarge = errors.New("value exceeds the JMESPath size limit")
 // evaluated by the go-jmespath library, whose flattening is then bounded
 // only through the check of the result. The default is 8 MiB.
 func WithMaxResultSize(n int) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		if n <= 0 {
 			return fmt.Errorf("%w: WithMaxResultSize: non-positive size %d", ErrInvalidOption, n)
 		}

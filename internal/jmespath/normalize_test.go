@@ -119,18 +119,18 @@ func TestCanonicalAndSearchCanonical(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := map[string]any{"spec": map[string]any{"replicas": 2}}
-	canon, err := canonicalTree(raw)
+	canon, err := Canonical(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := q.searchCanonical(canon); err != nil || got != 3.0 {
-		t.Fatalf("searchCanonical = %v, %v", got, err)
+	if got, err := q.SearchCanonical(canon); err != nil || got != 3.0 {
+		t.Fatalf("SearchCanonical = %v, %v", got, err)
 	}
 	// Without normalisation an int is not a number: an error, not a panic.
-	if _, err := q.searchCanonical(raw); err == nil {
+	if _, err := q.SearchCanonical(raw); err == nil {
 		t.Fatal("want an error for a non-canonical int")
 	}
-	if _, err := canonicalTree(json.Number("x")); err == nil {
+	if _, err := Canonical(json.Number("x")); err == nil {
 		t.Fatal("want an error for an invalid json.Number")
 	}
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
-
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
 )
 
 const (
@@ -23,7 +21,8 @@ const (
 	defaultMaxRandomLength = 64 << 10
 )
 
-type config struct {
+// Config is what the options set; it is only reached through them.
+type Config struct {
 	now              func() time.Time
 	random           io.Reader
 	cacheSize        int
@@ -36,12 +35,12 @@ type config struct {
 
 // Option configures an Interpreter. Options are applied in order by New; an
 // option that receives a bad value makes New fail.
-type Option func(*config) error
+type Option func(*Config) error
 
 // WithClock sets the clock read by time_now, time_now_utc and time_since (when
 // its end argument is empty). The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		if now == nil {
 			return fmt.Errorf("%w: WithClock: nil clock", ErrInvalidOption)
 		}
@@ -55,7 +54,7 @@ func WithClock(now func() time.Time) Option {
 // be safe for concurrent use. A reader that returns an error makes random()
 // fail with that error.
 func WithRandom(r io.Reader) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		if r == nil {
 			return fmt.Errorf("%w: WithRandom: nil reader", ErrInvalidOption)
 		}
@@ -67,7 +66,7 @@ func WithRandom(r io.Reader) Option {
 // WithCacheSize bounds the number of compiled expressions Compile and Search
 // keep. Zero disables the cache. The default is 512.
 func WithCacheSize(n int) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		if n < 0 {
 			return fmt.Errorf("%w: WithCacheSize: negative size %d", ErrInvalidOption, n)
 		}
@@ -80,7 +79,7 @@ func WithCacheSize(n int) Option {
 // for regex_match, regex_replace_all and regex_replace_all_literal. Zero
 // disables the cache. The default is 256.
 func WithRegexCacheSize(n int) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		if n < 0 {
 			return fmt.Errorf("%w: WithRegexCacheSize: negative size %d", ErrInvalidOption, n)
 		}
@@ -92,7 +91,7 @@ func WithRegexCacheSize(n int) Option {
 // WithDefaultRegistry sets the registry image_normalize adds to references
 // that name none. The default is "docker.io".
 func WithDefaultRegistry(registry string) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		if registry == "" {
 			return fmt.Errorf("%w: WithDefaultRegistry: empty registry", ErrInvalidOption)
 		}
@@ -106,7 +105,7 @@ func WithDefaultRegistry(registry string) Option {
 // enableDefaultRegistryMutation, default true). When false the registry part
 // is left out of the output.
 func WithDefaultRegistryMutation(enabled bool) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		c.registryMutation = enabled
 		return nil
 	}
@@ -115,7 +114,7 @@ func WithDefaultRegistryMutation(enabled bool) Option {
 // WithMaxRandomLength bounds the length, in runes, of a string random() may
 // generate; longer patterns fail. The default is 65536.
 func WithMaxRandomLength(n int) Option {
-	return func(c *config) error {
+	return func(c *Config) error {
 		if n <= 0 {
 			return fmt.Errorf("%w: WithMaxRandomLength: non-positive length %d", ErrInvalidOption, n)
 		}
@@ -128,7 +127,7 @@ func WithMaxRandomLength(n int) Option {
 // functions plus every Kyverno custom function. It is immutable after New
 // (its caches are internally synchronised) and safe for concurrent use.
 type Interpreter struct {
-	cfg     config
+	cfg     Config
 	caller  interpreter.FunctionCaller
 	infos   []FunctionInfo
 	sigs    map[string]signature // checked by Compile
@@ -144,7 +143,7 @@ type regexResult struct {
 
 // New returns an Interpreter configured by opts.
 func New(opts ...Option) (*Interpreter, error) {
-	cfg := config{
+	cfg := Config{
 		now:              time.Now,
 		random:           rand.Reader,
 		cacheSize:        defaultCacheSize,
@@ -241,17 +240,17 @@ func (i *Interpreter) compile(expr string) (q *Query, err error) {
 // String returns the expression text.
 func (q *Query) String() string { return q.expr }
 
-// isPure reports whether the query's result depends only on the data it is
+// Pure reports whether the query's result depends only on the data it is
 // evaluated on: it calls none of the functions that read the clock
 // (time_now, time_now_utc, time_since) or the source of randomness
 // (random). Two evaluations of a pure query on the same data give equal
 // results, so callers may reuse one.
-func (q *Query) isPure() bool { return q.pure }
+func (q *Query) Pure() bool { return q.pure }
 
-// isPlainPath reports whether the query is a plain field path
-// (a.b[0]."c"), which searchCanonical evaluates by a direct walk without
-// allocating.
-func (q *Query) isPlainPath() bool { return q.path != nil }
+// Memoizable reports whether remembering the query's results pays: it is
+// pure and not a plain field path (a.b[0]."c"), which SearchCanonical
+// evaluates by a direct walk without allocating.
+func (q *Query) Memoizable() bool { return q.pure && q.path == nil }
 
 // pureNode reports whether an expression calls none of the functions
 // that read the clock or the source of randomness.
@@ -279,23 +278,15 @@ func (q *Query) Search(data any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return q.searchCanonical(data)
+	return q.SearchCanonical(data)
 }
 
-// The engine's access to the canonical fast path (see internal/jmespathx).
-func init() {
-	jmespathx.SearchCanonical = func(q, data any) (any, error) { return q.(*Query).searchCanonical(data) }
-	jmespathx.Pure = func(q any) bool { return q.(*Query).isPure() }
-	jmespathx.Memoizable = func(q any) bool { qq := q.(*Query); return qq.isPure() && !qq.isPlainPath() }
-	jmespathx.Canonical = canonicalTree
-}
-
-// searchCanonical evaluates the query against data that is already in
+// SearchCanonical evaluates the query against data that is already in
 // canonical form (float64 numbers, map[string]any and []any containers), for
-// example a tree returned by canonicalTree, skipping the read-only conversion walk
+// example a tree returned by Canonical, skipping the read-only conversion walk
 // Search performs on every call. Non-canonical values are not converted: a
 // Go int then behaves as a value of unknown type, never as a number.
-func (q *Query) searchCanonical(data any) (result any, err error) {
+func (q *Query) SearchCanonical(data any) (result any, err error) {
 	if q.path != nil {
 		return walk(q.path, data), nil
 	}
@@ -323,13 +314,13 @@ func (q *Query) searchCanonical(data any) (result any, err error) {
 	return result, nil
 }
 
-// canonicalTree returns data in the canonical form expressions are evaluated on:
+// Canonical returns data in the canonical form expressions are evaluated on:
 // every Go integer, float32 and json.Number becomes a float64 and typed slices
 // and maps become []any and map[string]any. data is not modified; containers
 // are copied only along the paths that needed a conversion, so a tree that is
 // already canonical is returned as is. Convert a large context once with
-// canonicalTree, then evaluate many queries on it with searchCanonical.
-func canonicalTree(data any) (any, error) {
+// Canonical, then evaluate many queries on it with SearchCanonical.
+func Canonical(data any) (any, error) {
 	out, _, err := normalize(data, "")
 	if err != nil {
 		return nil, err

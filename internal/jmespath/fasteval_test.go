@@ -110,7 +110,7 @@ func corpusExpressions(t *testing.T) []string {
 	var out []string
 	tmpl := regexp.MustCompile(`\{\{-?\s*([^{}]+?)\s*\}\}`)
 	plain := regexp.MustCompile(`(?m)^\s*-?\s*(?:list|jmesPath):\s*"?([^"\n]+)"?\s*$`)
-	root := filepath.Join("..", "..", "shared")
+	root := filepath.Join("..", "..", "..", "shared")
 	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return nil
@@ -150,8 +150,8 @@ func TestFastEvalMatchesLibrary(t *testing.T) {
 		lib := *q
 		lib.fast = nil
 		for i, doc := range docs {
-			got, gerr := q.searchCanonical(doc)
-			want, werr := lib.searchCanonical(doc)
+			got, gerr := q.SearchCanonical(doc)
+			want, werr := lib.SearchCanonical(doc)
 			ge, we := errText(gerr), errText(werr)
 			if unordered(expr) {
 				// keys, values and object projections follow map order,
@@ -213,8 +213,8 @@ func FuzzFastEval(f *testing.F) {
 		lib := *q
 		lib.fast = nil
 		for i, doc := range docs {
-			got, gerr := q.searchCanonical(doc)
-			want, werr := lib.searchCanonical(doc)
+			got, gerr := q.SearchCanonical(doc)
+			want, werr := lib.SearchCanonical(doc)
 			ge, we := errText(gerr), errText(werr)
 			if unordered(expr) {
 				// keys, values and object projections follow map order,
@@ -287,12 +287,12 @@ func TestFlattenProjectionAllocations(t *testing.T) {
 		t.Fatalf("not compiled: %v", err)
 	}
 	doc := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a"}, nil}}}
-	got, err := q.searchCanonical(doc)
+	got, err := q.SearchCanonical(doc)
 	if err != nil || !reflect.DeepEqual(got, []any{map[string]any{"name": "a"}}) {
 		t.Fatalf("got %#v, %v", got, err)
 	}
 	// the result and its interface value
-	if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != 2 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchCanonical(doc) }); n != 2 {
 		t.Errorf("%v allocations, want 2", n)
 	}
 }
@@ -321,7 +321,7 @@ func TestEmptyResultsAreShared(t *testing.T) {
 		if err != nil || q.fast == nil {
 			t.Fatalf("%s: not compiled: %v", expr, err)
 		}
-		got, err := q.searchCanonical(doc)
+		got, err := q.SearchCanonical(doc)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
@@ -332,7 +332,7 @@ func TestEmptyResultsAreShared(t *testing.T) {
 		if !reflect.DeepEqual(got, []any{}) || !reflect.DeepEqual(got, lib) {
 			t.Errorf("%s = %#v, library %#v, want []", expr, got, lib)
 		}
-		if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != allocs {
+		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchCanonical(doc) }); n != allocs {
 			t.Errorf("%s: %v allocations, want %v", expr, n, allocs)
 		}
 	}
@@ -358,14 +358,14 @@ func TestFlattenReturnsUnchangedLists(t *testing.T) {
 		if err != nil || q.fast == nil {
 			t.Fatalf("%s: not compiled: %v", expr, err)
 		}
-		got, err := q.searchCanonical(doc)
+		got, err := q.SearchCanonical(doc)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		if l, ok := got.([]any); !ok || len(l) != len(want) || &l[0] != &want[0] {
 			t.Errorf("%s = %#v, want the list read", expr, got)
 		}
-		if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchCanonical(doc) }); n != 0 {
 			t.Errorf("%s: %v allocations, want 0", expr, n)
 		}
 	}
@@ -375,7 +375,7 @@ func TestFlattenReturnsUnchangedLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := q.searchCanonical(doc)
+		got, _ := q.SearchCanonical(doc)
 		lib, _ := interpreter.NewInterpreter(doc, intr.caller, nil).Execute(q.node, doc)
 		if !reflect.DeepEqual(got, lib) {
 			t.Errorf("%s = %#v, library %#v", expr, got, lib)
@@ -399,11 +399,11 @@ func TestProjectionOnItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := q.searchCanonical(doc)
+	got, err := q.SearchCanonical(doc)
 	if l, ok := got.([]any); err != nil || !ok || len(l) != 2 || &l[0] != &upper[0] {
 		t.Fatalf("c.upper[].to_upper(@) = %#v, %v, want the list read", got, err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = q.searchCanonical(doc) }); n != float64(len(upper)) {
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.SearchCanonical(doc) }); n != float64(len(upper)) {
 		t.Errorf("c.upper[].to_upper(@): %v allocations, want %d", n, len(upper))
 	}
 	for expr, want := range map[string][]any{
@@ -416,7 +416,7 @@ func TestProjectionOnItself(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := q.searchCanonical(doc)
+		got, err := q.SearchCanonical(doc)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %#v, %v, want %#v", expr, got, err, want)
 		}

@@ -65,14 +65,14 @@ func BenchmarkSearchIntInput(b *testing.B) {
 
 func BenchmarkSearchCanonicalImages(b *testing.B) {
 	intr := mustNew(b)
-	pod, err := canonicalTree(readJSON(b, "admission-pod.json"))
+	pod, err := Canonical(readJSON(b, "admission-pod.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	q, _ := intr.Compile("request.object.spec.containers[].image")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := q.searchCanonical(pod); err != nil {
+		if _, err := q.SearchCanonical(pod); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -87,7 +87,7 @@ func BenchmarkSearchToUpperDrop(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := q.searchCanonical(el); err != nil {
+		if _, err := q.SearchCanonical(el); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -102,7 +102,7 @@ func BenchmarkSearchKeysFlatten(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := q.searchCanonical(el); err != nil {
+		if _, err := q.SearchCanonical(el); err != nil {
 			b.Fatal(err)
 		}
 	}
