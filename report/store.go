@@ -417,13 +417,6 @@ func (s *Store) Delete(resourceUID string) {
 	s.change(resourceUID, func(e *resourceEntries) { e.admission, e.background = nil, nil })
 }
 
-// RemovePolicy removes the entries of a deleted policy, given by its key
-// ("name" for a ClusterPolicy, "namespace/name" for a Policy), from every
-// resource, as upstream drops the results of policies that no longer exist.
-func (s *Store) RemovePolicy(policyKey string) {
-	s.Prune(func(policy, _ string) (bool, bool) { return policy != policyKey, true })
-}
-
 // RemoveAdmission removes the admission entries of a policy that changed,
 // given by its key, from every resource: they were made by its previous
 // version (a background scan makes the background entries again).
@@ -442,10 +435,11 @@ func (s *Store) RemoveAdmission(policyKey string) {
 
 // Prune keeps the entries of the rules that still exist, as upstream's
 // aggregation keeps only the results of current policies and rules: live
-// tells whether a policy (by key) has a rule of that name, and whether the
-// policy runs in the background now. Other entries are removed, and so are
-// the background entries of policies that no longer run in the
-// background.
+// tells whether a policy (by key: "name" for a ClusterPolicy,
+// "namespace/name" for a Policy) has a rule of that name, and whether the
+// policy runs in the background now. Other entries are removed (those of
+// deleted policies and rules), and so are the background entries of
+// policies that no longer run in the background.
 func (s *Store) Prune(live func(policyKey, rule string) (exists, background bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -469,13 +463,6 @@ func (s *Store) Prune(live func(policyKey, rule string) (exists, background bool
 			e.background = filterEntries(e.background, func(se *storedEntry) bool { return check(se, true) })
 		})
 	}
-}
-
-// Len returns the number of resources with entries.
-func (s *Store) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.res)
 }
 
 // UIDs returns the UIDs of the resources with entries, in no order.

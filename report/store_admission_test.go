@@ -204,8 +204,8 @@ func TestStoreChanged(t *testing.T) {
 	if got := keys(); got != "payments/pol-team-label=1" {
 		t.Errorf("marked again: %q", got)
 	}
-	if rendered := s.reportObjects(); len(rendered) != 3 || s.Len() != 1 || len(s.UIDs()) != 1 {
-		t.Errorf("%d reports, %d resources", len(rendered), s.Len())
+	if rendered := s.reportObjects(); len(rendered) != 3 || len(s.UIDs()) != 1 || len(s.UIDs()) != 1 {
+		t.Errorf("%d reports, %d resources", len(rendered), len(s.UIDs()))
 	}
 }
 

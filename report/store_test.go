@@ -479,26 +479,26 @@ func TestStoreMerging(t *testing.T) {
 		t.Errorf("after empty admission: got %s, want pass", got)
 	}
 	_ = s.Update("uid-p", nil, true)
-	if s.Len() != 0 || len(s.reportObjects()) != 0 {
-		t.Errorf("store should be empty: %d resources", s.Len())
+	if len(s.UIDs()) != 0 || len(s.reportObjects()) != 0 {
+		t.Errorf("store should be empty: %d resources", len(s.UIDs()))
 	}
 }
 
-func TestStoreRemovePolicy(t *testing.T) {
+func TestStorePruneDeletedPolicies(t *testing.T) {
 	f := newStoreFixture(t)
 	s := NewStore(Options{Clock: fixedClock})
 	p := pod("payments", "p", "uid-p", "nginx:1.25", nil)
 	if err := s.Update("uid-p", validate(t, f.set, p, true), true); err != nil {
 		t.Fatal(err)
 	}
-	s.RemovePolicy("payments/team-label")
-	s.RemovePolicy("require-team")
+	s.Prune(func(policy, _ string) (bool, bool) { return policy != "payments/team-label", true })
+	s.Prune(func(policy, _ string) (bool, bool) { return policy != "require-team", true })
 	got := strings.Join(entries(s.reportObjects()), "\n")
 	if got != "cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass" {
 		t.Errorf("got\n%s", got)
 	}
-	s.RemovePolicy("enforce-bg")
-	if s.Len() != 0 {
+	s.Prune(func(policy, _ string) (bool, bool) { return policy != "enforce-bg", true })
+	if len(s.UIDs()) != 0 {
 		t.Errorf("store should be empty")
 	}
 }
@@ -587,7 +587,7 @@ func TestStoreConcurrent(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	if s.Len() > len(results) {
-		t.Errorf("%d resources", s.Len())
+	if len(s.UIDs()) > len(results) {
+		t.Errorf("%d resources", len(s.UIDs()))
 	}
 }
