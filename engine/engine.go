@@ -17,8 +17,7 @@ type Engine struct {
 	cfg config
 	jp  *jpcore.Interpreter
 	psa *podsecurity.Evaluator
-	// jpOpts build the public interpreter of JMESPath(), on first use
-	jpOpts []jmespath.Option
+	// the public interpreter of JMESPath(), built on first use
 	jpOnce sync.Once
 	jpPub  *jmespath.Interpreter
 	// excConds caches compiled PolicyException conditions by exception.
@@ -70,7 +69,7 @@ func New(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: c, jp: jp, psa: psa, jpOpts: jpOpts, vcache: newVerifyCache(c.verifyCache, c.now)}, nil
+	return &Engine{cfg: c, jp: jp, psa: psa, vcache: newVerifyCache(c.verifyCache, c.now)}, nil
 }
 
 // JMESPath returns an interpreter with the engine's JMESPath options (its
@@ -79,8 +78,9 @@ func New(opts ...Option) (*Engine, error) {
 // use; it does not share the engine's caches.
 func (e *Engine) JMESPath() *jmespath.Interpreter {
 	e.jpOnce.Do(func() {
-		// the options made the engine's interpreter: they cannot fail
-		e.jpPub, _ = jmespath.New(e.jpOpts...)
+		// the options of New's interpreter, which did not fail
+		opts := append([]jmespath.Option{jmespath.WithMaxResultSize(e.cfg.limits.MaxJMESPathResultBytes)}, e.cfg.jpOpts...)
+		e.jpPub, _ = jmespath.New(opts...)
 	})
 	return e.jpPub
 }
