@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/match"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/remote"
 )
@@ -57,10 +58,10 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 	}
 	var out []policytest.Result
 	for _, r := range results {
-		if r.Policy != "" && !wildcardMatch(f.policy, r.Policy) {
+		if r.Policy != "" && !match.Wildcard(f.policy, r.Policy) {
 			continue
 		}
-		if r.Rule != "" && !wildcardMatch(f.rule, r.Rule) {
+		if r.Rule != "" && !match.Wildcard(f.rule, r.Rule) {
 			continue
 		}
 		names := r.Resources
@@ -69,43 +70,13 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 		}
 		matched := len(names) == 0
 		for _, n := range names {
-			matched = matched || wildcardMatch(f.resource, n)
+			matched = matched || match.Wildcard(f.resource, n)
 		}
 		if matched {
 			out = append(out, r)
 		}
 	}
 	return out
-}
-
-// wildcardMatch reports whether s matches pattern in Kyverno's wildcard
-// dialect, as upstream's selector matches: '*' any run of characters
-// (including none), '?' exactly one, every other character itself, no
-// escaping. Characters are code points.
-func wildcardMatch(pattern, s string) bool {
-	p, r := []rune(pattern), []rune(s)
-	pi, si := 0, 0
-	star, mark := -1, 0 // the last '*' seen, and where in s it matched up to
-	for si < len(r) {
-		switch {
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case pi < len(p) && (p[pi] == '?' || p[pi] == r[si]):
-			pi++
-			si++
-		case star >= 0:
-			// the last star takes one more character
-			mark++
-			pi, si = star+1, mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
 }
 
 // Output formats of gavel test.
