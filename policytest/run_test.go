@@ -3,6 +3,7 @@ package policytest_test
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/policytest"
@@ -89,6 +90,53 @@ func TestDiscover(t *testing.T) {
 	for i := 1; i < len(files); i++ {
 		if files[i-1] >= files[i] {
 			t.Errorf("Discover: %s before %s", files[i-1], files[i])
+		}
+	}
+}
+
+// TestRowsAsUpstream checks the rows of results whose policies give
+// several responses per resource: an "excluded" row is written after a
+// response without the rule only while the resource has no row yet (so
+// not after a response that had the rule), and a generate rule that
+// generated nothing is compared by its status alone.
+func TestRowsAsUpstream(t *testing.T) {
+	type row struct {
+		rule, reason string
+		passed       bool
+	}
+	common := []row{
+		{"team-label", "Ok", true},
+		// the validate response, first, lacks the generate rule
+		{"quota", "excluded", true},
+		{"quota", "Ok", true},
+		{"nothing", "excluded", true},
+		{"nothing", "Ok", true},
+		// the mutate response, first, lacks the validate rule
+		{"require-app", "excluded", true},
+		{"require-app", "Ok", true},
+	}
+	tests := []struct {
+		strict bool
+		want   []row
+	}{
+		{false, append(common[:len(common):len(common)], row{"add-label", "excluded", true})},
+		{true, append(common[:len(common):len(common)], row{"add-label", "excluded: the rule did not apply, want pass", false})},
+	}
+	for _, tt := range tests {
+		tc, err := policytest.Load("testdata/rows/kyverno-test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: tt.strict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []row
+		for _, r := range rows {
+			got = append(got, row{r.Rule, r.Reason, r.Passed})
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("strict=%v: rows\n%+v\nwant\n%+v", tt.strict, got, tt.want)
 		}
 	}
 }
