@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/policytest"
@@ -138,5 +139,23 @@ func TestRowsAsUpstream(t *testing.T) {
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("strict=%v: rows\n%+v\nwant\n%+v", tt.strict, got, tt.want)
 		}
+	}
+}
+
+// TestVerifyImagesWithoutVerifier: verifyImages rules are evaluated (the
+// verify step between mutation and validation, as upstream's CLI), and
+// without an image verifier a rule is one error row, not also a "missing
+// digest" failure from validation.
+func TestVerifyImagesWithoutVerifier(t *testing.T) {
+	tc, err := policytest.Load("testdata/unverified/kyverno-test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !rows[0].Passed || rows[0].Got != "error" || !strings.Contains(rows[0].Message, "no image verifier: not configured") {
+		t.Fatalf("rows %+v, want one passing error row", rows)
 	}
 }
