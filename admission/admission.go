@@ -1,18 +1,19 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	goyaml "sigs.k8s.io/yaml/goyaml.v2"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -145,8 +146,9 @@ func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admiss
 //
 //   - denied when the response is blocked (engine.Response.Blocked), with
 //     upstream's message: "resource KIND/NAMESPACE/NAME was blocked due to
-//     the following policies" followed by the YAML map of each Enforce
-//     policy's failing and erroring rules to their messages;
+//     the following policies" followed by the YAML map of the rules that
+//     did not pass of each Enforce policy and of each policy with
+//     verifyImages checks to their messages;
 //   - otherwise allowed, with a warning "policy NAME.RULE: MESSAGE" for
 //     each rule that failed, errored or warned in an Enforce policy (errors
 //     under failurePolicy Ignore) or in a policy with spec.emitWarning;
@@ -160,7 +162,7 @@ func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, e
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
 	if resp.Blocked() {
-		return deny(ar, blockedMessage(resp))
+		return deny(ar, blockedMessage(resp, validateBlocked))
 	}
 	var warnings []string
 	for p, r := range resp.Rules() {
@@ -185,12 +187,17 @@ func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admissio
 }
 
 // MutateResponse answers an admission request from the engine's Mutate
-// response and error, as upstream's mutating webhook does:
+// response and error, as upstream's mutating webhook does (its mutation
+// handler, then its image verification handler):
 //
-//   - denied when a policy blocks the request (a mutate rule errored in a
-//     policy whose failure policy is Fail, see engine.PolicyResult.Blocks),
-//     with upstream's message "mutation policy NAME error: failed to apply
-//     policy NAME rules [RULE: MESSAGE ...]" for the first such policy;
+//   - denied when a policy's mutate rules block the request (a mutate rule
+//     errored in a policy whose failure policy is Fail, see
+//     engine.PolicyResult.Blocks), with upstream's message "mutation
+//     policy NAME error: failed to apply policy NAME rules [RULE: MESSAGE
+//     ...]" for the first such policy;
+//   - denied when a policy's verifyImages rules block it, with upstream's
+//     blocked-resource message (as ValidateResponse's) of the verifyImages
+//     rules that did not pass, of every policy;
 //   - otherwise allowed with the RFC 6902 patch of the mutations (patch
 //     type JSONPatch) and a warning "policy NAME.RULE: MESSAGE" for each
 //     rule that failed, errored or warned, and for each applied rule of a
@@ -206,15 +213,24 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
 	for i := range resp.Policies {
-		if p := &resp.Policies[i]; p.Blocks() {
-			var failed []string
-			for j := range p.Rules {
-				if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
-					failed = append(failed, r.Name+": "+r.Message)
-				}
+		p := &resp.Policies[i]
+		if !rulesOf(p, engine.Mutation).Blocks() {
+			continue
+		}
+		var failed []string
+		for j := range p.Rules {
+			if r := &p.Rules[j]; r.Type == engine.Mutation && (r.Status == engine.StatusFail || r.Status == engine.StatusError) {
+				failed = append(failed, r.Name+": "+r.Message)
 			}
-			name := p.Policy.Name()
-			return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
+		}
+		name := p.Policy.Name()
+		return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
+	}
+	for i := range resp.Policies {
+		if p := &resp.Policies[i]; rulesOf(p, engine.ImageVerify).Blocks() {
+			return deny(ar, blockedMessage(resp, func(_ *engine.PolicyResult, r *engine.RuleResult) bool {
+				return r.Type == engine.ImageVerify && notPassed(r)
+			}))
 		}
 	}
 	var warnings []string
@@ -229,6 +245,38 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 		out.Patch, out.PatchType = resp.Patch, &pt
 	}
 	return out
+}
+
+// validateBlocked selects the rules upstream's validating webhook lists
+// when it blocks: those that did not pass, of the Enforce policies and of
+// the policies whose verifyImages checks it evaluates (Audit ones too).
+func validateBlocked(p *engine.PolicyResult, r *engine.RuleResult) bool {
+	if !notPassed(r) {
+		return false
+	}
+	if p.FailureAction.IsEnforce() {
+		return true
+	}
+	for i := range p.Rules {
+		if p.Rules[i].Type == engine.ImageVerify {
+			return true
+		}
+	}
+	return false
+}
+
+// rulesOf is p with only its results of rules of type t: upstream's
+// mutating webhook evaluates mutate rules and verifyImages rules apart,
+// each with its own block decision.
+func rulesOf(p *engine.PolicyResult, t engine.RuleType) *engine.PolicyResult {
+	q := *p
+	q.Rules = nil
+	for i := range p.Rules {
+		if p.Rules[i].Type == t {
+			q.Rules = append(q.Rules, p.Rules[i])
+		}
+	}
+	return &q
 }
 
 // failed is the message of a request that could not be evaluated: the
@@ -269,17 +317,17 @@ func warning(p *engine.PolicyResult, r *engine.RuleResult) string {
 	return "policy " + p.Policy.Name() + "." + r.Name + ": " + r.Message
 }
 
-// blockedMessage is upstream's message of a denied request: the resource,
-// then the YAML map of every Enforce policy's failing, erroring and warning
-// rules to their messages (policies and rules sorted by name, as yaml.v2
-// writes maps).
-func blockedMessage(resp *engine.Response) string {
-	failures := map[string]any{}
+// blockedMessage is upstream's message of a denied request
+// (GetBlockedMessages): the resource, then the YAML map (yaml.v3, indent
+// 2, as upstream writes it) of each policy's rules that include selects
+// to their messages, policies and rules sorted by name.
+func blockedMessage(resp *engine.Response, include func(*engine.PolicyResult, *engine.RuleResult) bool) string {
+	failures := map[string]map[string]string{}
 	for p, r := range resp.Rules() {
-		if !p.FailureAction.IsEnforce() || !notPassed(r) {
+		if !include(p, r) {
 			continue
 		}
-		rules, _ := failures[p.Policy.Name()].(map[string]string)
+		rules := failures[p.Policy.Name()]
 		if rules == nil {
 			rules = map[string]string{}
 			failures[p.Policy.Name()] = rules
@@ -290,9 +338,16 @@ func blockedMessage(resp *engine.Response) string {
 	md, _ := resp.Resource["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)
 	name, _ := md["name"].(string)
-	results, err := goyaml.Marshal(failures)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	err := enc.Encode(failures)
+	if cerr := enc.Close(); err == nil {
+		err = cerr
+	}
+	results := bytes.TrimPrefix(buf.Bytes(), []byte("---\n"))
 	if err != nil {
-		results = []byte(err.Error())
+		results = fmt.Appendf(nil, "failed to encode failures: %v\n", err)
 	}
 	return fmt.Sprintf("\n\nresource %s/%s/%s was blocked due to the following policies \n\n%s", kind, ns, name, results)
 }

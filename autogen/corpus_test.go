@@ -9,11 +9,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
-)
 
-// corpusDir holds upstream policies with their CLI tests; the test is
-// skipped when it is absent.
-const corpusDir = "../../shared/conformance"
+	"github.com/gavelpolicy/gavel/internal/testshared"
+)
 
 type cliTest struct {
 	Policies []string `json:"policies"`
@@ -35,10 +33,11 @@ var templateKinds = map[string]bool{
 // Pod controller whose rule is written for Pods, that Rules produces the
 // generated rule the CLI reports the result under: autogen-<rule> for
 // Deployment and friends, autogen-cronjob-<rule> for CronJob.
+//
+// It reads the whole conformance corpus (upstream policies with their CLI
+// tests): it runs with GAVEL_SHARED set.
 func TestCorpusAutogenRules(t *testing.T) {
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skip("corpus not available")
-	}
+	corpusDir := testshared.Dir(t, "conformance")
 	var files []string
 	err := filepath.Walk(corpusDir, func(path string, info os.FileInfo, err error) error {
 		if err == nil && info.Name() == "kyverno-test.yaml" {

@@ -150,6 +150,16 @@ func TestEval(t *testing.T) {
 		{name: "comprehension", expr: "object.spec.containers.all(c, c.image.contains(':'))", want: false},
 		{name: "has", expr: "object.spec.containers.exists(c, has(c.ports))", want: true},
 		{name: "optional", expr: "object.metadata.?annotations.orValue({}).size() == 0", want: true},
+		// upstream's compatibility rewrite: orValue on a value that is not
+		// optional gives the value (cel-go alone: no such overload)
+		{name: "orValue on a value", expr: "object.spec.containers.orValue([]).size() == 2", want: true},
+		{name: "orValue on a string", expr: "object.metadata.name.orValue('none') == 'web'", want: true},
+		{name: "orValue on an optional with a value", expr: "object.metadata.?labels.app.orValue('none') == 'web'", want: true},
+		{name: "orValue on an empty optional", expr: "object.metadata.?labels.team.orValue('none') == 'none'", want: true},
+		{name: "orValue on optional.none()", expr: "optional.none().orValue(3) == 3", want: true},
+		{name: "orValue in a variable", vars: [][2]string{{"ports", "object.spec.containers[1].?ports.orValue([])"}}, expr: "variables.ports.orValue([1]).size() == 0", want: true},
+		// the function is strict, as upstream's: an error is not replaced
+		{name: "orValue on an error", expr: "object.spec.nope.orValue(1) == 1", err: "no such key: nope"},
 		{name: "old object null on create", expr: "oldObject == null", want: true},
 		{name: "object null on delete", expr: "object == null && oldObject.metadata.name == 'web'",
 			input: func(in *cel.Input) { in.OldObject, in.Object = in.Object, nil }, want: true},

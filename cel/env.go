@@ -179,7 +179,7 @@ func (e *Env) build(v *variant, params, authz, namespaced bool) error {
 	}
 	set, err := e.base.Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions:        vars,
+		EnvOptions:        append(vars, orValueCompat()...),
 		DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},
 	}, environment.StrictCostOpt)
 	if err != nil {

@@ -289,18 +289,6 @@ func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(mp, "", "exactly one of patchStrategicMerge, patchesJson6902 or foreach must be set"))
 		}
 	}
-	if g := r.Generation; g != nil {
-		gp := path.Child("generate")
-		n := 0
-		for _, has := range []bool{g.RawData != nil, g.Clone != nil && (g.Clone.Name != "" || g.Clone.Namespace != ""), g.CloneList != nil && len(g.CloneList.Kinds) > 0, len(g.ForEachGeneration) > 0} {
-			if has {
-				n++
-			}
-		}
-		if n != 1 {
-			errs = append(errs, field.Invalid(gp, "", "exactly one of data, clone, cloneList or foreach must be set"))
-		}
-	}
 	for _, part := range []struct {
 		name string
 		m    *api.MatchResources

@@ -285,7 +285,7 @@ func (e *Engine) exceptionConditions(x *exceptions.Exception, c *api.AnyAllCondi
 	if v, ok := e.excConds.Load(x); ok {
 		return v.(*condSet), nil
 	}
-	cs := &condSet{anyPresent: c.AnyConditions != nil}
+	cs := &condSet{exception: true}
 	var errs field.ErrorList
 	path := field.NewPath("spec", "conditions")
 	for i, cd := range c.AnyConditions {

@@ -739,20 +739,16 @@ func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntr
 			c.data[k] = v
 		}
 		c.memo = nil
-		holds, condMsg, err := c.checkConditions(ent.deny)
+		holds, held, err := c.checkConditionsMessages(ent.deny)
 		if err != nil {
-			return verification{status: StatusError, msg: "validation in verifyImages failed: failed to check deny conditions: " + err.Error(), err: err}
+			// upstream's validate error is the rule's failure
+			return verification{status: StatusFail, msg: "validation in verifyImages failed: failed to check deny conditions: " + err.Error(), err: err}
 		}
 		if holds {
-			msg, err := c.renderString(ent.message)
-			if err != nil {
-				return verification{status: StatusError, msg: "validation in verifyImages failed: failed to substitute variables in the message: " + err.Error(), err: err}
-			}
-			if msg == "" {
-				msg = condMsg
-			}
-			if msg == "" {
-				msg = "validation error: imageVerify failed"
+			msg, ok := c.denyMessage(ent.message, held)
+			if !ok {
+				// upstream's default names the (empty) message: two spaces
+				msg = "validation error: imageVerify  failed"
 			}
 			return verification{status: StatusFail, msg: "validation in verifyImages failed: " + msg}
 		}
@@ -884,14 +880,12 @@ func (e *Engine) checkStatements(sc *scope, info images.Info, blocks []*condSet,
 			c.data[k] = v
 		}
 		c.memo = nil
-		for _, cs := range blocks {
-			holds, _, err := c.checkConditions(cs)
-			if err != nil {
-				return true, false, fmt.Errorf("failed to substitute variables in attestation conditions: %w", err)
-			}
-			if !holds {
-				return true, false, nil
-			}
+		holds, err := c.checkConditionsEagerly(blocks)
+		if err != nil {
+			return true, false, fmt.Errorf("failed to substitute variables in attestation conditions: %w", err)
+		}
+		if !holds {
+			return true, false, nil
 		}
 	}
 	return found, found, nil

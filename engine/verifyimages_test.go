@@ -314,6 +314,15 @@ func TestVerifyImagesAttestations(t *testing.T) {
 	holds := "          - key: '{{ repo.branch }}'\n            operator: Equals\n            value: main\n          - key: '{{ reviewers }}'\n            operator: AnyIn\n            value: [ana, bob]\n"
 	fails := "          - key: '{{ repo.branch }}'\n            operator: Equals\n            value: release\n"
 	image := "          - key: '{{ image.name }}'\n            operator: Equals\n            value: app\n"
+	unknown := "          - key: '{{ missing.key }}'\n            operator: Equals\n            value: x\n"
+	named := func(message, conds string) string {
+		v := "      validate:\n"
+		if message != "" {
+			v += "        message: " + message + "\n"
+		}
+		v += "        deny:\n          conditions:\n" + conds
+		return v + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1)
+	}
 	tests := []struct{ name, entry, want string }{
 		{"conditions hold", attest(keyA, holds), "pass: verified image attestations for registry.test/app:v1"},
 		{"image variable", attest(keyA, image), "pass: verified image attestations for registry.test/app:v1"},
@@ -323,6 +332,14 @@ func TestVerifyImagesAttestations(t *testing.T) {
 		{"named, validate deny holds", "      validate:\n        message: 'reviewed by {{ review.author }}, not allowed'\n        deny:\n          conditions:\n            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: alice\n" + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1), "fail: validation in verifyImages failed: reviewed by alice, not allowed"},
 		{"named, validate deny does not hold", "      validate:\n        deny:\n          conditions:\n            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: mallory\n" + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1), "pass: verified image attestations for registry.test/app:v1"},
 		{"signature and attestation", keysEntry("", keyA) + attest(keyA, holds), "pass: verified image attestations for registry.test/app:v1"},
+		// attestation conditions are substituted all at once (upstream's
+		// SubstituteAllInConditions): an unknown variable is an error even
+		// after a condition that does not hold
+		{"attestation conditions substituted eagerly", attest(keyA, fails+unknown), "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].keys: failed to check attestations: failed to substitute variables in attestation conditions: failed to resolve missing.key at path /all/1/key: JMESPath query failed: Unknown key \"missing\" in path"},
+		// validate.deny is lazy, its held conditions' messages follow the message
+		{"named, validate deny lazy", named("'reviewed by {{ review.author }}'", "            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: alice\n              message: 'author {{ review.author }}'\n            - key: '{{ review.missing }}'\n              operator: Equals\n              value: x\n"), "fail: validation in verifyImages failed: reviewed by alice; author alice"},
+		{"named, validate deny unresolved", named("x", "            all:\n            - key: '{{ review.missing }}'\n              operator: Equals\n              value: x\n"), "fail: validation in verifyImages failed: failed to check deny conditions: failed to substitute variables in condition key: failed to resolve review.missing at path /all/0/key: JMESPath query failed: Unknown key \"missing\" in path"},
+		{"named, validate deny default message", named("", "            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: alice\n"), "fail: validation in verifyImages failed: validation error: imageVerify  failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

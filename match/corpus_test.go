@@ -12,18 +12,15 @@ import (
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/internal/testshared"
 )
 
-// The shared conformance corpus (real policies and upstream CLI tests). The
-// tests below are skipped when it is not present.
-const corpusDir = "../../shared/conformance"
-
+// corpusRoot is the shared conformance corpus (real policies and upstream
+// CLI tests) that the tests below sweep: they run with GAVEL_SHARED set.
 func corpusRoot(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skip("conformance corpus not available")
-	}
-	return corpusDir
+	return testshared.Dir(t, "conformance")
 }
 
 func readDocs(t *testing.T, file string) []api.Document {

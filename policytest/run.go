@@ -30,7 +30,10 @@ type Options struct {
 
 // response is one engine response: a policy's results on one resource.
 type response struct {
-	policy   *engine.Policy
+	policy *engine.Policy
+	// index is the position of the evaluated resource in the test's
+	// resources: the responses of one resource share it
+	index    int
 	resource map[string]any
 	patched  map[string]any
 	rules    []engine.RuleResult
@@ -56,10 +59,13 @@ func Run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
 	byOp := map[api.AdmissionOperation][]response{}
 	for _, op := range ops {
 		var responses []response
-		for _, res := range env.resources {
+		for i, res := range env.resources {
 			rs, err := env.apply(ctx, res, op)
 			if err != nil {
 				return nil, err
+			}
+			for j := range rs {
+				rs[j].index = i
 			}
 			responses = append(responses, rs...)
 		}
@@ -666,29 +672,28 @@ func splitAPIVersion(av string) (string, string) {
 	return "", av
 }
 
-// apply runs mutate, validate and generate policies on one resource in
-// upstream's order and returns the engine responses.
+// apply runs mutate, verifyImages, validate and generate policies on one
+// resource in upstream's order (its CLI's processor: every mutate policy,
+// then every verifyImages policy, then validation and generation) and
+// returns the engine responses.
 func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOperation) ([]response, error) {
-	var out []response
-	resource := obj
-	for _, p := range e.policies {
-		if !p.HasRuleType(engine.Mutation) {
-			continue
-		}
-		set := e.eng.NewPolicySet(p)
-		resp, err := set.Mutate(ctx, e.request(p, resource, op))
-		if err != nil {
-			return nil, err
-		}
-		for _, pr := range resp.Policies {
-			out = append(out, response{policy: pr.Policy, resource: resource, patched: resp.Resource, rules: pr.Rules, action: pr.FailureAction})
-		}
-		if resp.Resource != nil {
-			resource = resp.Resource
+	out, verified, resource, err := e.applyMutate(ctx, obj, op)
+	if err != nil {
+		return nil, err
+	}
+	// a verifyImages rule without a verifier is one error: its checks at
+	// validation (a digest, the annotation) are not reported again
+	unverifiable := map[string]bool{}
+	for _, r := range verified {
+		for _, rr := range r.rules {
+			if rr.Status == engine.StatusError && errors.Is(rr.Err, engine.ErrNotConfigured) {
+				unverifiable[r.policy.Key()+"\x00"+rr.Name] = true
+			}
 		}
 	}
+	out = append(out, verified...)
 	for _, p := range e.policies {
-		if !p.HasRuleType(engine.Validation) {
+		if !p.HasRuleType(engine.Validation) && !p.HasRuleType(engine.ImageVerify) {
 			continue
 		}
 		set := e.eng.NewPolicySet(p)
@@ -697,7 +702,16 @@ func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOpe
 			return nil, err
 		}
 		for _, pr := range resp.Policies {
-			out = append(out, response{policy: pr.Policy, resource: resource, patched: resource, rules: pr.Rules, action: pr.FailureAction})
+			rules := pr.Rules
+			if len(unverifiable) > 0 {
+				rules = nil
+				for _, rr := range pr.Rules {
+					if rr.Type != engine.ImageVerify || !unverifiable[pr.Policy.Key()+"\x00"+rr.Name] {
+						rules = append(rules, rr)
+					}
+				}
+			}
+			out = append(out, response{policy: pr.Policy, resource: resource, patched: resource, rules: rules, action: pr.FailureAction})
 		}
 	}
 	for _, p := range e.policies {
@@ -717,6 +731,75 @@ func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOpe
 		}
 	}
 	return out, nil
+}
+
+// applyMutate runs the mutate policies, then the verifyImages policies,
+// each on the resource the ones before it left: the responses of the
+// mutate rules, those of the verifyImages rules, and the resource after
+// both. A policy with both kinds of rules is evaluated once, in the first
+// step (the engine runs a policy's verifyImages rules after its mutate
+// rules); its results are split between the two.
+func (e *env) applyMutate(ctx context.Context, obj map[string]any, op api.AdmissionOperation) (mutated, verified []response, resource map[string]any, err error) {
+	resource = obj
+	done := map[*engine.Policy][]response{}
+	mutate := func(p *engine.Policy) (*engine.Response, error) {
+		resp, err := e.eng.NewPolicySet(p).Mutate(ctx, e.request(p, resource, op))
+		if err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+	for _, p := range e.policies {
+		if !p.HasRuleType(engine.Mutation) {
+			continue
+		}
+		resp, err := mutate(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, pr := range resp.Policies {
+			m, v := splitRules(pr.Rules, engine.ImageVerify)
+			mutated = append(mutated, response{policy: pr.Policy, resource: resource, patched: resp.Resource, rules: m, action: pr.FailureAction})
+			if p.HasRuleType(engine.ImageVerify) {
+				done[p] = append(done[p], response{policy: pr.Policy, resource: resource, patched: resp.Resource, rules: v, action: pr.FailureAction})
+			}
+		}
+		if resp.Resource != nil {
+			resource = resp.Resource
+		}
+	}
+	for _, p := range e.policies {
+		if !p.HasRuleType(engine.ImageVerify) {
+			continue
+		}
+		if rs, ok := done[p]; ok {
+			verified = append(verified, rs...)
+			continue
+		}
+		resp, err := mutate(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, pr := range resp.Policies {
+			verified = append(verified, response{policy: pr.Policy, resource: resource, patched: resp.Resource, rules: pr.Rules, action: pr.FailureAction})
+		}
+		if resp.Resource != nil {
+			resource = resp.Resource
+		}
+	}
+	return mutated, verified, resource, nil
+}
+
+// splitRules splits results into those of other types and those of type t.
+func splitRules(rules []engine.RuleResult, t engine.RuleType) (others, of []engine.RuleResult) {
+	for _, r := range rules {
+		if r.Type == t {
+			of = append(of, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, of
 }
 
 func policyMatches(name string, p *engine.Policy) bool {
@@ -743,6 +826,12 @@ func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleRe
 	patchedFile := tr.PatchedResources
 	if patchedFile == "" {
 		patchedFile = tr.PatchedResource
+	}
+	// a generate rule that generated nothing: its status alone is
+	// compared (upstream's checkRuleResultOnly)
+	if rr.Type == engine.Generation && len(rr.GeneratedResources) == 0 {
+		patchedFile = ""
+		tr.GeneratedResource = ""
 	}
 	if patchedFile != "" {
 		ok, err := e.compareFile(patchedFile, resp.patched)

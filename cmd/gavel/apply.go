@@ -151,9 +151,6 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		fmt.Fprintf(stderr, "gavel apply: note: %s without --cluster: ignored, as upstream\n", strings.Join(flags, ", "))
 	}
 	pset, perr := loader.Load(paths...)
-	if perr == nil && imageVerifierOption() == nil && verifiesSignatures(pset.Policies) {
-		fmt.Fprintln(stderr, "gavel apply: note: this gavel is built without signature verification: verifyImages and validate.manifests rules give errors; build it with -tags verifyimages")
-	}
 	xset, xerr := &loader.Set{}, error(nil)
 	if !f.withResources {
 		xset, xerr = loader.Load(f.exceptions...)
@@ -288,10 +285,7 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		}
 		opts = append(opts, engine.WithRegistryClient(reg))
 	}
-	if o := imageVerifierOption(); o != nil { // nil unless built with -tags verifyimages
-		opts = append(opts, o)
-	}
-	return opts
+	return append(opts, imageVerifierOption())
 }
 
 // loadCELInputs reads --parameter-resource (the objects paramRef selects)
@@ -582,17 +576,3 @@ type lateExceptions struct{ set *exceptions.Set }
 
 // Exceptions implements engine.ExceptionSource.
 func (l *lateExceptions) Exceptions(context.Context) (*exceptions.Set, error) { return l.set, nil }
-
-// verifiesSignatures tells whether a policy has a rule that checks
-// signatures: a verifyImages rule or a validate.manifests rule.
-func verifiesSignatures(policies []api.PolicyObject) bool {
-	for _, p := range policies {
-		for i := range p.GetSpec().Rules {
-			r := &p.GetSpec().Rules[i]
-			if r.HasVerifyImages() || (r.Validation != nil && r.Validation.Manifests != nil) {
-				return true
-			}
-		}
-	}
-	return false
-}

@@ -18,7 +18,7 @@ import (
 // resource, POLICY-generated.yaml per generating policy), to standard
 // output (-i), or, in the default text output, as part of the text
 // ("policy P applied to NS/KIND/NAME:", the resource, "Mutation has been
-// applied successfully."; with -o only the note). As upstream, a resource
+// applied successfully." and a newline; with -o only the note). As upstream, a resource
 // is written once per mutate policy with a passing rule, as that policy
 // left it, followed by the targets the policy's mutate-existing rules
 // patched; a generated resource once. A nil *mutatedWriter writes nothing.
@@ -180,11 +180,13 @@ func (w *mutatedWriter) write(docs []mutatedDoc) {
 			}
 		}
 		if err == nil && w.text != nil {
-			// upstream prints its note whether or not -o is given
+			// upstream prints its note whether or not -o is given; gavel
+			// ends it with a newline (upstream's does not, and a failure
+			// block that follows starts on its line)
 			if d.generated {
-				_, err = io.WriteString(w.text, "\n\nGenerate:\nGeneration completed successfully.")
+				_, err = io.WriteString(w.text, "\n\nGenerate:\nGeneration completed successfully.\n")
 			} else {
-				_, err = io.WriteString(w.text, "\n\nMutation:\nMutation has been applied successfully.")
+				_, err = io.WriteString(w.text, "\n\nMutation:\nMutation has been applied successfully.\n")
 			}
 		}
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cmd/gavel/internal/jsontext"
 	"github.com/gavelpolicy/gavel/cmd/gavel/internal/yamltext"
+	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/report"
 )
@@ -499,19 +500,37 @@ func writeBanner(w io.Writer, ev *evaluator, resources int) {
 // divider frames upstream's list of skipped policies.
 const divider = "----------------------------------------------------------------------"
 
-// writeSkipped lists the policies skipped as invalid, as upstream does
-// (which names them "skipped as required variables are not provided" for
-// every validation error but one).
+// writeSkipped lists the policies skipped as invalid, with the reason, as
+// upstream's printSkippedAndInvalidPolicies does ("Policies Skipped:",
+// then "N. NAME: REASON"; its "Invalid Policies:" list takes only an
+// error gavel does not make, a foreach variable outside a foreach).
 func writeSkipped(w io.Writer, skipped []skippedPolicy) {
 	if len(skipped) == 0 {
 		return
 	}
 	fmt.Fprintln(w, divider)
-	fmt.Fprintln(w, "Policies Skipped (as required variables are not provided by the user):")
+	fmt.Fprintln(w, "Policies Skipped:")
 	for i, sp := range skipped {
-		fmt.Fprintf(w, "%d. %s\n", i+1, sp.name)
+		if reason := skipReason(sp.err); reason != "" {
+			fmt.Fprintf(w, "%d. %s: %s\n", i+1, sp.name, reason)
+		} else {
+			fmt.Fprintf(w, "%d. %s\n", i+1, sp.name)
+		}
 	}
 	fmt.Fprintln(w, divider)
+}
+
+// skipReason is why a policy did not compile, without the policy's name
+// (the list names it).
+func skipReason(err error) string {
+	var ce *engine.CompileError
+	if errors.As(err, &ce) && len(ce.Errs) > 0 {
+		return ce.Errs.ToAggregate().Error()
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // spool keeps what is written until the run ends: in memory up to a

@@ -109,6 +109,9 @@ type testOptions struct {
 	gitBranch    string
 	registry     bool
 	kubeconfig   string
+	// verifier verifies signatures (verifyImages, validate.manifests), one
+	// for the run, as the upstream CLI's test command verifies them
+	verifier engine.Option
 }
 
 const testUsage = `Usage: gavel test PATH... [flags]
@@ -204,6 +207,7 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var err error
+	o.verifier = imageVerifierOption()
 	if o.filter, err = parseTestFilter(o.selector); err != nil {
 		fmt.Fprintln(stderr, "gavel test:", err)
 		return exitUsage
@@ -300,6 +304,9 @@ func runTestFile(ctx context.Context, path string, o testOptions) testFile {
 		return tf
 	}
 	popts := policytest.Options{Strict: o.strict}
+	if o.verifier != nil {
+		popts.EngineOptions = append(popts.EngineOptions, o.verifier)
+	}
 	if o.registry {
 		popts.EngineOptions = append(popts.EngineOptions, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
 	}

@@ -71,7 +71,7 @@ spec:
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		t.Fatal(err)
 	}
-	want := "\n\nresource Pod/default/p was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label team is required. rule check-team failed at\n    path /metadata/labels/'\n"
+	want := "\n\nresource Pod/default/p was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label team is required. rule check-team failed at path /metadata/labels/'\n"
 	if out.Response == nil || out.Response.Allowed || out.Response.Result.Message != want || out.Response.UID != "1" {
 		t.Errorf("response %+v, want the denial\n%q", out.Response, want)
 	}
