@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -790,10 +791,10 @@ func (e *Engine) verifyAttestorSet(rs *reqState, ent *verifyEntry, set *attestor
 		if n.nested != nil {
 			err = e.verifyAttestorSet(rs, ent, n.nested, image, pullSecrets, fmt.Sprintf("%s.entries[%d]%s", path, i, n.path))
 		} else {
-			_, err = e.vcache.do("s\x00"+image+"\x00"+n.key, ent.cache, func() (verifyOutcome, error) {
+			_, err = e.vcache.Do(rs.ctx, cacheKey('s', image, n.key, pullSecrets), ent.cache, func(ctx context.Context) (verifyOutcome, error) {
 				req := n.req
 				req.Image, req.PullSecrets = image, pullSecrets
-				ctx, done := rs.hostContext()
+				ctx, done := e.hostContext(ctx)
 				return verifyOutcome{}, done(e.cfg.imageVerifier.VerifySignature(ctx, req))
 			})
 			if err != nil {
@@ -818,10 +819,10 @@ func (e *Engine) fetchAttestations(rs *reqState, ent *verifyEntry, n attestorNod
 	if n.nested != nil {
 		return nil, errors.New("nested attestors are not supported in attestations")
 	}
-	out, err := e.vcache.do("a\x00"+image+"\x00"+n.key, ent.cache, func() (verifyOutcome, error) {
+	out, err := e.vcache.Do(rs.ctx, cacheKey('a', image, n.key, pullSecrets), ent.cache, func(ctx context.Context) (verifyOutcome, error) {
 		req := n.req
 		req.Image, req.PullSecrets = image, pullSecrets
-		ctx, done := rs.hostContext()
+		ctx, done := e.hostContext(ctx)
 		st, err := e.cfg.imageVerifier.FetchAttestations(ctx, req)
 		err = done(err)
 		if err != nil {
@@ -843,8 +844,8 @@ func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string, pul
 	if e.cfg.imageVerifier == nil {
 		return "", fmt.Errorf("no image verifier to resolve the digest of %s: %w", image, ErrNotConfigured)
 	}
-	out, err := e.vcache.do("d\x00"+image+"\x00"+ent.credKey, ent.cache, func() (verifyOutcome, error) {
-		ctx, done := rs.hostContext()
+	out, err := e.vcache.Do(rs.ctx, cacheKey('d', image, ent.credKey, pullSecrets), ent.cache, func(ctx context.Context) (verifyOutcome, error) {
+		ctx, done := e.hostContext(ctx)
 		d, err := e.cfg.imageVerifier.ResolveDigest(ctx, ImageVerifyRequest{Image: image, Credentials: ent.creds, PullSecrets: pullSecrets})
 		err = done(err)
 		if err != nil {
@@ -853,12 +854,45 @@ func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string, pul
 		if !strings.Contains(d, ":") {
 			return verifyOutcome{}, fmt.Errorf("registry returned an invalid digest %q for %s", d, image)
 		}
-		return verifyOutcome{statements: []map[string]any{{"digest": d}}}, nil
+		return verifyOutcome{digest: d}, nil
 	})
 	if err != nil {
 		return "", err
 	}
-	return out.statements[0]["digest"].(string), nil
+	return out.digest, nil
+}
+
+// verifyOutcome is what the verification cache keeps: the verified
+// statements of an attestation fetch (none for a signature), or the
+// digest of a resolution.
+type verifyOutcome struct {
+	statements []map[string]any
+	digest     string
+}
+
+// cacheKey is the key of a verification outcome: the kind of question
+// (d: digest, s: signature, a: attestations), the image, the attestor
+// (a hash of the request but the image, which holds the entry's
+// imageRegistryCredentials; for a digest, the credentials alone) and the
+// resource's pull secrets. Credentials are part of the key: an outcome
+// obtained with one tenant's credentials answers no other's request.
+func cacheKey(kind byte, image, attestor string, pullSecrets []string) string {
+	n := 3 + len(image) + len(attestor)
+	for _, s := range pullSecrets {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte(kind)
+	b.WriteByte(0)
+	b.WriteString(image)
+	b.WriteByte(0)
+	b.WriteString(attestor)
+	for _, s := range pullSecrets {
+		b.WriteByte(0)
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // checkStatements checks the statements of the predicate type: there must

@@ -28,6 +28,12 @@ type fakeVerifier struct {
 	statements map[string]map[string][]map[string]any
 	down       bool
 	delay      time.Duration
+	// block, when set, holds VerifySignature until it is closed or the
+	// call's context ends; entered receives a token per call
+	block   chan struct{}
+	entered chan struct{}
+	// pullSecrets are those of each VerifySignature call
+	pullSecrets [][]string
 
 	resolves, verifies, fetches atomic.Int64
 }
@@ -60,8 +66,19 @@ func (f *fakeVerifier) ResolveDigest(ctx context.Context, req engine.ImageVerify
 
 func (f *fakeVerifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRequest) error {
 	f.verifies.Add(1)
+	f.mu.Lock()
+	f.pullSecrets = append(f.pullSecrets, req.PullSecrets)
+	f.mu.Unlock()
 	if f.delay > 0 {
 		time.Sleep(f.delay)
+	}
+	if f.block != nil {
+		f.entered <- struct{}{}
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	if f.down {
 		return fmt.Errorf("dial tcp: connection refused: %w", engine.ErrRegistryUnavailable)
@@ -523,6 +540,71 @@ func TestVerifyImagesCache(t *testing.T) {
 	mutateRules(t, set, pod("registry.test/app:v1"))
 	if v := f4.verifies.Load(); v != 2 {
 		t.Errorf("TTL: verifies %d, want 2", v)
+	}
+}
+
+// TestVerifyImagesCacheOwnContext: a request whose context ends while it
+// waits for a verification shared with another request gets its own
+// error; the verification goes on and the other request passes (the
+// cache used to run the verification on the first caller's context, so
+// that its timeout failed every request waiting on the image).
+func TestVerifyImagesCacheOwnContext(t *testing.T) {
+	f := signedFake()
+	f.block, f.entered = make(chan struct{}), make(chan struct{}, 4)
+	set := compileVerify(t, f, verifyPolicy("p", "", keysEntry("", keyA)))
+	first, cancelFirst := context.WithCancel(context.Background())
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := set.Mutate(first, &engine.Request{Operation: api.Create, Object: pod("registry.test/app:v1")})
+		firstDone <- err
+	}()
+	<-f.entered
+	secondDone := make(chan []engine.RuleResult, 1)
+	go func() {
+		_, rules := mutateRules(t, set, pod("registry.test/app:v1"))
+		secondDone <- rules
+	}()
+	// the second request joins the verification in flight (were it late,
+	// it would start its own, and still pass)
+	time.Sleep(50 * time.Millisecond)
+	cancelFirst()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("first request: %v, want its own context's error", err)
+	}
+	close(f.block)
+	wantResults(t, <-secondDone, "pass: verified image signatures for registry.test/app:v1")
+	if v := f.verifies.Load(); v > 2 {
+		t.Errorf("%d verifications", v)
+	}
+}
+
+// TestVerifyImagesCacheCredentials: credentials are part of the cache
+// key: the outcome verified with some pull secrets answers requests with
+// the same secrets only.
+func TestVerifyImagesCacheCredentials(t *testing.T) {
+	f := signedFake()
+	set := compileVerify(t, f, verifyPolicy("p", "", keysEntry("", keyA)))
+	withSecrets := func(names ...string) map[string]any {
+		p := pod("registry.test/app:v1")
+		var refs []any
+		for _, n := range names {
+			refs = append(refs, map[string]any{"name": n})
+		}
+		if refs != nil {
+			p["spec"].(map[string]any)["imagePullSecrets"] = refs
+		}
+		return p
+	}
+	for _, obj := range []map[string]any{withSecrets(), withSecrets("team-a"), withSecrets("team-a"), withSecrets("team-b"), withSecrets(), withSecrets("team-a", "team-b")} {
+		_, rules := mutateRules(t, set, obj)
+		wantResults(t, rules, "pass: verified image signatures for registry.test/app:v1")
+	}
+	want := [][]string{nil, {"default/team-a"}, {"default/team-b"}, {"default/team-a", "default/team-b"}}
+	if !slices.EqualFunc(f.pullSecrets, want, slices.Equal) {
+		t.Errorf("verified with pull secrets %q, want %q", f.pullSecrets, want)
+	}
+	if r := f.resolves.Load(); r != 4 {
+		t.Errorf("%d digest resolutions, want 4 (one per set of credentials)", r)
 	}
 }
 
