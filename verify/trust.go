@@ -248,40 +248,20 @@ func (m *policyMaterial) TimestampingAuthorities() []root.TimestampingAuthority 
 }
 
 // policyTrust is cosign's trusted material for an attestor that leaves
-// some of its trust to Sigstore's trusted root (what names the field):
-// the root, with the policy's certificate authorities (cas, nil for the
-// root's), rekor and ctlog keys and TSA chain where it gives them. cosign
-// then verifies log entries, SCTs and certificates with sigstore-go,
-// which honours the validity periods of the root's keys: a log key
-// outside its period at an entry's integrated time (an SCT's time) does
-// not verify it. cosign's legacy key maps, by contrast, keep no period,
-// only a status for which cosign prints to stderr.
-func (v *Verifier) policyTrust(ctx context.Context, what string, co *cosign.CheckOpts, cas []root.CertificateAuthority) (root.TrustedMaterial, error) {
-	tm, err := v.trustedMaterial(ctx, what)
+// some of its trust to Sigstore's trusted root (a.needTrust names the
+// field): the root, with the policy's certificate authorities (cas, nil
+// for the root's), rekor and ctlog keys and TSA chain where it gives
+// them. cosign then verifies log entries, SCTs and certificates with
+// sigstore-go, which honours the validity periods of the root's keys: a
+// log key outside its period at an entry's integrated time (an SCT's
+// time) does not verify it. cosign's legacy key maps, by contrast, keep
+// no period, only a status for which cosign prints to stderr.
+func (v *Verifier) policyTrust(ctx context.Context, a *attestor) (root.TrustedMaterial, error) {
+	tm, err := v.trustedMaterial(ctx, a.needTrust)
 	if err != nil {
 		return nil, err
 	}
-	m := &policyMaterial{TrustedMaterial: tm, cas: cas}
-	if co.RekorPubKeys != nil {
-		if m.rekor, err = pemLogs(co.RekorPubKeys); err != nil {
-			return nil, err
-		}
-	}
-	if co.CTLogPubKeys != nil {
-		if m.ctlogs, err = pemLogs(co.CTLogPubKeys); err != nil {
-			return nil, err
-		}
-	}
-	if co.TSACertificate != nil || len(co.TSARootCertificates) > 0 {
-		for _, r := range co.TSARootCertificates {
-			m.tsas = append(m.tsas, &root.SigstoreTimestampingAuthority{Root: r, Intermediates: co.TSAIntermediateCertificates, Leaf: co.TSACertificate})
-		}
-	}
-	// cosign takes the trusted material or these, never both
-	co.RekorPubKeys, co.CTLogPubKeys = nil, nil
-	co.TSACertificate, co.TSAIntermediateCertificates, co.TSARootCertificates = nil, nil, nil
-	co.RootCerts, co.IntermediateCerts = nil, nil
-	return m, nil
+	return &policyMaterial{TrustedMaterial: tm, cas: a.cas, rekor: a.rekorLogs, ctlogs: a.ctLogs, tsas: a.tsas}, nil
 }
 
 // withCarriedIntermediates gives cosign, for an attestor whose own
