@@ -274,54 +274,6 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 	return plan, errs
 }
 
-// attestorPath is the part of an attestor entry's path in upstream's
-// messages: ".keys", ".certificates" or ".keyless".
-func attestorPath(a api.Attestor) string {
-	switch {
-	case a.Keys != nil:
-		return ".keys"
-	case a.Certificates != nil:
-		return ".certificates"
-	case a.Keyless != nil:
-		return ".keyless"
-	}
-	return ""
-}
-
-// expandAttestors returns the entries of an attestor set, several PEM
-// keys in one entry split into one attestor each (upstream's
-// ExpandStaticKeys: count applies across them), and how many must
-// verify, with upstream's checks of count and entries.
-func expandAttestors(as api.AttestorSet, path *field.Path) ([]api.Attestor, int, field.ErrorList) {
-	var errs field.ErrorList
-	var entries []api.Attestor
-	for _, a := range as.Entries {
-		if a.Keys != nil {
-			if keys := splitPEMKeys(a.Keys.PublicKeys); len(keys) > 1 {
-				for _, k := range keys {
-					c, kc := a, *a.Keys
-					kc.PublicKeys = k
-					c.Keys = &kc
-					entries = append(entries, c)
-				}
-				continue
-			}
-		}
-		entries = append(entries, a)
-	}
-	required := len(entries)
-	if as.Count != nil && *as.Count > 0 {
-		required = *as.Count
-		if *as.Count > len(entries) {
-			errs = append(errs, field.Invalid(path.Child("count"), *as.Count, "Count cannot exceed length of entries"))
-		}
-	}
-	if len(entries) == 0 {
-		errs = append(errs, field.Invalid(path, "", "An entry is required"))
-	}
-	return entries, required, errs
-}
-
 func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.Path) (*attestorSet, field.ErrorList) {
 	entries, required, errs := expandAttestors(as, path)
 	set := &attestorSet{required: required}
@@ -357,50 +309,6 @@ func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.P
 		set.entries = append(set.entries, n)
 	}
 	return set, errs
-}
-
-// checkAttestor applies upstream's validation of one attestor.
-func checkAttestor(a api.Attestor, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	n := 0
-	for _, set := range []bool{a.Keys != nil, a.Certificates != nil, a.Keyless != nil, a.Attestor != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return append(errs, field.Invalid(path, "", "keys, certificates, keyless, or a nested attestor is required"))
-	}
-	switch {
-	case a.Keys != nil:
-		k := a.Keys
-		if k.PublicKeys == "" && k.KMS == "" && k.Secret == nil {
-			errs = append(errs, field.Invalid(path.Child("keys"), "", "A public key, kms key or secret is required"))
-		}
-		if k.SignatureAlgorithm != "" && k.SignatureAlgorithm != "sha256" && k.SignatureAlgorithm != "sha512" {
-			errs = append(errs, field.Invalid(path.Child("keys", "signatureAlgorithm"), k.SignatureAlgorithm, "Invalid signature algorithm provided"))
-		}
-	case a.Certificates != nil:
-		if a.Certificates.Certificate == "" && a.Certificates.CertificateChain == "" {
-			errs = append(errs, field.Invalid(path.Child("certificates"), "", "cert or certChain required"))
-		}
-	case a.Keyless != nil:
-		if a.Keyless.Rekor == nil && a.Keyless.Roots == "" {
-			errs = append(errs, field.Invalid(path.Child("keyless"), "", "Either Rekor URL or roots are required"))
-		}
-	}
-	return errs
-}
-
-// splitPEMKeys splits several PEM public keys; a text with one key (or
-// none) gives itself.
-func splitPEMKeys(s string) []string {
-	const end = "-----END PUBLIC KEY-----"
-	if strings.Count(s, end) < 2 {
-		return []string{s}
-	}
-	parts := strings.SplitAfter(s, end)
-	return parts[:len(parts)-1]
 }
 
 // ruleImages returns the images of the rule's resource in a stable order
