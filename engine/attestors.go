@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -109,69 +110,106 @@ func splitPEMKeys(s string) []string {
 	return parts[:len(parts)-1]
 }
 
-// checkAttestorPEM checks that the keys and certificates an attestor
-// gives in PEM parse.
+// checkAttestorPEM checks the key material an attestor gives in PEM
+// (keys, certificates, chains, roots, log keys, a TSA chain) as the
+// verifier will parse it, and its regular expressions: a compile error
+// then names the field, where a verification would fail every image.
 func checkAttestorPEM(a api.Attestor, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	certs := func(p *field.Path, s string) {
+	check := func(p *field.Path, s string, parse func(string) error) {
 		if s == "" {
 			return
 		}
-		if _, err := parsePEMBlocks(s, "CERTIFICATE", func(b []byte) error { _, err := x509.ParseCertificate(b); return err }); err != nil {
+		if err := parse(s); err != nil {
 			errs = append(errs, field.Invalid(p, "", err.Error()))
 		}
 	}
+	var rekor *api.Rekor
+	var ctlog *api.CTLog
+	var p *field.Path
 	switch {
 	case a.Keys != nil:
+		p, rekor, ctlog = path.Child("keys"), a.Keys.Rekor, a.Keys.CTLog
 		// a key reference (k8s://namespace/name, a KMS URI) is the
 		// verifier's to resolve
-		s := strings.TrimSpace(a.Keys.PublicKeys)
-		if s != "" && !strings.Contains(s, "://") {
-			if _, err := parsePEMBlocks(s, "PUBLIC KEY", func(b []byte) error {
-				if _, err := x509.ParsePKIXPublicKey(b); err != nil {
-					return errors.New("not a PKIX public key")
-				}
-				return nil
-			}); err != nil {
-				errs = append(errs, field.Invalid(path.Child("keys", "publicKeys"), "", err.Error()))
-			}
+		if s := strings.TrimSpace(a.Keys.PublicKeys); !strings.Contains(s, "://") {
+			check(p.Child("publicKeys"), s, parsePublicKeys)
 		}
 	case a.Certificates != nil:
-		certs(path.Child("certificates", "cert"), a.Certificates.Certificate)
-		certs(path.Child("certificates", "certChain"), a.Certificates.CertificateChain)
+		p, rekor, ctlog = path.Child("certificates"), a.Certificates.Rekor, a.Certificates.CTLog
+		check(p.Child("cert"), a.Certificates.Certificate, parseCertificates)
+		check(p.Child("certChain"), a.Certificates.CertificateChain, parseCertificates)
 	case a.Keyless != nil:
-		certs(path.Child("keyless", "roots"), a.Keyless.Roots)
-		for name, re := range map[string]string{"issuerRegExp": a.Keyless.IssuerRegExp, "subjectRegExp": a.Keyless.SubjectRegExp} {
-			if _, err := regexp.Compile(re); err != nil {
-				errs = append(errs, field.Invalid(path.Child("keyless", name), re, err.Error()))
+		p, rekor, ctlog = path.Child("keyless"), a.Keyless.Rekor, a.Keyless.CTLog
+		check(p.Child("roots"), a.Keyless.Roots, parseCertificates)
+		for _, re := range []struct{ name, expr string }{{"issuerRegExp", a.Keyless.IssuerRegExp}, {"subjectRegExp", a.Keyless.SubjectRegExp}} {
+			if _, err := regexp.Compile(re.expr); err != nil {
+				errs = append(errs, field.Invalid(p.Child(re.name), re.expr, err.Error()))
 			}
 		}
+	default:
+		return nil
+	}
+	if rekor != nil && !rekor.IgnoreTlog {
+		check(p.Child("rekor", "pubkey"), strings.TrimSpace(rekor.PubKey), parsePublicKeys)
+	}
+	if ctlog != nil {
+		check(p.Child("ctlog", "pubkey"), strings.TrimSpace(ctlog.PubKey), parsePublicKeys)
+		check(p.Child("ctlog", "tsaCertChain"), ctlog.TSACertChain, parseCertificates)
 	}
 	return errs
 }
 
-// parsePEMBlocks checks that s is one or more PEM blocks of the type,
+// parsePublicKeys checks PEM public keys: PKIX ("PUBLIC KEY") or PKCS #1
+// ("RSA PUBLIC KEY"), as cosign reads them.
+func parsePublicKeys(s string) error {
+	_, err := parsePEMBlocks(s, []string{"PUBLIC KEY", "RSA PUBLIC KEY"}, func(typ string, b []byte) error {
+		if typ == "RSA PUBLIC KEY" {
+			if _, err := x509.ParsePKCS1PublicKey(b); err != nil {
+				return errors.New("not a PKCS #1 public key")
+			}
+			return nil
+		}
+		if _, err := x509.ParsePKIXPublicKey(b); err != nil {
+			return errors.New("not a PKIX public key")
+		}
+		return nil
+	})
+	return err
+}
+
+// parseCertificates checks PEM certificates.
+func parseCertificates(s string) error {
+	_, err := parsePEMBlocks(s, []string{"CERTIFICATE"}, func(_ string, b []byte) error {
+		_, err := x509.ParseCertificate(b)
+		return err
+	})
+	return err
+}
+
+// parsePEMBlocks checks that s is one or more PEM blocks of the types,
 // each accepted by parse.
-func parsePEMBlocks(s, typ string, parse func([]byte) error) (int, error) {
+func parsePEMBlocks(s string, types []string, parse func(typ string, der []byte) error) (int, error) {
+	want := strings.Join(types, " or ")
 	rest := []byte(strings.TrimSpace(s))
 	n := 0
 	for len(rest) > 0 {
 		var b *pem.Block
 		b, rest = pem.Decode(rest)
 		if b == nil {
-			return n, fmt.Errorf("invalid PEM: want %s blocks", typ)
+			return n, fmt.Errorf("invalid PEM: want %s blocks", want)
 		}
-		if b.Type != typ {
-			return n, fmt.Errorf("invalid PEM: block %s, want %s", b.Type, typ)
+		if !slices.Contains(types, b.Type) {
+			return n, fmt.Errorf("invalid PEM: block %s, want %s", b.Type, want)
 		}
-		if err := parse(b.Bytes); err != nil {
-			return n, fmt.Errorf("invalid %s: %w", strings.ToLower(typ), err)
+		if err := parse(b.Type, b.Bytes); err != nil {
+			return n, fmt.Errorf("invalid %s: %w", strings.ToLower(b.Type), err)
 		}
 		n++
 		rest = []byte(strings.TrimSpace(string(rest)))
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("invalid PEM: no %s", typ)
+		return 0, fmt.Errorf("invalid PEM: no %s", want)
 	}
 	return n, nil
 }

@@ -224,7 +224,7 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 		if t.HasVariables() {
 			ent.tree = t
 		} else {
-			plan, perrs := buildVerifyPlan(iv, p)
+			plan, perrs := buildVerifyPlan(iv, p, true)
 			errs = append(errs, perrs...)
 			ent.static = plan
 		}
@@ -234,8 +234,9 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 }
 
 // buildVerifyPlan checks an entry's attestors as upstream validates them
-// and turns them into host requests.
-func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, field.ErrorList) {
+// (with checkPEM, their key material too: see checkAttestorPEM) and turns
+// them into host requests.
+func buildVerifyPlan(iv api.ImageVerification, path *field.Path, checkPEM bool) (*verifyPlan, field.ErrorList) {
 	var errs field.ErrorList
 	plan := &verifyPlan{}
 	base := ImageVerifyRequest{Type: iv.Type, Repository: iv.Repository, Annotations: iv.Annotations,
@@ -244,7 +245,7 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 		base.Type = "Cosign"
 	}
 	for i, as := range iv.Attestors {
-		set, serrs := buildAttestorSet(as, base, path.Child("attestors").Index(i))
+		set, serrs := buildAttestorSet(as, base, path.Child("attestors").Index(i), checkPEM)
 		errs = append(errs, serrs...)
 		plan.attestors = append(plan.attestors, set)
 	}
@@ -263,7 +264,7 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 		req := base
 		req.PredicateType = pt
 		for j, as := range sets {
-			set, serrs := buildAttestorSet(as, req, ap.Child("attestors").Index(j))
+			set, serrs := buildAttestorSet(as, req, ap.Child("attestors").Index(j), checkPEM)
 			if len(a.Attestors) > 0 {
 				errs = append(errs, serrs...)
 			}
@@ -274,20 +275,24 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 	return plan, errs
 }
 
-func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.Path) (*attestorSet, field.ErrorList) {
+func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.Path, checkPEM bool) (*attestorSet, field.ErrorList) {
 	entries, required, errs := expandAttestors(as, path)
 	set := &attestorSet{required: required}
 	for i, a := range entries {
 		ep := path.Child("entries").Index(i)
 		n := attestorNode{}
 		if a.Attestor != nil {
-			nested, nerrs := buildAttestorSet(*a.Attestor, base, ep.Child("attestor"))
+			nested, nerrs := buildAttestorSet(*a.Attestor, base, ep.Child("attestor"), checkPEM)
 			errs = append(errs, nerrs...)
 			n.nested, n.path = nested, ".attestor"
 			set.entries = append(set.entries, n)
 			continue
 		}
-		errs = append(errs, checkAttestor(a, ep)...)
+		aerrs := checkAttestor(a, ep)
+		if len(aerrs) == 0 && checkPEM {
+			aerrs = checkAttestorPEM(a, ep)
+		}
+		errs = append(errs, aerrs...)
 		req := base
 		req.Attestor = a
 		if a.Repository != "" {
@@ -361,7 +366,9 @@ func (ent *verifyEntry) plan(sc *scope, info images.Info) (*verifyPlan, error) {
 	if err := remarshal(doc, &iv); err != nil {
 		return nil, &substError{err}
 	}
-	plan, errs := buildVerifyPlan(iv, field.NewPath("verifyImages").Index(ent.index))
+	// key material from variables is checked by the verifier, which fails
+	// the image with its parser's message, as upstream
+	plan, errs := buildVerifyPlan(iv, field.NewPath("verifyImages").Index(ent.index), false)
 	if len(errs) > 0 {
 		return nil, &substError{errs.ToAggregate()}
 	}
