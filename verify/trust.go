@@ -59,7 +59,9 @@ type TUFOptions struct {
 
 // WithTUF fetches the trusted root through TUF with sigstore-go's client
 // when a policy first needs it, over the Verifier's transport, then every
-// RefreshInterval. It replaces WithTrustedRoot.
+// RefreshInterval. Concurrent verifications share one fetch, which runs
+// for at most a minute whatever their deadlines; each waits for it on its
+// own context. It replaces WithTrustedRoot.
 func WithTUF(o TUFOptions) Option {
 	return func(v *Verifier) { v.trust = &tufTrust{opts: o} }
 }
@@ -95,6 +97,10 @@ type tufTrust struct {
 // fetch a minute, not one per verification.
 const refreshRetry = time.Minute
 
+// tufFetchTimeout bounds a fetch of the trusted root, which goes on when
+// the verification that started it stops waiting.
+const tufFetchTimeout = time.Minute
+
 func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (root.TrustedMaterial, error) {
 	every := t.opts.RefreshInterval
 	if every <= 0 {
@@ -109,8 +115,14 @@ func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (r
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// the fetch serves every verification waiting for it: it runs on a
+	// context of its own (the first caller's values, not its deadline),
+	// for at most tufFetchTimeout; each caller waits on its own context
+	fctx := context.WithoutCancel(ctx)
 	ch := t.group.DoChan("", func() (any, error) {
-		tr, err := t.fetch(ctx, transport)
+		fctx, cancel := context.WithTimeout(fctx, tufFetchTimeout)
+		defer cancel()
+		tr, err := t.fetch(fctx, transport)
 		if err != nil {
 			t.mu.Lock()
 			t.failed = time.Now()
@@ -157,7 +169,9 @@ func (t *tufTrust) fetch(ctx context.Context, transport http.RoundTripper) (*roo
 	if err != nil {
 		err = fmt.Errorf("failed to fetch the Sigstore trusted root from %s: %w", o.RepositoryBaseURL, err)
 		var dl *metadata.ErrDownloadHTTP
-		if ctx.Err() == nil && (registryError(err) != err || errors.As(err, &dl) && dl.StatusCode >= 500) {
+		// a repository that cannot be reached, fails or does not answer in
+		// time is unavailable
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || registryError(err) != err || errors.As(err, &dl) && dl.StatusCode >= 500 {
 			return nil, fmt.Errorf("%w: %w", engine.ErrRegistryUnavailable, err)
 		}
 		return nil, err
