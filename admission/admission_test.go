@@ -387,6 +387,17 @@ func TestRequestObjects(t *testing.T) {
 	if u.GetNamespace() != "" {
 		t.Error("Request changed the caller's object")
 	}
+	// values outside encoding/json's types (which runtime.DeepCopyJSON
+	// panics on) are copied as leaves
+	u.Object["spec"] = map[string]any{"priority": 3, "ports": []int32{80}}
+	ar.Object.Object = u
+	req, err := admission.Request(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, _ := req.Object["spec"].(map[string]any); spec["priority"] != 3 {
+		t.Errorf("spec %v", req.Object["spec"])
+	}
 }
 
 func TestRequestErrors(t *testing.T) {
