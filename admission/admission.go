@@ -17,6 +17,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
 
 // Request converts an admission request into an engine request. It fails
@@ -102,7 +103,7 @@ func object(ext runtime.RawExtension) (map[string]any, error) {
 		if o == nil {
 			return nil, nil
 		}
-		return runtime.DeepCopyJSON(o.Object), nil
+		return deepcopy.Object(o.Object), nil
 	default:
 		return runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	}

@@ -385,6 +385,17 @@ func TestRequestObjects(t *testing.T) {
 	if u.GetNamespace() != "" {
 		t.Error("Request changed the caller's object")
 	}
+	// values outside encoding/json's types (which runtime.DeepCopyJSON
+	// panics on) are copied as leaves
+	u.Object["spec"] = map[string]any{"priority": 3, "ports": []int32{80}}
+	ar.Object.Object = u
+	req, err := admission.Request(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, _ := req.Object["spec"].(map[string]any); spec["priority"] != 3 {
+		t.Errorf("spec %v", req.Object["spec"])
+	}
 }
 
 func TestRequestErrors(t *testing.T) {
@@ -492,7 +503,8 @@ spec:
         - keys:
             publicKeys: |-
               -----BEGIN PUBLIC KEY-----
-              AAAA
+              MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFhKunelBZgBkqVymHhqzkX5tk2CS
+              utLhdC5iwilcRLBCs5YgqQRS47gHebUv0mBotgyrwxoo2WXzheGc5iUSTw==
               -----END PUBLIC KEY-----
 ---
 apiVersion: kyverno.io/v1
@@ -514,7 +526,8 @@ spec:
         - keys:
             publicKeys: |-
               -----BEGIN PUBLIC KEY-----
-              BBBB
+              MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFhKunelBZgBkqVymHhqzkX5tk2CS
+              utLhdC5iwilcRLBCs5YgqQRS47gHebUv0mBotgyrwxoo2WXzheGc5iUSTw==
               -----END PUBLIC KEY-----
 ---
 apiVersion: kyverno.io/v1

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 )
 
@@ -276,22 +276,15 @@ func decodeAll(raws []RawDocument) []decoded {
 		}
 		return out
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(raws) {
-					return
-				}
-				out[i].docs, out[i].err = raws[i].Decode()
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i := range raws {
+		g.Go(func() error {
+			out[i].docs, out[i].err = raws[i].Decode()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the errors are kept by document
 	return out
 }
 

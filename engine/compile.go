@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -412,26 +412,17 @@ func (e *Engine) Compile(policies ...api.PolicyObject) (*PolicySet, error) {
 		return newPolicySet(e, compiled), nil
 	}
 	panics := make([]any, len(policies))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(policies) {
-					return
-				}
-				func() {
-					// a panic goes back to the caller's goroutine
-					defer func() { panics[i] = recover() }()
-					compiled[i], errs[i] = e.CompilePolicy(policies[i])
-				}()
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i, p := range policies {
+		g.Go(func() error {
+			// a panic goes back to the caller's goroutine
+			defer func() { panics[i] = recover() }()
+			compiled[i], errs[i] = e.CompilePolicy(p)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the errors are kept by policy, in order
 	for i := range policies {
 		if panics[i] != nil {
 			panic(panics[i])

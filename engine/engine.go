@@ -8,6 +8,7 @@ import (
 	"github.com/gavelpolicy/gavel/cel"
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
+	"github.com/gavelpolicy/gavel/internal/verifycache"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 
@@ -30,8 +31,8 @@ type Engine struct {
 	celOnce sync.Once
 	celEnvV *cel.Env
 	celErr  error
-	// vcache keeps image verification outcomes (verifycache.go).
-	vcache *verifyCache
+	// vcache keeps image verification outcomes (verifyimages.go).
+	vcache *verifycache.Cache[verifyOutcome]
 }
 
 // New builds an Engine.
@@ -69,7 +70,8 @@ func New(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: c, jp: jp, psa: psa, vcache: newVerifyCache(c.verifyCache, c.now)}, nil
+	return &Engine{cfg: c, jp: jp, psa: psa, vcache: verifycache.New[verifyOutcome](verifycache.Options{
+		Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now})}, nil
 }
 
 // JMESPath returns an interpreter with the engine's JMESPath options (its

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
@@ -658,7 +659,7 @@ func (e *Engine) generateData(rs *reqState, p *Policy, r *rule, sc *scope, gp *g
 		}
 		return nil, fmt.Errorf("generate.data must be an object, got %T", v)
 	}
-	obj := copyTree(data).(map[string]any)
+	obj := deepcopy.Object(data)
 	return e.desired(rs, p, r, e.cfg.client, target, obj)
 }
 
@@ -782,7 +783,7 @@ func (e *Engine) cloneOne(rs *reqState, p *Policy, r *rule, client Client, targe
 // manageClone: tracking labels of the source, server-set metadata dropped,
 // owner references dropped across namespaces.
 func (e *Engine) cloneFrom(rs *reqState, p *Policy, r *rule, client Client, target genTarget, src map[string]any) ([]map[string]any, error) {
-	obj := copyTree(src).(map[string]any)
+	obj := deepcopy.Object(src)
 	md := metaOf(obj)
 	sav, _ := src["apiVersion"].(string)
 	skind, _ := src["kind"].(string)
@@ -940,25 +941,6 @@ func copyShallow(m map[string]any) map[string]any {
 	return out
 }
 
-// copyTree deep-copies a JSON-like value.
-func copyTree(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = copyTree(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = copyTree(x)
-		}
-		return s
-	}
-	return v
-}
-
 // ruleMatchesOperation reports whether the rule's match block names the
 // operation explicitly (upstream's MatchDeleteOperation for DELETE).
 func ruleMatchesOperation(r *api.Rule, op api.AdmissionOperation) bool {
@@ -1098,10 +1080,10 @@ func (e *Engine) updateRequestContext(rs *reqState) api.UpdateRequestContext {
 		ar["dryRun"] = true
 	}
 	if req.Object != nil {
-		ar["object"] = copyTree(normalize(req.Object))
+		ar["object"] = deepcopy.Value(normalize(req.Object))
 	}
 	if req.OldObject != nil {
-		ar["oldObject"] = copyTree(normalize(req.OldObject))
+		ar["oldObject"] = deepcopy.Value(normalize(req.OldObject))
 	}
 	return api.UpdateRequestContext{
 		UserRequestInfo: api.RequestInfo{

@@ -155,7 +155,8 @@ spec:
         - keys:
             publicKeys: |-
               -----BEGIN PUBLIC KEY-----
-              AAAA
+              MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFhKunelBZgBkqVymHhqzkX5tk2CS
+              utLhdC5iwilcRLBCs5YgqQRS47gHebUv0mBotgyrwxoo2WXzheGc5iUSTw==
               -----END PUBLIC KEY-----
 `).Policies...)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
@@ -259,28 +261,20 @@ func (c *Controller) Run(ctx context.Context, queue Queue) error {
 	if queue == nil {
 		return errors.New("update request controller: nil queue")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, c.workers)
-	for i := 0; i < c.workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	// the first worker whose queue fails stops the others
+	g, gctx := errgroup.WithContext(ctx)
+	for range c.workers {
+		g.Go(func() error {
 			for {
-				ur, err := queue.Next(ctx)
+				ur, err := queue.Next(gctx)
 				if err != nil {
-					errc <- err
-					cancel()
-					return
+					return err
 				}
-				_ = c.Process(ctx, ur)
+				_ = c.Process(gctx, ur)
 			}
-		}()
+		})
 	}
-	wg.Wait()
-	close(errc)
-	err := <-errc
+	err := g.Wait()
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return ctxErr
 	}

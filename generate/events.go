@@ -10,6 +10,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
@@ -440,7 +441,7 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 		}
 		ur := newRequest(key, api.URGenerate, api.RuleContext{Rule: r.Name, Trigger: triggerFromLabels(labels), DeleteDownstream: deleteDownstream, Synchronize: true})
 		if deleteDownstream {
-			old := copyObject(changed)
+			old := deepcopy.Object(changed)
 			md, _ := old["metadata"].(map[string]any)
 			l, _ := md["labels"].(map[string]any)
 			if md != nil {
@@ -550,27 +551,4 @@ func newRequest(policyKey string, typ api.UpdateRequestType, rcs ...api.RuleCont
 	}
 	ur.Status.State = api.URPending
 	return ur
-}
-
-func copyObject(v map[string]any) map[string]any {
-	out, _ := copyAny(v).(map[string]any)
-	return out
-}
-
-func copyAny(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = copyAny(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = copyAny(x)
-		}
-		return s
-	}
-	return v
 }

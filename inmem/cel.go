@@ -14,6 +14,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
 
 // The hosts of Kyverno's CEL libraries (cel.Libraries): the cluster
@@ -80,7 +81,7 @@ func (c *Cluster) PostResource(ctx context.Context, apiVersion, resource, namesp
 	if sub != "" {
 		return nil, fmt.Errorf("in-memory cluster: cannot create subresource %q of %s", sub, resource)
 	}
-	o := deepCopy(obj)
+	o := deepcopy.Object(obj)
 	if o == nil {
 		o = map[string]any{}
 	}

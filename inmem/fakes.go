@@ -7,6 +7,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
 
 // Registry is an in-memory engine.RegistryClient: image data by reference.
@@ -26,7 +27,7 @@ func NewRegistry() *Registry { return &Registry{images: map[string]map[string]an
 func (r *Registry) Set(reference string, data map[string]any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.images[reference] = deepCopy(data)
+	r.images[reference] = deepcopy.Object(data)
 }
 
 // ImageData implements engine.RegistryClient.
@@ -37,7 +38,7 @@ func (r *Registry) ImageData(_ context.Context, reference string, _ *api.ImageRe
 	if !ok {
 		return nil, fmt.Errorf("image %s: %w", reference, engine.ErrNotFound)
 	}
-	return deepCopy(d), nil
+	return deepcopy.Object(d), nil
 }
 
 // Services is an in-memory engine.ServiceCaller: a handler per URL.
@@ -86,7 +87,7 @@ func NewGlobalContext() *GlobalContext { return &GlobalContext{entries: map[stri
 func (g *GlobalContext) Set(name string, v any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.entries[name] = copyValue(v)
+	g.entries[name] = deepcopy.Value(v)
 }
 
 // GlobalContextEntry implements engine.GlobalContext.
@@ -97,5 +98,5 @@ func (g *GlobalContext) GlobalContextEntry(_ context.Context, name string) (any,
 	if !ok {
 		return nil, fmt.Errorf("global context entry %s: %w", name, engine.ErrNotFound)
 	}
-	return copyValue(v), nil
+	return deepcopy.Value(v), nil
 }

@@ -13,8 +13,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gavelpolicy/gavel/api"
 )
@@ -117,22 +117,15 @@ func Load(paths ...string) (*Set, error) {
 	}
 	parts := make([]Set, len(files))
 	errs := make([]error, len(files))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := min(runtime.GOMAXPROCS(0), len(files)); w > 0; w-- {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(files) {
-					return
-				}
-				errs[i] = parts[i].ReadFile(files[i])
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range files {
+		g.Go(func() error {
+			errs[i] = parts[i].ReadFile(files[i])
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the errors are kept by file, in order
 	s := &Set{}
 	for i := range parts {
 		s.Policies = append(s.Policies, parts[i].Policies...)

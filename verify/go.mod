@@ -17,6 +17,7 @@ require (
 	github.com/sigstore/sigstore-go v1.1.4
 	github.com/theupdateframework/go-tuf/v2 v2.3.0
 	golang.org/x/sync v0.22.0
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	oras.land/oras-go/v2 v2.5.0
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -146,7 +147,6 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/pod-security-admission v0.37.2 // indirect
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect

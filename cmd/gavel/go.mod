@@ -9,6 +9,7 @@ require (
 	github.com/gavelpolicy/gavel/verify/kmsproviders v0.0.0-00010101000000-000000000000
 	github.com/gavelpolicy/gavel/verify/registryauth v0.0.0-00010101000000-000000000000
 	github.com/google/go-containerregistry v0.22.1
+	golang.org/x/sync v0.22.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	sigs.k8s.io/yaml v1.6.0
@@ -202,7 +203,6 @@ require (
 	golang.org/x/mod v0.39.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.40.0 // indirect

@@ -7,10 +7,10 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/match"
@@ -273,21 +273,18 @@ func runTestFiles(ctx context.Context, files []string, o testOptions, done func(
 		parallel = 1
 	}
 	results := make([]testFile, len(files))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, parallel)
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			start := time.Now()
 			results[i] = runTestFile(ctx, f, o)
 			results[i].Duration = time.Since(start)
 			done(f)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the outcomes are kept by file
 	return results
 }
 

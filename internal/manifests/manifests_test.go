@@ -1,4 +1,4 @@
-package engine
+package manifests
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
-	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 )
 
 func flatJSON(t testing.TB, s string) map[string]any {
@@ -21,9 +20,9 @@ func flatJSON(t testing.TB, s string) map[string]any {
 	return out
 }
 
-// TestManifestDiff: upstream's comparison of a signed manifest (before)
-// with the resource (after), as diffJSON reports it.
-func TestManifestDiff(t *testing.T) {
+// TestDiff: upstream's comparison of a signed manifest (before) with the
+// resource (after), as DiffJSON reports it.
+func TestDiff(t *testing.T) {
 	tests := []struct{ name, before, after, want string }{
 		{"equal", `{"a":{"b":[1,"x",true]}}`, `{"a":{"b":[1,"x",true]}}`, ``},
 		{"nulls and empty containers are no leaves", `{"a":null,"b":{},"c":[],"d":1}`, `{"d":1,"e":{}}`, ``},
@@ -42,7 +41,7 @@ func TestManifestDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := diffJSON(diffFlat(flatJSON(t, tt.before), flatJSON(t, tt.after)))
+			got := DiffJSON(diffFlat(flatJSON(t, tt.before), flatJSON(t, tt.after)))
 			if got != tt.want {
 				t.Errorf("diff\n%s\nwant\n%s", got, tt.want)
 			}
@@ -50,11 +49,11 @@ func TestManifestDiff(t *testing.T) {
 	}
 }
 
-// TestManifestIgnoredFields: fields match as upstream's patterns, a
+// TestIgnoredFields: fields match as upstream's patterns, a
 // regular expression with * as .* found anywhere in the key; bindings
 // select objects by group, version, kind, name and namespace patterns.
-func TestManifestIgnoredFields(t *testing.T) {
-	b, err := compileIgnoreBinding(api.ObjectFieldBinding{Fields: []string{"spec.replicas", "spec.containers.*.image", "status"},
+func TestIgnoredFields(t *testing.T) {
+	b, err := CompileIgnore(api.ObjectFieldBinding{Fields: []string{"spec.replicas", "spec.containers.*.image", "status"},
 		Objects: []api.ManifestObjectReference{{Kind: "Deployment", Group: "apps"}, {Kind: "Pod", Name: "web-*"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +78,7 @@ func TestManifestIgnoredFields(t *testing.T) {
 		{obj("v1", "Pod", "web-1"), true},
 		{obj("v1", "Pod", "db-1"), false},
 	} {
-		if got := len(ignoredFor([]ignoreBinding{b}, tt.obj)) > 0; got != tt.want {
+		if got := len(Ignored([]IgnoreBinding{b}, tt.obj)) > 0; got != tt.want {
 			t.Errorf("%v selected = %v", tt.obj, got)
 		}
 	}
@@ -88,16 +87,21 @@ func TestManifestIgnoredFields(t *testing.T) {
 			t.Errorf("matchRefPattern(%q, web) = %v", pattern, got)
 		}
 	}
-	if _, err := compileIgnoreBinding(api.ObjectFieldBinding{Fields: []string{"a[", "b"}}); err == nil {
+	if _, err := CompileIgnore(api.ObjectFieldBinding{Fields: []string{"a[", "b"}}); err == nil {
 		t.Error("a bad pattern compiled")
 	}
-	if len(defaultIgnoreFields()) != 14 {
-		t.Errorf("%d default bindings", len(defaultIgnoreFields()))
+	defaults, err := DefaultIgnore("example.com")
+	if err != nil || len(defaults) != 15 {
+		t.Errorf("%d default bindings, %v", len(defaults), err)
+	}
+	last := Ignored(defaults[14:], map[string]any{"kind": "Pod"})
+	if len(last) != 5 || !last[1].MatchString("metadata.annotations.example.com/signature_1") {
+		t.Errorf("the domain's signature annotations: %v", last)
 	}
 }
 
-// TestFindManifests: the signed document that stands for the resource.
-func TestFindManifests(t *testing.T) {
+// TestFind: the signed document that stands for the resource.
+func TestFind(t *testing.T) {
 	doc := func(apiVersion, kind, name, ns, v string) map[string]any {
 		m := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}, "data": map[string]any{"v": v}}
 		if ns != "" {
@@ -127,15 +131,15 @@ func TestFindManifests(t *testing.T) {
 		{doc("v1", "ConfigMap", "renamed", "", "9"), []string{"a/1", "b/2", "b/3"}},
 		{doc("v1", "Service", "a", "", "1"), nil},
 	} {
-		if got := name(findManifests(docs, tt.obj, nil)); !slices.Equal(got, tt.want) {
+		if got := name(Find(docs, tt.obj, nil)); !slices.Equal(got, tt.want) {
 			t.Errorf("%v: found %v, want %v", tt.obj, got, tt.want)
 		}
 	}
 }
 
-// FuzzManifestDiff: any two JSON documents compare without panic; a
+// FuzzDiff: any two JSON documents compare without panic; a
 // document equals itself; the differences are sorted and encode.
-func FuzzManifestDiff(f *testing.F) {
+func FuzzDiff(f *testing.F) {
 	f.Add(`{"a":{"b":[1,"x",true,null]}}`, `{"a":{"b":[2,"x"]},"c":{"d":[]}}`)
 	f.Add(`{"spec":{"c":[{"n":"a"},{"n":"b"}]}}`, `{"spec":{"c":[{"n":"b"},{"n":"a"}]}}`)
 	f.Add(`[1,2]`, `"x"`)
@@ -144,14 +148,8 @@ func FuzzManifestDiff(f *testing.F) {
 		if json.Unmarshal([]byte(a), &va) != nil || json.Unmarshal([]byte(b), &vb) != nil {
 			return
 		}
-		ca, err := jpcore.Canonical(va)
-		if err != nil {
-			return
-		}
-		cb, err := jpcore.Canonical(vb)
-		if err != nil {
-			return
-		}
+		// encoding/json decodes to canonical values
+		ca, cb := va, vb
 		fa, fb := map[string]any{}, map[string]any{}
 		ravel(ca, "", fa)
 		ravel(cb, "", fb)
@@ -159,7 +157,7 @@ func FuzzManifestDiff(f *testing.F) {
 			t.Fatalf("%s differs from itself: %v", a, d)
 		}
 		d := diffFlat(fa, fb)
-		if !slices.IsSortedFunc(d, func(x, y manifestDiff) int {
+		if !slices.IsSortedFunc(d, func(x, y Diff) int {
 			if x.Key < y.Key {
 				return -1
 			}
@@ -170,14 +168,60 @@ func FuzzManifestDiff(f *testing.F) {
 		}) {
 			t.Fatalf("unsorted %v", d)
 		}
-		if len(d) > 0 && diffJSON(d) == "" {
+		if len(d) > 0 && DiffJSON(d) == "" {
 			t.Fatalf("no JSON for %v", d)
 		}
 		dropIgnored(dropCanonicalImages(d), []*regexp.Regexp{regexp.MustCompile("a.*")})
 		if m, ok := cb.(map[string]any); ok {
 			if m2, ok := ca.(map[string]any); ok {
-				findManifests([]map[string]any{m2}, m, nil)
+				Find([]map[string]any{m2}, m, nil)
 			}
 		}
 	})
+}
+
+// TestCompareDryRun: the dry run's copy is renamed (and moved to the dry
+// run's namespace) without changing the manifest, and the names it
+// changed are not compared.
+func TestCompareDryRun(t *testing.T) {
+	deploy := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "prod"}, "spec": map[string]any{"replicas": 2.0}}
+	crd := map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets.example.com"},
+		"spec":     map[string]any{"names": map[string]any{"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"}}}
+	before, _ := json.Marshal([]any{deploy, crd})
+	tests := []struct {
+		manifest, obj map[string]any
+		name, ns      any
+		created       func(map[string]any) map[string]any
+		want          string
+	}{
+		{deploy, deploy, "web-dry-run", "kyverno-dryrun", nil, ``},
+		{deploy, deploy, "web-dry-run", "kyverno-dryrun", func(m map[string]any) map[string]any {
+			m["spec"] = map[string]any{"replicas": 2.0, "paused": false}
+			return m
+		}, `{"items":[{"key":"spec.paused","values":{"after":null,"before":false}}]}`},
+		{crd, crd, "simwidgets.example.com", nil, nil, ``},
+	}
+	for _, tt := range tests {
+		sim := DryRunObject(tt.manifest, tt.obj, "kyverno-dryrun")
+		meta := sim["metadata"].(map[string]any)
+		if meta["name"] != tt.name || meta["namespace"] != tt.ns {
+			t.Errorf("dry-run object named %v in %v, want %v in %v", meta["name"], meta["namespace"], tt.name, tt.ns)
+		}
+		created := sim
+		if tt.created != nil {
+			created = tt.created(sim)
+		}
+		if got := DiffJSON(CompareDryRun(created, tt.obj, nil)); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+	if k := DryRunObject(crd, crd, "x")["spec"].(map[string]any)["names"].(map[string]any)["kind"]; k != "SimWidget" {
+		t.Errorf("CRD kind %v", k)
+	}
+	after, _ := json.Marshal([]any{deploy, crd})
+	if string(before) != string(after) {
+		t.Errorf("the manifests changed:\n%s\n%s", before, after)
+	}
 }

@@ -1,4 +1,4 @@
-package engine
+package manifests
 
 import (
 	"encoding/json"
@@ -16,28 +16,57 @@ import (
 // that is added, removed, changed or of another type is a difference,
 // {"key": ..., "values": {"before": manifest, "after": resource}}.
 
-// manifestDiff is one difference; before and after are nil when the leaf
-// is absent on that side.
-type manifestDiff struct {
+// Diff is one difference; before and after are nil when the leaf is
+// absent on that side.
+type Diff struct {
 	Key    string         `json:"key"`
 	Values map[string]any `json:"values"`
 }
 
-func (d manifestDiff) before() any { return d.Values["before"] }
-func (d manifestDiff) after() any  { return d.Values["after"] }
+func (d Diff) before() any { return d.Values["before"] }
+func (d Diff) after() any  { return d.Values["after"] }
 
-// diffJSON is upstream's DiffResult.String().
-func diffJSON(diffs []manifestDiff) string {
+// DiffJSON is upstream's DiffResult.String(): empty without differences.
+func DiffJSON(diffs []Diff) string {
 	if len(diffs) == 0 {
 		return ""
 	}
 	b, err := json.Marshal(struct {
-		Items []manifestDiff `json:"items"`
+		Items []Diff `json:"items"`
 	}{diffs})
 	if err != nil {
 		return ""
 	}
 	return string(b)
+}
+
+// Compare returns the differences between a signed manifest and the
+// resource, without those of images that only gained the default
+// registry or tag, and those whose key an ignored field matches.
+func Compare(manifest, obj map[string]any, ignored []*regexp.Regexp) []Diff {
+	before, after := map[string]any{}, map[string]any{}
+	ravel(manifest, "", before)
+	ravel(obj, "", after)
+	return dropIgnored(dropCanonicalImages(diffFlat(before, after)), ignored)
+}
+
+// CompareDryRun is Compare of the object a dry run created from the
+// signed manifest (DryRunObject) and the resource: the names the dry run
+// changed (metadata.name, metadata.namespace of a namespaced resource, a
+// CRD's names) are not compared.
+func CompareDryRun(created, obj map[string]any, ignored []*regexp.Regexp) []Diff {
+	masked := []string{"metadata.name"}
+	if Ref(obj).Namespace != "" {
+		masked = append(masked, "metadata.namespace")
+	}
+	if k, _ := obj["kind"].(string); k == "CustomResourceDefinition" {
+		masked = append(masked, "spec.names.kind", "spec.names.listKind", "spec.names.singular", "spec.names.plural")
+	}
+	before, after := map[string]any{}, map[string]any{}
+	ravel(created, "", before)
+	ravel(obj, "", after)
+	diffs := diffFlat(mask(before, masked...), mask(after, masked...))
+	return dropIgnored(dropCanonicalImages(diffs), ignored)
 }
 
 // ravel flattens a canonical JSON-like value into its leaves; null
@@ -89,23 +118,23 @@ func mask(flat map[string]any, keys ...string) map[string]any {
 
 // diffFlat compares two flattened objects, before (the signed manifest)
 // and after (the resource).
-func diffFlat(before, after map[string]any) []manifestDiff {
-	var items, typeDiffs []manifestDiff
+func diffFlat(before, after map[string]any) []Diff {
+	var items, typeDiffs []Diff
 	for k, b := range before {
 		a, ok := after[k]
 		switch {
 		case !ok:
-			items = append(items, manifestDiff{k, map[string]any{"before": b, "after": nil}})
+			items = append(items, Diff{k, map[string]any{"before": b, "after": nil}})
 		case reflect.TypeOf(a) != reflect.TypeOf(b):
-			typeDiffs = append(typeDiffs, manifestDiff{k, map[string]any{
+			typeDiffs = append(typeDiffs, Diff{k, map[string]any{
 				"before": fmt.Sprintf("(type: %T) %s", b, b), "after": fmt.Sprintf("(type: %T) %s", a, a)}})
 		case a != b:
-			items = append(items, manifestDiff{k, map[string]any{"before": b, "after": a}})
+			items = append(items, Diff{k, map[string]any{"before": b, "after": a}})
 		}
 	}
 	for k, a := range after {
 		if _, ok := before[k]; !ok {
-			items = append(items, manifestDiff{k, map[string]any{"before": nil, "after": a}})
+			items = append(items, Diff{k, map[string]any{"before": nil, "after": a}})
 		}
 	}
 	items = append(dropListMoves(items), typeDiffs...)
@@ -119,7 +148,7 @@ var listIndex = regexp.MustCompile(`\.\d+\.`)
 // moved: a leaf removed at one index and added with the same value at
 // another (upstream's removeKeyDiffsInListNode, which matches the other
 // key with a regular expression made of this one).
-func dropListMoves(items []manifestDiff) []manifestDiff {
+func dropListMoves(items []Diff) []Diff {
 	out := items[:0:0]
 	for _, it := range items {
 		keep := true
@@ -147,7 +176,7 @@ func dropListMoves(items []manifestDiff) []manifestDiff {
 
 // dropCanonicalImages removes the differences of images that only gained
 // the default registry or tag ("nginx" and "docker.io/nginx:latest").
-func dropCanonicalImages(items []manifestDiff) []manifestDiff {
+func dropCanonicalImages(items []Diff) []Diff {
 	out := items[:0:0]
 	for _, d := range items {
 		if strings.HasSuffix(d.Key, "image") {
@@ -163,7 +192,7 @@ func dropCanonicalImages(items []manifestDiff) []manifestDiff {
 }
 
 // dropIgnored removes the differences whose key an ignored field matches.
-func dropIgnored(items []manifestDiff, ignored []*regexp.Regexp) []manifestDiff {
+func dropIgnored(items []Diff, ignored []*regexp.Regexp) []Diff {
 	if len(ignored) == 0 {
 		return items
 	}
@@ -181,75 +210,4 @@ func dropIgnored(items []manifestDiff, ignored []*regexp.Regexp) []manifestDiff 
 		}
 	}
 	return out
-}
-
-// findManifests returns the signed manifests that may stand for the
-// resource, as k8s-manifest-sigstore's FindManifestYAML: those of its kind;
-// of them, the one of its group and name (of its namespace, when several),
-// else the (up to 3) that share most field values with it.
-func findManifests(docs []map[string]any, obj map[string]any, ignored []*regexp.Regexp) []map[string]any {
-	ref := objectRef(obj)
-	var sameKind []map[string]any
-	for _, d := range docs {
-		if k, _ := d["kind"].(string); k == ref.Kind {
-			sameKind = append(sameKind, d)
-		}
-	}
-	if len(sameKind) == 0 {
-		return nil
-	}
-	var named []map[string]any
-	for _, d := range sameKind {
-		r := objectRef(d)
-		if r.Group == ref.Group && r.Name == ref.Name {
-			named = append(named, d)
-		}
-	}
-	if len(named) == 1 {
-		return named
-	}
-	if len(named) > 1 {
-		for _, d := range named {
-			if objectRef(d).Namespace == ref.Namespace {
-				return []map[string]any{d}
-			}
-		}
-		return named[:1]
-	}
-	// by value
-	flatObj := map[string]any{}
-	ravel(obj, "", flatObj)
-	flatObj = dropIgnoredKeys(flatObj, ignored)
-	counts := make([]int, len(sameKind))
-	best := 0
-	for i, d := range sameKind {
-		flat := map[string]any{}
-		ravel(d, "", flat)
-		flat = dropIgnoredKeys(flat, ignored)
-		for k, v := range flatObj {
-			if x, ok := flat[k]; ok && fmt.Sprint(x) == fmt.Sprint(v) {
-				counts[i]++
-			}
-		}
-		best = max(best, counts[i])
-	}
-	var out []map[string]any
-	for i, d := range sameKind {
-		if counts[i] == best && len(out) < 3 {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func dropIgnoredKeys(flat map[string]any, ignored []*regexp.Regexp) map[string]any {
-	for k := range flat {
-		for _, re := range ignored {
-			if re.MatchString(k) {
-				delete(flat, k)
-				break
-			}
-		}
-	}
-	return flat
 }
