@@ -37,10 +37,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	policy, err := api.DecodePolicy(docs[0])
+	decoded, err := api.DecodePolicy(docs[0])
 	if err != nil {
 		panic(err)
 	}
+	policy := decoded.(*api.ClusterPolicy)
 
 	fmt.Println("controllers:", autogen.Controllers(policy.GetAnnotations(), policy.GetSpec()))
 	for _, rule := range autogen.Rules(policy) {

@@ -101,6 +101,47 @@ type EnvOption func(*envConfig) error
 type envConfig struct {
 	ver   *version.Version
 	extra []cel.EnvOption
+	// vars are the variables WithVariable declares
+	vars []declaredVar
+	// requestObjects declares request.object and request.oldObject
+	requestObjects bool
+	// noAuthorizer leaves the authorizer variables out
+	noAuthorizer bool
+}
+
+// declaredVar is a variable of WithVariable.
+type declaredVar struct {
+	name string
+	t    *cel.Type
+}
+
+// WithVariable declares a variable of type t that every expression sees;
+// its value comes from Input.Extra (null when absent). Unlike the options
+// of WithEnvOptions, it keeps the functions of the environment pure: the
+// values of variables that do not mention it are still shared between
+// Evaluations (see NewEvaluation).
+func WithVariable(name string, t *cel.Type) EnvOption {
+	return func(c *envConfig) error {
+		if name == "" || t == nil {
+			return errors.New("cel: WithVariable needs a name and a type")
+		}
+		c.vars = append(c.vars, declaredVar{name: name, t: t})
+		return nil
+	}
+}
+
+// WithRequestObjects declares the object and oldObject fields of the
+// request variable, as Kyverno's CEL policy kinds declare it (the API
+// server's request has no such fields).
+func WithRequestObjects() EnvOption {
+	return func(c *envConfig) error { c.requestObjects = true; return nil }
+}
+
+// WithoutAuthorizer leaves the authorizer variables out of the
+// environment (Kyverno's ValidatingPolicy does not declare them): an
+// expression that uses them does not compile.
+func WithoutAuthorizer() EnvOption {
+	return func(c *envConfig) error { c.noAuthorizer = true; return nil }
 }
 
 // WithEnvOptions adds cel-go options (libraries, variables, types) to every
@@ -157,7 +198,7 @@ func (e *Env) variant(params, authz bool) (*variant, error) {
 }
 
 func (e *Env) build(v *variant, params, authz bool) error {
-	requestType := requestType()
+	requestType := requestType(e.cfg.requestObjects)
 	namespaceType := namespaceType()
 	vars := []cel.EnvOption{
 		cel.Variable(ObjectVar, cel.DynType),
@@ -168,7 +209,10 @@ func (e *Env) build(v *variant, params, authz bool) error {
 	if params {
 		vars = append(vars, cel.Variable(ParamsVar, cel.DynType))
 	}
-	if authz {
+	for _, dv := range e.cfg.vars {
+		vars = append(vars, cel.Variable(dv.name, dv.t))
+	}
+	if authz && !e.cfg.noAuthorizer {
 		vars = append(vars,
 			cel.Variable(AuthorizerVar, library.AuthorizerType),
 			cel.Variable(requestResourceVar, library.ResourceCheckType))
@@ -301,7 +345,7 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	p.env = c.env
 	// the functions of Kubernetes' environment are pure (but the
 	// authorizer's); those of WithEnvOptions may not be
-	p.shared = len(c.env.cfg.extra) == 0 && readsOnlyObjects(expr)
+	p.shared = len(c.env.cfg.extra) == 0 && c.env.readsOnlyObjects(expr)
 	c.shared = c.shared || p.shared
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)

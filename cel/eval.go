@@ -85,6 +85,11 @@ type Input struct {
 	// Budget bounds the total cost of the Evaluation's expressions
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
+	// Extra holds the values of the variables WithVariable (or the
+	// options of WithEnvOptions) declare, by name: JSON-like trees, CEL
+	// values or other Go values (converted by the environment's
+	// adapter); a declared variable that is absent is null.
+	Extra map[string]any
 
 	// memo holds the variables shared by its Evaluations, conv the
 	// trees' CEL values, both attached by NewEvaluation.
@@ -113,6 +118,10 @@ type activation struct {
 	object, oldObject, params, request, namespace any
 	authorizer, requestResource                   any
 	variables                                     ref.Val
+	extra                                         map[string]any
+	conv                                          *converter
+	// declared are the variables of WithVariable, null when absent
+	declared []declaredVar
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -133,6 +142,14 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.requestResource, a.requestResource != nil
 	case VariablesVar:
 		return a.variables, true
+	}
+	if v, ok := a.extra[name]; ok {
+		return a.conv.NativeToValue(v), true
+	}
+	for _, dv := range a.declared {
+		if dv.name == name {
+			return types.NullValue, true
+		}
 	}
 	return nil, false
 }
@@ -172,6 +189,9 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		params:    conv.value(in.Params),
 		request:   conv.value(in.Request),
 		namespace: conv.value(in.Namespace),
+		extra:     in.Extra,
+		conv:      conv,
+		declared:  c.env.cfg.vars,
 	}
 	if in.Authorizer != nil {
 		u := &user.DefaultInfo{Name: in.User.Username, UID: in.User.UID, Groups: in.User.Groups, Extra: in.User.Extra}

@@ -34,6 +34,8 @@ type config struct {
 	// verifyImages (imageverifier.go)
 	imageVerifier ImageVerifier
 	verifyCache   ImageVerifyCacheOptions
+	// celExt extends the environment of the policies.kyverno.io kinds
+	celExt CELExtension
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().

@@ -387,12 +387,21 @@ func compileValid(eng *engine.Engine, policies []api.PolicyObject) (*engine.Poli
 	for _, p := range policies {
 		cp, err := eng.CompilePolicy(p)
 		if err != nil {
-			skipped = append(skipped, skippedPolicy{name: p.GetName(), rules: len(p.GetSpec().Rules), err: err})
+			skipped = append(skipped, skippedPolicy{name: p.GetName(), rules: ruleCountOf(p), err: err})
 			continue
 		}
 		valid = append(valid, cp)
 	}
 	return eng.NewPolicySet(valid...), skipped
+}
+
+// ruleCountOf is the number of rules a policy has as written (one for
+// the kinds without rules, as upstream counts them).
+func ruleCountOf(p api.PolicyObject) int {
+	if cp, ok := p.(api.ClassicPolicy); ok {
+		return len(cp.GetSpec().Rules)
+	}
+	return 1
 }
 
 // ruleCount is the number of rules of upstream's banner: the rules of the
@@ -587,8 +596,12 @@ func (l *lateExceptions) Exceptions(context.Context) (*exceptions.Set, error) { 
 // signatures: a verifyImages rule or a validate.manifests rule.
 func verifiesSignatures(policies []api.PolicyObject) bool {
 	for _, p := range policies {
-		for i := range p.GetSpec().Rules {
-			r := &p.GetSpec().Rules[i]
+		cp, ok := p.(api.ClassicPolicy)
+		if !ok {
+			continue
+		}
+		for i := range cp.GetSpec().Rules {
+			r := &cp.GetSpec().Rules[i]
 			if r.HasVerifyImages() || (r.Validation != nil && r.Validation.Manifests != nil) {
 				return true
 			}

@@ -226,10 +226,8 @@ func process(p *engine.Policy) string {
 	if p.Background() {
 		return ProcessBackground
 	}
-	if src := p.Source(); src != nil {
-		if spec := src.GetSpec(); spec != nil && spec.AdmissionEnabled() {
-			return ProcessAdmission
-		}
+	if p.Admission() {
+		return ProcessAdmission
 	}
 	return ""
 }
