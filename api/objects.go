@@ -73,7 +73,7 @@ var resourceKinds = map[string]map[string]bool{
 	GroupKyverno: {KindPolicyException: true, KindUpdateRequest: true, "CleanupPolicy": true,
 		"ClusterCleanupPolicy": true, "GlobalContextEntry": true, "AdmissionReport": true,
 		"ClusterAdmissionReport": true, "BackgroundScanReport": true, "ClusterBackgroundScanReport": true},
-	GroupPolicies: {KindPolicyException: true},
+	GroupPolicies:              {KindPolicyException: true},
 	GroupAdmissionRegistration: {"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true},
 }
 

@@ -53,7 +53,9 @@ func (e *CELException) FullExemption() bool {
 
 // ReportsPass reports whether an excepted result is a pass
 // (spec.reportResult: pass) rather than a skip.
-func (e *CELException) ReportsPass() bool { return e.Source.Spec.ReportResult == api.ExceptionReportPass }
+func (e *CELException) ReportsPass() bool {
+	return e.Source.Spec.ReportResult == api.ExceptionReportPass
+}
 
 // CELCandidates returns the CEL exceptions whose policyRefs name the policy
 // of the given kind and name, in the order given to Compile (an exception
