@@ -101,6 +101,8 @@ type EnvOption func(*envConfig) error
 type envConfig struct {
 	ver   *version.Version
 	extra []cel.EnvOption
+	// pure are options whose functions are pure (WithPureEnvOptions)
+	pure []cel.EnvOption
 	// vars are the variables WithVariable declares
 	vars []declaredVar
 	// requestObjects declares request.object and request.oldObject
@@ -126,6 +128,16 @@ func WithVariable(name string, t *cel.Type) EnvOption {
 			return errors.New("cel: WithVariable needs a name and a type")
 		}
 		c.vars = append(c.vars, declaredVar{name: name, t: t})
+		return nil
+	}
+}
+
+// WithPureEnvOptions is WithEnvOptions for options whose functions are
+// pure (their results depend on their arguments only): the values of
+// variables stay shared between Evaluations (see NewEvaluation).
+func WithPureEnvOptions(opts ...cel.EnvOption) EnvOption {
+	return func(c *envConfig) error {
+		c.pure = append(c.pure, opts...)
 		return nil
 	}
 }
@@ -226,8 +238,8 @@ func (e *Env) build(v *variant, params, authz bool) error {
 		return fmt.Errorf("cel: environment: %w", err)
 	}
 	v.plain = set.NewExpressionsEnv()
-	if len(e.cfg.extra) > 0 {
-		if v.plain, err = v.plain.Extend(e.cfg.extra...); err != nil {
+	if opts := append(append([]cel.EnvOption(nil), e.cfg.pure...), e.cfg.extra...); len(opts) > 0 {
+		if v.plain, err = v.plain.Extend(opts...); err != nil {
 			return fmt.Errorf("cel: environment: %w", err)
 		}
 	}

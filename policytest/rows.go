@@ -76,7 +76,7 @@ func (e *env) triggerRows(tr Result, name string, responses []response, opts Opt
 		}
 		n := len(found)
 		for _, rr := range resp.rules {
-			if !ruleNamed(tr, rr) {
+			if !ruleless(resp.policy) && !ruleNamed(tr, rr) {
 				continue
 			}
 			if tr.GeneratedResource == "" || len(rr.GeneratedResources) < 2 {
@@ -124,7 +124,7 @@ func (e *env) targetRows(tr Result, name string, responses []response, opts Opti
 			continue
 		}
 		for _, rr := range resp.rules {
-			if !ruleNamed(tr, rr) {
+			if !ruleless(resp.policy) && !ruleNamed(tr, rr) {
 				continue
 			}
 			for _, t := range rr.PatchedTargets {
@@ -166,7 +166,7 @@ func allResources(tr Result, responses []response) []string {
 		}
 		add(resp.resource)
 		for _, rr := range resp.rules {
-			if ruleNamed(tr, rr) {
+			if ruleless(resp.policy) || ruleNamed(tr, rr) {
 				for _, t := range rr.PatchedTargets {
 					add(t)
 				}
