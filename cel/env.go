@@ -284,8 +284,14 @@ func (e *CompileError) Error() string { return e.Detail }
 // Program is a compiled expression: immutable, safe for concurrent use.
 type Program struct {
 	prog cel.Program
-	expr string
-	kind Kind
+	// lazy programs are instantiated on first use (Compiler.Lazy): ast
+	// and celEnv until then, once guards it, progErr is its error
+	ast     *cel.Ast
+	celEnv  *cel.Env
+	once    sync.Once
+	progErr error
+	expr    string
+	kind    Kind
 	// name is the variable name for Kind Variable.
 	name string
 	out  *cel.Type
@@ -310,6 +316,19 @@ type Compiler struct {
 	variables []*Program
 	// shared is set when a variable may be shared (Program.shared).
 	shared bool
+	// lazy defers the instantiation of programs (Lazy)
+	lazy bool
+}
+
+// Lazy makes the compiler's programs instantiated on their first
+// evaluation: Compile still parses and type-checks every expression (and
+// reports its errors), only cel-go's program, which holds a dispatcher of
+// every function of the environment, waits until it is needed. For units
+// that may never run, such as the Pod controller variants of a policy
+// checked on Pods only. It returns c.
+func (c *Compiler) Lazy() *Compiler {
+	c.lazy = true
+	return c
 }
 
 // NewCompiler returns a compiler for a unit whose expressions see params
@@ -367,9 +386,10 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 // Compile type-checks expr as an expression of kind k and makes its
 // program.
 func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
-	a := b2i(k.authorizer())
+	authz := k.authorizer() || c.env.cfg.noAuthorizer // one environment without authorizer
+	a := b2i(authz)
 	if c.envs[a] == nil {
-		v, err := c.env.variant(c.params, k.authorizer())
+		v, err := c.env.variant(c.params, authz)
 		if err != nil {
 			return nil, err
 		}
@@ -403,11 +423,30 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		}
 		return nil, &CompileError{Expression: expr, Detail: reason}
 	}
+	if c.lazy {
+		return &Program{ast: ast, celEnv: env, expr: expr, kind: k, out: ast.OutputType()}, nil
+	}
 	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
 	}
 	return &Program{prog: prog, expr: expr, kind: k, out: ast.OutputType()}, nil
+}
+
+// program returns the cel-go program, instantiating a lazy one.
+func (p *Program) program() (cel.Program, error) {
+	if p.ast == nil {
+		return p.prog, nil
+	}
+	p.once.Do(func() {
+		prog, err := p.celEnv.Program(p.ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+		if err != nil {
+			p.progErr = &CompileError{Expression: p.expr, Detail: "program instantiation failed: " + err.Error()}
+			return
+		}
+		p.prog = prog
+	})
+	return p.prog, p.progErr
 }
 
 // declTypeOf converts a checked type into the declaration of a variable's

@@ -303,10 +303,14 @@ func (ev *Evaluation) Eval(p *Program) (ref.Val, error) {
 // channel) needs none of ContextEval's interruption checks, which cost a
 // cancellable context per evaluation.
 func (ev *Evaluation) run(p *Program) (ref.Val, *cel.EvalDetails, error) {
-	if ev.ctx.Done() == nil {
-		return p.prog.Eval(&ev.act)
+	prog, err := p.program()
+	if err != nil {
+		return nil, nil, err
 	}
-	return p.prog.ContextEval(ev.ctx, &ev.act)
+	if ev.ctx.Done() == nil {
+		return prog.Eval(&ev.act)
+	}
+	return prog.ContextEval(ev.ctx, &ev.act)
 }
 
 // authorizerAdapter puts an Authorizer behind the API server's interface.

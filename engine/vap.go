@@ -66,7 +66,7 @@ func (e *Engine) compileVAP(p *api.ValidatingAdmissionPolicy) (*Policy, error) {
 	var berrs field.ErrorList
 	body.body, berrs = celpolicy.Compile(env, &celpolicy.Spec{MatchConditions: spec.MatchConditions, Variables: spec.Variables,
 		Validations: spec.Validations, AuditAnnotations: spec.AuditAnnotations, FailurePolicy: spec.FailurePolicy},
-		celpolicy.APIServer, spec.ParamKind != nil, path)
+		celpolicy.APIServer, celpolicy.Options{Params: spec.ParamKind != nil}, path)
 	errs = append(errs, berrs...)
 	if len(errs) > 0 {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}

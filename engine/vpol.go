@@ -123,7 +123,7 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 		return nil, &CompileError{Policy: cp.key, Errs: field.ErrorList{field.InternalError(path, err)}}
 	}
 	body.env = env
-	v, verrs := body.compileVariant(spec, path)
+	v, verrs := body.compileVariant(spec, path, false)
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 && !body.json {
@@ -137,8 +137,9 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 }
 
 // compileVariant compiles the matchConstraints (Kubernetes mode) and the
-// body of one spec.
-func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *field.Path) (vpolVariant, field.ErrorList) {
+// body of one spec. The Pod controller variants (lazy) instantiate their
+// programs on first use: a run on Pods never needs them.
+func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *field.Path, lazy bool) (vpolVariant, field.ErrorList) {
 	var v vpolVariant
 	var errs field.ErrorList
 	if !b.json {
@@ -149,7 +150,7 @@ func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *
 	var berrs field.ErrorList
 	v.body, berrs = celpolicy.Compile(b.env, &celpolicy.Spec{MatchConditions: spec.MatchConditions, Variables: spec.Variables,
 		Validations: spec.Validations, AuditAnnotations: spec.AuditAnnotations, FailurePolicy: spec.FailurePolicy},
-		celpolicy.Kyverno, false, path)
+		celpolicy.Kyverno, celpolicy.Options{Lazy: lazy}, path)
 	return v, append(errs, berrs...)
 }
 
@@ -161,7 +162,7 @@ func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec) field.
 	}
 	var errs field.ErrorList
 	for _, av := range variants {
-		v, verrs := b.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"))
+		v, verrs := b.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
 		errs = append(errs, verrs...)
 		b.variants = append(b.variants, v)
 	}
@@ -246,8 +247,9 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 // input binds the request for a body of a ValidatingPolicy.
 func (b *validatingPolicy) input(rs *reqState, reads celpolicy.Reads) (*cel.Input, error) {
 	kd := rs.kindData()
+	// fields set one by one: the Input keeps what its Evaluations share
 	in := &kd.in
-	*in = cel.Input{Object: kd.attrs.Object, OldObject: kd.attrs.OldObject}
+	in.Object, in.OldObject, in.Request, in.Namespace, in.Params, in.Extra, in.Budget = kd.attrs.Object, kd.attrs.OldObject, nil, nil, nil, nil, 0
 	if b.json {
 		in.Object, in.OldObject = rs.obj, nil
 		return in, nil

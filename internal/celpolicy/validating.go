@@ -100,10 +100,23 @@ func (r *Reads) note(expr string) {
 // Reads returns what the body's expressions read.
 func (v *Validating) Reads() Reads { return v.reads }
 
-// Compile compiles a body on env; params declares the params variable
-// (a paramKind). path is the spec's path for errors.
-func Compile(env *cel.Env, spec *Spec, sem Semantics, params bool, path *field.Path) (*Validating, field.ErrorList) {
-	v := &Validating{sem: sem, comp: env.NewCompiler(params)}
+// Options configure Compile.
+type Options struct {
+	// Params declares the params variable (a paramKind).
+	Params bool
+	// Lazy instantiates the body's programs on first use (see
+	// cel.Compiler.Lazy): for bodies that may never run.
+	Lazy bool
+}
+
+// Compile compiles a body on env. path is the spec's path for errors.
+func Compile(env *cel.Env, spec *Spec, sem Semantics, opts Options, path *field.Path) (*Validating, field.ErrorList) {
+	comp, condComp := env.NewCompiler(opts.Params), env.NewCompiler(opts.Params)
+	if opts.Lazy {
+		comp.Lazy()
+		condComp.Lazy()
+	}
+	v := &Validating{sem: sem, comp: comp}
 	var errs field.ErrorList
 	if fp := spec.FailurePolicy; fp != nil {
 		switch *fp {
@@ -115,7 +128,7 @@ func Compile(env *cel.Env, spec *Spec, sem Semantics, params bool, path *field.P
 		}
 	}
 	var cerrs field.ErrorList
-	v.conds, cerrs = CompileConditions(env.NewCompiler(params), spec.MatchConditions, path.Child("matchConditions"))
+	v.conds, cerrs = CompileConditions(condComp, spec.MatchConditions, path.Child("matchConditions"))
 	errs = append(errs, cerrs...)
 	v.reads = v.conds.reads
 	for i, vr := range spec.Variables {
