@@ -150,6 +150,11 @@ func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admiss
 //   - otherwise allowed, with a warning "policy NAME.RULE: MESSAGE" for
 //     each rule that failed, errored or warned in an Enforce policy (errors
 //     under failurePolicy Ignore) or in a policy with spec.emitWarning;
+//   - for the CEL kinds (ValidatingPolicy, ValidatingAdmissionPolicy), as
+//     upstream's handlers and the API server answer: denied when a result
+//     fails (or errors, under failurePolicy Fail) with validationActions
+//     Deny, with the messages of celMessage; a warning for each that
+//     fails or errors with Warn; Audit only reports;
 //   - denied with the error's text when err is set (a request Request
 //     could not convert, an invalid object, a cancelled context).
 func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err error) *admissionv1.AdmissionResponse {
@@ -164,11 +169,53 @@ func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, e
 	}
 	var warnings []string
 	for p, r := range resp.Rules() {
-		if notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning) {
+		switch {
+		case celKind(p.Policy):
+			if r.EmitWarning && notPassed(r) {
+				warnings = append(warnings, celWarning(p, r))
+			}
+		case notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning):
 			warnings = append(warnings, warning(p, r))
 		}
 	}
 	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+}
+
+// celKind reports a policy of a CEL kind (ValidatingPolicy,
+// ValidatingAdmissionPolicy), which upstream answers with the messages of
+// its own handlers.
+func celKind(p *engine.Policy) bool {
+	return p.Kind() != api.KindClusterPolicy && p.Kind() != api.KindPolicy
+}
+
+// celMessage is how upstream words a failing or erroring result of a CEL
+// kind: "Policy NAME failed: MESSAGE" (error: for errors) for a
+// ValidatingPolicy, the API server's "ValidatingAdmissionPolicy 'NAME'
+// with binding 'BINDING' denied request: MESSAGE" for a
+// ValidatingAdmissionPolicy.
+func celMessage(p *engine.PolicyResult, r *engine.RuleResult) string {
+	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
+		if b := r.Properties[engine.PropertyBinding]; b != "" {
+			return fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+		}
+		return fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", p.Policy.Name(), r.Message)
+	}
+	verb := "failed"
+	if r.Status == engine.StatusError {
+		verb = "error"
+	}
+	return fmt.Sprintf("Policy %s %s: %s", p.Policy.Name(), verb, r.Message)
+}
+
+// celWarning is the admission warning of a result of a CEL kind whose
+// validation actions hold Warn: upstream's "Policy NAME failed: MESSAGE"
+// or the API server's "Validation failed for ValidatingAdmissionPolicy
+// 'NAME' with binding 'BINDING': MESSAGE".
+func celWarning(p *engine.PolicyResult, r *engine.RuleResult) string {
+	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
+		return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Policy.Name(), r.Properties[engine.PropertyBinding], r.Message)
+	}
+	return celMessage(p, r)
 }
 
 // Mutate evaluates the mutate rules of set on the request and answers it
@@ -272,11 +319,43 @@ func warning(p *engine.PolicyResult, r *engine.RuleResult) string {
 // blockedMessage is upstream's message of a denied request: the resource,
 // then the YAML map of every Enforce policy's failing, erroring and warning
 // rules to their messages (policies and rules sorted by name, as yaml.v2
-// writes maps).
+// writes maps); the denials of CEL kinds (see celMessage) joined with
+// "; ", as upstream's handlers of those kinds write them, alone when
+// only they deny, else after the former.
 func blockedMessage(resp *engine.Response) string {
+	var cel []string
+	classic := false
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		if !celKind(p.Policy) {
+			classic = classic || p.Blocks()
+			continue
+		}
+		if !p.Blocks() {
+			continue
+		}
+		for j := range p.Rules {
+			if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
+				cel = append(cel, celMessage(p, r))
+			}
+		}
+	}
+	if !classic {
+		return strings.Join(cel, "; ")
+	}
+	msg := classicBlockedMessage(resp)
+	if len(cel) > 0 {
+		msg += "\n" + strings.Join(cel, "; ")
+	}
+	return msg
+}
+
+// classicBlockedMessage is blockedMessage for ClusterPolicies and
+// Policies.
+func classicBlockedMessage(resp *engine.Response) string {
 	failures := map[string]any{}
 	for p, r := range resp.Rules() {
-		if !p.FailureAction.IsEnforce() || !notPassed(r) {
+		if celKind(p.Policy) || !p.FailureAction.IsEnforce() || !notPassed(r) {
 			continue
 		}
 		rules, _ := failures[p.Policy.Name()].(map[string]string)
