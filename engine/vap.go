@@ -75,7 +75,9 @@ func (e *Engine) compileVAP(p *api.ValidatingAdmissionPolicy) (*Policy, error) {
 	return cp, nil
 }
 
-// compileVAPBinding compiles a ValidatingAdmissionPolicyBinding.
+// compileVAPBinding compiles a ValidatingAdmissionPolicyBinding. Without
+// validationActions (which the API server requires) it denies, as
+// upstream's CLI takes it.
 func (e *Engine) compileVAPBinding(p *api.ValidatingAdmissionPolicyBinding) (*Policy, error) {
 	spec := &p.Spec
 	cp := &Policy{src: p, kind: api.KindValidatingAdmissionPolicyBinding, key: p.GetName(), annotations: p.GetAnnotations(),
@@ -84,9 +86,6 @@ func (e *Engine) compileVAPBinding(p *api.ValidatingAdmissionPolicyBinding) (*Po
 	var errs field.ErrorList
 	if spec.PolicyName == "" {
 		errs = append(errs, field.Required(path.Child("policyName"), ""))
-	}
-	if len(spec.ValidationActions) == 0 {
-		errs = append(errs, field.Required(path.Child("validationActions"), ""))
 	}
 	body := &vapBinding{policyName: spec.PolicyName, paramRef: spec.ParamRef}
 	var aerrs field.ErrorList

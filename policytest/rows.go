@@ -50,6 +50,15 @@ func resourceRef(tr Result, name string) (ns, n string) {
 	return tr.Namespace, name
 }
 
+// selectedBy reports whether a result's resource entry selects the
+// response's resource: a JSON payload by its file name, as upstream.
+func (r *response) selectedBy(tr Result, name string) bool {
+	if r.payload != "" {
+		return name == r.payload
+	}
+	return selects(tr, name, r.resource)
+}
+
 // selects reports whether a result's resource entry selects obj.
 func selects(tr Result, name string, obj map[string]any) bool {
 	ns, n := resourceRef(tr, name)
@@ -71,7 +80,7 @@ func (e *env) triggerRows(tr Result, name string, responses []response, opts Opt
 	var found []Row
 	exp := expected(tr)
 	for _, resp := range responses {
-		if !policyMatches(tr.Policy, resp.policy) || !selects(tr, name, resp.resource) {
+		if !policyMatches(tr.Policy, resp.policy) || !resp.selectedBy(tr, name) {
 			continue
 		}
 		n := len(found)
@@ -162,6 +171,13 @@ func allResources(tr Result, responses []response) []string {
 	}
 	for _, resp := range responses {
 		if !policyMatches(tr.Policy, resp.policy) {
+			continue
+		}
+		if resp.payload != "" {
+			if !seen[resp.payload] {
+				seen[resp.payload] = true
+				out = append(out, resp.payload)
+			}
 			continue
 		}
 		add(resp.resource)

@@ -31,6 +31,8 @@ type Options struct {
 
 // response is one engine response: a policy's results on one resource.
 type response struct {
+	// payload is the file name of a JSON payload ("" for a resource)
+	payload  string
 	policy   *engine.Policy
 	resource map[string]any
 	patched  map[string]any
@@ -88,7 +90,7 @@ func (e *env) applyPayloads(ctx context.Context) ([]response, error) {
 			return nil, fmt.Errorf("failed to apply validating policies on JSON payload %s: %w", pl.name, err)
 		}
 		for _, pr := range resp.Policies {
-			out = append(out, response{policy: pr.Policy, resource: pl.obj, patched: pl.obj, rules: pr.Rules, action: pr.FailureAction})
+			out = append(out, response{payload: pl.name, policy: pr.Policy, resource: pl.obj, patched: pl.obj, rules: pr.Rules, action: pr.FailureAction})
 		}
 	}
 	return out, nil
@@ -327,6 +329,9 @@ func (e *env) loadResources() error {
 	}
 	seen := map[string]bool{}
 	for _, d := range docs {
+		if err := d.CheckKind(); err != nil {
+			return fmt.Errorf("failed to load resources: %w", err)
+		}
 		k := d.Kind() + "/" + namespaceOf(d.Object) + "/" + d.Name()
 		if seen[k] {
 			continue
