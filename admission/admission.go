@@ -164,21 +164,25 @@ func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, e
 	if resp == nil {
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
-	if resp.Blocked() {
-		return deny(ar, blockedMessage(resp))
-	}
-	var warnings []string
+	var warnings, celWarnings []string
 	for p, r := range resp.Rules() {
 		switch {
 		case celKind(p.Policy):
 			if r.EmitWarning && notPassed(r) {
-				warnings = append(warnings, celWarning(p, r))
+				celWarnings = append(celWarnings, celWarning(p, r))
 			}
 		case notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning):
 			warnings = append(warnings, warning(p, r))
 		}
 	}
-	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+	if resp.Blocked() {
+		// the warnings of CEL kinds go with denials too, as the API
+		// server and upstream's handlers send them
+		out := deny(ar, blockedMessage(resp))
+		out.Warnings = celWarnings
+		return out
+	}
+	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: append(warnings, celWarnings...)}
 }
 
 // celKind reports a policy of a CEL kind (ValidatingPolicy,

@@ -186,7 +186,14 @@ func (b *vapPolicy) validate(rs *reqState, p *Policy, out []PolicyResult) []Poli
 		}
 		bpr := pr
 		bpr.FailureAction = bb.actions.failureAction()
-		out = append(out, b.result(rs, bpr, func() { b.evaluateBinding(rs, p, bp.Name(), bb) }))
+		configErr := false
+		bpr = b.result(rs, bpr, func() { configErr = b.evaluateBinding(rs, p, bp.Name(), bb) })
+		if configErr {
+			// the API server denies on configuration errors whatever the
+			// binding's actions (under failurePolicy Fail)
+			bpr.FailureAction = api.Enforce
+		}
+		out = append(out, bpr)
 	}
 	if len(out) == n {
 		out = append(out, pr)
@@ -205,16 +212,17 @@ func (b *vapPolicy) result(rs *reqState, pr PolicyResult, eval func()) PolicyRes
 }
 
 // evaluateBinding evaluates the policy for one binding: its parameter
-// objects (a configuration error is an error result), then the policy.
-func (b *vapPolicy) evaluateBinding(rs *reqState, p *Policy, name string, bb *vapBinding) {
+// objects, then the policy. It reports a configuration error (the
+// parameters could not be read), which is an error result.
+func (b *vapPolicy) evaluateBinding(rs *reqState, p *Policy, name string, bb *vapBinding) (configErr bool) {
 	props := map[string]string{PropertyBinding: name}
 	params, err := b.params(rs, bb.paramRef)
 	if err != nil {
 		rs.celKindResult(p.Name(), StatusError, "failed to configure binding: "+err.Error(), err, props)
-		return
+		return true
 	}
 	if len(params) == 0 {
-		return // parameterNotFoundAction Allow: nothing to validate
+		return false // parameterNotFoundAction Allow: nothing to validate
 	}
 	start := len(rs.results)
 	b.evaluate(rs, p, params, props)
@@ -222,6 +230,7 @@ func (b *vapPolicy) evaluateBinding(rs *reqState, p *Policy, name string, bb *va
 		r := &rs.results[i]
 		r.EmitWarning = bb.actions.warn && (r.Status == StatusFail || r.Status == StatusError)
 	}
+	return false
 }
 
 // evaluate evaluates the policy with each parameter object (none: once
