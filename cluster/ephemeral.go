@@ -304,7 +304,7 @@ func (e *ephemeral) touches(reports map[ireport.ReportKey]bool) bool {
 		return false
 	}
 	for i := range e.results {
-		if reports[ireport.ReportKey{Namespace: e.namespace, Name: ireport.ReportName(e.results[i].Policy)}] {
+		if reports[ireport.ReportKey{Namespace: e.namespace, Name: ireport.ReportName(e.results[i].Source, e.results[i].Policy)}] {
 			return true
 		}
 	}

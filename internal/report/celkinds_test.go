@@ -103,3 +103,39 @@ func TestCELKindEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestCELKindStoreKeys checks that the in-cluster reports of CEL kinds
+// have names of their own (a ValidatingPolicy and a ClusterPolicy of the
+// same name do not share a report), also for entries taken back from the
+// cluster.
+func TestCELKindStoreKeys(t *testing.T) {
+	eng := newEngine(t)
+	set, err := eng.Compile(readSet(t, celKindsPolicies).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := object(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: small, namespace: shop, uid: u1}\nspec: {replicas: 1}\n")
+	resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(Options{Clock: fixedClock})
+	if err := st.Update("u1", resp.Policies, false); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, k := range st.Keys() {
+		names = append(names, k.Namespace+"/"+k.Name)
+	}
+	if got := strings.Join(names, ","); got != "shop/nvpol-replicas,shop/vap-vap-replicas" {
+		t.Errorf("report keys %s", got)
+	}
+	for _, tt := range []struct{ source, key, want string }{
+		{"kyverno", "p", "cpol-p"}, {"kyverno", "ns/p", "pol-p"}, {SourceValidatingPolicy, "p", "vpol-p"},
+		{SourceValidatingPolicy, "ns/p", "nvpol-p"}, {SourceValidatingAdmissionPolicy, "p", "vap-p"},
+	} {
+		if got := ReportName(tt.source, tt.key); got != tt.want {
+			t.Errorf("ReportName(%s, %s) = %s, want %s", tt.source, tt.key, got, tt.want)
+		}
+	}
+}
