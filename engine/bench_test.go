@@ -22,7 +22,7 @@ func loadBench(b *testing.B) ([]api.PolicyObject, []map[string]any) {
 
 // loadBenchPolicies loads the bench policies of folder dir and the 1,000
 // Pods.
-func loadBenchPolicies(b *testing.B, dir string) ([]api.PolicyObject, []map[string]any) {
+func loadBenchPolicies(b testing.TB, dir string) ([]api.PolicyObject, []map[string]any) {
 	b.Helper()
 	if _, err := os.Stat(benchDir); err != nil {
 		b.Skip("shared bench workload not found")
