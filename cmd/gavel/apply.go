@@ -572,7 +572,11 @@ func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f ap
 		for j := range pr.Rules {
 			if r := &pr.Rules[j]; r.Status == engine.StatusFail {
 				n++
-				fmt.Fprintln(w, n, "-", r.Name, r.Message)
+				msg := r.Message
+				if msg == "" {
+					msg = "validation failed" // upstream's word for a failure without a message
+				}
+				fmt.Fprintln(w, n, "-", r.Name, msg)
 			}
 		}
 		fmt.Fprintln(w)
