@@ -409,10 +409,13 @@ func compileValid(eng *engine.Engine, policies []api.PolicyObject) (*engine.Poli
 }
 
 // ruleCountOf is the number of rules a policy has as written (one for
-// the kinds without rules, as upstream counts them).
+// the kinds without rules, none for bindings, as upstream counts them).
 func ruleCountOf(p api.PolicyObject) int {
-	if cp, ok := p.(api.ClassicPolicy); ok {
-		return len(cp.GetSpec().Rules)
+	switch p := p.(type) {
+	case api.ClassicPolicy:
+		return len(p.GetSpec().Rules)
+	case *api.ValidatingAdmissionPolicyBinding, *api.MutatingAdmissionPolicyBinding:
+		return 0
 	}
 	return 1
 }
