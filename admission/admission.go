@@ -153,6 +153,11 @@ func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admiss
 //   - otherwise allowed, with a warning "policy NAME.RULE: MESSAGE" for
 //     each rule that failed, errored or warned in an Enforce policy (errors
 //     under failurePolicy Ignore) or in a policy with spec.emitWarning;
+//   - for the CEL kinds (ValidatingPolicy, ValidatingAdmissionPolicy), as
+//     upstream's handlers and the API server answer: denied when a result
+//     fails (or errors, under failurePolicy Fail) with validationActions
+//     Deny, with the messages of celMessage; a warning for each that
+//     fails or errors with Warn; Audit only reports;
 //   - denied with the error's text when err is set (a request Request
 //     could not convert, an invalid object, a cancelled context).
 func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err error) *admissionv1.AdmissionResponse {
@@ -162,16 +167,62 @@ func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, e
 	if resp == nil {
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
-	if resp.Blocked() {
-		return deny(ar, blockedMessage(resp, validateBlocked))
-	}
-	var warnings []string
+	var warnings, celWarnings []string
 	for p, r := range resp.Rules() {
-		if notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning) {
+		switch {
+		case celKind(p.Policy):
+			if r.EmitWarning && notPassed(r) {
+				celWarnings = append(celWarnings, celWarning(p, r))
+			}
+		case notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning):
 			warnings = append(warnings, warning(p, r))
 		}
 	}
-	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+	if resp.Blocked() {
+		// the warnings of CEL kinds go with denials too, as the API
+		// server and upstream's handlers send them
+		out := deny(ar, blockedMessage(resp, validateBlocked))
+		out.Warnings = celWarnings
+		return out
+	}
+	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: append(warnings, celWarnings...)}
+}
+
+// celKind reports a policy of a CEL kind (ValidatingPolicy,
+// ValidatingAdmissionPolicy), which upstream answers with the messages of
+// its own handlers.
+func celKind(p *engine.Policy) bool {
+	return p.Kind() != api.KindClusterPolicy && p.Kind() != api.KindPolicy
+}
+
+// celMessage is how upstream words a failing or erroring result of a CEL
+// kind: "Policy NAME failed: MESSAGE" (error: for errors) for a
+// ValidatingPolicy, the API server's "ValidatingAdmissionPolicy 'NAME'
+// with binding 'BINDING' denied request: MESSAGE" for a
+// ValidatingAdmissionPolicy.
+func celMessage(p *engine.PolicyResult, r *engine.RuleResult) string {
+	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
+		if b := r.Properties[engine.PropertyBinding]; b != "" {
+			return fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+		}
+		return fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", p.Policy.Name(), r.Message)
+	}
+	verb := "failed"
+	if r.Status == engine.StatusError {
+		verb = "error"
+	}
+	return fmt.Sprintf("Policy %s %s: %s", p.Policy.Name(), verb, r.Message)
+}
+
+// celWarning is the admission warning of a result of a CEL kind whose
+// validation actions hold Warn: upstream's "Policy NAME failed: MESSAGE"
+// or the API server's "Validation failed for ValidatingAdmissionPolicy
+// 'NAME' with binding 'BINDING': MESSAGE".
+func celWarning(p *engine.PolicyResult, r *engine.RuleResult) string {
+	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
+		return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Policy.Name(), r.Properties[engine.PropertyBinding], r.Message)
+	}
+	return celMessage(p, r)
 }
 
 // Mutate evaluates the mutate rules of set on the request and answers it
@@ -318,14 +369,51 @@ func warning(p *engine.PolicyResult, r *engine.RuleResult) string {
 	return "policy " + p.Policy.Name() + "." + r.Name + ": " + r.Message
 }
 
-// blockedMessage is upstream's message of a denied request
-// (GetBlockedMessages): the resource, then the YAML map (yaml.v3, indent
-// 2, as upstream writes it) of each policy's rules that include selects
-// to their messages, policies and rules sorted by name.
+// blockedMessage is upstream's message of a denied request: for
+// ClusterPolicies and Policies, the resource, then the YAML map of each
+// policy's rules that include selects to their messages
+// (classicBlockedMessage); the denials of CEL kinds (see celMessage)
+// joined with "; ", as upstream's handlers of those kinds write them,
+// alone when only they deny, else after the former.
 func blockedMessage(resp *engine.Response, include func(*engine.PolicyResult, *engine.RuleResult) bool) string {
+	var cel []string
+	classic := false
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		if !celKind(p.Policy) {
+			for j := range p.Rules {
+				classic = classic || include(p, &p.Rules[j])
+			}
+			continue
+		}
+		if !p.Blocks() {
+			continue
+		}
+		for j := range p.Rules {
+			if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
+				cel = append(cel, celMessage(p, r))
+			}
+		}
+	}
+	if !classic {
+		return strings.Join(cel, "; ")
+	}
+	msg := classicBlockedMessage(resp, include)
+	if len(cel) > 0 {
+		msg += "\n" + strings.Join(cel, "; ")
+	}
+	return msg
+}
+
+// classicBlockedMessage is upstream's message of a request that
+// ClusterPolicies and Policies deny (GetBlockedMessages): the resource,
+// then the YAML map (yaml.v3, indent 2, as upstream writes it) of each
+// policy's rules that include selects to their messages, policies and
+// rules sorted by name.
+func classicBlockedMessage(resp *engine.Response, include func(*engine.PolicyResult, *engine.RuleResult) bool) string {
 	failures := map[string]map[string]string{}
 	for p, r := range resp.Rules() {
-		if !include(p, r) {
+		if celKind(p.Policy) || !include(p, r) {
 			continue
 		}
 		rules := failures[p.Policy.Name()]

@@ -58,7 +58,7 @@ func TestCorpusAutogenRules(t *testing.T) {
 		if err := yaml.Unmarshal(raw, &ct); err != nil {
 			continue
 		}
-		policies := map[string]api.PolicyObject{}
+		policies := map[string]api.ClassicPolicy{}
 		for _, rel := range ct.Policies {
 			f, err := os.Open(filepath.Join(filepath.Dir(file), rel))
 			if err != nil {
@@ -78,7 +78,9 @@ func TestCorpusAutogenRules(t *testing.T) {
 					t.Errorf("%s: %v", rel, err)
 					continue
 				}
-				policies[api.PolicyKey(p)] = p
+				if cp, ok := p.(api.ClassicPolicy); ok {
+					policies[api.PolicyKey(p)] = cp
+				}
 			}
 		}
 		for _, res := range ct.Results {

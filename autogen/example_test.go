@@ -37,10 +37,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	policy, err := api.DecodePolicy(docs[0])
+	decoded, err := api.DecodePolicy(docs[0])
 	if err != nil {
 		panic(err)
 	}
+	policy := decoded.(*api.ClusterPolicy)
 
 	fmt.Println("controllers:", autogen.Controllers(policy.GetAnnotations(), policy.GetSpec()))
 	for _, rule := range autogen.Rules(policy) {
@@ -72,4 +73,45 @@ func ExampleOriginal() {
 	// check-image -> check-image false
 	// autogen-check-image -> check-image true
 	// autogen-cronjob-check-image -> check-image true
+}
+
+// ValidatingPolicy returns the Pod controller variants of a
+// ValidatingPolicy: its expressions moved to the Pod template.
+func ExampleValidatingPolicy() {
+	docs, err := api.ReadDocuments(strings.NewReader(`
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: no-host-network
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [pods]
+  validations:
+  - expression: "object.spec.?hostNetwork.orValue(false) == false"
+`), "policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	p, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		panic(err)
+	}
+	variants, err := autogen.ValidatingPolicy(&p.(*api.ValidatingPolicy).Spec)
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range variants {
+		var kinds []string
+		for _, t := range v.Targets {
+			kinds = append(kinds, t.Kind)
+		}
+		fmt.Println(v.Config, kinds, v.Spec.Validations[0].Expression)
+	}
+	// Output:
+	// cronjobs [CronJob] object.spec.jobTemplate.spec.template.spec.?hostNetwork.orValue(false) == false
+	// defaults [DaemonSet Deployment ReplicaSet StatefulSet Job] object.spec.template.spec.?hostNetwork.orValue(false) == false
 }

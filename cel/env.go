@@ -102,7 +102,61 @@ type EnvOption func(*envConfig) error
 type envConfig struct {
 	ver   *version.Version
 	extra []cel.EnvOption
-	libs  LibrarySet
+	// pure are options whose functions are pure (WithPureEnvOptions)
+	pure []cel.EnvOption
+	// vars are the variables WithVariable declares
+	vars []declaredVar
+	// requestObjects declares request.object and request.oldObject
+	requestObjects bool
+	// noAuthorizer leaves the authorizer variables out
+	noAuthorizer bool
+	// libs are the libraries of WithLibraries
+	libs LibrarySet
+}
+
+// declaredVar is a variable of WithVariable.
+type declaredVar struct {
+	name string
+	t    *cel.Type
+}
+
+// WithVariable declares a variable of type t that every expression sees;
+// its value comes from Input.Extra (null when absent). Unlike the options
+// of WithEnvOptions, it keeps the functions of the environment pure: the
+// values of variables that do not mention it are still shared between
+// Evaluations (see NewEvaluation).
+func WithVariable(name string, t *cel.Type) EnvOption {
+	return func(c *envConfig) error {
+		if name == "" || t == nil {
+			return errors.New("cel: WithVariable needs a name and a type")
+		}
+		c.vars = append(c.vars, declaredVar{name: name, t: t})
+		return nil
+	}
+}
+
+// WithPureEnvOptions is WithEnvOptions for options whose functions are
+// pure (their results depend on their arguments only): the values of
+// variables stay shared between Evaluations (see NewEvaluation).
+func WithPureEnvOptions(opts ...cel.EnvOption) EnvOption {
+	return func(c *envConfig) error {
+		c.pure = append(c.pure, opts...)
+		return nil
+	}
+}
+
+// WithRequestObjects declares the object and oldObject fields of the
+// request variable, as Kyverno's CEL policy kinds declare it (the API
+// server's request has no such fields).
+func WithRequestObjects() EnvOption {
+	return func(c *envConfig) error { c.requestObjects = true; return nil }
+}
+
+// WithoutAuthorizer leaves the authorizer variables out of the
+// environment (Kyverno's ValidatingPolicy does not declare them): an
+// expression that uses them does not compile.
+func WithoutAuthorizer() EnvOption {
+	return func(c *envConfig) error { c.noAuthorizer = true; return nil }
 }
 
 // WithEnvOptions adds cel-go options (libraries, variables, types) to every
@@ -161,7 +215,7 @@ func (e *Env) variant(params, authz, namespaced bool) (*variant, error) {
 }
 
 func (e *Env) build(v *variant, params, authz, namespaced bool) error {
-	requestType := requestType()
+	requestType := requestType(e.cfg.requestObjects)
 	namespaceType := namespaceType()
 	vars := []cel.EnvOption{
 		cel.Variable(ObjectVar, cel.DynType),
@@ -172,7 +226,10 @@ func (e *Env) build(v *variant, params, authz, namespaced bool) error {
 	if params {
 		vars = append(vars, cel.Variable(ParamsVar, cel.DynType))
 	}
-	if authz {
+	for _, dv := range e.cfg.vars {
+		vars = append(vars, cel.Variable(dv.name, dv.t))
+	}
+	if authz && !e.cfg.noAuthorizer {
 		vars = append(vars,
 			cel.Variable(AuthorizerVar, library.AuthorizerType),
 			cel.Variable(requestResourceVar, library.ResourceCheckType))
@@ -186,8 +243,8 @@ func (e *Env) build(v *variant, params, authz, namespaced bool) error {
 		return fmt.Errorf("cel: environment: %w", err)
 	}
 	v.plain = set.NewExpressionsEnv()
-	if len(e.cfg.extra) > 0 {
-		if v.plain, err = v.plain.Extend(e.cfg.extra...); err != nil {
+	if opts := append(append([]cel.EnvOption(nil), e.cfg.pure...), e.cfg.extra...); len(opts) > 0 {
+		if v.plain, err = v.plain.Extend(opts...); err != nil {
 			return fmt.Errorf("cel: environment: %w", err)
 		}
 	}
@@ -237,8 +294,15 @@ func (e *CompileError) Error() string { return e.Detail }
 // Program is a compiled expression: immutable, safe for concurrent use.
 type Program struct {
 	prog cel.Program
-	expr string
-	kind Kind
+	// lazy programs are instantiated on first use (Compiler.Lazy): ast
+	// and celEnv until then, once guards it, progErr is its error
+	ast     *cel.Ast
+	celEnv  *cel.Env
+	popts   []cel.ProgramOption
+	once    sync.Once
+	progErr error
+	expr    string
+	kind    Kind
 	// name is the variable name for Kind Variable.
 	name string
 	out  *cel.Type
@@ -268,6 +332,19 @@ type Compiler struct {
 	variables []*Program
 	// shared is set when a variable may be shared (Program.shared).
 	shared bool
+	// lazy defers the instantiation of programs (Lazy)
+	lazy bool
+}
+
+// Lazy makes the compiler's programs instantiated on their first
+// evaluation: Compile still parses and type-checks every expression (and
+// reports its errors), only cel-go's program, which holds a dispatcher of
+// every function of the environment, waits until it is needed. For units
+// that may never run, such as the Pod controller variants of a policy
+// checked on Pods only. It returns c.
+func (c *Compiler) Lazy() *Compiler {
+	c.lazy = true
+	return c
 }
 
 // CompilerOption configures a Compiler.
@@ -332,7 +409,7 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	// the functions of Kubernetes' environment are pure (but the
 	// authorizer's); those of WithEnvOptions may not be, and those of
 	// the libraries are when Compile found them so
-	p.shared = len(c.env.cfg.extra) == 0 && p.pure && readsOnlyObjects(expr)
+	p.shared = len(c.env.cfg.extra) == 0 && p.pure && c.env.readsOnlyObjects(expr)
 	c.shared = c.shared || p.shared
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
@@ -342,9 +419,10 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 // Compile type-checks expr as an expression of kind k and makes its
 // program.
 func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
-	a := b2i(k.authorizer())
+	authz := k.authorizer() || c.env.cfg.noAuthorizer // one environment without authorizer
+	a := b2i(authz)
 	if c.envs[a] == nil {
-		v, err := c.env.variant(c.params, k.authorizer(), c.namespace != "")
+		v, err := c.env.variant(c.params, authz, c.namespace != "")
 		if err != nil {
 			return nil, err
 		}
@@ -386,11 +464,30 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 			popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
 		}
 	}
+	if c.lazy {
+		return &Program{ast: ast, celEnv: env, popts: popts, expr: expr, kind: k, out: ast.OutputType(), pure: isPure}, nil
+	}
 	prog, err := env.Program(ast, popts...)
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
 	}
 	return &Program{prog: prog, expr: expr, kind: k, out: ast.OutputType(), pure: isPure}, nil
+}
+
+// program returns the cel-go program, instantiating a lazy one.
+func (p *Program) program() (cel.Program, error) {
+	if p.ast == nil {
+		return p.prog, nil
+	}
+	p.once.Do(func() {
+		prog, err := p.celEnv.Program(p.ast, p.popts...)
+		if err != nil {
+			p.progErr = &CompileError{Expression: p.expr, Detail: "program instantiation failed: " + err.Error()}
+			return
+		}
+		p.prog = prog
+	})
+	return p.prog, p.progErr
 }
 
 // declTypeOf converts a checked type into the declaration of a variable's

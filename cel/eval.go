@@ -85,6 +85,11 @@ type Input struct {
 	// Budget bounds the total cost of the Evaluation's expressions
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
+	// Extra holds the values of the variables WithVariable (or the
+	// options of WithEnvOptions) declare, by name: JSON-like trees, CEL
+	// values or other Go values (converted by the environment's
+	// adapter); a declared variable that is absent is null.
+	Extra map[string]any
 	// Libraries is the host side of Kyverno's CEL libraries
 	// (WithLibraries) for the Evaluations of this Input; nil leaves
 	// every host unconfigured, the clock time.Now and the randomness
@@ -118,6 +123,10 @@ type activation struct {
 	object, oldObject, params, request, namespace any
 	authorizer, requestResource                   any
 	variables                                     ref.Val
+	extra                                         map[string]any
+	conv                                          *converter
+	// declared are the variables of WithVariable, null when absent
+	declared []declaredVar
 	// libs resolves the names of the libraries' variables; nil in
 	// environments without libraries.
 	libs *libBinding
@@ -141,6 +150,14 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.requestResource, a.requestResource != nil
 	case VariablesVar:
 		return a.variables, true
+	}
+	if v, ok := a.extra[name]; ok {
+		return a.conv.NativeToValue(v), true
+	}
+	for _, dv := range a.declared {
+		if dv.name == name {
+			return types.NullValue, true
+		}
 	}
 	if a.libs != nil {
 		return a.libs.resolve(name)
@@ -183,6 +200,9 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		params:    conv.value(in.Params),
 		request:   conv.value(in.Request),
 		namespace: conv.value(in.Namespace),
+		extra:     in.Extra,
+		conv:      conv,
+		declared:  c.env.cfg.vars,
 	}
 	if in.Authorizer != nil {
 		u := &user.DefaultInfo{Name: in.User.Username, UID: in.User.UID, Groups: in.User.Groups, Extra: in.User.Extra}
@@ -297,10 +317,14 @@ func (ev *Evaluation) Eval(p *Program) (ref.Val, error) {
 // channel) needs none of ContextEval's interruption checks, which cost a
 // cancellable context per evaluation.
 func (ev *Evaluation) run(p *Program) (ref.Val, *cel.EvalDetails, error) {
-	if ev.ctx.Done() == nil {
-		return p.prog.Eval(&ev.act)
+	prog, err := p.program()
+	if err != nil {
+		return nil, nil, err
 	}
-	return p.prog.ContextEval(ev.ctx, &ev.act)
+	if ev.ctx.Done() == nil {
+		return prog.Eval(&ev.act)
+	}
+	return prog.ContextEval(ev.ctx, &ev.act)
 }
 
 // authorizerAdapter puts an Authorizer behind the API server's interface.

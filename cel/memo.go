@@ -51,9 +51,14 @@ func (m *memo) add(p *Program, v ref.Val, cost uint64) {
 
 // readsOnlyObjects tells whether expr can read no variable but object and
 // oldObject (it does not mention the others; some that do are left out).
-func readsOnlyObjects(expr string) bool {
+func (e *Env) readsOnlyObjects(expr string) bool {
 	for _, name := range [...]string{VariablesVar, ParamsVar, AuthorizerVar, RequestVar, NamespaceVar} {
 		if strings.Contains(expr, name) {
+			return false
+		}
+	}
+	for _, dv := range e.cfg.vars {
+		if strings.Contains(expr, dv.name) {
 			return false
 		}
 	}

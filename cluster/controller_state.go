@@ -54,7 +54,7 @@ func needsRecord(p *engine.Policy) bool {
 // recordOf returns the record of the applied policy p.
 func recordOf(p *engine.Policy) (policyRecord, error) {
 	src := p.Source()
-	spec, err := json.Marshal(src.GetSpec())
+	spec, err := specJSON(src)
 	if err != nil {
 		return policyRecord{}, err
 	}
@@ -281,4 +281,20 @@ func (c *Controller) recordApplied(p *engine.Policy, rec policyRecord, had bool,
 	}
 	changes[k] = &cur
 	return nil
+}
+
+// specJSON is the JSON of a policy's spec.
+func specJSON(src api.PolicyObject) ([]byte, error) {
+	if cp, ok := src.(api.ClassicPolicy); ok {
+		return json.Marshal(cp.GetSpec())
+	}
+	raw, err := json.Marshal(src)
+	if err != nil {
+		return nil, err
+	}
+	var obj struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	err = json.Unmarshal(raw, &obj)
+	return obj.Spec, err
 }

@@ -303,7 +303,7 @@ func (e *ephemeral) touches(reports map[report.ReportKey]bool) bool {
 		return false
 	}
 	for i := range e.results {
-		if reports[report.ReportKey{Namespace: e.namespace, Name: report.ReportName(e.results[i].Policy)}] {
+		if reports[report.ReportKey{Namespace: e.namespace, Name: report.ReportName(e.results[i].Source, e.results[i].Policy)}] {
 			return true
 		}
 	}

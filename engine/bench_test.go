@@ -18,7 +18,7 @@ func loadBench(b *testing.B) ([]api.PolicyObject, []map[string]any) {
 
 // loadBenchPolicies loads the bench policies of folder dir and the 1,000
 // Pods.
-func loadBenchPolicies(b *testing.B, dir string) ([]api.PolicyObject, []map[string]any) {
+func loadBenchPolicies(b testing.TB, dir string) ([]api.PolicyObject, []map[string]any) {
 	b.Helper()
 	// the shared performance workload (42 policies, 1,000 Pods), with
 	// GAVEL_SHARED

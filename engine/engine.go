@@ -33,6 +33,14 @@ type Engine struct {
 	celErr  error
 	// vcache keeps image verification outcomes (verifyimages.go).
 	vcache *verifycache.Cache[verifyOutcome]
+	// the environment of ValidatingPolicy expressions, built on first
+	// use (vpolEnv)
+	vpolOnce sync.Once
+	vpolEnvV *cel.Env
+	vpolErr  error
+	// celExcConds caches the compiled matchConditions of CEL
+	// PolicyExceptions by exception and environment (vpol.go)
+	celExcConds sync.Map
 }
 
 // New builds an Engine.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
+	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
 )
@@ -44,6 +46,12 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
+		if p.body != nil {
+			resp.Policies = s.eng.runBody(rs, p, resp.Policies, func(out []PolicyResult) []PolicyResult {
+				return p.body.validate(rs, p, out)
+			})
+			continue
+		}
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule, cands.policy(i)))
 	}
 	s.noteResults(rs, resp)
@@ -53,6 +61,59 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 		return resp, err
 	}
 	return resp, nil
+}
+
+// ValidatePayload evaluates the policies of the set that evaluate JSON
+// payloads (ValidatingPolicies in JSON evaluation mode) on a payload that
+// need not be a Kubernetes object, as upstream's CLI does with --json:
+// their matchConditions select the payloads, object is the payload and
+// the other variables are null. The set's other policies are not
+// evaluated. The response has a PolicyResult for each such policy.
+func (s *PolicySet) ValidatePayload(ctx context.Context, payload map[string]any) (*Response, error) {
+	if payload == nil {
+		return nil, ErrNoObject
+	}
+	if !mutate.CanonicalTree(payload) {
+		n, err := jpcore.Canonical(payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: payload: %v", ErrInvalidObject, err)
+		}
+		payload, _ = n.(map[string]any)
+	}
+	rs := s.reqState(ctx, &Request{Object: payload}, payload, nil)
+	resp := &Response{Resource: payload}
+	rs.results = make([]RuleResult, 0, 4)
+	for _, p := range s.policies {
+		vp, ok := p.body.(*validatingPolicy)
+		if !ok || !vp.json {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return resp, err
+		}
+		resp.Policies = s.eng.runBody(rs, p, resp.Policies, func(out []PolicyResult) []PolicyResult {
+			return vp.validatePayload(rs, p, out)
+		})
+	}
+	s.noteResults(rs, resp)
+	s.putReqState(rs)
+	return resp, ctx.Err()
+}
+
+// runBody evaluates a policy of a CEL kind (kinds.go) and appends its
+// results to out. A panic becomes an error result of the policy.
+func (e *Engine) runBody(rs *reqState, p *Policy, out []PolicyResult, validate func([]PolicyResult) []PolicyResult) (res []PolicyResult) {
+	n, start := len(out), len(rs.results)
+	defer func() {
+		if v := recover(); v != nil {
+			// the results stay in the request's array (see noteResults)
+			rs.results = rs.results[:start]
+			rs.celKindResult("", StatusError, "policy evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())), nil)
+			res = append(out[:n], PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction,
+				Rules: rs.results[start : start+1 : start+1]})
+		}
+	}()
+	return validate(out)
 }
 
 // runPolicy evaluates the rules of one type of a policy on the request.

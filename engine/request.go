@@ -48,6 +48,12 @@ type Request struct {
 	// NamespaceLabels are the labels of the object's namespace. When nil,
 	// the engine asks its NamespaceLabeler if a rule needs them.
 	NamespaceLabels map[string]string
+	// NamespaceObject is the object's Namespace as the CEL policy kinds
+	// (ValidatingPolicy, ValidatingAdmissionPolicy) see it:
+	// namespaceObject, and the labels of namespace selectors when
+	// NamespaceLabels is nil. When nil, the engine reads it through the
+	// Client. ClusterPolicy and Policy rules do not read it.
+	NamespaceObject map[string]any
 	// Variables are extra context variables (keys may be dotted paths).
 	Variables map[string]any
 }

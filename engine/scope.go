@@ -64,6 +64,8 @@ type reqState struct {
 
 	// celIn is the request's data for CEL rules (see celData).
 	celIn *celInput
+	// kinds is the request's data for CEL policy kinds (see kindData).
+	kinds *kindData
 
 	// results backs the rule results of the request's policies (see
 	// runPolicy).

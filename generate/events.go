@@ -176,7 +176,7 @@ func (c *Controller) ruleDownstreams(ctx context.Context, p *engine.Policy, r *a
 // rules to the existing triggers. Triggers the rule does not apply to give
 // Skip requests, which are not returned.
 func (c *Controller) applyExisting(ctx context.Context, p *engine.Policy) ([]*api.UpdateRequest, error) {
-	spec := p.Source().GetSpec()
+	spec := classicSpec(p)
 	var urs []*api.UpdateRequest
 	var errs []error
 	for _, r := range p.Rules() {

@@ -129,7 +129,7 @@ func (c *Controller) applyGenerate(ctx context.Context, policy *engine.Policy, r
 	default:
 		return resp.Policies, nil, errDoesNotApply
 	}
-	ssa := policy.Source().GetSpec().UseServerSideApply
+	ssa := classicSpec(policy).UseServerSideApply
 	var specs []api.ResourceSpec
 	var errs []error
 	for _, obj := range res.GeneratedResources {
@@ -615,4 +615,13 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		}
 	}
 	return results, applied, errors.Join(failures...)
+}
+
+// classicSpec returns the spec of a ClusterPolicy or Policy (the kinds
+// with generate and mutate-existing rules), an empty one for other kinds.
+func classicSpec(p *engine.Policy) *api.Spec {
+	if cp, ok := p.Source().(api.ClassicPolicy); ok {
+		return cp.GetSpec()
+	}
+	return &api.Spec{}
 }

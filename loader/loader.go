@@ -21,13 +21,19 @@ import (
 
 // Set is what was read: policies, exceptions and every other document.
 type Set struct {
+	// Policies are the policies of every kind (see api.DecodePolicy),
+	// bindings of admission policies included.
 	Policies   []api.PolicyObject
 	Exceptions []*api.PolicyException
+	// CELExceptions are the policies.kyverno.io PolicyExceptions.
+	CELExceptions []*api.CELPolicyException
 	// Resources are the documents that are neither policies nor exceptions.
 	Resources []api.Document
 }
 
-// Add decodes one document into the set.
+// Add decodes one document into the set. A document of a policy group
+// whose kind gavel does not know is an *api.UnknownKindError (see
+// api.Document.CheckKind).
 func (s *Set) Add(d api.Document) error {
 	switch {
 	case d.IsPolicy():
@@ -42,7 +48,16 @@ func (s *Set) Add(d api.Document) error {
 			return err
 		}
 		s.Exceptions = append(s.Exceptions, e)
+	case d.IsCELPolicyException():
+		e, err := api.DecodeCELPolicyException(d)
+		if err != nil {
+			return err
+		}
+		s.CELExceptions = append(s.CELExceptions, e)
 	default:
+		if err := d.CheckKind(); err != nil {
+			return err
+		}
 		s.Resources = append(s.Resources, d)
 	}
 	return nil
@@ -130,6 +145,7 @@ func Load(paths ...string) (*Set, error) {
 	for i := range parts {
 		s.Policies = append(s.Policies, parts[i].Policies...)
 		s.Exceptions = append(s.Exceptions, parts[i].Exceptions...)
+		s.CELExceptions = append(s.CELExceptions, parts[i].CELExceptions...)
 		s.Resources = append(s.Resources, parts[i].Resources...)
 	}
 	return s, errors.Join(errs...)

@@ -50,6 +50,15 @@ func resourceRef(tr Result, name string) (ns, n string) {
 	return tr.Namespace, name
 }
 
+// selectedBy reports whether a result's resource entry selects the
+// response's resource: a JSON payload by its file name, as upstream.
+func (r *response) selectedBy(tr Result, name string) bool {
+	if r.payload != "" {
+		return name == r.payload
+	}
+	return selects(tr, name, r.resource)
+}
+
 // selects reports whether a result's resource entry selects obj.
 func selects(tr Result, name string, obj map[string]any) bool {
 	ns, n := resourceRef(tr, name)
@@ -78,12 +87,12 @@ func (e *env) triggerRows(tr Result, name string, responses []response, opts Opt
 	applied := map[int]bool{} // resources with a row of the rule
 	excluded := map[int]int{} // row of found → resource index
 	for _, resp := range responses {
-		if !policyMatches(tr.Policy, resp.policy) || !selects(tr, name, resp.resource) {
+		if !policyMatches(tr.Policy, resp.policy) || !resp.selectedBy(tr, name) {
 			continue
 		}
 		n := len(found)
 		for _, rr := range resp.rules {
-			if !ruleNamed(tr, rr) {
+			if !ruleless(resp.policy) && !ruleNamed(tr, rr) {
 				continue
 			}
 			if tr.GeneratedResource == "" || len(rr.GeneratedResources) < 2 {
@@ -138,7 +147,7 @@ func (e *env) targetRows(tr Result, name string, responses []response, opts Opti
 			continue
 		}
 		for _, rr := range resp.rules {
-			if !ruleNamed(tr, rr) {
+			if !ruleless(resp.policy) && !ruleNamed(tr, rr) {
 				continue
 			}
 			for _, t := range rr.PatchedTargets {
@@ -178,9 +187,16 @@ func allResources(tr Result, responses []response) []string {
 		if !policyMatches(tr.Policy, resp.policy) {
 			continue
 		}
+		if resp.payload != "" {
+			if !seen[resp.payload] {
+				seen[resp.payload] = true
+				out = append(out, resp.payload)
+			}
+			continue
+		}
 		add(resp.resource)
 		for _, rr := range resp.rules {
-			if ruleNamed(tr, rr) {
+			if ruleless(resp.policy) || ruleNamed(tr, rr) {
 				for _, t := range rr.PatchedTargets {
 					add(t)
 				}

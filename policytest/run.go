@@ -3,6 +3,7 @@ package policytest
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -30,7 +31,9 @@ type Options struct {
 
 // response is one engine response: a policy's results on one resource.
 type response struct {
-	policy *engine.Policy
+	// payload is the file name of a JSON payload ("" for a resource)
+	payload string
+	policy  *engine.Policy
 	// index is the position of the evaluated resource in the test's
 	// resources: the responses of one resource share it
 	index    int
@@ -71,7 +74,32 @@ func Run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
 		}
 		byOp[op] = responses
 	}
+	payloads, err := env.applyPayloads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byOp[""] = append(byOp[""], payloads...)
 	return env.rows(byOp, opts), nil
+}
+
+// applyPayloads applies the ValidatingPolicies in JSON mode to the JSON
+// payloads, as upstream's test command does.
+func (e *env) applyPayloads(ctx context.Context) ([]response, error) {
+	if len(e.payloads) == 0 {
+		return nil, nil
+	}
+	set := e.eng.NewPolicySet(e.policies...)
+	var out []response
+	for _, pl := range e.payloads {
+		resp, err := set.ValidatePayload(ctx, pl.obj)
+		if err != nil {
+			return nil, fmt.Errorf("failed to apply validating policies on JSON payload %s: %w", pl.name, err)
+		}
+		for _, pr := range resp.Policies {
+			out = append(out, response{payload: pl.name, policy: pr.Policy, resource: pl.obj, patched: pl.obj, rules: pr.Rules, action: pr.FailureAction})
+		}
+	}
+	return out, nil
 }
 
 // resultOperations returns the operations the results are checked under:
@@ -133,7 +161,9 @@ func expected(r Result) string {
 }
 
 type env struct {
-	t         *Test
+	t *Test
+	// payloads are the JSON payloads of the test
+	payloads  []payload
 	dir       string
 	eng       *engine.Engine
 	policies  []*engine.Policy
@@ -172,7 +202,7 @@ func prepare(t *Test, opts Options) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	excs, err := exceptions.Compile(xset.Exceptions)
+	excs, err := exceptions.Compile(xset.Exceptions, exceptions.CEL(xset.CELExceptions...))
 	if err != nil {
 		return nil, fmt.Errorf("failed to load exceptions: %w", err)
 	}
@@ -182,15 +212,48 @@ func prepare(t *Test, opts Options) (*env, error) {
 	if err := e.newEngine(excs, opts); err != nil {
 		return nil, err
 	}
+	var compiled []*engine.Policy
 	for _, p := range pset.Policies {
 		cp, err := e.eng.CompilePolicy(p)
 		if err != nil {
 			// upstream skips invalid policies; their results are not found
 			continue
 		}
-		e.policies = append(e.policies, cp)
+		compiled = append(compiled, cp)
+	}
+	// the set attaches the bindings of admission policies to them
+	e.policies = e.eng.NewPolicySet(compiled...).Policies()
+	if e.payloads, err = e.loadPayloads(); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// payload is a JSON payload of the test.
+type payload struct {
+	name string
+	obj  map[string]any
+}
+
+// loadPayloads reads the JSON payloads of the test: each a JSON object.
+func (e *env) loadPayloads() ([]payload, error) {
+	var out []payload
+	for _, name := range e.t.JSONPayloads {
+		raw, err := os.ReadFile(e.path(name))
+		if err != nil {
+			return nil, fmt.Errorf("failed to load JSON payload %s: %w", name, err)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("failed to load JSON payload %s: %w", name, err)
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("JSON payload %s must be a top-level object", name)
+		}
+		out = append(out, payload{name: name, obj: obj})
+	}
+	return out, nil
 }
 
 // loadInputs reads the values (a file, or the test's inline values) and
@@ -272,6 +335,9 @@ func (e *env) loadResources() error {
 	}
 	seen := map[string]bool{}
 	for _, d := range docs {
+		if err := d.CheckKind(); err != nil {
+			return fmt.Errorf("failed to load resources: %w", err)
+		}
 		k := d.Kind() + "/" + namespaceOf(d.Object) + "/" + d.Name()
 		if seen[k] {
 			continue
@@ -505,6 +571,32 @@ func (v *Values) NamespaceLabels() map[string]map[string]string {
 	return out
 }
 
+// Namespace returns the namespace the values give (a namespaces entry as
+// written, else a namespaceSelector entry's name and labels), nil when
+// they give none: the namespaceObject of CEL policy kinds, as upstream's
+// CLI gives it.
+func (v *Values) Namespace(name string) map[string]any {
+	if v == nil || name == "" {
+		return nil
+	}
+	for i := range v.Namespaces {
+		if n := &v.Namespaces[i]; n.Metadata.Name == name && n.Object != nil {
+			return n.Object
+		}
+	}
+	for _, n := range v.NamespaceSelector {
+		if n.Name != name {
+			continue
+		}
+		labels := make(map[string]any, len(n.Labels))
+		for k, l := range n.Labels {
+			labels[k] = l
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": labels}}
+	}
+	return nil
+}
+
 // LoadValues reads a values file.
 func LoadValues(path string) (*Values, error) {
 	var v Values
@@ -558,6 +650,7 @@ func NewRequest(policy string, obj map[string]any, values *Values, user *UserInf
 		labels = map[string]string{}
 	}
 	req.NamespaceLabels = labels
+	req.NamespaceObject = values.Namespace(namespaceOf(obj))
 	if values != nil {
 		av, _ := obj["apiVersion"].(string)
 		g, v := splitAPIVersion(av)
@@ -702,6 +795,9 @@ func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOpe
 			return nil, err
 		}
 		for _, pr := range resp.Policies {
+			if len(pr.Rules) == 0 && !keepsEmpty(pr.Policy) {
+				continue
+			}
 			rules := pr.Rules
 			if len(unverifiable) > 0 {
 				rules = nil

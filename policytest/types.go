@@ -12,6 +12,8 @@
 // the upstream CLI counts them.
 package policytest
 
+import "encoding/json"
+
 // Test is a decoded kyverno-test.yaml.
 type Test struct {
 	// Path is the file the test was read from; relative paths in the test
@@ -43,7 +45,10 @@ type Test struct {
 	// GlobalContextEntries mock the data of GlobalContextEntries that
 	// globalReference context entries read.
 	GlobalContextEntries []GlobalContextEntryValue `json:"globalContextEntries,omitempty"`
-	Results              []Result                  `json:"results,omitempty"`
+	// JSONPayloads are JSON files that are not Kubernetes objects: the
+	// ValidatingPolicies in JSON evaluation mode are applied to them.
+	JSONPayloads []string `json:"jsonPayloads,omitempty"`
+	Results      []Result `json:"results,omitempty"`
 }
 
 type testMetadata struct {
@@ -79,8 +84,15 @@ type Result struct {
 	GeneratedResource   string `json:"generatedResource,omitempty"`
 	CloneSourceResource string `json:"cloneSourceResource,omitempty"`
 
+	// The policy kind flags of upstream's format: informative (a
+	// result is matched with the policy of its name whatever its kind).
 	IsValidatingAdmissionPolicy bool `json:"isValidatingAdmissionPolicy,omitempty"`
+	IsMutatingAdmissionPolicy   bool `json:"isMutatingAdmissionPolicy,omitempty"`
 	IsValidatingPolicy          bool `json:"isValidatingPolicy,omitempty"`
+	IsImageValidatingPolicy     bool `json:"isImageValidatingPolicy,omitempty"`
+	IsMutatingPolicy            bool `json:"isMutatingPolicy,omitempty"`
+	IsGeneratingPolicy          bool `json:"isGeneratingPolicy,omitempty"`
+	IsDeletingPolicy            bool `json:"isDeletingPolicy,omitempty"`
 }
 
 // Values is a values file (kind Values) or the inline values of a test.
@@ -127,6 +139,19 @@ type NamespaceObject struct {
 		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels,omitempty"`
 	} `json:"metadata"`
+	// Object is the namespace as written, the namespaceObject of CEL
+	// policy kinds.
+	Object map[string]any `json:"-"`
+}
+
+// UnmarshalJSON keeps the namespace as written besides its name and
+// labels.
+func (n *NamespaceObject) UnmarshalJSON(b []byte) error {
+	type plain NamespaceObject
+	if err := json.Unmarshal(b, (*plain)(n)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &n.Object)
 }
 
 // SubresourceValues declares a subresource and its parent.

@@ -69,7 +69,7 @@ func ExampleAdmissionEntries() {
 	store := report.NewStore(report.Options{Clock: eng.Now})
 	recorded, _ := store.SetAdmission("u2", 200, entries)
 	stale, _ := store.SetAdmission("u2", 100, nil) // an earlier request, seen later
-	fmt.Println(recorded, stale, report.ReportName(entries[0].Policy))
+	fmt.Println(recorded, stale, report.ReportName(entries[0].Source, entries[0].Policy))
 	// Output:
 	// require-team check-team fail background scan
 	// true false cpol-require-team

@@ -112,6 +112,9 @@ func (o Options) now() metav1.Timestamp {
 // headOf, EntryResult and entryProperties, as it does.
 func convert(pr *engine.PolicyResult, rr *engine.RuleResult, source string, ts metav1.Timestamp, auditWarn bool, ref api.ObjectReference) api.PolicyReportResult {
 	h := headOf(pr.Policy)
+	if h.source != "" {
+		source = h.source
+	}
 	return api.PolicyReportResult{
 		Source:     source,
 		Policy:     h.key,
@@ -134,6 +137,27 @@ type head struct {
 	severity      api.PolicyResultSeverity
 	scored        bool
 	process       string
+	// source is the source of a CEL kind's entries ("" for ClusterPolicy
+	// and Policy, whose entries have the Options' source)
+	source string
+}
+
+// Sources of the entries of CEL policy kinds, upstream's.
+const (
+	SourceValidatingPolicy          = "KyvernoValidatingPolicy"
+	SourceValidatingAdmissionPolicy = "ValidatingAdmissionPolicy"
+)
+
+// kindSource is the source of the entries of a policy kind: upstream's
+// for the CEL kinds, "" for the others.
+func kindSource(kind string) string {
+	switch kind {
+	case api.KindValidatingPolicy, api.KindNamespacedValidatingPolicy:
+		return SourceValidatingPolicy
+	case api.KindValidatingAdmissionPolicy:
+		return SourceValidatingAdmissionPolicy
+	}
+	return ""
 }
 
 func headOf(p *engine.Policy) head {
@@ -147,17 +171,26 @@ func headOf(p *engine.Policy) head {
 		severity: severity(annotations[annotationSeverity]),
 		scored:   annotations[annotationScored] != "false",
 		process:  process(p),
+		source:   kindSource(p.Kind()),
 	}
 }
 
 // result is the result of an entry: the rule status, fail becoming warn
-// when the policy is not scored or, with auditWarn, in Audit mode.
+// when the policy is not scored or, with auditWarn, in Audit mode (for
+// the CEL kinds, always: upstream gives them no failure action).
 func (h *head) result(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn bool) api.PolicyResult {
 	s := status(rr.Status)
-	if s == api.ResultFail && (!h.scored || (auditWarn && !pr.FailureAction.IsEnforce())) {
+	if s == api.ResultFail && (!h.scored || (auditWarn && (!pr.FailureAction.IsEnforce() || h.source != ""))) {
 		return api.ResultWarn
 	}
 	return s
+}
+
+// AuditWarns reports whether --audit-warn turns the fail results of pr
+// into warnings: in Audit mode, and always for the CEL policy kinds
+// (upstream gives them no failure action).
+func AuditWarns(pr *engine.PolicyResult) bool {
+	return !pr.FailureAction.IsEnforce() || kindSource(pr.Policy.Kind()) != ""
 }
 
 // EntryResult is the result the report entry of rule result rr of pr
@@ -225,10 +258,8 @@ func process(p *engine.Policy) string {
 	if p.Background() {
 		return processBackground
 	}
-	if src := p.Source(); src != nil {
-		if spec := src.GetSpec(); spec != nil && spec.AdmissionEnabled() {
-			return processAdmission
-		}
+	if p.Admission() {
+		return processAdmission
 	}
 	return ""
 }

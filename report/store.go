@@ -21,6 +21,11 @@ const (
 	clusterPolicyPrefix = "cpol-"
 	// policyPrefix prefixes the report of a (namespaced) Policy.
 	policyPrefix = "pol-"
+	// validatingPolicyPrefix, namespacedValidatingPolicyPrefix and
+	// admissionPolicyPrefix prefix the reports of the CEL kinds.
+	validatingPolicyPrefix           = "vpol-"
+	namespacedValidatingPolicyPrefix = "nvpol-"
+	admissionPolicyPrefix            = "vap-"
 	// LabelManagedBy is set to ManagedByKyverno on every report Store renders.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByKyverno is the value of LabelManagedBy.
@@ -125,13 +130,31 @@ func NewStore(opts Options) *Store {
 		processProps: map[string]map[string]string{}, reportNames: map[string]string{}}
 }
 
-// ReportName returns the report of a policy key: pol-<name> for a Policy
-// ("namespace/name"), cpol-<name> for a ClusterPolicy.
-func ReportName(policyKey string) string {
-	if i := strings.IndexByte(policyKey, '/'); i >= 0 {
-		return policyPrefix + policyKey[i+1:]
+// ReportName returns the report of an entry, from its source and policy
+// key: pol-<name> for a Policy ("namespace/name"), cpol-<name> for a
+// ClusterPolicy; vpol-, nvpol- and vap- for the CEL kinds (source
+// KyvernoValidatingPolicy, ValidatingAdmissionPolicy).
+func ReportName(source, policyKey string) string {
+	_, name, namespaced := strings.Cut(policyKey, "/")
+	if !namespaced {
+		name = policyKey
 	}
-	return clusterPolicyPrefix + policyKey
+	switch {
+	case source == SourceValidatingAdmissionPolicy:
+		return admissionPolicyPrefix + name
+	case source == SourceValidatingPolicy && namespaced:
+		return namespacedValidatingPolicyPrefix + name
+	case source == SourceValidatingPolicy:
+		return validatingPolicyPrefix + name
+	case namespaced:
+		return policyPrefix + name
+	}
+	return clusterPolicyPrefix + name
+}
+
+// reportNameOf is ReportName of a compiled policy's entries.
+func reportNameOf(p *engine.Policy) string {
+	return ReportName(kindSource(p.Kind()), p.Key())
 }
 
 // AdmissionEntries returns the report entries an admission request's
@@ -199,10 +222,7 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 		if len(refs) == 0 || refs[0] != ref {
 			refs = []api.ObjectReference{ref} // shared by the entries of one resource
 		}
-		key := ReportKey{Namespace: ref.Namespace, Name: clusterPolicyPrefix + p.Name()}
-		if p.Namespace() != "" {
-			key.Name = policyPrefix + p.Name()
-		}
+		key := ReportKey{Namespace: ref.Namespace, Name: reportNameOf(p)}
 		for j := range pr.Rules {
 			rr := &pr.Rules[j]
 			if rr.Type != engine.Validation && rr.Type != engine.ImageVerify {
@@ -280,7 +300,7 @@ func (s *Store) SetAdmission(resourceUID string, at int64, results []api.PolicyR
 		if len(r.Resources) == 0 || r.Policy == "" {
 			continue
 		}
-		entries = append(entries, storedEntry{key: ReportKey{Namespace: r.Resources[0].Namespace, Name: ReportName(r.Policy)}, result: r})
+		entries = append(entries, storedEntry{key: ReportKey{Namespace: r.Resources[0].Namespace, Name: ReportName(r.Source, r.Policy)}, result: r})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -77,6 +77,7 @@ type policyLines struct {
 	head
 	category, policy, severity []byte // nil when omitted
 	properties                 []byte // when process is the only property
+	source                     []byte // nil: the encoder's
 }
 
 func newEntryEncoder(w io.Writer, source string, ts metav1.Timestamp, auditWarn bool) *entryEncoder {
@@ -114,6 +115,11 @@ func (e *entryEncoder) policy(p *engine.Policy) (*policyLines, error) {
 	}
 	if h.severity != "" {
 		if pl.severity, err = e.render("severity", string(h.severity)); err != nil {
+			return nil, err
+		}
+	}
+	if h.source != "" {
+		if pl.source, err = e.render("source", h.source); err != nil {
 			return nil, err
 		}
 	}
@@ -256,7 +262,11 @@ func (e *entryEncoder) entry(pr *engine.PolicyResult, rr *engine.RuleResult) (ap
 	if pl.severity != nil {
 		put(pl.severity)
 	}
-	put(e.source)
+	if pl.source != nil {
+		put(pl.source)
+	} else {
+		put(e.source)
+	}
 	put(e.timestamp)
 	e.line = b
 	_, err = e.w.Write(b)

@@ -79,6 +79,16 @@ func (c *Client) resource(apiVersion, kind, namespace string) (dynamic.ResourceI
 	return ri, nil
 }
 
+// ResourceFor implements engine.ResourceMapper: the resource of a kind,
+// from the RESTMapper.
+func (c *Client) ResourceFor(apiVersion, kind string) (string, error) {
+	m, err := c.mapping(apiVersion, kind)
+	if err != nil {
+		return "", err
+	}
+	return m.Resource.Resource, nil
+}
+
 // IsNamespaced implements engine.NamespacedKinds from the API server's
 // discovery: whether the parameter objects of a CEL rule's paramKind
 // live in namespaces (custom resources of either scope included).

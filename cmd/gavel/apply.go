@@ -137,6 +137,10 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 			inputs = &resourceInputs{data: map[int][]byte{}}
 			return
 		}
+		if len(f.jsonPayloads) > 0 {
+			inputs, rerr = readInputs(f.jsonPayloads, stdin)
+			return
+		}
 		inputs, rerr = readInputs(f.resources, stdin)
 	}()
 	var live *liveCluster
@@ -158,7 +162,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		// upstream does not read -e with --exceptions-with-resources
 		fmt.Fprintln(stderr, "gavel apply: note: with --exceptions-with-resources the PolicyExceptions are those among the resources; --exception files are not read, as upstream")
 	}
-	ev := evaluator{continueOnError: f.continueOnError}
+	ev := evaluator{continueOnError: f.continueOnError, payloads: len(f.jsonPayloads) > 0}
 	var verr, uerr error
 	switch {
 	case f.valuesFile != "":
@@ -217,7 +221,8 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 			}
 		}
 	}
-	compiled, err := exceptions.Compile(applyExceptions(f, xset, pset, found))
+	classic, cel := applyExceptions(f, xset, pset, found)
+	compiled, err := exceptions.Compile(classic, exceptions.CEL(cel...))
 	for _, step := range []struct {
 		what string
 		err  error
@@ -311,22 +316,27 @@ func loadCELInputs(f applyFlags) ([]map[string]any, *loader.Context, error) {
 	return params, c, nil
 }
 
-// applyExceptions are the PolicyExceptions of a run, as upstream takes
-// them: those of -e, and those among the resources or the policies with
+// applyExceptions are the PolicyExceptions of a run (kyverno.io and
+// policies.kyverno.io ones), as upstream takes them: those of -e, and
+// those among the resources or the policies with
 // --exceptions-with-resources or --exceptions-within-policies.
-func applyExceptions(f applyFlags, xset, pset *loader.Set, found scanned) []*api.PolicyException {
+func applyExceptions(f applyFlags, xset, pset *loader.Set, found scanned) ([]*api.PolicyException, []*api.CELPolicyException) {
 	var excs []*api.PolicyException
+	var cel []*api.CELPolicyException
 	if f.withResources {
 		// upstream reads either the resources' PolicyExceptions or the
 		// files of -e, not both
 		excs = append(excs, found.exceptions...)
+		cel = append(cel, found.celExceptions...)
 	} else {
 		excs = append(excs, xset.Exceptions...)
+		cel = append(cel, xset.CELExceptions...)
 	}
 	if f.withinPolicies {
 		excs = append(excs, pset.Exceptions...)
+		cel = append(cel, pset.CELExceptions...)
 	}
-	return excs
+	return excs, cel
 }
 
 // evaluator evaluates resources as the upstream CLI does: with values or
@@ -350,6 +360,9 @@ type evaluator struct {
 	// otherDocs counts the documents among the resources that are not
 	// evaluated (PolicyExceptions, policies), which the banner counts
 	otherDocs int
+	// payloads: the inputs are JSON payloads (--json), which the
+	// ValidatingPolicies in JSON mode evaluate
+	payloads bool
 }
 
 // skippedPolicy is a policy left out of a run because it does not compile.
@@ -381,12 +394,24 @@ func compileValid(eng *engine.Engine, policies []api.PolicyObject) (*engine.Poli
 	for _, p := range policies {
 		cp, err := eng.CompilePolicy(p)
 		if err != nil {
-			skipped = append(skipped, skippedPolicy{name: p.GetName(), rules: len(p.GetSpec().Rules), err: err})
+			skipped = append(skipped, skippedPolicy{name: p.GetName(), rules: ruleCountOf(p), err: err})
 			continue
 		}
 		valid = append(valid, cp)
 	}
 	return eng.NewPolicySet(valid...), skipped
+}
+
+// ruleCountOf is the number of rules a policy has as written (one for
+// the kinds without rules, none for bindings, as upstream counts them).
+func ruleCountOf(p api.PolicyObject) int {
+	switch p := p.(type) {
+	case api.ClassicPolicy:
+		return len(p.GetSpec().Rules)
+	case *api.ValidatingAdmissionPolicyBinding, *api.MutatingAdmissionPolicyBinding:
+		return 0
+	}
+	return 1
 }
 
 // ruleCount is the number of rules of upstream's banner: the rules of the
@@ -395,12 +420,38 @@ func compileValid(eng *engine.Engine, policies []api.PolicyObject) (*engine.Poli
 func ruleCount(set *engine.PolicySet, skipped []skippedPolicy) int {
 	n := 0
 	for _, p := range set.Policies() {
-		n += len(p.RuleNames())
+		if isClassic(p) {
+			n += len(p.RuleNames())
+		} else {
+			n++ // upstream counts one for each policy of the other kinds
+		}
 	}
 	for _, sp := range skipped {
 		n += sp.rules
 	}
 	return n
+}
+
+// isClassic reports a ClusterPolicy or Policy.
+func isClassic(p *engine.Policy) bool {
+	return p.Kind() == api.KindClusterPolicy || p.Kind() == api.KindPolicy
+}
+
+// evaluatePayload applies the ValidatingPolicies in JSON mode to a JSON
+// payload (--json).
+func (ev *evaluator) evaluatePayload(obj map[string]any) resourceResult {
+	rr := resourceResult{resource: obj}
+	resp, err := ev.set.ValidatePayload(context.Background(), obj)
+	if err != nil {
+		rr.err = err
+		return rr
+	}
+	for _, pr := range resp.Policies {
+		if len(pr.Rules) > 0 {
+			rr.policies = append(rr.policies, pr)
+		}
+	}
+	return rr
 }
 
 func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
@@ -509,7 +560,7 @@ func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f ap
 		if failed == 0 {
 			continue
 		}
-		if f.auditWarn && pr.FailureAction == api.Audit {
+		if f.auditWarn && report.AuditWarns(pr) {
 			fmt.Fprintln(w, "policy", name, "->", "resource", resPath, "failed as audit warning:")
 		} else {
 			fmt.Fprintln(w, "policy", name, "->", "resource", resPath, "failed:")
@@ -518,7 +569,11 @@ func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f ap
 		for j := range pr.Rules {
 			if r := &pr.Rules[j]; r.Status == engine.StatusFail {
 				n++
-				fmt.Fprintln(w, n, "-", r.Name, r.Message)
+				msg := r.Message
+				if msg == "" {
+					msg = "validation failed" // upstream's word for a failure without a message
+				}
+				fmt.Fprintln(w, n, "-", r.Name, msg)
 			}
 		}
 		fmt.Fprintln(w)
@@ -543,12 +598,16 @@ func writeSummary(w io.Writer, sum map[string]int) {
 }
 
 // upstreamPath is how upstream's text output names a resource:
-// NAMESPACE/KIND/NAME, the namespace empty for cluster-wide resources.
+// NAMESPACE/KIND/NAME, the namespace empty for cluster-wide resources;
+// "JSON payload" for an object with none of them.
 func upstreamPath(obj map[string]any) string {
 	kind, _ := obj["kind"].(string)
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	ns, _ := md["namespace"].(string)
+	if ns == "" && kind == "" && name == "" {
+		return "JSON payload"
+	}
 	return ns + "/" + kind + "/" + name
 }
 

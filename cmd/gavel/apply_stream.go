@@ -154,7 +154,8 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 
 // scanned is what the first reading of the resources finds.
 type scanned struct {
-	exceptions []*api.PolicyException
+	exceptions    []*api.PolicyException
+	celExceptions []*api.CELPolicyException
 	// objects are those of the kinds the cluster serves
 	objects []map[string]any
 	// docs are the documents of the raw documents, when all were decoded,
@@ -218,10 +219,18 @@ func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
 				return err
 			}
 			s.exceptions = append(s.exceptions, e)
+		case d.IsCELPolicyException():
+			e, err := api.DecodeCELPolicyException(d)
+			if err != nil {
+				return err
+			}
+			s.celExceptions = append(s.celExceptions, e)
 		case d.IsPolicy():
 			if _, err := api.DecodePolicy(d); err != nil {
 				return err
 			}
+		case d.CheckKind() != nil:
+			return d.CheckKind()
 		case all || slices.Contains(kinds, d.Kind()):
 			s.objects = append(s.objects, d.Object)
 		}
@@ -351,8 +360,16 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 		return out
 	}
 	for _, d := range docs {
+		if ev.payloads {
+			rr := ev.evaluatePayload(d.Object)
+			if finish != nil {
+				finish(&rr)
+			}
+			out.results = append(out.results, rr)
+			continue
+		}
 		switch {
-		case d.IsPolicyException():
+		case d.IsPolicyException(), d.IsCELPolicyException():
 			out.others++
 			continue // read by the scan (--exceptions-with-resources)
 		case d.IsPolicy():
@@ -361,6 +378,9 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 			}
 			out.others++
 			continue
+		case d.CheckKind() != nil:
+			out.err = d.CheckKind()
+			return out
 		}
 		rr := ev.evaluate(d.Object)
 		if ev.mutated != nil {

@@ -288,15 +288,35 @@ func runTestFiles(ctx context.Context, files []string, o testOptions, done func(
 	return results
 }
 
+// runTestFile runs the tests of a file (several when it holds several
+// documents, as upstream reads them).
 func runTestFile(ctx context.Context, path string, o testOptions) testFile {
 	tf := testFile{Path: path}
-	t, err := policytest.Load(path)
+	tests, err := policytest.LoadAll(path)
 	if err != nil {
 		tf.Err, tf.Unreadable = err, true
 		tf.Rows = []policytest.Row{{Test: path, Reason: err.Error()}}
 		return tf
 	}
-	tf.Name = t.TestName()
+	var names []string
+	for _, t := range tests {
+		if n := t.TestName(); n != "" {
+			names = append(names, n)
+		}
+		one := runTest1(ctx, t, o)
+		tf.Rows = append(tf.Rows, one.Rows...)
+		if tf.Err == nil {
+			tf.Err = one.Err
+		}
+	}
+	tf.Name = strings.Join(names, ", ")
+	return tf
+}
+
+// runTest1 runs one test of a file.
+func runTest1(ctx context.Context, t *policytest.Test, o testOptions) testFile {
+	path := t.Path
+	tf := testFile{Path: path, Name: t.TestName()}
 	if t.Results = o.filter.keep(t.Results); len(t.Results) == 0 {
 		return tf
 	}

@@ -1,0 +1,296 @@
+package celpolicy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Attributes are what matchConstraints read of a request, as the API
+// server's admission.Attributes give them.
+type Attributes struct {
+	// Group, Version and Resource are the request's resource (the
+	// plural, "deployments"); Subresource its subresource ("status").
+	Group, Version, Resource, Subresource string
+	// Operation is CREATE, UPDATE, DELETE or CONNECT.
+	Operation string
+	// Namespace and Name of the request: for a Namespace, Namespace is
+	// its own name or "" (both are read as the API server reads them).
+	Namespace, Name string
+	// Object and OldObject are the request's objects (nil when absent).
+	Object, OldObject map[string]any
+	// NamespaceLabels returns the labels of the request's namespace; it is
+	// called only when a namespaceSelector needs them.
+	NamespaceLabels func() (map[string]string, error)
+}
+
+// ErrNamespaceLabels wraps the error of Attributes.NamespaceLabels.
+var ErrNamespaceLabels = errors.New("namespace labels")
+
+// Constraints are compiled admissionregistration MatchResources
+// (matchConstraints of a policy, matchResources of a binding). They match
+// as k8s.io/apiserver's policy matcher (admission/plugin/policy/matching
+// with the webhook predicates of rules, objects and namespaces) does; that
+// code is not linked (its admission package costs gavel's binary 1.6 MB),
+// the tests compare the two on the same requests.
+type Constraints struct {
+	rules, exclude []namedRule
+	// nsSel and objSel are nil when they select everything
+	nsSel, objSel labels.Selector
+	// equivalent is matchPolicy Equivalent
+	equivalent bool
+}
+
+// namedRule is a compiled NamedRuleWithOperations.
+type namedRule struct {
+	groups, versions []string
+	resources        [][2]string // resource, subresource ("" none, "*" any)
+	ops              []string
+	scope            string // "*" (or empty): any, Namespaced, Cluster
+	names            []string
+}
+
+// CompileConstraints compiles MatchResources; a nil m matches nothing
+// (a policy without matchConstraints applies to no request, as upstream).
+// defaultEquivalent is the matchPolicy of a nil field: Equivalent for
+// ValidatingAdmissionPolicy (the API server defaults it), Exact for
+// ValidatingPolicy (upstream's engine matches exactly).
+func CompileConstraints(m *admissionregistrationv1.MatchResources, path *field.Path, defaultEquivalent bool) (*Constraints, field.ErrorList) {
+	if m == nil {
+		return nil, nil
+	}
+	var errs field.ErrorList
+	c := &Constraints{equivalent: defaultEquivalent}
+	if mp := m.MatchPolicy; mp != nil {
+		switch *mp {
+		case admissionregistrationv1.Exact:
+			c.equivalent = false
+		case admissionregistrationv1.Equivalent:
+			c.equivalent = true
+		default:
+			errs = append(errs, field.NotSupported(path.Child("matchPolicy"), *mp, []string{"Exact", "Equivalent"}))
+		}
+	}
+	var err error
+	if c.nsSel, err = selector(m.NamespaceSelector); err != nil {
+		errs = append(errs, field.Invalid(path.Child("namespaceSelector"), m.NamespaceSelector, err.Error()))
+	}
+	if c.objSel, err = selector(m.ObjectSelector); err != nil {
+		errs = append(errs, field.Invalid(path.Child("objectSelector"), m.ObjectSelector, err.Error()))
+	}
+	var rerrs field.ErrorList
+	c.rules, rerrs = compileRules(m.ResourceRules, path.Child("resourceRules"))
+	errs = append(errs, rerrs...)
+	c.exclude, rerrs = compileRules(m.ExcludeResourceRules, path.Child("excludeResourceRules"))
+	errs = append(errs, rerrs...)
+	return c, errs
+}
+
+func selector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil || sel.Empty() {
+		return nil, err
+	}
+	return sel, nil
+}
+
+func compileRules(in []admissionregistrationv1.NamedRuleWithOperations, path *field.Path) ([]namedRule, field.ErrorList) {
+	var errs field.ErrorList
+	out := make([]namedRule, 0, len(in))
+	for i, r := range in {
+		p := path.Index(i)
+		nr := namedRule{groups: r.APIGroups, versions: r.APIVersions, names: r.ResourceNames, scope: "*"}
+		for _, op := range r.Operations {
+			switch op {
+			case admissionregistrationv1.OperationAll, admissionregistrationv1.Create, admissionregistrationv1.Update,
+				admissionregistrationv1.Delete, admissionregistrationv1.Connect:
+				nr.ops = append(nr.ops, string(op))
+			default:
+				errs = append(errs, field.NotSupported(p.Child("operations"), op, []string{"*", "CREATE", "UPDATE", "DELETE", "CONNECT"}))
+			}
+		}
+		if r.Scope != nil {
+			switch *r.Scope {
+			case admissionregistrationv1.AllScopes, admissionregistrationv1.NamespacedScope, admissionregistrationv1.ClusterScope:
+				nr.scope = string(*r.Scope)
+			default:
+				errs = append(errs, field.NotSupported(p.Child("scope"), *r.Scope, []string{"*", "Namespaced", "Cluster"}))
+			}
+		}
+		for _, res := range r.Resources {
+			name, sub, _ := strings.Cut(res, "/")
+			nr.resources = append(nr.resources, [2]string{name, sub})
+		}
+		out = append(out, nr)
+	}
+	return out, errs
+}
+
+// SelectsNamespaces reports whether the constraints have a namespace
+// selector (which reads the labels of namespaces).
+func (c *Constraints) SelectsNamespaces() bool { return c != nil && c.nsSel != nil }
+
+// Matches reports whether the constraints select the request, in the API
+// server's order: namespace selector, object selector, exclusions, rules;
+// a selector error is returned only for a request the rules select.
+func (c *Constraints) Matches(a *Attributes) (bool, error) {
+	if c == nil {
+		return false, nil
+	}
+	nsOK, nsErr := c.matchNamespace(a)
+	if !nsOK && nsErr == nil {
+		return false, nil
+	}
+	if c.objSel != nil && !matchLabels(a.Object, c.objSel) && !matchLabels(a.OldObject, c.objSel) {
+		return false, nil
+	}
+	if matchRules(c.exclude, c.equivalent, a) {
+		return false, nil
+	}
+	if len(c.rules) > 0 && !matchRules(c.rules, c.equivalent, a) {
+		return false, nil
+	}
+	if nsErr != nil {
+		return false, nsErr
+	}
+	return true, nil
+}
+
+func (c *Constraints) matchNamespace(a *Attributes) (bool, error) {
+	if c.nsSel == nil {
+		return true, nil
+	}
+	isNamespace := a.Resource == "namespaces"
+	if a.Namespace == "" && !isNamespace {
+		// cluster-scoped resources are never exempted
+		return true, nil
+	}
+	var set map[string]string
+	if isNamespace && a.Subresource == "" && (a.Operation == "CREATE" || a.Operation == "UPDATE") {
+		set = objectLabels(a.Object)
+	} else {
+		if a.NamespaceLabels == nil {
+			return false, fmt.Errorf("%w: namespace %q: no labels", ErrNamespaceLabels, a.Namespace)
+		}
+		var err error
+		if set, err = a.NamespaceLabels(); err != nil {
+			return false, fmt.Errorf("%w: namespace %q: %w", ErrNamespaceLabels, a.Namespace, err)
+		}
+	}
+	return c.nsSel.Matches(labels.Set(set)), nil
+}
+
+func matchLabels(obj map[string]any, sel labels.Selector) bool {
+	if obj == nil {
+		return false
+	}
+	return sel.Matches(labels.Set(objectLabels(obj)))
+}
+
+// objectLabels returns the string labels of an object's metadata.
+func objectLabels(obj map[string]any) map[string]string {
+	md, _ := obj["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	if len(l) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// matchRules reports whether one of the rules selects the request, or,
+// with equivalent, the request's resource under another version of its
+// group (the API server's equivalent resources are the versions its
+// storage serves; gavel takes every version of the group and resource,
+// and does not convert the object).
+func matchRules(rules []namedRule, equivalent bool, a *Attributes) bool {
+	for i := range rules {
+		if rules[i].matches(a, false) {
+			return true
+		}
+	}
+	if !equivalent {
+		return false
+	}
+	for i := range rules {
+		if rules[i].matches(a, true) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *namedRule) matches(a *Attributes, anyVersion bool) bool {
+	if !r.matchScope(a) || !r.matchOperation(a.Operation) || !exactOrWildcard(r.groups, a.Group) {
+		return false
+	}
+	if !anyVersion && !exactOrWildcard(r.versions, a.Version) {
+		return false
+	}
+	if anyVersion && len(r.versions) == 0 {
+		return false
+	}
+	if !r.matchResource(a.Resource, a.Subresource) {
+		return false
+	}
+	if len(r.names) == 0 {
+		return true
+	}
+	for _, n := range r.names {
+		if n == a.Name {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *namedRule) matchScope(a *Attributes) bool {
+	isNamespace := a.Group == "" && a.Version == "v1" && a.Resource == "namespaces"
+	switch r.scope {
+	case "Namespaced":
+		return !isNamespace && a.Namespace != ""
+	case "Cluster":
+		return isNamespace || a.Namespace == ""
+	}
+	return true
+}
+
+func (r *namedRule) matchOperation(op string) bool {
+	for _, o := range r.ops {
+		if o == "*" || o == op {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *namedRule) matchResource(res, sub string) bool {
+	for _, rs := range r.resources {
+		if (rs[0] == "*" || rs[0] == res) && (rs[1] == "*" || rs[1] == sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func exactOrWildcard(items []string, requested string) bool {
+	for _, it := range items {
+		if it == "*" || it == requested {
+			return true
+		}
+	}
+	return false
+}
