@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	celgo "github.com/google/cel-go/cel"
-
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/inmem"
 	"github.com/gavelpolicy/gavel/loader"
 )
 
@@ -154,17 +154,16 @@ spec:
 	// skip skip
 }
 
-// WithCELExtension is where libraries (Kyverno's CEL libraries) join the
-// environment of ValidatingPolicies; Bind gives each evaluation its
-// values.
-func ExampleWithCELExtension() {
-	ext := engine.CELExtension{
-		EnvOptions: []celgo.EnvOption{celgo.Variable("cluster", celgo.StringType)},
-		Bind: func(_ context.Context, b engine.CELBinding) map[string]any {
-			return map[string]any{"cluster": "prod"}
-		},
+// WithCELLibraries gives Kyverno's CEL libraries their hosts: here the
+// http library, answered offline by inmem.HTTP (remote.HTTP on the
+// network). The libraries' other hosts come from the engine's own (the
+// Client for resource, the RegistryClient for imagedata, ...).
+func ExampleWithCELLibraries() {
+	approved := inmem.NewHTTP()
+	if err := approved.Respond("GET", "https://approvals.example/terraform", map[string]any{"versions": []any{"1.6.0"}}); err != nil {
+		panic(err)
 	}
-	eng, err := engine.New(engine.WithCELExtension(ext))
+	eng, err := engine.New(engine.WithCELLibraries(cel.Libraries{HTTP: approved}))
 	if err != nil {
 		panic(err)
 	}
@@ -172,12 +171,16 @@ func ExampleWithCELExtension() {
 apiVersion: policies.kyverno.io/v1
 kind: ValidatingPolicy
 metadata:
-  name: cluster-label
+  name: approved-terraform
 spec:
   evaluation:
     mode: JSON
+  variables:
+  - name: approved
+    expression: "http.Get('https://approvals.example/terraform').versions"
   validations:
-  - expression: "object.cluster == cluster"
+  - expression: "object.terraform_version in variables.approved"
+    messageExpression: "'terraform ' + object.terraform_version + ' is not approved'"
 `), "policy.yaml")
 	if err != nil {
 		panic(err)
@@ -190,11 +193,15 @@ spec:
 	if err != nil {
 		panic(err)
 	}
-	resp, err := set.ValidatePayload(context.Background(), map[string]any{"cluster": "prod"})
-	if err != nil {
-		panic(err)
+	for _, v := range []string{"1.6.0", "1.5.7"} {
+		resp, err := set.ValidatePayload(context.Background(), map[string]any{"terraform_version": v})
+		if err != nil {
+			panic(err)
+		}
+		r := resp.Policies[0].Rules[0]
+		fmt.Println(r.Status, r.Message)
 	}
-	fmt.Println(resp.Policies[0].Rules[0].Status)
 	// Output:
-	// pass
+	// pass success
+	// fail terraform 1.5.7 is not approved
 }

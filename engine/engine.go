@@ -38,6 +38,8 @@ type Engine struct {
 	vpolOnce sync.Once
 	vpolEnvV *cel.Env
 	vpolErr  error
+	// celLibs are the hosts of Kyverno's CEL libraries (celhosts.go)
+	celLibs *cel.Libraries
 	// celExcConds caches the compiled matchConditions of CEL
 	// PolicyExceptions by exception and environment (vpol.go)
 	celExcConds sync.Map
@@ -79,7 +81,7 @@ func New(opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	return &Engine{cfg: c, jp: jp, psa: psa, vcache: verifycache.New[verifyOutcome](verifycache.Options{
-		Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now})}, nil
+		Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now}), celLibs: c.celLibraries()}, nil
 }
 
 // JMESPath returns an interpreter with the engine's JMESPath options (its
