@@ -25,8 +25,9 @@
 // auditAnnotations; Pod controller variants; JSON payloads with
 // ValidatePayload), ValidatingAdmissionPolicy with its bindings as the API
 // server does; their results join the same Response. Policy.Kind tells the
-// kinds apart; WithCELExtension adds libraries to the ValidatingPolicy
-// environment.
+// kinds apart. ValidatingPolicy expressions reach Kyverno's CEL libraries
+// (resource, http, image, imagedata, globalContext, ...), whose hosts are
+// the engine's (WithCELLibraries completes them).
 //
 // Results are plain data (RuleResult, read with Response.Rules) that the
 // report package turns into PolicyReports. Response.Blocked is upstream's

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	celgo "github.com/google/cel-go/cel"
-	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -37,14 +36,14 @@ const ExceptionsVar = "exceptions"
 // EnvOptions are the options of the environment of ValidatingPolicy
 // expressions, on top of package cel's (the API server's libraries and
 // variables): the request with its objects, the exceptions variable, no
-// authorizer, and upstream's orValue on values that are not optionals.
+// authorizer (package cel adds upstream's orValue on values that are
+// not optionals to every environment).
 // extra are further cel-go options (Kyverno's CEL libraries).
 func EnvOptions(extra ...celgo.EnvOption) []cel.EnvOption {
 	opts := []cel.EnvOption{
 		cel.WithRequestObjects(),
 		cel.WithoutAuthorizer(),
 		cel.WithVariable(ExceptionsVar, celgo.MapType(celgo.StringType, celgo.ListType(celgo.StringType))),
-		cel.WithPureEnvOptions(orValueCompat()...),
 	}
 	if len(extra) > 0 {
 		opts = append(opts, cel.WithEnvOptions(extra...))
@@ -488,29 +487,3 @@ func (v *Validating) auditAnnotations(ev *cel.Evaluation) (map[string]string, er
 	}
 	return out, nil
 }
-
-// orValueCompat are upstream's options that keep the behaviour of cel-go
-// before v0.28 for orValue on a value that is not an optional: the value
-// itself (cel-go now fails with "no such overload"), so that policies
-// written as container.securityContext.capabilities.add.orValue([]) keep
-// working. A macro makes every x.orValue(y) a call of __orValueCompat__.
-func orValueCompat() []celgo.EnvOption {
-	return []celgo.EnvOption{
-		celgo.Macros(celgo.ReceiverMacro("orValue", 1, func(eh celgo.MacroExprFactory, target celast.Expr, args []celast.Expr) (celast.Expr, *celgo.Error) {
-			return eh.NewCall(orValueCompatFunc, target, args[0]), nil
-		})),
-		celgo.Function(orValueCompatFunc,
-			celgo.Overload(orValueCompatFunc+"_dyn_dyn", []*celgo.Type{celgo.DynType, celgo.DynType}, celgo.DynType,
-				celgo.BinaryBinding(func(lhs, rhs ref.Val) ref.Val {
-					if o, ok := lhs.(*types.Optional); ok {
-						if o.HasValue() {
-							return o.GetValue()
-						}
-						return rhs
-					}
-					return lhs
-				}))),
-	}
-}
-
-const orValueCompatFunc = "__orValueCompat__"
