@@ -3,12 +3,14 @@ package celpolicy
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 )
 
 // Attributes are what matchConstraints read of a request, as the API
@@ -27,6 +29,30 @@ type Attributes struct {
 	// NamespaceLabels returns the labels of the request's namespace; it is
 	// called only when a namespaceSelector needs them.
 	NamespaceLabels func() (map[string]string, error)
+
+	// rules is the view of the rule matcher, kept here so that matching
+	// allocates nothing (an Attributes is not shared between goroutines)
+	rules ruleAttributes
+}
+
+// ruleAttributes are Attributes as the admission.Attributes the API
+// server's rule matcher (predicates/rules.Matcher) reads: resource,
+// subresource, namespace and operation. The matcher calls no other method;
+// the embedded nil interface stands for the rest.
+type ruleAttributes struct {
+	admission.Attributes
+	a *Attributes
+	// version replaces the request's (matchPolicy Equivalent)
+	version string
+}
+
+func (r *ruleAttributes) GetResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: r.a.Group, Version: r.version, Resource: r.a.Resource}
+}
+func (r *ruleAttributes) GetSubresource() string { return r.a.Subresource }
+func (r *ruleAttributes) GetNamespace() string   { return r.a.Namespace }
+func (r *ruleAttributes) GetOperation() admission.Operation {
+	return admission.Operation(r.a.Operation)
 }
 
 // ErrNamespaceLabels wraps the error of Attributes.NamespaceLabels.
@@ -34,10 +60,11 @@ var ErrNamespaceLabels = errors.New("namespace labels")
 
 // Constraints are compiled admissionregistration MatchResources
 // (matchConstraints of a policy, matchResources of a binding). They match
-// as k8s.io/apiserver's policy matcher (admission/plugin/policy/matching
-// with the webhook predicates of rules, objects and namespaces) does; that
-// code is not linked (its admission package costs gavel's binary 1.6 MB),
-// the tests compare the two on the same requests.
+// as k8s.io/apiserver's policy matcher (admission/plugin/policy/matching)
+// does: resource rules through the API server's own rule matcher
+// (webhook/predicates/rules), the namespace and object selectors with
+// apimachinery's label selectors on the labels the host gives (the
+// tests compare the whole with the API server's predicates).
 type Constraints struct {
 	rules, exclude []namedRule
 	// nsSel and objSel are nil when they select everything
@@ -46,13 +73,10 @@ type Constraints struct {
 	equivalent bool
 }
 
-// namedRule is a compiled NamedRuleWithOperations.
+// namedRule is a checked NamedRuleWithOperations.
 type namedRule struct {
-	groups, versions []string
-	resources        [][2]string // resource, subresource ("" none, "*" any)
-	ops              []string
-	scope            string // "*" (or empty): any, Namespaced, Cluster
-	names            []string
+	rule  admissionregistrationv1.RuleWithOperations
+	names []string
 }
 
 // CompileConstraints compiles MatchResources; a nil m matches nothing
@@ -107,12 +131,10 @@ func compileRules(in []admissionregistrationv1.NamedRuleWithOperations, path *fi
 	out := make([]namedRule, 0, len(in))
 	for i, r := range in {
 		p := path.Index(i)
-		nr := namedRule{groups: r.APIGroups, versions: r.APIVersions, names: r.ResourceNames, scope: "*"}
 		for _, op := range r.Operations {
 			switch op {
 			case admissionregistrationv1.OperationAll, admissionregistrationv1.Create, admissionregistrationv1.Update,
 				admissionregistrationv1.Delete, admissionregistrationv1.Connect:
-				nr.ops = append(nr.ops, string(op))
 			default:
 				errs = append(errs, field.NotSupported(p.Child("operations"), op, []string{"*", "CREATE", "UPDATE", "DELETE", "CONNECT"}))
 			}
@@ -120,16 +142,11 @@ func compileRules(in []admissionregistrationv1.NamedRuleWithOperations, path *fi
 		if r.Scope != nil {
 			switch *r.Scope {
 			case admissionregistrationv1.AllScopes, admissionregistrationv1.NamespacedScope, admissionregistrationv1.ClusterScope:
-				nr.scope = string(*r.Scope)
 			default:
 				errs = append(errs, field.NotSupported(p.Child("scope"), *r.Scope, []string{"*", "Namespaced", "Cluster"}))
 			}
 		}
-		for _, res := range r.Resources {
-			name, sub, _ := strings.Cut(res, "/")
-			nr.resources = append(nr.resources, [2]string{name, sub})
-		}
-		out = append(out, nr)
+		out = append(out, namedRule{rule: r.RuleWithOperations, names: r.ResourceNames})
 	}
 	return out, errs
 }
@@ -217,8 +234,10 @@ func objectLabels(obj map[string]any) map[string]string {
 // storage serves; gavel takes every version of the group and resource,
 // and does not convert the object).
 func matchRules(rules []namedRule, equivalent bool, a *Attributes) bool {
+	ra := &a.rules
+	ra.a, ra.version = a, a.Version
 	for i := range rules {
-		if rules[i].matches(a, false) {
+		if rules[i].matches(ra) {
 			return true
 		}
 	}
@@ -226,69 +245,25 @@ func matchRules(rules []namedRule, equivalent bool, a *Attributes) bool {
 		return false
 	}
 	for i := range rules {
-		if rules[i].matches(a, true) {
-			return true
+		for _, v := range rules[i].rule.APIVersions {
+			ra.version = v
+			if v != "*" && rules[i].matches(ra) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-func (r *namedRule) matches(a *Attributes, anyVersion bool) bool {
-	if !r.matchScope(a) || !r.matchOperation(a.Operation) || !exactOrWildcard(r.groups, a.Group) {
-		return false
-	}
-	if !anyVersion && !exactOrWildcard(r.versions, a.Version) {
-		return false
-	}
-	if anyVersion && len(r.versions) == 0 {
-		return false
-	}
-	if !r.matchResource(a.Resource, a.Subresource) {
+func (r *namedRule) matches(ra *ruleAttributes) bool {
+	if !(&rules.Matcher{Rule: r.rule, Attr: ra}).Matches() {
 		return false
 	}
 	if len(r.names) == 0 {
 		return true
 	}
 	for _, n := range r.names {
-		if n == a.Name {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *namedRule) matchScope(a *Attributes) bool {
-	isNamespace := a.Group == "" && a.Version == "v1" && a.Resource == "namespaces"
-	switch r.scope {
-	case "Namespaced":
-		return !isNamespace && a.Namespace != ""
-	case "Cluster":
-		return isNamespace || a.Namespace == ""
-	}
-	return true
-}
-
-func (r *namedRule) matchOperation(op string) bool {
-	for _, o := range r.ops {
-		if o == "*" || o == op {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *namedRule) matchResource(res, sub string) bool {
-	for _, rs := range r.resources {
-		if (rs[0] == "*" || rs[0] == res) && (rs[1] == "*" || rs[1] == sub) {
-			return true
-		}
-	}
-	return false
-}
-
-func exactOrWildcard(items []string, requested string) bool {
-	for _, it := range items {
-		if it == "*" || it == requested {
+		if n == ra.a.Name {
 			return true
 		}
 	}
