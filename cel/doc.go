@@ -25,4 +25,11 @@
 // it. Every evaluation is bounded: each expression by the per-call cost
 // limit and the Evaluation as a whole by a budget; going over either is an
 // error that matches ErrCostLimit.
+//
+// Environments of upstream Kyverno's CEL policy types (ValidatingPolicy and
+// its siblings) add Kyverno's CEL libraries (WithLibraries): their
+// declarations are checked at compilation like Kubernetes' own, and their
+// host side (cluster objects, HTTP, image metadata, global context, the
+// generator, the clock and the randomness) is bound per Input
+// (Input.Libraries), the policy's namespace per Compiler (InNamespace).
 package cel

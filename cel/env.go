@@ -81,9 +81,10 @@ func (k Kind) authorizer() bool { return k != MessageExpression }
 type Env struct {
 	cfg  envConfig
 	base *environment.EnvSet
-	// variants are the environments by [params][authorizer], each built
-	// on first use (most policy sets need two of the four).
-	variants [2][2]variant
+	// variants are the environments by [params][authorizer][namespaced],
+	// each built on first use (most policy sets need two of them; the
+	// namespaced ones differ only with the resource library).
+	variants [2][2][2]variant
 }
 
 // variant is one environment: plain has the admission variables but no
@@ -109,6 +110,8 @@ type envConfig struct {
 	requestObjects bool
 	// noAuthorizer leaves the authorizer variables out
 	noAuthorizer bool
+	// libs are the libraries of WithLibraries
+	libs LibrarySet
 }
 
 // declaredVar is a variable of WithVariable.
@@ -196,20 +199,22 @@ func NewEnv(opts ...EnvOption) (*Env, error) {
 	e := &Env{cfg: cfg, base: environment.MustBaseEnvSet(cfg.ver)}
 	// the variant of validations without params: every rule needs it, and
 	// building it now reports a broken configuration at once
-	if _, err := e.variant(false, true); err != nil {
+	if _, err := e.variant(false, true, false); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// variant returns the environment for [params][authorizer], built once.
-func (e *Env) variant(params, authz bool) (*variant, error) {
-	v := &e.variants[b2i(params)][b2i(authz)]
-	v.once.Do(func() { v.err = e.build(v, params, authz) })
+// variant returns the environment for [params][authorizer][namespaced],
+// built once.
+func (e *Env) variant(params, authz, namespaced bool) (*variant, error) {
+	namespaced = namespaced && e.cfg.libs&ResourceLibrary != 0
+	v := &e.variants[b2i(params)][b2i(authz)][b2i(namespaced)]
+	v.once.Do(func() { v.err = e.build(v, params, authz, namespaced) })
 	return v, v.err
 }
 
-func (e *Env) build(v *variant, params, authz bool) error {
+func (e *Env) build(v *variant, params, authz, namespaced bool) error {
 	requestType := requestType(e.cfg.requestObjects)
 	namespaceType := namespaceType()
 	vars := []cel.EnvOption{
@@ -241,6 +246,11 @@ func (e *Env) build(v *variant, params, authz bool) error {
 	if opts := append(append([]cel.EnvOption(nil), e.cfg.pure...), e.cfg.extra...); len(opts) > 0 {
 		if v.plain, err = v.plain.Extend(opts...); err != nil {
 			return fmt.Errorf("cel: environment: %w", err)
+		}
+	}
+	if e.cfg.libs != 0 {
+		if v.plain, err = v.plain.Extend(libraryOptions(e.cfg.libs, namespaced)...); err != nil {
+			return fmt.Errorf("cel: environment: libraries: %w", err)
 		}
 	}
 	v.shared, _, err = e.withVariables(v.plain, nil)
@@ -288,6 +298,7 @@ type Program struct {
 	// and celEnv until then, once guards it, progErr is its error
 	ast     *cel.Ast
 	celEnv  *cel.Env
+	popts   []cel.ProgramOption
 	once    sync.Once
 	progErr error
 	expr    string
@@ -299,6 +310,9 @@ type Program struct {
 	// depends on object and oldObject only (see memo).
 	env    *Env
 	shared bool
+	// pure is set when the expression calls no library function that
+	// does I/O or reads the clock or randomness.
+	pure bool
 }
 
 // Expression returns the expression's text.
@@ -310,8 +324,10 @@ func (p *Program) Expression() string { return p.expr }
 type Compiler struct {
 	env    *Env
 	params bool
-	envs   [2]*cel.Env // by authorizer
-	vars   *apiservercel.DeclType
+	// namespace is the namespace of a namespaced policy (InNamespace).
+	namespace string
+	envs      [2]*cel.Env // by authorizer
+	vars      *apiservercel.DeclType
 	// variables are the compiled variables, in order.
 	variables []*Program
 	// shared is set when a variable may be shared (Program.shared).
@@ -331,10 +347,26 @@ func (c *Compiler) Lazy() *Compiler {
 	return c
 }
 
+// CompilerOption configures a Compiler.
+type CompilerOption func(*Compiler)
+
+// InNamespace compiles the expressions of a namespaced policy of
+// namespace ns: the resource library's functions then take no namespace
+// argument (it is ns), generator.Apply generates in ns only and http
+// calls need Libraries.AllowHTTPInNamespacedPolicies, as upstream's
+// namespaced policies.
+func InNamespace(ns string) CompilerOption {
+	return func(c *Compiler) { c.namespace = ns }
+}
+
 // NewCompiler returns a compiler for a unit whose expressions see params
 // when hasParams is set (a paramKind is declared).
-func (e *Env) NewCompiler(hasParams bool) *Compiler {
-	return &Compiler{env: e, params: hasParams}
+func (e *Env) NewCompiler(hasParams bool, opts ...CompilerOption) *Compiler {
+	c := &Compiler{env: e, params: hasParams}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 func b2i(b bool) int {
@@ -353,7 +385,7 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	if c.vars == nil {
 		// variables see the authorizer: extend that environment now,
 		// the other one (message expressions) when it is first needed
-		v, err := c.env.variant(c.params, true)
+		v, err := c.env.variant(c.params, true, c.namespace != "")
 		if err != nil {
 			return nil, err
 		}
@@ -375,8 +407,9 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	p.name = name
 	p.env = c.env
 	// the functions of Kubernetes' environment are pure (but the
-	// authorizer's); those of WithEnvOptions may not be
-	p.shared = len(c.env.cfg.extra) == 0 && c.env.readsOnlyObjects(expr)
+	// authorizer's); those of WithEnvOptions may not be, and those of
+	// the libraries are when Compile found them so
+	p.shared = len(c.env.cfg.extra) == 0 && p.pure && c.env.readsOnlyObjects(expr)
 	c.shared = c.shared || p.shared
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
@@ -389,7 +422,7 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 	authz := k.authorizer() || c.env.cfg.noAuthorizer // one environment without authorizer
 	a := b2i(authz)
 	if c.envs[a] == nil {
-		v, err := c.env.variant(c.params, authz)
+		v, err := c.env.variant(c.params, authz, c.namespace != "")
 		if err != nil {
 			return nil, err
 		}
@@ -423,14 +456,22 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		}
 		return nil, &CompileError{Expression: expr, Detail: reason}
 	}
-	if c.lazy {
-		return &Program{ast: ast, celEnv: env, expr: expr, kind: k, out: ast.OutputType()}, nil
+	popts := []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency)}
+	isPure := true
+	if c.env.cfg.libs&hostLibraries != 0 {
+		isPure = pure(ast)
+		if c.env.cfg.libs&(TimeLibrary|RandomLibrary) != 0 {
+			popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
+		}
 	}
-	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+	if c.lazy {
+		return &Program{ast: ast, celEnv: env, popts: popts, expr: expr, kind: k, out: ast.OutputType(), pure: isPure}, nil
+	}
+	prog, err := env.Program(ast, popts...)
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
 	}
-	return &Program{prog: prog, expr: expr, kind: k, out: ast.OutputType()}, nil
+	return &Program{prog: prog, expr: expr, kind: k, out: ast.OutputType(), pure: isPure}, nil
 }
 
 // program returns the cel-go program, instantiating a lazy one.
@@ -439,7 +480,7 @@ func (p *Program) program() (cel.Program, error) {
 		return p.prog, nil
 	}
 	p.once.Do(func() {
-		prog, err := p.celEnv.Program(p.ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+		prog, err := p.celEnv.Program(p.ast, p.popts...)
 		if err != nil {
 			p.progErr = &CompileError{Expression: p.expr, Detail: "program instantiation failed: " + err.Error()}
 			return

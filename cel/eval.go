@@ -90,6 +90,11 @@ type Input struct {
 	// values or other Go values (converted by the environment's
 	// adapter); a declared variable that is absent is null.
 	Extra map[string]any
+	// Libraries is the host side of Kyverno's CEL libraries
+	// (WithLibraries) for the Evaluations of this Input; nil leaves
+	// every host unconfigured, the clock time.Now and the randomness
+	// crypto/rand.
+	Libraries *Libraries
 
 	// memo holds the variables shared by its Evaluations, conv the
 	// trees' CEL values, both attached by NewEvaluation.
@@ -122,6 +127,9 @@ type activation struct {
 	conv                                          *converter
 	// declared are the variables of WithVariable, null when absent
 	declared []declaredVar
+	// libs resolves the names of the libraries' variables; nil in
+	// environments without libraries.
+	libs *libBinding
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -150,6 +158,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		if dv.name == name {
 			return types.NullValue, true
 		}
+	}
+	if a.libs != nil {
+		return a.libs.resolve(name)
 	}
 	return nil, false
 }
@@ -198,6 +209,9 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 		a := authorizerAdapter{a: in.Authorizer, ctx: ctx}
 		ev.act.authorizer = library.NewAuthorizerVal(u, a)
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
+	}
+	if c.env.cfg.libs != 0 {
+		ev.act.libs = &libBinding{ctx: ctx, libs: in.Libraries, namespace: c.namespace, objects: conv}
 	}
 	if n := len(c.variables); n > 0 {
 		ev.vars = variables{ev: ev, progs: c.variables[:n:n], vals: ev.varBuf[:0]}

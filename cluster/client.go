@@ -5,7 +5,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/gavelpolicy/gavel/internal/dynclient"
+	"github.com/gavelpolicy/gavel/cluster/dynclient"
 )
 
 // Client is the engine.Client of generate rules, mutate-existing targets

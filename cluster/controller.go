@@ -17,7 +17,6 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/generate"
-	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/report"
 )
 
@@ -167,9 +166,9 @@ func (c *Controller) Run(ctx context.Context) {
 	c.watched = map[schema.GroupVersionResource]bool{}
 	c.sources = map[schema.GroupVersionResource]bool{}
 	c.dynInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = genlabel.PolicyName })
+		func(o *metav1.ListOptions) { o.LabelSelector = generate.LabelPolicyName })
 	c.srcInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = genlabel.CloneSource })
+		func(o *metav1.ListOptions) { o.LabelSelector = generate.LabelCloneSource })
 	c.mu.Unlock()
 	c.src.SetReportStatus(true)
 	defer func() {

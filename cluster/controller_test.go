@@ -24,7 +24,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/genlabel"
+	"github.com/gavelpolicy/gavel/generate"
 )
 
 var schemaConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -517,7 +517,7 @@ func TestSourceChangedWhileNoLeaderIsSynced(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		_, ok := u.GetLabels()[genlabel.CloneSource]
+		_, ok := u.GetLabels()[generate.LabelCloneSource]
 		return ok
 	})
 	stop()

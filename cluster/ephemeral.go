@@ -15,7 +15,6 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	ireport "github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/report"
 )
 
@@ -66,7 +65,7 @@ type AdmissionReportsOptions struct {
 // merged by the next leader. It is safe for concurrent use.
 type AdmissionReports struct {
 	h       *Host
-	opts    ireport.Options
+	opts    report.Options
 	workers int
 	queue   chan admitted
 
@@ -94,16 +93,16 @@ func NewAdmissionReports(h *Host, opts AdmissionReportsOptions) *AdmissionReport
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
-	return &AdmissionReports{h: h, opts: internalOptions(opts.Report), workers: opts.Workers, queue: make(chan admitted, opts.QueueSize)}
+	return &AdmissionReports{h: h, opts: withClock(opts.Report), workers: opts.Workers, queue: make(chan admitted, opts.QueueSize)}
 }
 
-// internalOptions are the report package's options with the clock
-// defaulted to time.Now.
-func internalOptions(o report.Options) ireport.Options {
+// withClock returns the report options with the clock defaulted to
+// time.Now (the ephemeral reports read it).
+func withClock(o report.Options) report.Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return ireport.Options{Clock: o.Clock, Source: o.Source, AuditWarn: o.AuditWarn, Format: ireport.Format(o.Format)}
+	return o
 }
 
 // Record queues the validate results of an admitted request (resp is
@@ -196,7 +195,7 @@ func (a *AdmissionReports) Run(ctx context.Context) {
 // write creates the ephemeral report of one admission.
 func (a *AdmissionReports) write(ctx context.Context, item *admitted) error {
 	uid, _ := item.owner["uid"].(string)
-	results, err := ireport.AdmissionEntries(item.policies, uid, a.opts)
+	results, err := report.AdmissionEntries(item.policies, uid, a.opts)
 	if err != nil || len(results) == 0 {
 		return err
 	}
@@ -255,9 +254,9 @@ func ephemeralObject(item *admitted, results []api.PolicyReportResult) (map[stri
 	}
 	md := map[string]any{
 		"labels": map[string]any{
-			ireport.LabelManagedBy: ireport.ManagedByKyverno,
-			labelResourceUID:       str("uid"),
-			labelReportSource:      "admission",
+			report.LabelManagedBy: report.ManagedByKyverno,
+			labelResourceUID:      str("uid"),
+			labelReportSource:     "admission",
 		},
 		"annotations": map[string]any{annotationAdmittedAt: item.at.UTC().Format(time.RFC3339Nano)},
 	}
@@ -299,12 +298,12 @@ type ephemeral struct {
 
 // touches reports whether the ephemeral report's results go to one of the
 // reports.
-func (e *ephemeral) touches(reports map[ireport.ReportKey]bool) bool {
+func (e *ephemeral) touches(reports map[report.ReportKey]bool) bool {
 	if len(reports) == 0 {
 		return false
 	}
 	for i := range e.results {
-		if reports[ireport.ReportKey{Namespace: e.namespace, Name: ireport.ReportName(e.results[i].Policy)}] {
+		if reports[report.ReportKey{Namespace: e.namespace, Name: report.ReportName(e.results[i].Policy)}] {
 			return true
 		}
 	}

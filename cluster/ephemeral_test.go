@@ -325,8 +325,8 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
 		t.Errorf("after a new leader's first write: %s", got)
 	}
-	if second.store.Len() != 1 {
-		t.Errorf("%d resources in the new leader's store", second.store.Len())
+	if len(second.store.UIDs()) != 1 {
+		t.Errorf("%d resources in the new leader's store", len(second.store.UIDs()))
 	}
 	rep, _ := dyn.Resource(PolicyReports).Namespace("default").Get(t.Context(), "cpol-adm", metav1.GetOptions{})
 	msg, _, _ := unstructured.NestedSlice(rep.Object, "results")

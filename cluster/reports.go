@@ -21,7 +21,6 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	ireport "github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/report"
 )
 
@@ -57,8 +56,8 @@ var (
 type Reporter struct {
 	h     *Host
 	src   *PolicySource
-	opts  ireport.Options
-	store *ireport.Store
+	opts  report.Options
+	store *report.Store
 
 	policiesChanged atomic.Bool
 	changedMu       sync.Mutex
@@ -66,8 +65,8 @@ type Reporter struct {
 	toRemove        []string             // updated policies whose admission entries are stale
 
 	writeMu sync.Mutex
-	written map[ireport.ReportKey]writtenReport // nil: list the cluster's
-	merged  []*ephemeral                        // deleted after the next successful write
+	written map[report.ReportKey]writtenReport // nil: list the cluster's
+	merged  []*ephemeral                       // deleted after the next successful write
 
 	ephemeralWait time.Duration // see defaultEphemeralWait
 	flushEvery    time.Duration // period of the writes (1s)
@@ -76,8 +75,8 @@ type Reporter struct {
 // NewReporter returns a Reporter for the policies of src. opts gives the
 // entries' clock and source and the reports' format (report.Options).
 func NewReporter(h *Host, src *PolicySource, opts report.Options) *Reporter {
-	io := internalOptions(opts)
-	r := &Reporter{h: h, src: src, opts: io, store: ireport.NewStore(io), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
+	opts = withClock(opts)
+	r := &Reporter{h: h, src: src, opts: opts, store: report.NewStore(opts), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
 	src.Subscribe(r.policyChanged)
 	return r
 }
@@ -253,13 +252,13 @@ func (r *Reporter) Scan(ctx context.Context) error {
 func (r *Reporter) Write(ctx context.Context) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	var keys []ireport.ReportKey
+	var keys []report.ReportKey
 	if r.written == nil {
 		if err := r.list(ctx); err != nil {
 			return err
 		}
 		r.store.TakeChanged()
-		seen := map[ireport.ReportKey]bool{}
+		seen := map[report.ReportKey]bool{}
 		for _, k := range r.store.Keys() {
 			seen[k] = true
 			keys = append(keys, k)
@@ -273,7 +272,7 @@ func (r *Reporter) Write(ctx context.Context) error {
 		keys = r.store.TakeChanged()
 	}
 	var errs []error
-	failed := map[ireport.ReportKey]bool{}
+	failed := map[report.ReportKey]bool{}
 	for _, key := range keys {
 		if err := r.writeOne(ctx, key); err != nil {
 			r.store.MarkChanged(key)
@@ -310,7 +309,7 @@ func (r *Reporter) unlisted() bool {
 }
 
 // writeOne makes one report in the cluster what the store renders.
-func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
+func (r *Reporter) writeOne(ctx context.Context, key report.ReportKey) error {
 	prev, ok := r.written[key]
 	rep, exists := r.store.Render(key)
 	if !exists {
@@ -324,7 +323,7 @@ func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
 		delete(r.written, key)
 		return nil
 	}
-	summary, results := reportParts(rep)
+	summary, results := rep.Summary, rep.Results
 	if ok && prev.fp != "" && prev.fp == fingerprint(summary, results) {
 		// listed from the cluster, and saying the same
 		r.written[key] = writtenReport{rv: prev.rv, gvr: prev.gvr}
@@ -338,7 +337,7 @@ func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
 		// written last: one encoding, no map of the report
 		var p reportPatch
 		p.Metadata.ResourceVersion = prev.rv
-		p.Metadata.Labels = map[string]string{ireport.LabelManagedBy: ireport.ManagedByKyverno}
+		p.Metadata.Labels = map[string]string{report.LabelManagedBy: report.ManagedByKyverno}
 		p.Summary, p.Results = summary, results
 		data, err := json.Marshal(&p)
 		if err != nil {
@@ -349,7 +348,7 @@ func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
 			return err
 		}
 	} else {
-		obj, err := toObject(rep)
+		obj, err := toObject(rep.Object())
 		if err != nil {
 			return err
 		}
@@ -373,21 +372,6 @@ type reportPatch struct {
 	Results []api.PolicyReportResult `json:"results"`
 }
 
-// reportParts returns the summary and results of a rendered report.
-func reportParts(rep any) (api.PolicyReportSummary, []api.PolicyReportResult) {
-	switch v := rep.(type) {
-	case *api.PolicyReport:
-		return v.Summary, v.Results
-	case *api.ClusterPolicyReport:
-		return v.Summary, v.Results
-	case *api.OpenReport:
-		return v.Summary, v.Results
-	case *api.OpenClusterReport:
-		return v.Summary, v.Results
-	}
-	return api.PolicyReportSummary{}, nil
-}
-
 // writtenReport is what the Reporter knows of a report in the cluster:
 // its version, and for a report listed from the cluster a fingerprint of
 // its content (those the Reporter wrote are what the store held).
@@ -400,8 +384,8 @@ type writtenReport struct {
 // gives the store back the entries of admission-only policies that it
 // does not hold (a new leader's).
 func (r *Reporter) list(ctx context.Context) error {
-	written := map[ireport.ReportKey]writtenReport{}
-	sel := metav1.ListOptions{LabelSelector: ireport.LabelManagedBy + "=" + ireport.ManagedByKyverno}
+	written := map[report.ReportKey]writtenReport{}
+	sel := metav1.ListOptions{LabelSelector: report.LabelManagedBy + "=" + report.ManagedByKyverno}
 	live := livePolicies(r.src.Set())
 	admissionOnly := map[string][]api.PolicyReportResult{}
 	for _, cluster := range []bool{true, false} {
@@ -414,7 +398,7 @@ func (r *Reporter) list(ctx context.Context) error {
 			cur := &l.Items[i]
 			var obj api.PolicyReport // every kind of report has these fields
 			_ = fromObject(cur.Object, &obj)
-			key := ireport.ReportKey{Namespace: cur.GetNamespace(), Name: cur.GetName()}
+			key := report.ReportKey{Namespace: cur.GetNamespace(), Name: cur.GetName()}
 			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fingerprint(obj.Summary, obj.Results), gvr: gvr}
 			for _, res := range obj.Results {
 				if p, ok := live[res.Policy]; ok && !p.background && p.rules[res.Rule] && len(res.Resources) > 0 && res.Resources[0].UID != "" {
@@ -436,9 +420,9 @@ func (r *Reporter) list(ctx context.Context) error {
 // reportResource is the resource of the reports of the Reporter's format.
 func (r *Reporter) reportResource(cluster bool) schema.GroupVersionResource {
 	switch {
-	case r.opts.Format == ireport.OpenReports && cluster:
+	case r.opts.Format == report.OpenReports && cluster:
 		return OpenClusterReports
-	case r.opts.Format == ireport.OpenReports:
+	case r.opts.Format == report.OpenReports:
 		return OpenReports
 	case cluster:
 		return ClusterPolicyReports

@@ -23,7 +23,7 @@ build() { # build <tool dir> <binary> <version>
 	mkdir -p "$cache/$version"
 	echo "build.sh: building $bin $version (this takes minutes)" >&2
 	local start=$SECONDS
-	(cd "$here/tools/$dir" && CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags=-s -o "$out.tmp" .)
+	(cd "$here/tools/$dir" && GOWORK=off CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags=-s -o "$out.tmp" .)
 	mv "$out.tmp" "$out"
 	echo "build.sh: built $bin in $((SECONDS - start))s" >&2
 }

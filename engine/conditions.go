@@ -9,7 +9,6 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/conditions"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
 )
 
 // cond is one compiled condition.
@@ -116,7 +115,7 @@ func (e *Engine) conditionsKey(raw any, cs *condSet) string {
 						return ""
 					}
 					q, err := e.jp.Compile(v.Expression)
-					if err != nil || !jmespathx.Pure(q) {
+					if err != nil || !q.Pure() {
 						return ""
 					}
 				}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
@@ -74,7 +74,7 @@ func (s *PolicySet) ValidatePayload(ctx context.Context, payload map[string]any)
 		return nil, ErrNoObject
 	}
 	if !mutate.CanonicalTree(payload) {
-		n, err := jmespathx.Canonical(payload)
+		n, err := jpcore.Canonical(payload)
 		if err != nil {
 			return nil, fmt.Errorf("%w: payload: %v", ErrInvalidObject, err)
 		}

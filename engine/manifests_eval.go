@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 )
 
 // validateManifests is the handler of validate.manifests rules, with
@@ -157,7 +157,7 @@ func (mc *manifestCheck) verifyEntry(n manifestNode, path string) (bool, string,
 	}
 	docs := make([]map[string]any, 0, len(signed.Manifests))
 	for i, d := range signed.Manifests {
-		m, err := jmespathx.Canonical(d)
+		m, err := jpcore.Canonical(d)
 		if err != nil {
 			return false, "", fmt.Errorf("%s: signed manifest %d: %w", path, i, err)
 		}

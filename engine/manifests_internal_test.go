@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 )
 
 func flatJSON(t testing.TB, s string) map[string]any {
@@ -144,11 +144,11 @@ func FuzzManifestDiff(f *testing.F) {
 		if json.Unmarshal([]byte(a), &va) != nil || json.Unmarshal([]byte(b), &vb) != nil {
 			return
 		}
-		ca, err := jmespathx.Canonical(va)
+		ca, err := jpcore.Canonical(va)
 		if err != nil {
 			return
 		}
-		cb, err := jmespathx.Canonical(vb)
+		cb, err := jpcore.Canonical(vb)
 		if err != nil {
 			return
 		}

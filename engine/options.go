@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 
@@ -36,6 +37,8 @@ type config struct {
 	verifyCache   ImageVerifyCacheOptions
 	// celExt extends the environment of the policies.kyverno.io kinds
 	celExt CELExtension
+	// celLibs are the hosts of the CEL libraries (celhosts.go)
+	celLibs cel.Libraries
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 )
 
@@ -104,7 +104,7 @@ func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any
 			// Normalize would return it as it is
 			obj, canonical[i] = o.obj, true
 		} else {
-			n, err := jmespathx.Canonical(o.obj)
+			n, err := jpcore.Canonical(o.obj)
 			if err != nil {
 				return nil, nil, canonical, fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
 			}

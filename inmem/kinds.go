@@ -43,3 +43,21 @@ func kindFor(resource string) string {
 	}
 	return strings.ToUpper(r[:1]) + r[1:]
 }
+
+// resourceFor returns the plural resource name of a kind: the built-in
+// table, else the kind in lower case made plural.
+func resourceFor(kind string) string {
+	for res, k := range resourceKinds {
+		if k == kind {
+			return res
+		}
+	}
+	r := strings.ToLower(kind)
+	switch {
+	case strings.HasSuffix(r, "y") && !strings.HasSuffix(r, "ay") && !strings.HasSuffix(r, "ey") && !strings.HasSuffix(r, "oy"):
+		return r[:len(r)-1] + "ies"
+	case strings.HasSuffix(r, "s"), strings.HasSuffix(r, "x"), strings.HasSuffix(r, "ch"), strings.HasSuffix(r, "sh"):
+		return r + "es"
+	}
+	return r + "s"
+}

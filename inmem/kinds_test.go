@@ -9,3 +9,12 @@ func TestKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestResourceFor(t *testing.T) {
+	for kind, res := range map[string]string{"Pod": "pods", "NetworkPolicy": "networkpolicies", "Widget": "widgets", "Gateway": "gateways",
+		"Ingress": "ingresses", "Proxy": "proxies", "Box": "boxes", "Endpoints": "endpoints"} {
+		if got := resourceFor(kind); got != res {
+			t.Errorf("resourceFor(%s) = %s, want %s", kind, got, res)
+		}
+	}
+}

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
-	"github.com/gavelpolicy/gavel/jmespath"
+	"github.com/gavelpolicy/gavel/internal/jmespath"
 )
 
 // GlobalContextEntryValue is one entry of a test's globalContextEntries:
@@ -119,7 +118,7 @@ func (e *env) shapeEntry(jp *jmespath.Interpreter, g *GlobalContextEntryValue) (
 		}
 		root = list
 	}
-	root, err := jmespathx.Canonical(root)
+	root, err := jmespath.Canonical(root)
 	if err != nil {
 		return nil, fmt.Errorf("globalContextEntries %q: %w", g.Name, err)
 	}

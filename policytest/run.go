@@ -15,8 +15,8 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
-	"github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 // Options configure Run.

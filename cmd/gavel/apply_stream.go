@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jsontext"
-	"github.com/gavelpolicy/gavel/internal/report"
-	"github.com/gavelpolicy/gavel/internal/yamltext"
+	"github.com/gavelpolicy/gavel/cmd/gavel/internal/jsontext"
+	"github.com/gavelpolicy/gavel/cmd/gavel/internal/yamltext"
 	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 // reportMemory is the memory the rendered report entries of a run may
@@ -419,11 +419,7 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 	if f.format == "json" {
 		newStream = report.NewJSONStream
 	}
-	stream, err := newStream(opts, spill, reportMemory)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return counts{}, exitUsage
-	}
+	stream := newStream(opts, spill, reportMemory)
 	newFinish := func() func(*resourceResult) {
 		r := stream.NewRenderer()
 		return func(rr *resourceResult) {
@@ -436,7 +432,7 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 	}
 	var evalErrs []error
 	var addErr error
-	err = ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
+	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
 		if rr.err != nil {
 			evalErrs = append(evalErrs, rr.err)
 			return

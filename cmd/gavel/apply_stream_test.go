@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 func fixedNow() time.Time { return time.Unix(1700000000, 0) }
