@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	celgo "github.com/google/cel-go/cel"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -212,39 +211,53 @@ func TestBindingsAttach(t *testing.T) {
 	}
 }
 
-// TestCELExtension checks the hook of Kyverno's CEL libraries: options
-// join the environment and Bind gives each evaluation its values.
-func TestCELExtension(t *testing.T) {
-	ext := engine.CELExtension{
-		EnvOptions: []celgo.EnvOption{celgo.Variable("tenant", celgo.StringType)},
-		Bind: func(_ context.Context, b engine.CELBinding) map[string]any {
-			return map[string]any{"tenant": b.Policy.Name() + "@" + b.Request.Namespace}
-		},
-	}
-	eng, err := engine.New(engine.WithCELExtension(ext))
+// TestValidatingPolicyLibraries checks that ValidatingPolicy expressions
+// reach Kyverno's CEL libraries, their hosts taken from the engine's: the
+// resource library reads the engine's Client.
+func TestValidatingPolicyLibraries(t *testing.T) {
+	cluster := inmem.New(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "tiers", "namespace": "shop"}, "data": map[string]any{"gold": "true"}})
+	eng, err := engine.New(engine.WithClient(cluster))
 	if err != nil {
 		t.Fatal(err)
 	}
 	set, err := eng.Compile(decodeAll(t, vpolHead+`  validations:
-  - expression: "tenant == 'p@shop'"
-    messageExpression: "'tenant is ' + tenant"`)...)
+  - expression: "object.metadata.labels.tier in resource.Get('v1', 'configmaps', 'shop', 'tiers').data"
+    messageExpression: "'tier ' + object.metadata.labels.tier + ' unknown'"`)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		tier string
+		want engine.Status
+	}{{"gold", engine.StatusPass}, {"tin", engine.StatusFail}} {
+		pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "a", "namespace": "shop",
+			"labels": map[string]any{"tier": tt.tier}}}
+		resp, err := set.Validate(context.Background(), &engine.Request{Object: pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.Policies[0].Rules[0]; r.Status != tt.want {
+			t.Errorf("tier %s: %s %q, want %s", tt.tier, r.Status, r.Message, tt.want)
+		}
+	}
+	// without a Client the library is not configured: an error result
+	bare, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err = bare.Compile(decodeAll(t, vpolHead+`  validations:
+  - expression: "resource.Get('v1', 'configmaps', 'shop', 'tiers').data.gold == 'true'"`)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "a", "namespace": "shop"}}
-	for _, ns := range []string{"shop", "other"} {
-		resp, err := set.Validate(context.Background(), &engine.Request{Object: pod, Namespace: ns})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := resp.Policies[0].Rules[0]
-		want := engine.StatusPass
-		if ns == "other" {
-			want = engine.StatusFail
-		}
-		if r.Status != want {
-			t.Errorf("namespace %s: %s %q, want %s", ns, r.Status, r.Message, want)
-		}
+	resp, err := set.Validate(context.Background(), &engine.Request{Object: pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.Policies[0].Rules[0]; r.Status != engine.StatusError || !errors.Is(r.Err, engine.ErrNotConfigured) {
+		t.Errorf("without a Client: %s %v, want an error matching ErrNotConfigured", r.Status, r.Err)
 	}
 }
 

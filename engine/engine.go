@@ -37,6 +37,8 @@ type Engine struct {
 	vpolOnce sync.Once
 	vpolEnvV *cel.Env
 	vpolErr  error
+	// celLibs are the hosts of Kyverno's CEL libraries (celhosts.go)
+	celLibs *cel.Libraries
 	// celExcConds caches the compiled matchConditions of CEL
 	// PolicyExceptions by exception and environment (vpol.go)
 	celExcConds sync.Map
@@ -77,7 +79,7 @@ func New(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: c, jp: jp, psa: psa, vcache: newVerifyCache(c.verifyCache, c.now)}, nil
+	return &Engine{cfg: c, jp: jp, psa: psa, vcache: newVerifyCache(c.verifyCache, c.now), celLibs: c.celLibraries()}, nil
 }
 
 // JMESPath returns an interpreter with the engine's JMESPath options (its

@@ -35,8 +35,6 @@ type config struct {
 	// verifyImages (imageverifier.go)
 	imageVerifier ImageVerifier
 	verifyCache   ImageVerifyCacheOptions
-	// celExt extends the environment of the policies.kyverno.io kinds
-	celExt CELExtension
 	// celLibs are the hosts of the CEL libraries (celhosts.go)
 	celLibs cel.Libraries
 }

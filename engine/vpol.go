@@ -33,10 +33,13 @@ const (
 // NamespacedValidatingPolicy: the policy and its Pod controller variants
 // (autogen), each with its matchConstraints and compiled body.
 type validatingPolicy struct {
-	json     bool
-	env      *cel.Env
-	variants []vpolVariant
-	actions  validationActions
+	// namespace is a NamespacedValidatingPolicy's: the resource library
+	// keeps to it
+	namespace string
+	json      bool
+	env       *cel.Env
+	variants  []vpolVariant
+	actions   validationActions
 }
 
 type vpolVariant struct {
@@ -106,7 +109,7 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 		cp.timeout = *wc.TimeoutSeconds
 	}
 	path := field.NewPath("spec")
-	body := &validatingPolicy{}
+	body := &validatingPolicy{namespace: p.GetNamespace()}
 	var errs field.ErrorList
 	body.actions, errs = compileActions(spec.ValidationAction, path.Child("validationActions"))
 	cp.failureAction = body.actions.failureAction()
@@ -150,7 +153,7 @@ func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *
 	var berrs field.ErrorList
 	v.body, berrs = celpolicy.Compile(b.env, &celpolicy.Spec{MatchConditions: spec.MatchConditions, Variables: spec.Variables,
 		Validations: spec.Validations, AuditAnnotations: spec.AuditAnnotations, FailurePolicy: spec.FailurePolicy},
-		celpolicy.Kyverno, celpolicy.Options{Lazy: lazy}, path)
+		celpolicy.Kyverno, celpolicy.Options{Lazy: lazy, Namespace: b.namespace}, path)
 	return v, append(errs, berrs...)
 }
 
@@ -240,7 +243,10 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.exceptedResult(excepted)
 		return
 	}
-	in.Extra = rs.e.bindExtra(rs.ctx, p, rs.req, allowed)
+	in.Extra = nil
+	if allowed != nil {
+		in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
+	}
 	outcomeResult(rs, v.body.Evaluate(rs.ctx, in))
 }
 
@@ -250,6 +256,7 @@ func (b *validatingPolicy) input(rs *reqState, reads celpolicy.Reads) (*cel.Inpu
 	// fields set one by one: the Input keeps what its Evaluations share
 	in := &kd.in
 	in.Object, in.OldObject, in.Request, in.Namespace, in.Params, in.Extra, in.Budget = kd.attrs.Object, kd.attrs.OldObject, nil, nil, nil, nil, 0
+	in.Libraries = rs.e.celLibs
 	if b.json {
 		in.Object, in.OldObject = rs.obj, nil
 		return in, nil

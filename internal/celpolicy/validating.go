@@ -107,11 +107,18 @@ type Options struct {
 	// Lazy instantiates the body's programs on first use (see
 	// cel.Compiler.Lazy): for bodies that may never run.
 	Lazy bool
+	// Namespace is the namespace of a namespaced policy: the libraries
+	// that read the cluster (resource) keep to it (cel.InNamespace).
+	Namespace string
 }
 
 // Compile compiles a body on env. path is the spec's path for errors.
 func Compile(env *cel.Env, spec *Spec, sem Semantics, opts Options, path *field.Path) (*Validating, field.ErrorList) {
-	comp, condComp := env.NewCompiler(opts.Params), env.NewCompiler(opts.Params)
+	var copts []cel.CompilerOption
+	if opts.Namespace != "" {
+		copts = append(copts, cel.InNamespace(opts.Namespace))
+	}
+	comp, condComp := env.NewCompiler(opts.Params, copts...), env.NewCompiler(opts.Params, copts...)
 	if opts.Lazy {
 		comp.Lazy()
 		condComp.Lazy()
