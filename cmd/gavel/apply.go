@@ -156,7 +156,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	}
 	pset, perr := loader.Load(paths...)
 	if perr == nil && imageVerifierOption() == nil && verifiesSignatures(pset.Policies) {
-		fmt.Fprintln(stderr, "gavel apply: note: this gavel is built without signature verification: verifyImages and validate.manifests rules give errors; build it with -tags verifyimages")
+		fmt.Fprintln(stderr, "gavel apply: note: this gavel is built without signature verification: verifyImages and validate.manifests rules and ImageValidatingPolicies' image functions give errors; build it with -tags verifyimages")
 	}
 	xset, xerr := &loader.Set{}, error(nil)
 	if !f.withResources {
@@ -281,6 +281,9 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		// its client, which off a cluster grants nothing: every check is
 		// denied
 		engine.WithAuthorizer(inmem.NewAuthorizer()),
+		// and validates ImageValidatingPolicies without pinning digests
+		// first (its mutating webhook does, not its CLI)
+		engine.WithImagePolicyMutation(false),
 	}
 	switch {
 	case f.registry:
@@ -635,10 +638,14 @@ type lateExceptions struct{ set *exceptions.Set }
 // Exceptions implements engine.ExceptionSource.
 func (l *lateExceptions) Exceptions(context.Context) (*exceptions.Set, error) { return l.set, nil }
 
-// verifiesSignatures tells whether a policy has a rule that checks
-// signatures: a verifyImages rule or a validate.manifests rule.
+// verifiesSignatures tells whether a policy checks signatures: an
+// ImageValidatingPolicy, a verifyImages rule or a validate.manifests
+// rule.
 func verifiesSignatures(policies []api.PolicyObject) bool {
 	for _, p := range policies {
+		if _, ok := p.(*api.ImageValidatingPolicy); ok {
+			return true
+		}
 		cp, ok := p.(api.ClassicPolicy)
 		if !ok {
 			continue

@@ -12,7 +12,7 @@ import (
 // apply says how to build one that does.
 func TestApplyManifestsNotConfigured(t *testing.T) {
 	doc, stderr := applyManifests(t)
-	const note = "gavel apply: note: this gavel is built without signature verification: verifyImages and validate.manifests rules give errors; build it with -tags verifyimages\n"
+	const note = "gavel apply: note: this gavel is built without signature verification: verifyImages and validate.manifests rules and ImageValidatingPolicies' image functions give errors; build it with -tags verifyimages\n"
 	if !strings.HasPrefix(stderr, note) {
 		t.Errorf("stderr %q, want %q", stderr, note)
 	}
