@@ -53,6 +53,9 @@ type Verifier struct {
 	secretsNS string
 	providers map[string]authn.Keychain
 	trust     trustSource
+	// trusts keeps the Verifiers of attestors with their own trusted
+	// root (imagepolicy.go)
+	trusts *trustCache
 }
 
 var _ engine.ImageVerifier = (*Verifier)(nil)
@@ -77,7 +80,8 @@ func WithSecrets(s SecretReader) Option { return func(v *Verifier) { v.secrets =
 
 // New returns a Verifier.
 func New(opts ...Option) *Verifier {
-	v := &Verifier{keychain: authn.NewMultiKeychain(), transport: http.DefaultTransport, maxBytes: 4 << 20, secretsNS: "kyverno"}
+	v := &Verifier{keychain: authn.NewMultiKeychain(), transport: http.DefaultTransport, maxBytes: 4 << 20, secretsNS: "kyverno",
+		trusts: &trustCache{}}
 	for _, o := range opts {
 		o(v)
 	}
