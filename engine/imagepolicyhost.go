@@ -25,6 +25,9 @@ type imagePolicyState struct {
 	// and type (payloadKey)
 	payloads map[string]any
 	pending  []pendingRequired
+	// refs are the images by digest, by image and credentials
+	// (digestRef)
+	refs map[string]string
 }
 
 // pendingRequired is a passing result (at, in the request's results)
@@ -36,7 +39,7 @@ type pendingRequired struct {
 
 func (rs *reqState) imageState() *imagePolicyState {
 	if rs.images == nil {
-		rs.images = &imagePolicyState{verified: map[string]bool{}, payloads: map[string]any{}}
+		rs.images = &imagePolicyState{verified: map[string]bool{}, payloads: map[string]any{}, refs: map[string]string{}}
 	}
 	return rs.images
 }
@@ -139,13 +142,26 @@ func (h *imageHost) verifier() (ImagePolicyVerifier, error) {
 }
 
 // digestRef returns the image by digest: as given, or its tag resolved
-// (cached as verifyImages resolutions are).
+// (cached as verifyImages resolutions are), once per request.
 func (h *imageHost) digestRef(ctx context.Context, image string) (string, error) {
+	st := h.rs.imageState()
+	key := image + "\x00" + h.b.credKey
+	if r, ok := st.refs[key]; ok {
+		return r, nil
+	}
+	r, err := h.resolveRef(ctx, image)
+	if err == nil {
+		st.refs[key] = r
+	}
+	return r, err
+}
+
+func (h *imageHost) resolveRef(ctx context.Context, image string) (string, error) {
 	var opts []name.Option
 	if h.b.creds != nil && h.b.creds.AllowInsecureRegistry {
 		opts = append(opts, name.Insecure)
 	}
-	ref, err := name.ParseReference(image, opts...)
+	ref, err := celpolicy.ParseImageReference(image, opts...)
 	if err != nil {
 		return "", fmt.Errorf("failed to parse image reference %s: %w", image, err)
 	}

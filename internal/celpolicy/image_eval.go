@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -110,7 +111,7 @@ func (v *ImageValidating) Evaluate(ctx context.Context, in *cel.Input, defaults 
 	}
 	if v.verifyDigest {
 		for _, img := range list {
-			ref, err := name.ParseReference(img)
+			ref, err := ParseImageReference(img)
 			if err != nil {
 				err = fmt.Errorf("failed to parse image reference %s: %w", img, err)
 				return ImageOutcome{Status: EvalError, Message: err.Error(), Err: err}
@@ -134,11 +135,7 @@ func (v *ImageValidating) images(ctx context.Context, in *cel.Input, ev *cel.Eva
 	byName := map[string]any{}
 	var order []string
 	var list []string
-	add := func(name string, val ref.Val) error {
-		imgs, err := native[[]string](val)
-		if err != nil {
-			return err
-		}
+	addImages := func(name string, imgs []string) error {
 		matched := make([]any, 0, len(imgs))
 		for _, img := range imgs {
 			ok, err := v.MatchImage(ctx, img)
@@ -155,15 +152,30 @@ func (v *ImageValidating) images(ctx context.Context, in *cel.Input, ev *cel.Eva
 		byName[name] = matched
 		return nil
 	}
+	add := func(name string, val ref.Val) error {
+		imgs, err := native[[]string](val)
+		if err != nil {
+			return err
+		}
+		return addImages(name, imgs)
+	}
 	if defaults != nil && res != NoImages {
-		dev := defaults.comp.NewEvaluation(ctx, in)
-		for _, x := range defaults.progs[res] {
-			val, err := dev.Eval(x.prog)
-			if err != nil {
-				return nil, nil, Cause(err)
+		if native, ok := defaultImages(in, res); ok {
+			for i, x := range defaults.progs[res] {
+				if err := addImages(x.name, native[i]); err != nil {
+					return nil, nil, err
+				}
 			}
-			if err := add(x.name, val); err != nil {
-				return nil, nil, err
+		} else {
+			dev := defaults.comp.NewEvaluation(ctx, in)
+			for _, x := range defaults.progs[res] {
+				val, err := dev.Eval(x.prog)
+				if err != nil {
+					return nil, nil, Cause(err)
+				}
+				if err := add(x.name, val); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 	}
@@ -182,6 +194,66 @@ func (v *ImageValidating) images(ctx context.Context, in *cel.Input, ev *cel.Eva
 		}
 	}
 	return byName, list, nil
+}
+
+// imagesPaths are the paths of the Pod spec of each ImageResource.
+var imagesPaths = [4][]string{PodImages: {"spec"}, PodTemplateImages: {"spec", "template", "spec"},
+	CronJobImages: {"spec", "jobTemplate", "spec", "template", "spec"}}
+
+// defaultImages reads the images of the default extractors (containers,
+// initContainers, ephemeralContainers) from a well-formed object without
+// CEL; ok is false for anything else (a missing field on the way, a
+// container without a string image), which the extractors' expressions
+// then evaluate, with their errors.
+func defaultImages(in *cel.Input, res ImageResource) (out [3][]string, ok bool) {
+	obj := in.Object
+	if obj == nil {
+		obj = in.OldObject
+	}
+	if obj == nil {
+		return out, false
+	}
+	spec := obj
+	for _, k := range imagesPaths[res] {
+		if spec, ok = spec[k].(map[string]any); !ok {
+			return out, false
+		}
+	}
+	for i, f := range [3]string{"containers", "initContainers", "ephemeralContainers"} {
+		v, present := spec[f]
+		if !present {
+			out[i] = []string{}
+			continue
+		}
+		list, isList := v.([]any)
+		if !isList {
+			return out, false
+		}
+		out[i] = make([]string, len(list))
+		for j, c := range list {
+			m, isMap := c.(map[string]any)
+			if !isMap {
+				return out, false
+			}
+			if out[i][j], ok = m["image"].(string); !ok {
+				return out, false
+			}
+		}
+	}
+	return out, true
+}
+
+// ParseImageReference is name.ParseReference, which tries a tag first: a
+// reference with an '@' (never valid in a tag's reference) is read as a
+// digest at once, which spares the tag's error (a malformed one keeps
+// ParseReference's).
+func ParseImageReference(s string, opts ...name.Option) (name.Reference, error) {
+	if strings.Contains(s, "@") {
+		if d, err := name.NewDigest(s, opts...); err == nil {
+			return d, nil
+		}
+	}
+	return name.ParseReference(s, opts...)
 }
 
 // native converts a CEL value to T.
