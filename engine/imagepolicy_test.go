@@ -323,3 +323,37 @@ func TestImageValidatingPolicyNoVerifier(t *testing.T) {
 		})
 	}
 }
+
+// TestImageValidatingPolicyCredentials checks that the policy's
+// credentials reach the verifier with each request, and that the
+// attestor it gets has its expressions evaluated.
+func TestImageValidatingPolicyCredentials(t *testing.T) {
+	key := testPublicKey(t)
+	f := newIVFake()
+	image := "ghcr.io/acme/app@" + ivDigestA
+	f.sign(image, key)
+	set := compileIV(t, f, ivpol("p", "  credentials:\n    allowInsecureRegistry: true\n    providers: [github]\n    secrets: [regcred]\n"+
+		"  variables:\n  - name: key\n    expression: \"'"+strings.ReplaceAll(key, "\n", "\\\\n")+"'\"\n"+
+		"  attestors:\n  - name: a\n    cosign:\n      key:\n        expression: variables.key\n"+
+		"  validations:\n  - expression: images.containers.all(i, verifyImageSignatures(i, [attestors.a]) > 0)\n"))
+	resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: pod(image)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := results(resp); got != "p p pass: success" {
+		t.Fatalf("got %s", got)
+	}
+	if len(f.requests) != 1 {
+		t.Fatalf("%d requests", len(f.requests))
+	}
+	r := f.requests[0]
+	if c := r.Credentials; c == nil || !c.AllowInsecureRegistry || len(c.Providers) != 1 || c.Providers[0] != "github" || len(c.Secrets) != 1 || c.Secrets[0] != "regcred" {
+		t.Errorf("credentials %+v", r.Credentials)
+	}
+	if k := r.Attestor.Cosign.Key; k.Expression != "" || strings.TrimSpace(k.Data) != key {
+		t.Errorf("attestor key %+v", k)
+	}
+	if r.Image != image {
+		t.Errorf("image %s", r.Image)
+	}
+}
