@@ -107,9 +107,17 @@ func (s *PolicySet) finishImagePolicies(rs *reqState, resp *Response) {
 
 // imageCached returns the cached outcome of key (the engine's
 // verification cache: successes only, by image digest and attestor, one
-// call for concurrent callers) or runs verify.
+// call for concurrent callers) or runs verify, bounded by the Limits'
+// HostCallTimeout.
 func (e *Engine) imageCached(ctx context.Context, key string, verify func(context.Context) (verifyOutcome, error)) (verifyOutcome, error) {
-	return e.vcache.do(key, true, func() (verifyOutcome, error) { return verify(ctx) })
+	return e.vcache.do(key, true, func() (verifyOutcome, error) {
+		if d := e.cfg.limits.HostCallTimeout; d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		return verify(ctx)
+	})
 }
 
 // imageHost answers the image verification functions of one evaluation

@@ -98,7 +98,9 @@ func (a *Attestor) Value() any { return a }
 
 // Host answers the library's functions for one evaluation of one policy:
 // it knows the policy's matchImageReferences, attestations and
-// credentials, and keeps what the request verified.
+// credentials, and keeps what the request verified. The verification
+// functions get the evaluation's context and bound their own calls to
+// registries; ImageData's call is bounded by the Scope's Timeout.
 type Host interface {
 	// VerifyImageSignatures returns how many of the attestors accept a
 	// signature of the image (0 for an image matchImageReferences does
@@ -184,8 +186,7 @@ func verifySignatures(s call.Scope, h Host, args []ref.Val) ref.Val {
 	if bad != nil {
 		return bad
 	}
-	ctx, cancel := s.Context()
-	defer cancel()
+	ctx := evaluation(s)
 	n, err := h.VerifyImageSignatures(ctx, image, attestors)
 	if err != nil {
 		return types.WrapErr(err)
@@ -209,8 +210,7 @@ func verifyAttestations(s call.Scope, h Host, args []ref.Val) ref.Val {
 	if bad != nil {
 		return bad
 	}
-	ctx, cancel := s.Context()
-	defer cancel()
+	ctx := evaluation(s)
 	n, err := h.VerifyAttestationSignatures(ctx, image, attestation, attestors)
 	if err != nil {
 		return types.WrapErr(err)
@@ -247,13 +247,22 @@ func payload(s call.Scope, h Host, args []ref.Val) ref.Val {
 	if bad != nil {
 		return bad
 	}
-	ctx, cancel := s.Context()
-	defer cancel()
+	ctx := evaluation(s)
 	p, err := h.ExtractPayload(ctx, image, attestation)
 	if err != nil {
 		return types.WrapErr(err)
 	}
 	return types.DefaultTypeAdapter.NativeToValue(p)
+}
+
+// evaluation is the evaluation's context: the verification functions
+// mostly answer from caches, so the Host bounds its own registry calls
+// (the Scope's Timeout bounds getImageData's).
+func evaluation(s call.Scope) context.Context {
+	if s.Ctx == nil {
+		return context.Background()
+	}
+	return s.Ctx
 }
 
 // attestorList converts a list of attestors (attestors.NAME values).
