@@ -639,11 +639,11 @@ type lateExceptions struct{ set *exceptions.Set }
 func (l *lateExceptions) Exceptions(context.Context) (*exceptions.Set, error) { return l.set, nil }
 
 // verifiesSignatures tells whether a policy checks signatures: an
-// ImageValidatingPolicy, a verifyImages rule or a validate.manifests
-// rule.
+// ImageValidatingPolicy with attestors, a verifyImages rule or a
+// validate.manifests rule.
 func verifiesSignatures(policies []api.PolicyObject) bool {
 	for _, p := range policies {
-		if _, ok := p.(*api.ImageValidatingPolicy); ok {
+		if ip, ok := p.(*api.ImageValidatingPolicy); ok && len(ip.Spec.Attestors) > 0 {
 			return true
 		}
 		cp, ok := p.(api.ClassicPolicy)
