@@ -250,6 +250,8 @@ func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admissio
 //   - denied when a policy's verifyImages rules block it, with upstream's
 //     blocked-resource message (as ValidateResponse's) of the verifyImages
 //     rules that did not pass, of every policy;
+//   - denied for the digest pins of ImageValidatingPolicies (with Deny),
+//     with upstream's "Policy NAME error: MESSAGE", joined with "; ";
 //   - otherwise allowed with the RFC 6902 patch of the mutations (patch
 //     type JSONPatch) and a warning "policy NAME.RULE: MESSAGE" for each
 //     rule that failed, errored or warned, and for each applied rule of a
@@ -264,8 +266,19 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 	if resp == nil || (ar != nil && ar.Operation == admissionv1.Delete) {
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
+	var cel []string
 	for i := range resp.Policies {
 		p := &resp.Policies[i]
+		if celKind(p.Policy) {
+			if p.Blocks() {
+				for j := range p.Rules {
+					if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
+						cel = append(cel, celMessage(p, r))
+					}
+				}
+			}
+			continue
+		}
 		if !rulesOf(p, engine.Mutation).Blocks() {
 			continue
 		}
@@ -279,19 +292,31 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 		return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
 	}
 	for i := range resp.Policies {
-		if p := &resp.Policies[i]; rulesOf(p, engine.ImageVerify).Blocks() {
+		if p := &resp.Policies[i]; !celKind(p.Policy) && rulesOf(p, engine.ImageVerify).Blocks() {
 			return deny(ar, blockedMessage(resp, func(_ *engine.PolicyResult, r *engine.RuleResult) bool {
 				return r.Type == engine.ImageVerify && notPassed(r)
 			}))
 		}
 	}
-	var warnings []string
+	var warnings, celWarnings []string
 	for p, r := range resp.Rules() {
-		if notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass) {
+		switch {
+		case celKind(p.Policy):
+			if r.EmitWarning && notPassed(r) {
+				celWarnings = append(celWarnings, celWarning(p, r))
+			}
+		case notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass):
 			warnings = append(warnings, warning(p, r))
 		}
 	}
-	out := &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+	if len(cel) > 0 {
+		// ImageValidatingPolicies' digest pins, as upstream's handler
+		// answers them
+		out := deny(ar, strings.Join(cel, "; "))
+		out.Warnings = celWarnings
+		return out
+	}
+	out := &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: append(warnings, celWarnings...)}
 	if len(resp.Patch) > 0 {
 		pt := admissionv1.PatchTypeJSONPatch
 		out.Patch, out.PatchType = resp.Patch, &pt

@@ -56,6 +56,15 @@ type (
 	CELPolicyExceptionSpec = policiesv1alpha1.PolicyExceptionSpec
 	// PolicyRef names a policy of a CEL PolicyException (name and kind).
 	PolicyRef = policiesv1alpha1.PolicyRef
+	// ImageAttestor is an attestor of an ImageValidatingPolicy
+	// (spec.attestors): a Cosign or a Notary trust authority.
+	ImageAttestor = policiesv1alpha1.Attestor
+	// ImageAttestation is an attestation of an ImageValidatingPolicy
+	// (spec.attestations): an in-toto statement or an OCI referrer.
+	ImageAttestation = policiesv1alpha1.Attestation
+	// ImageCredentials are the registry credentials of an
+	// ImageValidatingPolicy (spec.credentials).
+	ImageCredentials = policiesv1alpha1.Credentials
 )
 
 // Evaluation modes of a ValidatingPolicy (spec.evaluation.mode).
@@ -81,9 +90,11 @@ func (p *ValidatingPolicy) GetKind() string { return p.Kind }
 // IsNamespaced implements PolicyObject: a NamespacedValidatingPolicy.
 func (p *ValidatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedValidatingPolicy }
 
-// ImageValidatingPolicy is a policies.kyverno.io ImageValidatingPolicy or
-// NamespacedImageValidatingPolicy. gavel decodes it; its evaluation is not
-// implemented yet (engine.Compile refuses it).
+// ImageValidatingPolicy is a policies.kyverno.io ImageValidatingPolicy
+// (Kind ImageValidatingPolicy, cluster-wide) or
+// NamespacedImageValidatingPolicy (applies only to resources of its
+// namespace), in any served version: it verifies the signatures and
+// attestations of the images a resource names.
 type ImageValidatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -115,3 +115,47 @@ spec:
 	// cronjobs [CronJob] object.spec.jobTemplate.spec.template.spec.?hostNetwork.orValue(false) == false
 	// defaults [DaemonSet Deployment ReplicaSet StatefulSet Job] object.spec.template.spec.?hostNetwork.orValue(false) == false
 }
+// The Pod controller variants of an ImageValidatingPolicy: matchConstraints
+// for the controllers, and object paths moved to the Pod template in
+// every expression (attestors' too).
+func ExampleImageValidatingPolicy() {
+	docs, err := api.ReadDocuments(strings.NewReader(`apiVersion: policies.kyverno.io/v1
+kind: ImageValidatingPolicy
+metadata:
+  name: signed
+spec:
+  autogen:
+    podControllers:
+      controllers: [deployments, cronjobs]
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [pods]
+  attestors:
+  - name: cosign
+    cosign:
+      key:
+        expression: object.metadata.annotations['key']
+  validations:
+  - expression: images.containers.all(i, verifyImageSignatures(i, [attestors.cosign]) > 0)
+`), "policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	p, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		panic(err)
+	}
+	variants, err := autogen.ImageValidatingPolicy(&p.(*api.ImageValidatingPolicy).Spec)
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range variants {
+		fmt.Println(v.Config, v.Targets[0].Kind, v.Spec.MatchConstraints.ResourceRules[0].Resources, v.Spec.Attestors[0].Cosign.Key.Expression)
+	}
+	// Output:
+	// cronjobs CronJob [cronjobs] object.spec.jobTemplate.spec.template.metadata.annotations['key']
+	// defaults Deployment [deployments] object.spec.template.metadata.annotations['key']
+}

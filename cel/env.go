@@ -460,7 +460,7 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 	isPure := true
 	if c.env.cfg.libs&hostLibraries != 0 {
 		isPure = pure(ast)
-		if c.env.cfg.libs&(TimeLibrary|RandomLibrary) != 0 {
+		if c.env.cfg.libs&boundLibraries != 0 {
 			popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
 		}
 	}

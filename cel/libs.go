@@ -22,6 +22,7 @@ import (
 	"github.com/gavelpolicy/gavel/internal/cellib/http"
 	"github.com/gavelpolicy/gavel/internal/cellib/image"
 	"github.com/gavelpolicy/gavel/internal/cellib/imagedata"
+	"github.com/gavelpolicy/gavel/internal/cellib/imageverify"
 	"github.com/gavelpolicy/gavel/internal/cellib/json"
 	"github.com/gavelpolicy/gavel/internal/cellib/math"
 	"github.com/gavelpolicy/gavel/internal/cellib/random"
@@ -77,6 +78,10 @@ const (
 	TransformLibrary
 	// GeneratorLibrary: generator.Apply through Libraries.Generator.
 	GeneratorLibrary
+	// ImageVerifyLibrary: verifyImageSignatures,
+	// verifyAttestationSignatures, extractPayload and getImageData
+	// through Libraries.ImageVerify (ImageValidatingPolicy).
+	ImageVerifyLibrary
 	// ExtensionLibraries are cel-go's extensions that upstream's
 	// environment has and Kubernetes' does not: cel.bind, base64,
 	// math.*, regex.* and proto.
@@ -89,7 +94,7 @@ const (
 		ImageDataLibrary | GlobalContextLibrary | UserLibrary | JSONLibrary | YAMLLibrary | X509Library |
 		HashLibrary | MathLibrary | TimeLibrary | RandomLibrary | GzipLibrary | TransformLibrary
 	MutatingPolicyLibraries        = ValidatingPolicyLibraries
-	ImageValidatingPolicyLibraries = ValidatingPolicyLibraries &^ X509Library
+	ImageValidatingPolicyLibraries = ValidatingPolicyLibraries&^X509Library | ImageVerifyLibrary
 	GeneratingPolicyLibraries      = ValidatingPolicyLibraries&^UserLibrary | GeneratorLibrary
 	DeletingPolicyLibraries        = ValidatingPolicyLibraries &^ UserLibrary
 )
@@ -98,7 +103,11 @@ const (
 // randomness: expressions that call them are never shared between
 // Evaluations.
 const hostLibraries = ResourceLibrary | HTTPLibrary | ImageDataLibrary | GlobalContextLibrary |
-	GeneratorLibrary | TimeLibrary | RandomLibrary
+	GeneratorLibrary | TimeLibrary | RandomLibrary | ImageVerifyLibrary
+
+// boundLibraries are the libraries with functions of boundCalls, which a
+// decorator binds to each evaluation.
+const boundLibraries = TimeLibrary | RandomLibrary | ImageVerifyLibrary
 
 // WithLibraries adds Kyverno's CEL libraries of set to every environment
 // of the Env, at upstream's latest version (1.18: PascalCase and
@@ -145,6 +154,7 @@ func libraryOptions(set LibrarySet, namespaced bool) []cel.EnvOption {
 		{TransformLibrary, func() cel.EnvOption { return transform.Lib(v) }},
 		{GzipLibrary, gzip.Lib},
 		{HTTPLibrary, func() cel.EnvOption { return http.Lib(v) }},
+		{ImageVerifyLibrary, imageverify.Lib},
 	}
 	for _, l := range libs {
 		if set&l.lib != 0 {
@@ -174,6 +184,12 @@ type (
 	GlobalContextReader = globalcontext.Reader
 	// Generator generates the objects of generator.Apply.
 	Generator = generator.Generator
+	// ImageVerifier answers the image verification functions of one
+	// ImageValidatingPolicy evaluation.
+	ImageVerifier = imageverify.Host
+	// ImageAttestor is the value of attestors.NAME in an
+	// ImageValidatingPolicy: an attestor with its expressions evaluated.
+	ImageAttestor = imageverify.Attestor
 )
 
 // ErrNotConfigured is matched (errors.Is) by the error of a library
@@ -197,6 +213,9 @@ type Libraries struct {
 	// Generator is the host of one GeneratingPolicy evaluation (it knows
 	// the policy and the trigger).
 	Generator Generator
+	// ImageVerify is the host of one ImageValidatingPolicy evaluation
+	// (it knows the policy and the request).
+	ImageVerify ImageVerifier
 	// Now is the clock of time.now(); nil means time.Now.
 	Now func() time.Time
 	// Random is the randomness of random(); nil means crypto/rand. It
@@ -365,6 +384,30 @@ var boundCalls = map[string]func(b *libBinding, args []ref.Val) ref.Val{
 	random.PrefixedDefaultOverload: func(b *libBinding, _ []ref.Val) ref.Val {
 		return random.Generate(b.random(), random.DefaultPattern)
 	},
+	imageverify.VerifySignaturesOverload:   imageVerifyCall(imageverify.VerifySignaturesOverload),
+	imageverify.VerifyAttestationsOverload: imageVerifyCall(imageverify.VerifyAttestationsOverload),
+	imageverify.ImageDataOverload:          imageVerifyCall(imageverify.ImageDataOverload),
+	imageverify.PayloadOverload:            imageVerifyCall(imageverify.PayloadOverload),
+}
+
+// imageVerifyCall binds a function of the image verification library to
+// the evaluation's ImageVerify host.
+func imageVerifyCall(id string) func(b *libBinding, args []ref.Val) ref.Val {
+	return func(b *libBinding, args []ref.Val) ref.Val {
+		var h ImageVerifier
+		var s call.Scope
+		if b != nil {
+			if b.libs == nil {
+				b.libs = noLibraries
+			}
+			s, h = b.scope(), b.libs.ImageVerify
+		}
+		if h == nil {
+			return types.WrapErr(unconfigured("imageverify").err())
+		}
+		v, _ := imageverify.Call(id, s, h, args)
+		return v
+	}
 }
 
 // impureVars are the library variables whose functions do I/O.

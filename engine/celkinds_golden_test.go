@@ -35,6 +35,19 @@ type celCaseInput struct {
 	Payloads []map[string]any `json:"payloads,omitempty"`
 	// Now is the clock (RFC 3339), for expiring exceptions.
 	Now string `json:"now,omitempty"`
+	// Images are the registry of ImageValidatingPolicies' verifier (a
+	// fake: see ivFake).
+	Images *ivFakeInput `json:"images,omitempty"`
+}
+
+// ivFakeInput is the table of an ivFake: digests by tag reference, the
+// identities that signed each image (by digest), attestations by image,
+// identity and type, and whether the registry is down.
+type ivFakeInput struct {
+	Digests  map[string]string                    `json:"digests,omitempty"`
+	Signed   map[string][]string                  `json:"signed,omitempty"`
+	Attested map[string]map[string]map[string]any `json:"attested,omitempty"`
+	Down     bool                                 `json:"down,omitempty"`
 }
 
 // celCaseResult is what a CEL kinds case records for one resource.
@@ -70,7 +83,8 @@ type celCaseRule struct {
 
 // TestCELKindsGolden runs every case under testdata/celkinds:
 // policy.yaml (ValidatingPolicies, ValidatingAdmissionPolicies, bindings,
-// CEL PolicyExceptions), resource.yaml and an optional input.yaml; each
+// ImageValidatingPolicies, CEL PolicyExceptions), resource.yaml and an
+// optional input.yaml (with the images of a fake verifier); each
 // resource is validated and answered as an admission request, each
 // payload validated as a JSON payload, and the results are compared with
 // expected.yaml (-update rewrites it).
@@ -141,11 +155,20 @@ func runCELCase(t *testing.T, dir string) []celCaseResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(
+	opts := []engine.Option{
 		engine.WithClient(inmem.New(in.Cluster...)),
 		engine.WithClock(func() time.Time { return now }),
 		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
-	)
+	}
+	if im := in.Images; im != nil {
+		f := newIVFake()
+		f.digests, f.signed, f.down = im.Digests, im.Signed, im.Down
+		if im.Attested != nil {
+			f.attested = im.Attested
+		}
+		opts = append(opts, engine.WithImageVerifier(f))
+	}
+	eng, err := engine.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,11 @@ type Engine struct {
 	vpolOnce sync.Once
 	vpolEnvV *cel.Env
 	vpolErr  error
+	// the environments of ImageValidatingPolicies, built on first use
+	// (ivpolEnvs)
+	ivpolOnce  sync.Once
+	ivpolEnvsV *imageEnvs
+	ivpolErr   error
 	// celLibs are the hosts of Kyverno's CEL libraries (celhosts.go)
 	celLibs *cel.Libraries
 	// celExcConds caches the compiled matchConditions of CEL

@@ -54,6 +54,7 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 		}
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule, cands.policy(i)))
 	}
+	s.finishImagePolicies(rs, resp)
 	s.noteResults(rs, resp)
 	s.putReqState(rs)
 	// a cancellation during the last policy leaves rules unevaluated
@@ -64,7 +65,8 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 }
 
 // ValidatePayload evaluates the policies of the set that evaluate JSON
-// payloads (ValidatingPolicies in JSON evaluation mode) on a payload that
+// payloads (ValidatingPolicies and ImageValidatingPolicies in JSON
+// evaluation mode) on a payload that
 // need not be a Kubernetes object, as upstream's CLI does with --json:
 // their matchConditions select the payloads, object is the payload and
 // the other variables are null. The set's other policies are not
@@ -84,20 +86,26 @@ func (s *PolicySet) ValidatePayload(ctx context.Context, payload map[string]any)
 	resp := &Response{Resource: payload}
 	rs.results = make([]RuleResult, 0, 4)
 	for _, p := range s.policies {
-		vp, ok := p.body.(*validatingPolicy)
-		if !ok || !vp.json {
+		pb, ok := p.body.(payloadBody)
+		if !ok || !p.body.jsonMode() {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
 		resp.Policies = s.eng.runBody(rs, p, resp.Policies, func(out []PolicyResult) []PolicyResult {
-			return vp.validatePayload(rs, p, out)
+			return pb.validatePayload(rs, p, out)
 		})
 	}
+	s.finishImagePolicies(rs, resp)
 	s.noteResults(rs, resp)
 	s.putReqState(rs)
 	return resp, ctx.Err()
+}
+
+// payloadBody is a body that evaluates JSON payloads (in JSON mode).
+type payloadBody interface {
+	validatePayload(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult
 }
 
 // runBody evaluates a policy of a CEL kind (kinds.go) and appends its

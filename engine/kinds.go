@@ -21,9 +21,8 @@ type kindBody interface {
 }
 
 // UnsupportedKindError is a policy of a kind gavel decodes but does not
-// evaluate (ImageValidatingPolicy, MutatingPolicy, GeneratingPolicy,
-// DeletingPolicy, their Namespaced kinds, MutatingAdmissionPolicy and its
-// binding).
+// evaluate (MutatingPolicy, GeneratingPolicy, DeletingPolicy, their
+// Namespaced kinds, MutatingAdmissionPolicy and its binding).
 type UnsupportedKindError struct {
 	// Policy is the policy's key, Kind its kind.
 	Policy, Kind string
@@ -38,6 +37,8 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 	switch p := p.(type) {
 	case *api.ValidatingPolicy:
 		return e.compileValidatingPolicy(p)
+	case *api.ImageValidatingPolicy:
+		return e.compileImageValidatingPolicy(p)
 	case *api.ValidatingAdmissionPolicy:
 		return e.compileVAP(p)
 	case *api.ValidatingAdmissionPolicyBinding:

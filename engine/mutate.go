@@ -345,6 +345,9 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if err := s.verifyImages(rs, resp); err != nil {
 		return resp, err
 	}
+	if err := s.pinImageDigests(rs, resp); err != nil {
+		return resp, err
+	}
 	resp.Resource = rs.obj
 	s.putReqState(rs)
 	// a cancellation during the last policy leaves rules unevaluated

@@ -37,6 +37,9 @@ type config struct {
 	verifyCache   ImageVerifyCacheOptions
 	// celLibs are the hosts of the CEL libraries (celhosts.go)
 	celLibs cel.Libraries
+	// ivpolNoMutation turns the digest pins of ImageValidatingPolicies
+	// off (imagepolicydigest.go)
+	ivpolNoMutation bool
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().

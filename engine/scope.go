@@ -78,6 +78,9 @@ type reqState struct {
 	// verified holds the outcomes of verifyImages rules by image, for
 	// the verify-images annotation (see noteImage).
 	verified map[string]string
+	// images is what the request's ImageValidatingPolicies share
+	// (imagepolicyhost.go).
+	images *imagePolicyState
 }
 
 // canonical reports mutate.CanonicalTree(m), remembered for the request's

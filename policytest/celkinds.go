@@ -19,12 +19,16 @@ func ruleless(p *engine.Policy) bool {
 
 // keepsEmpty reports whether upstream's test command keeps the response
 // of a policy that gave no result on a resource (it is then an "excluded"
-// row rather than no row at all): always, but for ValidatingPolicies,
-// whose empty responses it keeps only when the matchConstraints of one of
-// the policy's variants (the policy and its Pod controller variants) have
-// selectors, exclusions, resource names, or other than one resource rule
-// (and never in JSON mode).
+// row rather than no row at all): always, but for ImageValidatingPolicies,
+// whose engine answers only for the policies that apply, and
+// ValidatingPolicies, whose empty responses it keeps only when the
+// matchConstraints of one of the policy's variants (the policy and its
+// Pod controller variants) have selectors, exclusions, resource names, or
+// other than one resource rule (and never in JSON mode).
 func keepsEmpty(p *engine.Policy) bool {
+	if _, ok := p.Source().(*api.ImageValidatingPolicy); ok {
+		return false
+	}
 	vp, ok := p.Source().(*api.ValidatingPolicy)
 	if !ok {
 		return true

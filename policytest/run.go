@@ -432,6 +432,9 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 		}
 		engOpts = append(engOpts, engine.WithGlobalContext(g))
 	}
+	// upstream's test command validates ImageValidatingPolicies without
+	// pinning digests first
+	engOpts = append(engOpts, engine.WithImagePolicyMutation(false))
 	engOpts = append(engOpts, opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)
 	if err != nil {

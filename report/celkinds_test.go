@@ -139,3 +139,47 @@ func TestCELKindStoreKeys(t *testing.T) {
 		}
 	}
 }
+// TestImageValidatingPolicyEntries checks the entries of an
+// ImageValidatingPolicy: upstream's source, the policy's name as the
+// rule, the process.
+func TestImageValidatingPolicyEntries(t *testing.T) {
+	eng := newEngine(t)
+	set, err := eng.Compile(readSet(t, `apiVersion: policies.kyverno.io/v1
+kind: NamespacedImageValidatingPolicy
+metadata:
+  name: images
+  namespace: shop
+spec:
+  evaluation:
+    background: {enabled: false}
+  validationConfigurations: {required: false, verifyDigest: false}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchImageReferences:
+  - glob: ghcr.io/*
+  validations:
+  - expression: images.containers.size() == 0
+    message: no ghcr.io images
+`).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := object(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: shop}\nspec: {containers: [{name: c, image: ghcr.io/acme/app:v1}]}\n")
+	resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []api.PolicyReportResult
+	for p, r := range resp.Rules() {
+		got = append(got, result(*p, *r, Options{Clock: fixedClock}))
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d entries, want 1", len(got))
+	}
+	e := got[0]
+	if e.Source != SourceImageValidatingPolicy || e.Policy != "shop/images" || e.Rule != "images" || e.Result != api.ResultFail ||
+		e.Message != "no ghcr.io images" || e.Properties[propertyProcess] != processAdmission {
+		t.Errorf("entry %+v", e)
+	}
+}

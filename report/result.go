@@ -145,6 +145,7 @@ type head struct {
 // Sources of the entries of CEL policy kinds, upstream's.
 const (
 	SourceValidatingPolicy          = "KyvernoValidatingPolicy"
+	SourceImageValidatingPolicy     = "KyvernoImageValidatingPolicy"
 	SourceValidatingAdmissionPolicy = "ValidatingAdmissionPolicy"
 )
 
@@ -154,6 +155,8 @@ func kindSource(kind string) string {
 	switch kind {
 	case api.KindValidatingPolicy, api.KindNamespacedValidatingPolicy:
 		return SourceValidatingPolicy
+	case api.KindImageValidatingPolicy, api.KindNamespacedImageValidatingPolicy:
+		return SourceImageValidatingPolicy
 	case api.KindValidatingAdmissionPolicy:
 		return SourceValidatingAdmissionPolicy
 	}

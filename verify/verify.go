@@ -49,6 +49,9 @@ type Verifier struct {
 	trust     trustSource
 	// attestors keeps attestors prepared (attestor.go), by their JSON
 	attestors *lru.Cache
+	// trusts keeps the Verifiers of attestors with their own trusted
+	// root (imagepolicy.go)
+	trusts *trustCache
 }
 
 var _ engine.ImageVerifier = (*Verifier)(nil)
@@ -73,7 +76,8 @@ func WithSecrets(s SecretReader) Option { return func(v *Verifier) { v.secrets =
 
 // New returns a Verifier.
 func New(opts ...Option) *Verifier {
-	v := &Verifier{keychain: authn.NewMultiKeychain(), transport: http.DefaultTransport, maxBytes: 4 << 20, secretsNS: "kyverno"}
+	v := &Verifier{keychain: authn.NewMultiKeychain(), transport: http.DefaultTransport, maxBytes: 4 << 20, secretsNS: "kyverno",
+		trusts: &trustCache{}}
 	for _, o := range opts {
 		o(v)
 	}

@@ -278,6 +278,9 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		// its client, which off a cluster grants nothing: every check is
 		// denied
 		engine.WithAuthorizer(inmem.NewAuthorizer()),
+		// and validates ImageValidatingPolicies without pinning digests
+		// first (its mutating webhook does, not its CLI)
+		engine.WithImagePolicyMutation(false),
 	}
 	switch {
 	case f.registry:
