@@ -175,12 +175,14 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	}
 	tset, terr := loader.Load(f.targets...)
 	params, ctxFile, cxerr := loadCELInputs(f)
-	cerr := checkCRDs(f.crdPaths)
+	crds, cerr := readCRDs(f.crdPaths)
+	libs, lerr := applyLibraries(f.cluster, ctxFile, crds)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
 	opts := applyEngineOptions(f, &ev, excSource, cluster, ctxFile)
+	opts = append(opts, engine.WithCELLibraries(libs))
 	if live != nil {
 		// the cluster serves the engine's reads, as upstream's client
 		opts = append(opts, live.engineOptions()...)
@@ -226,7 +228,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	for _, step := range []struct {
 		what string
 		err  error
-	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"", eerr}} {
+	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"CEL libraries", lerr}, {"", eerr}} {
 		if step.err != nil {
 			return fail(step.what, step.err)
 		}
