@@ -288,3 +288,64 @@ func TestTestCELLibraries(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyClusterCELLibraries: with --cluster the CEL libraries read the
+// cluster and the registries (here a closed loopback port), as upstream's
+// apply; the context file is not read.
+func TestApplyClusterCELLibraries(t *testing.T) {
+	const policy = `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: cluster-settings
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: resource.Get("v1", "configmaps", object.metadata.namespace, "settings").data.team == object.metadata.labels.team
+---
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: registry
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: image.GetMetadata("127.0.0.1:1/acme/app:v1").config.os == "linux"
+`
+	const context = `apiVersion: cli.kyverno.io/v1alpha1
+kind: Context
+metadata: {name: c}
+spec:
+  resources:
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: a}, data: {team: "y"}}
+  images:
+  - {image: "127.0.0.1:1/acme/app:v1", resolvedImage: "127.0.0.1:1/acme/app:v1", registry: "127.0.0.1:1", repository: acme/app, config: {os: linux}}
+`
+	dir := writeFiles(t, map[string]string{"policy.yaml": policy, "context.yaml": context})
+	cm := obj("v1", "ConfigMap", "a", "settings", nil)
+	cm.Object["data"] = map[string]any{"team": "x"}
+	fc := newFakeCluster(t, cm,
+		obj("v1", "Pod", "a", "x-pod", map[string]any{"team": "x"}),
+		obj("v1", "Pod", "a", "y-pod", map[string]any{"team": "y"}))
+	useFakeCluster(t, fc)
+	_, stdout, stderr := runGavel("apply", filepath.Join(dir, "policy.yaml"), "-c", "--context-file", filepath.Join(dir, "context.yaml"), "--output-format", "json")
+	var doc struct {
+		Results []struct{ Policy, Resource, Result, Message string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	got := map[string]string{}
+	for _, r := range doc.Results {
+		got[r.Policy+" "+r.Resource] = r.Result
+		if r.Result == "error" && !strings.Contains(r.Message, "failed to fetch image descriptor 127.0.0.1:1/acme/app:v1") {
+			t.Errorf("%s %s: %s", r.Policy, r.Resource, r.Message)
+		}
+	}
+	want := map[string]string{"cluster-settings a/Pod/x-pod": "pass", "cluster-settings a/Pod/y-pod": "fail",
+		"registry a/Pod/x-pod": "error", "registry a/Pod/y-pod": "error"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("results %v, want %v\nstderr:\n%s", got, want, stderr)
+	}
+}
