@@ -319,7 +319,7 @@ func (e *env) readSet(paths []string, what string) (*loader.Set, error) {
 func (e *env) documents(paths []string, what string) ([]api.Document, error) {
 	docs, err := e.readFiles(paths, what)
 	for _, d := range docs {
-		defaultNamespace(d.Object)
+		upstreamNamespaces.Default(d.Object)
 	}
 	return docs, err
 }
@@ -1123,3 +1123,7 @@ func tidy(v any) any {
 	}
 	return v
 }
+
+// upstreamNamespaces gives the resources without a namespace "default",
+// but for the cluster-scoped built-in kinds, as upstream's CLI loads them.
+var upstreamNamespaces = loader.NewNamespacer()

@@ -176,6 +176,19 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	tset, terr := loader.Load(f.targets...)
 	params, ctxFile, cxerr := loadCELInputs(f)
 	crds, cerr := readCRDs(f.crdPaths)
+	if !f.cluster {
+		// resources of files without a namespace are in "default", as
+		// upstream loads them
+		ev.namespacer = loader.NewNamespacer(crds...)
+		for _, obj := range params {
+			ev.namespacer.Default(obj)
+		}
+		if tset != nil {
+			for _, d := range tset.Resources {
+				ev.namespacer.Default(d.Object)
+			}
+		}
+	}
 	libs, lerr := applyLibraries(f.cluster, ctxFile, crds)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
@@ -206,7 +219,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	if set != nil {
 		kinds, all = set.ClientKinds()
 	}
-	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError)
+	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError, ev.namespacer)
 	if err != nil {
 		return fail("resources", err)
 	}
@@ -365,6 +378,9 @@ type evaluator struct {
 	// payloads: the inputs are JSON payloads (--json), which the
 	// ValidatingPolicies in JSON mode evaluate
 	payloads bool
+	// namespacer gives the resources of files without a namespace the
+	// namespace "default" (nil: they keep theirs, as the cluster's)
+	namespacer *loader.Namespacer
 }
 
 // skippedPolicy is a policy left out of a run because it does not compile.
