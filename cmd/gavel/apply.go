@@ -176,9 +176,9 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	tset, terr := loader.Load(f.targets...)
 	params, ctxFile, cxerr := loadCELInputs(f)
 	crds, cerr := readCRDs(f.crdPaths)
-	if !f.cluster {
+	if !f.cluster && len(f.jsonPayloads) == 0 {
 		// resources of files without a namespace are in "default", as
-		// upstream loads them
+		// upstream loads them (JSON payloads are not resources)
 		ev.namespacer = loader.NewNamespacer(crds...)
 		for _, obj := range params {
 			ev.namespacer.Default(obj)
