@@ -73,13 +73,14 @@ type resourceNames struct {
 	kinds     map[string]string // group/resource → kind
 	resources map[string]string // group/kind → resource, from CRDs only
 	fromCRD   map[string]bool   // group/resource keys a CRD declared
+	seen      map[string]bool   // group/kind of the objects already learned
 }
 
 // learn records the names an object teaches: a CRD's plural and kind, or
 // the plural of the object's own kind.
 func (n *resourceNames) learn(obj map[string]any) {
 	if n.kinds == nil {
-		n.kinds, n.resources, n.fromCRD = map[string]string{}, map[string]string{}, map[string]bool{}
+		n.kinds, n.resources, n.fromCRD, n.seen = map[string]string{}, map[string]string{}, map[string]bool{}, map[string]bool{}
 	}
 	av, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
@@ -96,9 +97,10 @@ func (n *resourceNames) learn(obj map[string]any) {
 			n.fromCRD[g+"/"+plural] = true
 		}
 	}
-	if kind == "" {
+	if kind == "" || n.seen[group+"/"+kind] {
 		return
 	}
+	n.seen[group+"/"+kind] = true
 	key := group + "/" + resourceFor(kind)
 	if !n.fromCRD[key] {
 		n.kinds[key] = kind
