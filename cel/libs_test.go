@@ -403,6 +403,22 @@ func TestHTTPPostBody(t *testing.T) {
 	}
 }
 
+// TestHTTPRequestNamespace: the host learns the calling policy's
+// namespace, so that a host allowing namespaced policies' calls can still
+// refuse some of them (the CLI answers their mocked requests only).
+func TestHTTPRequestNamespace(t *testing.T) {
+	for _, ns := range []string{"", "prod"} {
+		libs := testLibraries()
+		libs.AllowHTTPInNamespacedPolicies = true
+		if _, err := evalLib(t, ns, `http.Get("https://api.test/health")`, libs); err != nil {
+			t.Fatal(err)
+		}
+		if reqs := libs.HTTP.(*fakeHTTP).reqs; len(reqs) != 1 || reqs[0].Namespace != ns {
+			t.Errorf("namespace %q: requests %+v", ns, reqs)
+		}
+	}
+}
+
 func TestImageLibraries(t *testing.T) {
 	const digest = "sha256:6aefddb645ee6963afd681b1845c661d0ea4c3b20ab9db86d9e753b203d385f2"
 	runLibCases(t, []libCase{

@@ -35,14 +35,15 @@ func splitSubresource(resource string) (string, string) {
 }
 
 // GetResource implements cel.ResourceClient: the object of the resource's
-// kind (see the resource names the cluster knows in kindFor), or (nil,
-// nil); the status subresource is the object itself.
+// kind (the resource names of the built-in kinds, and those the cluster
+// learns from its CustomResourceDefinitions and objects), or (nil, nil);
+// the status subresource is the object itself.
 func (c *Cluster) GetResource(ctx context.Context, apiVersion, resource, namespace, name string) (map[string]any, error) {
 	resource, sub := splitSubresource(resource)
 	if sub != "" && sub != "status" {
 		return nil, fmt.Errorf("in-memory cluster: subresource %q of %s is not supported", sub, resource)
 	}
-	obj, err := c.Get(ctx, apiVersion, kindFor(resource), namespace, name)
+	obj, err := c.Get(ctx, apiVersion, c.kindOf(apiVersion, resource), namespace, name)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, nil
 	}
@@ -61,7 +62,7 @@ func (c *Cluster) ListResources(ctx context.Context, apiVersion, resource, names
 	if len(labels) > 0 {
 		sel = &metav1.LabelSelector{MatchLabels: labels}
 	}
-	kind := kindFor(resource)
+	kind := c.kindOf(apiVersion, resource)
 	objs, err := c.List(ctx, apiVersion, kind, namespace, sel)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func (c *Cluster) PostResource(ctx context.Context, apiVersion, resource, namesp
 		o["apiVersion"] = apiVersion
 	}
 	if _, ok := o["kind"].(string); !ok {
-		o["kind"] = kindFor(resource)
+		o["kind"] = c.kindOf(apiVersion, resource)
 	}
 	if namespace != "" {
 		md, ok := o["metadata"].(map[string]any)
@@ -103,7 +104,8 @@ func (c *Cluster) PostResource(ctx context.Context, apiVersion, resource, namesp
 }
 
 // ToGVR implements cel.ResourceClient with the resource names the
-// cluster knows (kindFor), else the kind in lower case made plural.
+// cluster knows (built-in kinds, its CustomResourceDefinitions), else the
+// kind in lower case made plural.
 func (c *Cluster) ToGVR(_ context.Context, apiVersion, kind string) (schema.GroupVersionResource, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
@@ -112,14 +114,21 @@ func (c *Cluster) ToGVR(_ context.Context, apiVersion, kind string) (schema.Grou
 	if kind == "" {
 		return schema.GroupVersionResource{}, fmt.Errorf("in-memory cluster: no resource for an empty kind")
 	}
-	return gv.WithResource(resourceFor(kind)), nil
+	return gv.WithResource(c.resourceOf(apiVersion, kind)), nil
 }
 
-// ImageMetadata implements cel.ImageDataClient from the data set for the
-// reference, in the shape of the CEL libraries: the ClusterPolicy
-// context's configData is config, and tag and digest are filled from the
-// reference and the resolved image when the data has none.
+// ImageMetadata implements cel.ImageDataClient: the metadata set for the
+// reference (SetMetadata), else the image data set for it (Set) in the
+// shape of the CEL libraries: the ClusterPolicy context's configData is
+// config, and tag and digest are filled from the reference and the
+// resolved image when the data has none.
 func (r *Registry) ImageMetadata(ctx context.Context, reference string) (map[string]any, error) {
+	r.mu.RLock()
+	md, ok := r.metadata[reference]
+	r.mu.RUnlock()
+	if ok {
+		return deepcopy.Object(md), nil
+	}
 	d, err := r.ImageData(ctx, reference, nil)
 	if err != nil {
 		return nil, err
@@ -172,11 +181,13 @@ func (g *GlobalContext) GlobalReference(ctx context.Context, name, projection st
 }
 
 // HTTP is an in-memory host of the CEL http library: responses by method
-// and URL, as the upstream CLI's HTTP mocks give them. It is safe for
+// and URL, as the upstream CLI's HTTP mocks give them, and optionally a
+// host for the requests they do not answer (SetFallback). It is safe for
 // concurrent use.
 type HTTP struct {
 	mu       sync.RWMutex
 	handlers map[string]func(cel.HTTPRequest) (cel.HTTPResponse, error)
+	fallback cel.HTTPClient
 }
 
 // NewHTTP returns an HTTP host without responses.
@@ -205,18 +216,31 @@ func (h *HTTP) Respond(method, url string, body any) error {
 	return nil
 }
 
+// SetFallback sends the requests that no handler answers to next (nil:
+// none), as the upstream CLI sends the requests its mocks do not answer
+// to the network (remote.HTTP is such a host).
+func (h *HTTP) SetFallback(next cel.HTTPClient) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fallback = next
+}
+
 // Do implements cel.HTTPClient: the handler of the request's method and
-// URL, else of its URL; a request nobody handles is an error wrapping
-// engine.ErrNotFound.
-func (h *HTTP) Do(_ context.Context, req cel.HTTPRequest) (cel.HTTPResponse, error) {
+// URL, else of its URL, else the fallback host; a request none of them
+// answers is an error wrapping engine.ErrNotFound.
+func (h *HTTP) Do(ctx context.Context, req cel.HTTPRequest) (cel.HTTPResponse, error) {
 	h.mu.RLock()
 	fn, ok := h.handlers[strings.ToUpper(req.Method)+" "+req.URL]
 	if !ok {
 		fn, ok = h.handlers[" "+req.URL]
 	}
+	next := h.fallback
 	h.mu.RUnlock()
-	if !ok {
-		return cel.HTTPResponse{}, fmt.Errorf("in-memory HTTP: no response for %s %s: %w", req.Method, req.URL, engine.ErrNotFound)
+	switch {
+	case ok:
+		return fn(req)
+	case next != nil:
+		return next.Do(ctx, req)
 	}
-	return fn(req)
+	return cel.HTTPResponse{}, fmt.Errorf("in-memory HTTP: no response for %s %s: %w", req.Method, req.URL, engine.ErrNotFound)
 }

@@ -27,6 +27,8 @@ func celHosts() *cel.Libraries {
 		"repository": "team/app", "identifier": "1.0", "manifest": map[string]any{"schemaVersion": 2.0},
 		"configData": map[string]any{"architecture": "arm64"},
 	})
+	// metadata set as it is: nothing is derived from the reference
+	reg.SetMetadata("ghcr.io/team/set:2", map[string]any{"image": "ghcr.io/team/set:2", "registry": "ghcr.io", "config": map[string]any{"os": "linux"}})
 	gctx := inmem.NewGlobalContext()
 	gctx.Set("limits", map[string]any{"maxReplicas": 5.0})
 	h := inmem.NewHTTP()
@@ -60,6 +62,7 @@ func TestCELLibrariesOnTheInMemoryHosts(t *testing.T) {
 		{expr: `dyn(resource.List(resource.ToGVR("networking.k8s.io/v1", "NetworkPolicy"), "prod").items).size() == 1`, want: true},
 		{expr: `resource.Post("v1", "configmaps", "prod", {"metadata": {"name": "new"}}).metadata.namespace == "prod"`, want: true},
 		{expr: `image.GetMetadata("ghcr.io/team/app:1.0").config.architecture == "arm64" && image.GetMetadata("ghcr.io/team/app:1.0").tag == "1.0" && image.GetMetadata("ghcr.io/team/app:1.0").digest == "sha256:0123"`, want: true},
+		{expr: `image.GetMetadata("ghcr.io/team/set:2").config.os == "linux" && size(image.GetMetadata("ghcr.io/team/set:2")) == 3`, want: true},
 		{expr: `image.GetMetadata("ghcr.io/team/other:1")`, err: "failed to get image data: image ghcr.io/team/other:1: not found"},
 		{expr: `globalContext.Get("limits", "").maxReplicas == 5.0 && globalContext.Get("limits", "maxReplicas") == 5.0`, want: true},
 		{expr: `globalContext.Get("absent", "") == null`, want: true},
@@ -101,4 +104,57 @@ func TestHTTPNotFoundIsTyped(t *testing.T) {
 	if !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// TestHTTPFallback: the handlers answer first (method-specific before any
+// method); the fallback host gets the other requests, with the caller's
+// context.
+func TestHTTPFallback(t *testing.T) {
+	type ctxKey struct{}
+	net := inmem.NewHTTP()
+	net.Handle("", "https://other.test/x", func(cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 503, Body: []byte(`{"from":"network"}`)}, nil
+	})
+	var seen any
+	h := inmem.NewHTTP()
+	h.SetFallback(fallbackFunc(func(ctx context.Context, req cel.HTTPRequest) (cel.HTTPResponse, error) {
+		seen = ctx.Value(ctxKey{})
+		return net.Do(ctx, req)
+	}))
+	if err := h.Respond("POST", "https://mock.test/x", map[string]any{"from": "post mock"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Respond("", "https://mock.test/x", map[string]any{"from": "mock"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
+	for _, tc := range []struct {
+		method, url, body string
+		status            int
+	}{
+		{"POST", "https://mock.test/x", `{"from":"post mock"}`, 200},
+		{"GET", "https://mock.test/x", `{"from":"mock"}`, 200},
+		{"GET", "https://other.test/x", `{"from":"network"}`, 503},
+	} {
+		resp, err := h.Do(ctx, cel.HTTPRequest{Method: tc.method, URL: tc.url})
+		if err != nil || string(resp.Body) != tc.body || resp.StatusCode != tc.status {
+			t.Errorf("%s %s = %d %s, %v; want %d %s", tc.method, tc.url, resp.StatusCode, resp.Body, err, tc.status, tc.body)
+		}
+	}
+	if seen != "caller" {
+		t.Errorf("the fallback got context value %v, want the caller's", seen)
+	}
+	if _, err := h.Do(ctx, cel.HTTPRequest{Method: "GET", URL: "https://nowhere.test"}); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("a request nobody answers: %v, want ErrNotFound from the fallback", err)
+	}
+	h.SetFallback(nil)
+	if _, err := h.Do(ctx, cel.HTTPRequest{Method: "GET", URL: "https://other.test/x"}); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("without a fallback: %v, want ErrNotFound", err)
+	}
+}
+
+type fallbackFunc func(context.Context, cel.HTTPRequest) (cel.HTTPResponse, error)
+
+func (f fallbackFunc) Do(ctx context.Context, req cel.HTTPRequest) (cel.HTTPResponse, error) {
+	return f(ctx, req)
 }

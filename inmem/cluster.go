@@ -30,6 +30,7 @@ import (
 type Cluster struct {
 	mu      sync.RWMutex
 	objects map[key]map[string]any
+	names   resourceNames
 	rv      int
 	queue   []*api.UpdateRequest
 	// Deny, when set, is consulted before every write; a non-nil error
@@ -111,6 +112,7 @@ func (c *Cluster) put(obj map[string]any) {
 	}
 	md["resourceVersion"] = fmt.Sprint(c.rv)
 	c.objects[keyOf(obj)] = obj
+	c.names.learn(obj)
 }
 
 // Add stores (or replaces) objects.
@@ -286,7 +288,9 @@ func (c *Cluster) Dequeue() []*api.UpdateRequest {
 
 // RawAbsPath implements engine.APIClient for GET requests on the paths
 // of the Kubernetes API: /api/v1[/namespaces/NS]/RESOURCE[/NAME] and
-// /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE[/NAME].
+// /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE[/NAME]. RESOURCE is a
+// built-in kind's plural, one a stored CustomResourceDefinition declares,
+// or the plural of a stored object's kind.
 func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte) ([]byte, error) {
 	if method != "" && method != "GET" {
 		return nil, fmt.Errorf("in-memory cluster: method %s not supported on %s", method, path)
@@ -313,7 +317,7 @@ func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte)
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("in-memory cluster: unsupported path %s", path)
 	}
-	kind := kindFor(parts[0])
+	kind := c.kindOf(apiVersion, parts[0])
 	var selector *metav1.LabelSelector
 	for _, kv := range strings.Split(query, "&") {
 		if v, ok := strings.CutPrefix(kv, "labelSelector="); ok {

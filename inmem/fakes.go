@@ -11,15 +11,21 @@ import (
 )
 
 // Registry is an in-memory engine.RegistryClient: image data by reference.
+// It also answers the CEL image.GetMetadata (cel.ImageDataClient): the
+// metadata set for a reference (SetMetadata), else the image data in the
+// CEL libraries' shape.
 type Registry struct {
-	mu     sync.RWMutex
-	images map[string]map[string]any
+	mu       sync.RWMutex
+	images   map[string]map[string]any
+	metadata map[string]map[string]any
 }
 
 var _ engine.RegistryClient = (*Registry)(nil)
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{images: map[string]map[string]any{}} }
+func NewRegistry() *Registry {
+	return &Registry{images: map[string]map[string]any{}, metadata: map[string]map[string]any{}}
+}
 
 // Set stores the image data returned for reference (upstream's ImageData
 // shape: image, resolvedImage, registry, repository, identifier, manifest,
@@ -28,6 +34,16 @@ func (r *Registry) Set(reference string, data map[string]any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.images[reference] = deepcopy.Object(data)
+}
+
+// SetMetadata stores the metadata image.GetMetadata returns for
+// reference, as it is (upstream's shape: image, resolvedImage, registry,
+// repository, tag, digest, imageIndex, manifest, config), in place of the
+// one derived from the image data.
+func (r *Registry) SetMetadata(reference string, data map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.metadata[reference] = deepcopy.Object(data)
 }
 
 // ImageData implements engine.RegistryClient.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gavelpolicy/gavel/inmem"
 	"github.com/gavelpolicy/gavel/policytest"
 )
 
@@ -28,7 +29,7 @@ func TestFeatures(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, tc := range tcs {
-				rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: true})
+				rows, err := policytest.Run(context.Background(), tc, featureOptions(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -49,4 +50,17 @@ func TestFeatures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// featureOptions run the features with a fake network: the CEL http
+// library's host answers https://network.test/status, the registries
+// ghcr.io/acme/net:1.
+func featureOptions(t *testing.T) policytest.Options {
+	net := inmem.NewHTTP()
+	if err := net.Respond("GET", "https://network.test/status", map[string]any{"up": true}); err != nil {
+		t.Fatal(err)
+	}
+	reg := inmem.NewRegistry()
+	reg.SetMetadata("ghcr.io/acme/net:1", map[string]any{"image": "ghcr.io/acme/net:1", "config": map[string]any{"os": "linux"}})
+	return policytest.Options{Strict: true, HTTP: net, ImageData: reg}
 }

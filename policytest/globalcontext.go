@@ -51,6 +51,28 @@ func (m mockGlobalContext) GlobalContextEntry(_ context.Context, name string) (a
 	return e.value, e.err
 }
 
+// GlobalReference implements cel.GlobalContextReader, as upstream's CLI
+// answers globalContext.Get from the mocks: an entry no mock names is
+// null, a projection a key of the entry's object.
+func (m mockGlobalContext) GlobalReference(_ context.Context, name, projection string) (any, error) {
+	e, ok := m[name]
+	if !ok {
+		return nil, nil
+	}
+	if e.err != nil || projection == "" {
+		return e.value, e.err
+	}
+	obj, ok := e.value.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("projection %q not found in global context entry %q: stored value is not an object", projection, name)
+	}
+	v, ok := obj[projection]
+	if !ok {
+		return nil, fmt.Errorf("projection %q not found in global context entry %q", projection, name)
+	}
+	return v, nil
+}
+
 // newMockGlobalContext checks the entries as upstream does before a test
 // runs (a unique name, one source, named projections with a path) and
 // shapes each one's data.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
@@ -27,6 +28,17 @@ type Options struct {
 	Strict bool
 	// EngineOptions are added to the options Run builds the engine with.
 	EngineOptions []engine.Option
+	// HTTP sends the requests of the CEL http library that no
+	// apiCallResponses entry answers, which upstream's CLI sends to the
+	// network (remote.HTTP does); nil leaves them unanswered (an error
+	// wrapping engine.ErrNotConfigured).
+	HTTP cel.HTTPClient
+	// ImageData answers image.GetMetadata in the tests with
+	// clusterResources, which upstream's CLI reads from the registries
+	// (remote.Registry does); without clusterResources the context file's
+	// images answer it. Nil leaves it unanswered (an error wrapping
+	// engine.ErrNotConfigured).
+	ImageData cel.ImageDataClient
 }
 
 // response is one engine response: a policy's results on one resource.
@@ -171,8 +183,14 @@ type env struct {
 	values    *Values
 	userInfo  *UserInfoFile
 	cluster   *inmem.Cluster
-	// images are the context file's image data
-	images []loader.ContextImage
+	// libCluster is the cluster of the CEL resource library in a test with
+	// clusterResources: cluster without the context file's objects
+	libCluster *inmem.Cluster
+	// ctxObjects and images are the context file's objects and image data
+	ctxObjects []map[string]any
+	images     []loader.ContextImage
+	// gctx answers globalContext.Get from the globalContextEntries
+	gctx mockGlobalContext
 }
 
 func (e *env) path(p string) string {
@@ -301,7 +319,7 @@ func (e *env) readSet(paths []string, what string) (*loader.Set, error) {
 func (e *env) documents(paths []string, what string) ([]api.Document, error) {
 	docs, err := e.readFiles(paths, what)
 	for _, d := range docs {
-		defaultNamespace(d.Object)
+		upstreamNamespaces.Default(d.Object)
 	}
 	return docs, err
 }
@@ -356,6 +374,7 @@ func (e *env) loadCluster() error {
 	for _, p := range e.t.ClusterResources {
 		var cr struct {
 			Spec struct {
+				CRDs      []string         `json:"crds"`
 				Resources []map[string]any `json:"resources"`
 			} `json:"spec"`
 		}
@@ -363,6 +382,18 @@ func (e *env) loadCluster() error {
 			return fmt.Errorf("failed to load cluster resources: %w", err)
 		}
 		objs = append(objs, cr.Spec.Resources...)
+		// the CRDs (paths relative to the test, as upstream) name the
+		// resources of custom kinds
+		crds, err := e.readFiles(cr.Spec.CRDs, "CRDs")
+		if err != nil {
+			return err
+		}
+		for _, d := range crds {
+			if d.Kind() != "CustomResourceDefinition" {
+				return fmt.Errorf("failed to load CRDs: %s: a %s is not a CustomResourceDefinition", d.Source, d.Kind())
+			}
+			objs = append(objs, d.Object)
+		}
 	}
 	targets, err := e.documents(e.t.TargetResources, "target resources")
 	if err != nil {
@@ -383,10 +414,17 @@ func (e *env) loadCluster() error {
 		if err != nil {
 			return fmt.Errorf("failed to load context: %w", err)
 		}
+		e.ctxObjects, e.images = c.Spec.Resources, c.Spec.Images
+		if len(e.t.ClusterResources) > 0 {
+			// the CEL resource library reads the test's cluster without them
+			e.libCluster = inmem.New(objs...)
+		}
 		objs = append(objs, c.Spec.Resources...)
-		e.images = c.Spec.Images
 	}
 	e.cluster = inmem.New(objs...)
+	if e.libCluster == nil {
+		e.libCluster = e.cluster
+	}
 	return e.loadCloneSources()
 }
 
@@ -425,16 +463,23 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	if apiClient != nil {
 		engOpts = append(engOpts, engine.WithAPIClient(apiClient))
 	}
+	e.gctx = mockGlobalContext{}
 	if len(e.t.GlobalContextEntries) > 0 {
 		g, err := e.newMockGlobalContext(e.t.GlobalContextEntries)
 		if err != nil {
 			return err
 		}
+		e.gctx = g
 		engOpts = append(engOpts, engine.WithGlobalContext(g))
 	}
 	// upstream's test command validates ImageValidatingPolicies without
 	// pinning digests first
 	engOpts = append(engOpts, engine.WithImagePolicyMutation(false))
+	libs, err := e.celLibraries(opts)
+	if err != nil {
+		return err
+	}
+	engOpts = append(engOpts, engine.WithCELLibraries(libs))
 	engOpts = append(engOpts, opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)
 	if err != nil {
@@ -1081,3 +1126,7 @@ func tidy(v any) any {
 	}
 	return v
 }
+
+// upstreamNamespaces gives the resources without a namespace "default",
+// but for the cluster-scoped built-in kinds, as upstream's CLI loads them.
+var upstreamNamespaces = loader.NewNamespacer()

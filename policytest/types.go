@@ -24,26 +24,34 @@ type Test struct {
 	Kind       string       `json:"kind,omitempty"`
 	Metadata   testMetadata `json:"metadata,omitempty"`
 	// Name is the older untyped form's name field.
-	Name             string   `json:"name,omitempty"`
-	Policies         []string `json:"policies,omitempty"`
-	Resources        []string `json:"resources,omitempty"`
-	Exceptions       []string `json:"exceptions,omitempty"`
+	Name       string   `json:"name,omitempty"`
+	Policies   []string `json:"policies,omitempty"`
+	Resources  []string `json:"resources,omitempty"`
+	Exceptions []string `json:"exceptions,omitempty"`
+	// ClusterResources are files of kind ClusterResource: objects of the
+	// cluster, and CRDs (spec.crds, paths relative to the test) that name
+	// the resources of custom kinds. With them the CEL libraries read the
+	// test's cluster and the registries, as upstream's.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	TargetResources  []string `json:"targetResources,omitempty"`
 	// ParamResources are files of the parameter objects CEL rules select
 	// (paramKind, paramRef): in the cluster, not evaluated.
 	ParamResources []string `json:"paramResources,omitempty"`
 	// Context is upstream's context file (kind Context): its objects are
-	// in the cluster, its image data answers imageRegistry entries.
+	// in the cluster, its image data answers imageRegistry entries; in a
+	// test without ClusterResources they are all the CEL resource library
+	// and image.GetMetadata read, as upstream's.
 	Context   string  `json:"context,omitempty"`
 	Variables string  `json:"variables,omitempty"`
 	Values    *Values `json:"values,omitempty"`
 	UserInfo  string  `json:"userinfo,omitempty"`
-	// APICallResponses mock the responses of apiCall context entries:
-	// service calls by URL, Kubernetes API calls by urlPath.
+	// APICallResponses mock the responses of apiCall context entries
+	// (service calls by URL, Kubernetes API calls by urlPath) and of the
+	// CEL http library, which gets upstream's {"body": BODY,
+	// "statusCode": CODE}.
 	APICallResponses []APICallResponse `json:"apiCallResponses,omitempty"`
 	// GlobalContextEntries mock the data of GlobalContextEntries that
-	// globalReference context entries read.
+	// globalReference context entries and globalContext.Get read.
 	GlobalContextEntries []GlobalContextEntryValue `json:"globalContextEntries,omitempty"`
 	// JSONPayloads are JSON files that are not Kubernetes objects: the
 	// ValidatingPolicies in JSON evaluation mode are applied to them.

@@ -175,12 +175,27 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	}
 	tset, terr := loader.Load(f.targets...)
 	params, ctxFile, cxerr := loadCELInputs(f)
-	cerr := checkCRDs(f.crdPaths)
+	crds, cerr := readCRDs(f.crdPaths)
+	if !f.cluster && len(f.jsonPayloads) == 0 {
+		// resources of files without a namespace are in "default", as
+		// upstream loads them (JSON payloads are not resources)
+		ev.namespacer = loader.NewNamespacer(crds...)
+		for _, obj := range params {
+			ev.namespacer.Default(obj)
+		}
+		if tset != nil {
+			for _, d := range tset.Resources {
+				ev.namespacer.Default(d.Object)
+			}
+		}
+	}
+	libs, lerr := applyLibraries(f.cluster, ctxFile, crds)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
 	opts := applyEngineOptions(f, &ev, excSource, cluster, ctxFile)
+	opts = append(opts, engine.WithCELLibraries(libs))
 	if live != nil {
 		// the cluster serves the engine's reads, as upstream's client
 		opts = append(opts, live.engineOptions()...)
@@ -204,7 +219,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	if set != nil {
 		kinds, all = set.ClientKinds()
 	}
-	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError)
+	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError, ev.namespacer)
 	if err != nil {
 		return fail("resources", err)
 	}
@@ -226,7 +241,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	for _, step := range []struct {
 		what string
 		err  error
-	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"", eerr}} {
+	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"CEL libraries", lerr}, {"", eerr}} {
 		if step.err != nil {
 			return fail(step.what, step.err)
 		}
@@ -366,6 +381,9 @@ type evaluator struct {
 	// payloads: the inputs are JSON payloads (--json), which the
 	// ValidatingPolicies in JSON mode evaluate
 	payloads bool
+	// namespacer gives the resources of files without a namespace the
+	// namespace "default" (nil: they keep theirs, as the cluster's)
+	namespacer *loader.Namespacer
 }
 
 // skippedPolicy is a policy left out of a run because it does not compile.

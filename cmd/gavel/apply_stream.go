@@ -162,14 +162,16 @@ type scanned struct {
 	// and errs the errors of those that could not be (--continue-on-error)
 	docs [][]api.Document
 	errs []error
+	// namespacer gives the objects without a namespace theirs
+	namespacer *loader.Namespacer
 }
 
 // scan reads the resources for their PolicyExceptions (withExceptions)
 // and the objects of the given kinds (all: every object), decoding only
 // the documents that may hold one (see api.RawDocument.MayBeKind). When
 // every document is decoded (all), they are kept for the evaluation.
-func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnError bool) (scanned, error) {
-	var s scanned
+func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnError bool, ns *loader.Namespacer) (scanned, error) {
+	s := scanned{namespacer: ns}
 	want := kinds
 	if withExceptions {
 		want = append([]string{"PolicyException"}, kinds...)
@@ -232,6 +234,9 @@ func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
 		case d.CheckKind() != nil:
 			return d.CheckKind()
 		case all || slices.Contains(kinds, d.Kind()):
+			if s.namespacer != nil {
+				s.namespacer.Default(d.Object)
+			}
 			s.objects = append(s.objects, d.Object)
 		}
 	}
@@ -381,6 +386,9 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 		case d.CheckKind() != nil:
 			out.err = d.CheckKind()
 			return out
+		}
+		if ev.namespacer != nil {
+			ev.namespacer.Default(d.Object)
 		}
 		rr := ev.evaluate(d.Object)
 		if ev.mutated != nil {

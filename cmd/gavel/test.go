@@ -112,6 +112,9 @@ type testOptions struct {
 	// verifier verifies signatures (verifyImages, validate.manifests), one
 	// for the run, as the upstream CLI's test command verifies them
 	verifier engine.Option
+	// network answers the CEL libraries' calls that upstream's test
+	// command makes on the network
+	network celNetwork
 }
 
 const testUsage = `Usage: gavel test PATH... [flags]
@@ -208,6 +211,10 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	o.verifier = imageVerifierOption()
+	if o.network, err = newCELNetwork(); err != nil {
+		fmt.Fprintln(stderr, "gavel test:", err)
+		return exitUsage
+	}
 	if o.filter, err = parseTestFilter(o.selector); err != nil {
 		fmt.Fprintln(stderr, "gavel test:", err)
 		return exitUsage
@@ -320,7 +327,7 @@ func runTest1(ctx context.Context, t *policytest.Test, o testOptions) testFile {
 	if t.Results = o.filter.keep(t.Results); len(t.Results) == 0 {
 		return tf
 	}
-	popts := policytest.Options{Strict: o.strict}
+	popts := policytest.Options{Strict: o.strict, HTTP: o.network.http, ImageData: o.network.images}
 	if o.verifier != nil {
 		popts.EngineOptions = append(popts.EngineOptions, o.verifier)
 	}

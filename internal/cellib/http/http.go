@@ -40,6 +40,10 @@ type Request struct {
 	// CABundle, when set, is the PEM bundle that replaces the system's
 	// roots for this request (http.Client(caBundle)).
 	CABundle string
+	// Namespace is the namespace of the calling policy, "" for a
+	// cluster-wide one: a host that allows namespaced policies' calls
+	// (Context.AllowNamespaced) may still refuse some of them.
+	Namespace string
 }
 
 // Response is the status code and body of an answered request.
@@ -94,6 +98,7 @@ func (c *Context) do(req Request) (Response, error) {
 		return Response{}, fmt.Errorf("%w: the host must allow them", ErrNamespaced)
 	}
 	req.CABundle = c.CABundle
+	req.Namespace = c.Scope.Namespace
 	ctx, cancel := c.Scope.Context()
 	defer cancel()
 	return c.Client.Do(ctx, req)
