@@ -23,7 +23,7 @@ func TestListKindWithoutGroup(t *testing.T) {
 	}
 	listKinds := map[schema.GroupVersionResource]string{
 		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
-		{Version: "v1", Resource: "pods"}:                        "PodList",
+		{Version: "v1", Resource: "pods"}:                       "PodList",
 	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, deploy("a", "one"), deploy("b", "two"))
 	mapper := meta.NewDefaultRESTMapper(nil)
