@@ -185,3 +185,49 @@ func TestFailurePolicyValues(t *testing.T) {
 		}
 	}
 }
+
+// With WithPolicyTiming each policy's result carries the time its rules
+// took; without it the field stays zero.
+func TestPolicyTiming(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: p
+spec:
+  rules:
+  - name: r
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      pattern:
+        metadata:
+          name: "?*"
+`
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "a", "namespace": "n"}}
+	for _, timing := range []bool{false, true} {
+		var opts []engine.Option
+		if timing {
+			opts = append(opts, engine.WithPolicyTiming())
+		}
+		eng, err := engine.New(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := eng.Compile(decode(src).Policies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Policies) != 1 || len(resp.Policies[0].Rules) != 1 {
+			t.Fatalf("timing %v: %d policy results", timing, len(resp.Policies))
+		}
+		if d := resp.Policies[0].Duration; (d > 0) != timing {
+			t.Errorf("timing %v: Duration = %v", timing, d)
+		}
+	}
+}
