@@ -44,7 +44,7 @@ func newReplica(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynami
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logf: t.Logf})
+	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,10 @@ func newReplica(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynami
 	}
 	r.ctrl = NewController(h, r.src, ControllerOptions{ScanInterval: -1})
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		cancel()
+		h.Shutdown()
+	})
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -334,19 +337,24 @@ func TestEditWhileNoLeaderIsReverted(t *testing.T) {
 }
 
 // The state the controller records of the policies it applied.
+// state returns the controller's records, by policy key.
 func state(t *testing.T, kube kubernetes.Interface) map[string]policyRecord {
 	t.Helper()
-	cm, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), DefaultStateConfigMap, metav1.GetOptions{})
+	l, err := kube.CoreV1().ConfigMaps("gavel").List(t.Context(), metav1.ListOptions{LabelSelector: LabelControllerState})
 	if err != nil {
-		return nil
+		t.Fatal(err)
 	}
 	out := map[string]policyRecord{}
-	for k, v := range cm.Data {
+	for _, cm := range l.Items {
 		var rec policyRecord
-		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		if err := json.Unmarshal([]byte(cm.Data[stateDataKey]), &rec); err != nil {
 			t.Fatal(err)
 		}
-		out[k] = rec
+		key := cm.Annotations[AnnotationStatePolicy]
+		if cm.Name != StateConfigMapName(key) {
+			t.Errorf("record of %s named %s", key, cm.Name)
+		}
+		out[key] = rec
 	}
 	return out
 }

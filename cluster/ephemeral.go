@@ -156,8 +156,8 @@ func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bo
 	if now.Sub(a.lastLog) >= time.Second {
 		a.lastLog = now
 		a.logMu.Unlock()
-		a.h.logf("admission reports: queue full (%d): dropped the results of %s %s/%s (%d dropped so far)",
-			cap(a.queue), u.GetKind(), u.GetNamespace(), u.GetName(), n)
+		a.h.log.Warn("admission reports: queue full, results dropped", "queue", cap(a.queue),
+			"kind", u.GetKind(), "namespace", u.GetNamespace(), "name", u.GetName(), "dropped", n)
 		return false
 	}
 	a.logMu.Unlock()
@@ -184,7 +184,8 @@ func (a *AdmissionReports) Run(ctx context.Context) {
 					return
 				case item := <-a.queue:
 					if err := a.write(ctx, &item); err != nil && ctx.Err() == nil {
-						a.h.logf("admission reports: %s %s/%s: %v", item.owner["kind"], item.owner["namespace"], item.owner["name"], err)
+						a.h.log.Warn("admission reports: writing an ephemeral report", "kind", item.owner["kind"],
+							"namespace", item.owner["namespace"], "name", item.owner["name"], "err", err)
 					}
 				}
 			}

@@ -247,7 +247,8 @@ func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers in
 	if workers < 1 {
 		workers = 1
 	}
-	wq := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	wq := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "updaterequests", MetricsProvider: q.h.metrics.queueMetrics()})
 	q.mu.Lock()
 	q.wq = wq
 	// the informer saw requests before Drain: queue them all
@@ -255,14 +256,14 @@ func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers in
 		q.add(wq, o)
 	}
 	q.mu.Unlock()
-	go func() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		<-ctx.Done()
 		q.mu.Lock()
 		q.wq = nil
 		q.mu.Unlock()
 		wq.ShutDown()
-	}()
-	var wg sync.WaitGroup
+	})
 	for range workers {
 		wg.Go(func() {
 			for {
@@ -270,8 +271,10 @@ func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers in
 				if shutdown {
 					return
 				}
+				q.h.metrics.reconcile("updaterequests")
 				if err := q.process(ctx, ctrl, key); err != nil && ctx.Err() == nil {
-					q.h.logf("update request %s: %v", key, err)
+					q.h.log.Warn("update request, will retry", "key", key, "err", err)
+					q.h.metrics.requeue("updaterequests", wq.NumRequeues(key))
 					wq.AddRateLimited(key)
 				} else {
 					wq.Forget(key)

@@ -43,6 +43,11 @@ func New(dyn dynamic.Interface, mapper meta.RESTMapper) *Client {
 	return &Client{dyn: dyn, mapper: mapper}
 }
 
+// Mapping resolves a kind to its resource (see mapping).
+func (c *Client) Mapping(apiVersion, kind string) (*meta.RESTMapping, error) {
+	return c.mapping(apiVersion, kind)
+}
+
 // mapping resolves a kind to its resource through the mapper, reading
 // discovery again when the kind is unknown (a CRD may have been installed
 // since).

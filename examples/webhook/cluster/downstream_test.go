@@ -66,7 +66,7 @@ func newReplica(t *testing.T) *replica {
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	h, err := cluster.NewForClients(kubefake.NewClientset(), dyn, mapper, cluster.Options{Namespace: "gavel", Logf: t.Logf})
+	h, err := cluster.NewForClients(kubefake.NewClientset(), dyn, mapper, cluster.Options{Namespace: "gavel"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -155,7 +156,8 @@ type options struct {
 func serve(ctx context.Context, cfg *rest.Config, o options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	h, err := cluster.New(cfg, cluster.Options{Namespace: o.namespace, ExceptionNamespaces: o.exceptionNamespaces, Logf: o.logf})
+	h, err := cluster.New(cfg, cluster.Options{Namespace: o.namespace, ExceptionNamespaces: o.exceptionNamespaces,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		return err
 	}
