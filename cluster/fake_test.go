@@ -3,10 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"strings"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stesting "k8s.io/client-go/testing"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"

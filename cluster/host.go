@@ -80,9 +80,9 @@ type Host struct {
 	// metrics may be nil: its methods then record nothing
 	metrics *Metrics
 	events  *eventRecorder
-	client *Client
-	queue  *Queue
-	authz  *Authorizer
+	client  *Client
+	queue   *Queue
+	authz   *Authorizer
 
 	factory    informers.SharedInformerFactory
 	dynFactory dynamicinformer.DynamicSharedInformerFactory

@@ -579,7 +579,7 @@ type reporterRun struct {
 	mu         sync.Mutex
 	watched    map[schema.GroupVersionResource]gvk
 	infs       map[schema.GroupVersionResource]cache.SharedIndexInformer
-	deletedUID map[objectKey]string  // UIDs of deleted resources not processed yet
+	deletedUID map[objectKey]string // UIDs of deleted resources not processed yet
 	ephInfs    map[schema.GroupVersionResource]cache.SharedIndexInformer
 	ephKeys    map[objectKey]bool    // ephemeral reports not read yet
 	pending    map[string]*ephemeral // read, waiting for their resource, by namespace/name of the ephemeral report

@@ -273,7 +273,7 @@ func hasMutateExisting(r *api.Rule) bool {
 	return r.Mutation != nil && len(r.Mutation.Targets) > 0
 }
 func hasMutateStandard(r *api.Rule) bool { return r.Mutation != nil && !hasMutateExisting(r) }
-func hasVerifyImages(r *api.Rule) bool  { return len(r.VerifyImages) > 0 }
+func hasVerifyImages(r *api.Rule) bool   { return len(r.VerifyImages) > 0 }
 func hasVerifyManifests(r *api.Rule) bool {
 	return r.Validation != nil && r.Validation.Manifests != nil && len(r.Validation.Manifests.Attestors) > 0
 }
