@@ -841,7 +841,7 @@ func (rs *reporterRun) mergePending() {
 							results = append(results, res)
 						}
 					}
-					if _, err := rs.r.store.SetAdmission(e.resourceUID, e.at, results); err != nil {
+					if _, err := rs.r.store.MergeAdmission(e.resourceUID, e.request, e.at, results); err != nil {
 						rs.r.h.log.Warn("reports", "err", err)
 					}
 					rs.dirty.Store(true)
