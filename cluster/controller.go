@@ -160,7 +160,8 @@ func (c *Controller) Run(ctx context.Context) {
 	if !t.states.start(ctx) {
 		return
 	}
-	if err := t.states.migrate(ctx); err != nil {
+	migrated, err := t.states.migrate(ctx)
+	if err != nil {
 		c.log.Error("controller state", "err", err)
 	}
 	c.src.SetReportStatus(true)
@@ -175,7 +176,7 @@ func (c *Controller) Run(ctx context.Context) {
 	}()
 	// every policy serving, failing or recorded is checked against its
 	// record: the changes made while no leader ran
-	keys := append(keysOf(c.src.Errors()), t.states.keys()...)
+	keys := append(append(keysOf(c.src.Errors()), t.states.keys()...), migrated...)
 	for _, p := range c.src.Set().Policies() {
 		keys = append(keys, p.Key())
 	}

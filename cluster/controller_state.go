@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -154,10 +156,12 @@ func (s *stateStore) put(ctx context.Context, key string, rec *policyRecord) err
 	cur, err := s.lister.ConfigMaps(s.c.h.opts.Namespace).Get(name)
 	exists := err == nil
 	if rec == nil {
-		if !exists {
-			return nil
+		var opts metav1.DeleteOptions
+		if exists {
+			opts.Preconditions = &metav1.Preconditions{ResourceVersion: &cur.ResourceVersion}
 		}
-		err := cms.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cur.ResourceVersion}})
+		// deleted even when the cache does not show it (yet)
+		err := cms.Delete(ctx, name, opts)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -184,21 +188,24 @@ func (s *stateStore) put(ctx context.Context, key string, rec *policyRecord) err
 
 // migrate moves the records of the single ConfigMap of earlier versions
 // (DefaultStateConfigMap) into per-policy ConfigMaps, those a policy has
-// not already, and deletes it.
-func (s *stateStore) migrate(ctx context.Context) error {
+// not already, and deletes it. It returns the keys of the policies it
+// found there (the informer may not show their new records yet).
+func (s *stateStore) migrate(ctx context.Context) ([]string, error) {
 	cms := s.c.h.kube.CoreV1().ConfigMaps(s.c.h.opts.Namespace)
 	old, err := cms.Get(ctx, DefaultStateConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", DefaultStateConfigMap, err)
+		return nil, fmt.Errorf("reading %s: %w", DefaultStateConfigMap, err)
 	}
 	var errs []error
+	var keys []string
 	for k, v := range old.Data {
 		// the old data keys are policy keys with "_" for "/" (names and
 		// namespaces hold no "_")
 		key := strings.Replace(k, "_", "/", 1)
+		keys = append(keys, key)
 		if _, ok := s.get(key); ok {
 			continue
 		}
@@ -212,14 +219,23 @@ func (s *stateStore) migrate(ctx context.Context) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("migrating %s: %w", DefaultStateConfigMap, errors.Join(errs...))
+		return keys, fmt.Errorf("migrating %s: %w", DefaultStateConfigMap, errors.Join(errs...))
 	}
 	s.c.log.Info("controller state migrated to one ConfigMap per policy", "records", len(old.Data))
+	// the records are read from the informer: wait until it shows them
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		for _, k := range keys {
+			if _, ok := s.get(k); !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	err = cms.Delete(ctx, DefaultStateConfigMap, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &old.ResourceVersion}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return keys, err
 	}
-	return nil
+	return keys, nil
 }
 
 // recordedPolicy compiles the policy kept in a record, or returns nil when

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -298,6 +299,20 @@ func (h *Host) NamespaceLabels(_ context.Context, namespace string) (map[string]
 		return nil, wrap(err)
 	}
 	return ns.Labels, nil
+}
+
+// SecretData returns the data of a Secret, read from the API server on
+// each call (no informer: gavel does not keep the cluster's Secrets in
+// memory, and needs only get on them, not list). It is the SecretReader
+// of image verification (verify.WithSecrets): the keys of attestors given
+// as Secrets and the resources' imagePullSecrets. A missing Secret is an
+// error wrapping engine.ErrNotFound.
+func (h *Host) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	s, err := h.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return s.Data, nil
 }
 
 // RawAbsPath implements engine.APIClient through the REST client: GET or

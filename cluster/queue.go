@@ -176,7 +176,19 @@ func (q *Queue) requeue(ctx context.Context, u *unstructured.Unstructured) (gone
 		cur.SetAnnotations(ann)
 		cur.Object["spec"] = u.Object["spec"]
 		cur.Object["status"] = u.Object["status"]
-		_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		out, err := ri.Update(ctx, cur, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		// upstream's CRD has a status subresource: the status is
+		// written on its own (a CRD without one took it above)
+		out.Object["status"] = u.Object["status"]
+		_, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, gerr := ri.Get(ctx, u.GetName(), metav1.GetOptions{}); gerr == nil {
+				return nil // no status subresource: Update wrote it
+			}
+		}
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -342,7 +354,11 @@ func (q *Queue) record(ctx context.Context, u *unstructured.Unstructured, st *ap
 			return nil // requeued meanwhile
 		}
 		cur.Object["status"] = status
-		_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			// a CRD without the status subresource
+			_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		}
 		return err
 	})
 }
