@@ -69,33 +69,33 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	kubeconfig, namespace, identity   string
-	listen, metricsListen             string
-	certFile, keyFile, caFile         string
-	webhook, controller               bool
-	exceptionNamespaces               []string
-	scan                              time.Duration
-	workers                           int
-	lease, renew, retry               time.Duration
-	qps                               float64
-	admissionReports                  bool
-	admissionQueue                    int
-	reportFormat                      report.Format
-	controllerUser                    string
-	manageWebhooks                    bool
-	webhookName, webhookURL, service  string
-	webhookOwner                      string
-	excludeNamespaces                 []string
-	webhookTimeout                    int
-	logLevel, logFormat               string
-	verifyImages                      bool
-	tufURL, tufCache                  string
-	imageVerifyCacheTTL               time.Duration
-	imageVerifyCacheSize              int
-	log                               *slog.Logger
-	metrics                           *cluster.Metrics
-	registry                          *prometheus.Registry
-	serviceAccount                    string
+	kubeconfig, namespace, identity  string
+	listen, metricsListen            string
+	certFile, keyFile, caFile        string
+	webhook, controller              bool
+	exceptionNamespaces              []string
+	scan                             time.Duration
+	workers                          int
+	lease, renew, retry              time.Duration
+	qps                              float64
+	admissionReports                 bool
+	admissionQueue                   int
+	reportFormat                     report.Format
+	controllerUser                   string
+	manageWebhooks                   bool
+	webhookName, webhookURL, service string
+	webhookOwner                     string
+	excludeNamespaces                []string
+	webhookTimeout                   int
+	logLevel, logFormat              string
+	verifyImages                     bool
+	tufURL, tufCache                 string
+	imageVerifyCacheTTL              time.Duration
+	imageVerifyCacheSize             int
+	log                              *slog.Logger
+	metrics                          *cluster.Metrics
+	registry                         *prometheus.Registry
+	serviceAccount                   string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
