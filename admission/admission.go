@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/yamltext"
 )
 
 // Request converts an admission request into an engine request. It fails
@@ -290,9 +292,50 @@ func blockedMessage(resp *engine.Response) string {
 	md, _ := resp.Resource["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)
 	name, _ := md["name"].(string)
-	results, err := goyaml.Marshal(failures)
-	if err != nil {
-		results = []byte(err.Error())
+	results, ok := failuresYAML(failures)
+	if !ok {
+		var err error
+		if results, err = goyaml.Marshal(failures); err != nil {
+			results = []byte(err.Error())
+		}
 	}
 	return fmt.Sprintf("\n\nresource %s/%s/%s was blocked due to the following policies \n\n%s", kind, ns, name, results)
+}
+
+// failuresYAML writes the map of policies to rules to messages as yaml.v2
+// does (keys sorted, long messages folded), without its encoder, when
+// every name and message is one internal/yamltext renders; ok is false
+// otherwise, and yaml.v2 must write it.
+func failuresYAML(failures map[string]any) ([]byte, bool) {
+	if len(failures) == 0 {
+		return nil, false
+	}
+	policies := make([]string, 0, len(failures))
+	for p := range failures {
+		policies = append(policies, p)
+	}
+	sort.Strings(policies)
+	var out []byte
+	for _, p := range policies {
+		if !yamltext.PlainSafe(p) {
+			return nil, false
+		}
+		rules, _ := failures[p].(map[string]string)
+		if len(rules) == 0 {
+			return nil, false
+		}
+		out = append(append(out, p...), ":\n"...)
+		names := make([]string, 0, len(rules))
+		for r := range rules {
+			names = append(names, r)
+		}
+		sort.Strings(names)
+		for _, r := range names {
+			var ok bool
+			if out, ok = yamltext.AppendKeyString(append(out, "  "...), 2, r, rules[r]); !ok {
+				return nil, false
+			}
+		}
+	}
+	return out, true
 }

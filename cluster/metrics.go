@@ -3,6 +3,7 @@ package cluster
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,19 @@ type Metrics struct {
 	httpDuration      *prometheus.HistogramVec
 	queues            queueMetrics
 	ruleInfo          *ruleInfoCollector
+
+	// the series of rule results already used, by their labels' inputs:
+	// a map lookup instead of hashing thirteen label values per rule
+	results   sync.Map // resultKey -> prometheus.Counter
+	durations sync.Map // resultKey -> prometheus.Observer
+}
+
+// resultKey is what the labels of a rule result are made from.
+type resultKey struct {
+	policy, mode, kind, namespace, op, rule string
+	status                                  engine.Status
+	typ                                     engine.RuleType
+	background, cause, dryRun               bool
 }
 
 // buckets are upstream's default histogram boundaries, in seconds.
@@ -156,22 +170,48 @@ func (m *Metrics) Results(req *engine.Request, resp *engine.Response, background
 		op = ""
 	}
 	kind, ns := resourceKindNamespace(resp.Resource)
+	dry := dryRun == "true"
 	for i := range resp.Policies {
 		pr := &resp.Policies[i]
 		if pr.Policy == nil || len(pr.Rules) == 0 {
 			continue
 		}
-		pl := policyLabelValues(pr.Policy, pr.FailureAction)
+		k := resultKey{policy: pr.Policy.Key(), mode: validationMode(pr.Policy, pr.FailureAction), kind: kind, namespace: ns, op: op,
+			background: pr.Policy.Background(), cause: background, dryRun: dry}
 		worst := engine.StatusPass
 		for j := range pr.Rules {
 			r := &pr.Rules[j]
-			m.policyResults.WithLabelValues(append(pl, kind, ns, op, r.Name, string(r.Status), ruleType(r.Type), cause, dryRun)...).Inc()
+			k.rule, k.status, k.typ = r.Name, r.Status, r.Type
+			m.resultCounter(k, pr.Policy, pr.FailureAction, cause, dryRun).Inc()
 			worst = worse(worst, r.Status)
 		}
 		if pr.Duration > 0 {
-			m.policyDuration.WithLabelValues(append(pl, kind, ns, op, pr.Rules[0].Name, string(worst), ruleType(pr.Rules[0].Type), cause, dryRun)...).Observe(pr.Duration.Seconds())
+			k.rule, k.status, k.typ = pr.Rules[0].Name, worst, pr.Rules[0].Type
+			m.durationObserver(k, pr.Policy, pr.FailureAction, cause, dryRun).Observe(pr.Duration.Seconds())
 		}
 	}
+}
+
+func (m *Metrics) labelValues(k resultKey, p *engine.Policy, action api.ValidationFailureAction, cause, dryRun string) []string {
+	return append(policyLabelValues(p, action), k.kind, k.namespace, k.op, k.rule, string(k.status), ruleType(k.typ), cause, dryRun)
+}
+
+func (m *Metrics) resultCounter(k resultKey, p *engine.Policy, action api.ValidationFailureAction, cause, dryRun string) prometheus.Counter {
+	if c, ok := m.results.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	c := m.policyResults.WithLabelValues(m.labelValues(k, p, action, cause, dryRun)...)
+	m.results.Store(k, c)
+	return c
+}
+
+func (m *Metrics) durationObserver(k resultKey, p *engine.Policy, action api.ValidationFailureAction, cause, dryRun string) prometheus.Observer {
+	if o, ok := m.durations.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.policyDuration.WithLabelValues(m.labelValues(k, p, action, cause, dryRun)...)
+	m.durations.Store(k, o)
+	return o
 }
 
 // worse orders results as a report summary would: error, fail, warn,

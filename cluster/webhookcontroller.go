@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -229,6 +230,16 @@ func writeConfig[T webhookConfig](ctx context.Context, client configClient[T], w
 		return nil
 	}
 	want.SetResourceVersion(cur.GetResourceVersion())
+	// labels and annotations of others (a Helm release's) stay
+	labels := cur.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, want.GetLabels())
+	want.SetLabels(labels)
+	if len(want.GetOwnerReferences()) == 0 {
+		want.SetOwnerReferences(cur.GetOwnerReferences())
+	}
 	ann := cur.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}

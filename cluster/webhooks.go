@@ -525,6 +525,11 @@ type WebhookOptions struct {
 	// NoDownstream leaves out the webhooks of generated resources and
 	// clone sources.
 	NoDownstream bool
+	// FailurePolicy, when set, is every resource webhook's failure policy
+	// (what the API server does when gavel cannot answer); empty keeps
+	// each policy's, as upstream. The paths stay per policy: gavel's own
+	// decision on a policy's errors does not change.
+	FailurePolicy admv1.FailurePolicyType
 }
 
 func (o *WebhookOptions) defaults() {
@@ -640,12 +645,19 @@ func capTimeout(t int32) *int32 {
 	return &t
 }
 
+func (o *WebhookOptions) failurePolicy(h *hook) *admv1.FailurePolicyType {
+	fp := h.failurePolicy
+	if o.FailurePolicy != "" {
+		fp = o.FailurePolicy
+	}
+	return &fp
+}
+
 func mutatingWebhook(h *hook, o *WebhookOptions) admv1.MutatingWebhook {
 	name, path := h.nameAndPath(MutateWebhookName, MutatePath)
-	fp := h.failurePolicy
 	return admv1.MutatingWebhook{
 		Name: name, ClientConfig: o.clientConfig(path), Rules: h.rules(),
-		FailurePolicy: &fp, MatchPolicy: ptr(admv1.Equivalent),
+		FailurePolicy: o.failurePolicy(h), MatchPolicy: ptr(admv1.Equivalent),
 		NamespaceSelector: o.NamespaceSelector, ObjectSelector: o.ObjectSelector,
 		SideEffects: ptr(admv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: capTimeout(h.timeout),
 		AdmissionReviewVersions: []string{"v1"}, ReinvocationPolicy: ptr(admv1.IfNeededReinvocationPolicy),
@@ -655,10 +667,9 @@ func mutatingWebhook(h *hook, o *WebhookOptions) admv1.MutatingWebhook {
 
 func validatingWebhook(h *hook, o *WebhookOptions, base, basePath string) admv1.ValidatingWebhook {
 	name, path := h.nameAndPath(base, basePath)
-	fp := h.failurePolicy
 	return admv1.ValidatingWebhook{
 		Name: name, ClientConfig: o.clientConfig(path), Rules: h.rules(),
-		FailurePolicy: &fp, MatchPolicy: ptr(admv1.Equivalent),
+		FailurePolicy: o.failurePolicy(h), MatchPolicy: ptr(admv1.Equivalent),
 		NamespaceSelector: o.NamespaceSelector, ObjectSelector: o.ObjectSelector,
 		SideEffects: ptr(admv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: capTimeout(h.timeout),
 		AdmissionReviewVersions: []string{"v1"}, MatchConditions: h.matchConditions,

@@ -87,7 +87,7 @@ func TestLoad(t *testing.T) {
 	port, _ := freePort()
 	wh := e.gavel(t, "webhook-load", "-controller=false", "-listen", fmt.Sprintf("127.0.0.1:%d", port))
 	ctrl := e.gavel(t, "controller-load", "-webhook=false", "-scan-interval", "10s")
-	waitLog(t, e, "webhook-load", "started: 42 policies")
+	waitLog(t, e, "webhook-load", "msg=started policies=42")
 	e.webhooks(t, fmt.Sprintf("https://127.0.0.1:%d", port))
 	// the synthetic Pods draw many API server warnings: not logged
 	qcfg := rest.CopyConfig(e.cfg)

@@ -62,7 +62,7 @@ func newReplica(t *testing.T) *replica {
 }
 
 // newReplicaWith is newReplica with the given policies.
-func newReplicaWith(t *testing.T, policies ...*unstructured.Unstructured) *replica {
+func newReplicaWith(t testing.TB, policies ...*unstructured.Unstructured) *replica {
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{
 		cluster.ClusterPolicies: "ClusterPolicyList", cluster.Policies: "PolicyList", cluster.PolicyExceptions: "PolicyExceptionList",

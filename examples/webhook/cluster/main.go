@@ -87,6 +87,7 @@ type options struct {
 	webhookOwner                     string
 	excludeNamespaces                []string
 	webhookTimeout                   int
+	webhookFailurePolicy             string
 	logLevel, logFormat              string
 	verifyImages                     bool
 	tufURL, tufCache                 string
@@ -131,6 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "base URL of the webhook for the webhook configurations instead of the Service (gavel run outside the cluster)")
 	fs.StringVar(&o.webhookOwner, "webhook-owner", "", "ClusterRole that owns the webhook configurations (deleted with it)")
 	fs.StringVar(&exclude, "exclude-namespaces", "", "comma-separated namespaces no webhook is called for (default: -namespace and kube-system)")
+	fs.StringVar(&o.webhookFailurePolicy, "webhook-failure-policy", "", "every webhook's failure policy, Fail or Ignore (empty: each policy's, as upstream)")
 	fs.IntVar(&o.webhookTimeout, "webhook-timeout", 10, "timeout of the webhooks, seconds (a policy's webhookTimeoutSeconds raises its webhook's)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
@@ -379,7 +381,12 @@ func webhookOptions(o *options) (cluster.WebhookOptions, error) {
 	}
 	wo := cluster.WebhookOptions{
 		Name: o.webhookName, URL: o.webhookURL, CABundle: ca, TimeoutSeconds: int32(o.webhookTimeout),
-		OwnerClusterRole: o.webhookOwner,
+		OwnerClusterRole: o.webhookOwner, FailurePolicy: admv1.FailurePolicyType(o.webhookFailurePolicy),
+	}
+	switch wo.FailurePolicy {
+	case "", admv1.Fail, admv1.Ignore:
+	default:
+		return cluster.WebhookOptions{}, fmt.Errorf("-webhook-failure-policy: %q is neither Fail nor Ignore", o.webhookFailurePolicy)
 	}
 	if len(o.excludeNamespaces) > 0 && o.excludeNamespaces[0] != "" {
 		wo.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
