@@ -109,6 +109,7 @@ func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	if err != nil {
 		return err
 	}
+	requiredFields(obj)
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion("kyverno.io/v2")
 	u.SetKind("UpdateRequest")
@@ -154,6 +155,22 @@ func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 		return fmt.Errorf("cluster: writing UpdateRequest: %w", err)
 	}
 	return nil
+}
+
+// requiredFields writes the fields upstream's UpdateRequest schema
+// requires that the spec leaves out when empty: deleteDownstream, rule,
+// context, resource.
+func requiredFields(obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	for k, v := range map[string]any{"deleteDownstream": false, "rule": "", "context": map[string]any{}, "resource": map[string]any{}} {
+		if _, ok := spec[k]; !ok {
+			spec[k] = v
+		}
+	}
 }
 
 // requeue sets the existing request named as u Pending again with u's spec

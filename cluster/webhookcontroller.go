@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -49,6 +50,7 @@ type WebhookController struct {
 	log   *slog.Logger
 
 	resync        time.Duration
+	crdChanged    atomic.Bool // a CRD changed since discovery was last read again
 	mu            sync.Mutex
 	lastMissing   string
 	invalidatedAt time.Time
@@ -79,10 +81,13 @@ func NewWebhookController(h *Host, src *PolicySource, opts WebhookOptions, resyn
 func (c *WebhookController) Run(ctx context.Context) {
 	defer c.queue.ShutDown()
 	crdInf := dynamicinformer.NewDynamicSharedInformerFactory(c.h.dyn, 0)
-	enqueue := func(any) { c.queue.Add(webhookKey) }
+	enqueue := func(any) {
+		c.crdChanged.Store(true)
+		c.queue.Add(webhookKey)
+	}
 	if _, err := crdInf.ForResource(crds).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, DeleteFunc: enqueue,
-		UpdateFunc: func(_, _ any) { c.queue.Add(webhookKey) },
+		UpdateFunc: func(_, o any) { enqueue(o) },
 	}); err != nil {
 		c.log.Error("watching CRDs", "err", err)
 	}
@@ -111,23 +116,39 @@ func (c *WebhookController) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	c.h.metrics.reconcile("webhooks")
-	if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+	missing, err := c.reconcile(ctx)
+	if err != nil && ctx.Err() == nil {
 		c.log.Error("writing the webhook configurations", "err", err, "requeues", c.queue.NumRequeues(key))
 		c.h.metrics.requeue("webhooks", c.queue.NumRequeues(key))
 		c.queue.AddRateLimited(key)
 		return true
 	}
 	c.queue.Forget(key)
+	if missing {
+		// a CRD may come: look again soon rather than at the resync
+		c.queue.AddAfter(key, missingRetry)
+	}
 	return true
 }
+
+// missingRetry is how soon the webhooks are built again while a kind of
+// the policies is not served.
+const missingRetry = 5 * time.Second
 
 // Reconcile writes the webhook configurations the policies serving now
 // need, if they differ from those in the cluster.
 func (c *WebhookController) Reconcile(ctx context.Context) error {
+	_, err := c.reconcile(ctx)
+	return err
+}
+
+// reconcile is Reconcile, telling whether kinds of the policies are not
+// served.
+func (c *WebhookController) reconcile(ctx context.Context) (bool, error) {
 	set := c.src.Set()
 	_, lists, err := c.disc.ServerGroupsAndResources()
 	if err != nil && len(lists) == 0 {
-		return fmt.Errorf("discovery: %w", err)
+		return false, fmt.Errorf("discovery: %w", err)
 	}
 	mwc, vwc, missing := WebhookConfigurations(set, lists, c.opts)
 	if len(missing) > 0 && c.invalidate() {
@@ -139,23 +160,26 @@ func (c *WebhookController) Reconcile(ctx context.Context) error {
 	c.noteMissing(missing)
 	owner, err := c.owner(ctx)
 	if err != nil {
-		return err
+		return len(missing) > 0, err
 	}
 	mwc.OwnerReferences, vwc.OwnerReferences = owner, owner
 	if err := writeConfig(ctx, c.h.kube.AdmissionregistrationV1().MutatingWebhookConfigurations(), mwc, mwc.Webhooks); err != nil {
-		return fmt.Errorf("MutatingWebhookConfiguration %s: %w", mwc.Name, err)
+		return len(missing) > 0, fmt.Errorf("MutatingWebhookConfiguration %s: %w", mwc.Name, err)
 	}
 	if err := writeConfig(ctx, c.h.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations(), vwc, vwc.Webhooks); err != nil {
-		return fmt.Errorf("ValidatingWebhookConfiguration %s: %w", vwc.Name, err)
+		return len(missing) > 0, fmt.Errorf("ValidatingWebhookConfiguration %s: %w", vwc.Name, err)
 	}
-	return nil
+	return len(missing) > 0, nil
 }
 
-// invalidate drops the discovery cache, at most every ten seconds.
+// invalidate drops the discovery cache when a CRD changed since it was
+// last dropped (a new CRD is served a moment after its events: the
+// retries every missingRetry see it), or at most every minute otherwise
+// (an aggregated API server's kinds).
 func (c *WebhookController) invalidate() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if time.Since(c.invalidatedAt) < 10*time.Second {
+	if !c.crdChanged.Swap(false) && time.Since(c.invalidatedAt) < time.Minute {
 		return false
 	}
 	c.invalidatedAt = time.Now()

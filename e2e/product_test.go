@@ -145,25 +145,7 @@ func TestProduct(t *testing.T) {
 	e := suite
 	ctx := context.Background()
 	e.stopGavel()
-	ar := e.kube.AdmissionregistrationV1()
-	// the chart's empty configurations, which gavel fills (the suite's
-	// other tests replace them with their own)
-	docs, err := e.renderChart()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		if k, _ := d.Object["kind"].(string); strings.HasSuffix(k, "WebhookConfiguration") {
-			_ = e.dyn.Resource(schemaGVR("admissionregistration.k8s.io", "v1", strings.ToLower(k)+"s")).Delete(ctx, "gavel", metav1.DeleteOptions{})
-			if err := e.apply(d.Object); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Cleanup(func() {
-		_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
-		_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
-	})
+	e.chartWebhooks(t)
 	if err := e.applyFile(filepath.Join("testdata", "product.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +198,31 @@ func TestProduct(t *testing.T) {
 		}
 	})
 	t.Run("RefusesWhereKyvernoRuns", func(t *testing.T) { productKyverno(t, e) })
+}
+
+// chartWebhooks puts back the chart's empty webhook configurations, which
+// gavel fills (the suite's other tests replace them with their own), and
+// deletes them when the test ends.
+func (e *env) chartWebhooks(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	docs, err := e.renderChart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if k, _ := d.Object["kind"].(string); strings.HasSuffix(k, "WebhookConfiguration") {
+			_ = e.dyn.Resource(schemaGVR("admissionregistration.k8s.io", "v1", strings.ToLower(k)+"s")).Delete(ctx, "gavel", metav1.DeleteOptions{})
+			if err := e.apply(d.Object); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ar := e.kube.AdmissionregistrationV1()
+	t.Cleanup(func() {
+		_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+		_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+	})
 }
 
 func testSA(name string) *corev1.ServiceAccount {
