@@ -97,8 +97,8 @@ func TestControllerCatchesUp(t *testing.T) {
 	eventually(t, 60*time.Second, "generateExisting applied by the new controller", owners("gavel"))
 	t.Logf("policy created with no controller: applied %s after the controller started", time.Since(start).Round(time.Millisecond))
 	eventually(t, 30*time.Second, "the policy recorded", func() bool {
-		cm, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.DefaultStateConfigMap, metav1.GetOptions{})
-		return err == nil && cm.Data["csync-defaults"] != ""
+		cm, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.StateConfigMapName("csync-defaults"), metav1.GetOptions{})
+		return err == nil && cm.Annotations[cluster.AnnotationStatePolicy] == "csync-defaults"
 	})
 
 	c1.kill() // a crash: the lease is not released
@@ -135,8 +135,8 @@ func TestControllerCatchesUp(t *testing.T) {
 		return apierrors.IsNotFound(errA) && apierrors.IsNotFound(errB)
 	})
 	eventually(t, 30*time.Second, "the record removed", func() bool {
-		cm, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.DefaultStateConfigMap, metav1.GetOptions{})
-		return err == nil && cm.Data["csync-defaults"] == ""
+		_, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.StateConfigMapName("csync-defaults"), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
 	})
 }
 

@@ -26,14 +26,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// stopGavel stops every gavel process the suite started: a test that
-// needs the Lease and the webhook configurations to itself.
+// stopGavel stops every gavel process the suite started, and deletes the
+// webhook configurations that name them: a test that needs the Lease and
+// the webhook configurations to itself.
 func (e *env) stopGavel() {
 	for _, p := range e.procs {
 		if p.name != "etcd" && p.name != "kube-apiserver" && p.running() {
 			p.stop()
 		}
 	}
+	ctx := context.Background()
+	ar := e.kube.AdmissionregistrationV1()
+	_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
+	_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 }
 
 // saKubeconfig writes a kubeconfig with a token of gavel's ServiceAccount:
