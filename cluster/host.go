@@ -301,6 +301,23 @@ func (h *Host) NamespaceLabels(_ context.Context, namespace string) (map[string]
 	return ns.Labels, nil
 }
 
+// SetResourceKind sets, for a subresource request, req.ResourceKind to
+// the kind of its resource as the RESTMapper knows it (pods/exec: v1 Pod,
+// whose request Kind is PodExecOptions), so that match blocks such as
+// "Pod/exec" select it as upstream's webhooks do (they read the top-level
+// kind from discovery). Other requests, and resources the mapper does not
+// know, are left as they are.
+func (h *Host) SetResourceKind(req *engine.Request) {
+	if req == nil || req.SubResource == "" || req.Resource.Resource == "" {
+		return
+	}
+	gvk, err := h.mapper.KindFor(schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource})
+	if err != nil {
+		return
+	}
+	req.ResourceKind = engine.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+}
+
 // SecretData returns the data of a Secret, read from the API server on
 // each call (no informer: gavel does not keep the cluster's Secrets in
 // memory, and needs only get on them, not list). It is the SecretReader

@@ -155,7 +155,7 @@ func TestProduct(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, n := range []string{"product-require-team", "product-label-sa-and-ns", "product-beta", "product-widgets", "product-touch", "product-secret"} {
+		for _, n := range []string{"product-require-team", "product-label-sa-and-ns", "product-beta", "product-widgets", "product-touch", "product-secret", "product-no-exec"} {
 			_ = e.dyn.Resource(clusterPolicies).Delete(ctx, n, metav1.DeleteOptions{})
 		}
 	})
@@ -171,6 +171,7 @@ func TestProduct(t *testing.T) {
 
 	t.Run("KindsOfThePolicies", func(t *testing.T) { productKinds(t, e) })
 	t.Run("MutateServiceAccountAndNamespace", func(t *testing.T) { productMutations(t, e) })
+	t.Run("Subresources", func(t *testing.T) { productSubresources(t, e) })
 	t.Run("V2beta1Served", func(t *testing.T) { productV2beta1(t, e) })
 	t.Run("CustomResourceInstalledLater", func(t *testing.T) { productWidgets(t, e) })
 	t.Run("AggregatedRightsAndGrouplessKinds", func(t *testing.T) { productAggregation(t, e) })
@@ -284,6 +285,33 @@ func productKinds(t *testing.T, e *env) {
 		if e.denied(t, labelled(c.kind, c.apiVersion, c.ns, name, team, c.spec)) {
 			t.Errorf("%s with the label denied", c.kind)
 		}
+	}
+}
+
+// productSubresources: pods/exec (CONNECT) and pods/ephemeralcontainers
+// reach gavel (no kubelet runs: the Pod is never scheduled, but admission
+// comes first).
+func productSubresources(t *testing.T, e *env) {
+	ctx := context.Background()
+	pod := testPod("product-a", "product-target", map[string]string{"team": "a"})
+	if _, err := e.kube.CoreV1().Pods("product-a").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	eventually(t, 30*time.Second, "the exec denied", func() bool {
+		err = e.kube.CoreV1().RESTClient().Post().Namespace("product-a").Resource("pods").Name("product-target").
+			SubResource("exec").Param("command", "ls").Param("stdout", "true").Do(ctx).Error()
+		return err != nil && strings.Contains(err.Error(), "exec is not allowed")
+	})
+	cur, err := e.kube.CoreV1().Pods("product-a").Get(ctx, "product-target", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1.36"}})
+	_, err = e.kube.CoreV1().Pods("product-a").UpdateEphemeralContainers(ctx, "product-target", cur, metav1.UpdateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "ephemeral containers are not allowed") {
+		t.Errorf("ephemeral container: %v, want product-no-exec's denial", err)
 	}
 }
 

@@ -231,3 +231,60 @@ spec:
 		}
 	}
 }
+
+// A subresource request is selected by its parent's kind when the host
+// gives it (ResourceKind): "Pod/exec" selects a CONNECT whose Kind is
+// PodExecOptions; the request variable keeps the request's kind.
+func TestResourceKindSelectsSubresources(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: no-exec
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: no-exec
+    match:
+      any:
+      - resources:
+          kinds: [Pod/exec]
+          operations: [CONNECT]
+    validate:
+      message: "{{ request.kind.kind }} on {{ request.subResource }}"
+      deny: {}
+`
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(decode(src).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"ls"}}
+	for _, tt := range []struct {
+		resourceKind engine.GroupVersionKind
+		want         string
+	}{
+		{engine.GroupVersionKind{}, ""},
+		{engine.GroupVersionKind{Version: "v1", Kind: "Pod"}, "fail: PodExecOptions on exec"},
+	} {
+		resp, err := set.Validate(context.Background(), &engine.Request{
+			Operation: api.Connect, Object: opts, Name: "p", Namespace: "n", SubResource: "exec",
+			Kind:         engine.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
+			Resource:     engine.GroupVersionResource{Version: "v1", Resource: "pods"},
+			ResourceKind: tt.resourceKind,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, r := range resp.Rules() {
+			got = string(r.Status) + ": " + r.Message
+		}
+		if got != tt.want {
+			t.Errorf("ResourceKind %v: %q, want %q", tt.resourceKind, got, tt.want)
+		}
+	}
+}

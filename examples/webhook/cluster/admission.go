@@ -29,6 +29,9 @@ import (
 // sources.
 type webhook struct {
 	src *cluster.PolicySource
+	// host gives subresource requests their resource's kind (nil: left
+	// to the request's kind)
+	host *cluster.Host
 	// reports records the results of admitted requests for the policy
 	// reports (nil: not recorded).
 	reports *cluster.AdmissionReports
@@ -145,7 +148,7 @@ func (w *webhook) serve(typ string, pick policySet, fn reviewFunc) http.HandlerF
 // an allowed request that is not a dry run then goes to the generate
 // rules, whose UpdateRequests the host writes to the cluster.
 func (w *webhook) validate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	req, err := admission.Request(ar)
+	req, err := w.request(ar)
 	var resp *engine.Response
 	if err == nil {
 		resp, err = set.Validate(ctx, req)
@@ -169,10 +172,21 @@ func (w *webhook) validate(ctx context.Context, part string, set *engine.PolicyS
 	return out
 }
 
+// request converts the admission request (admission.Request) and gives a
+// subresource request its resource's kind, which match blocks select
+// (cluster.Host.SetResourceKind): the one thing the host adds.
+func (w *webhook) request(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
+	req, err := admission.Request(ar)
+	if err == nil && w.host != nil {
+		w.host.SetResourceKind(req)
+	}
+	return req, err
+}
+
 // mutate answers with the mutate rules' JSON patch, as admission.Mutate
 // does (its three steps, so that the request is decoded once).
 func (w *webhook) mutate(ctx context.Context, _ string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	req, err := admission.Request(ar)
+	req, err := w.request(ar)
 	var resp *engine.Response
 	if err == nil && req.Object != nil {
 		resp, err = set.Mutate(ctx, req)

@@ -98,7 +98,7 @@ func newReplicaWith(t testing.TB, policies ...*unstructured.Unstructured) *repli
 	if !src.WaitForSync(ctx) {
 		t.Fatal("policies not synced")
 	}
-	wh := &webhook{src: src, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	wh := &webhook{src: src, host: h, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: "system:serviceaccount:gavel:gavel"})}
 	return &replica{wh: wh, ctrl: ctrl, src: src, dyn: dyn}
 }

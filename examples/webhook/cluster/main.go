@@ -307,7 +307,7 @@ func serve(ctx context.Context, cfg *rest.Config, o *options) error {
 			}
 		})
 	}
-	wh := &webhook{src: src, metrics: o.metrics, log: o.log,
+	wh := &webhook{src: src, host: h, metrics: o.metrics, log: o.log,
 		downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: o.controllerUser})}
 	if o.metricsListen != "" {
 		mux := http.NewServeMux()
