@@ -50,6 +50,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/gavelpolicy/gavel/cluster"
 	"github.com/gavelpolicy/gavel/engine"
@@ -191,6 +192,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	o.log = o.log.With("replica", o.identity)
+	// client-go's own lines (leader election, informers) in the same
+	// structured log
+	klog.SetSlogLogger(o.log.With("source", "client-go"))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		o.log.Error("kubeconfig", "err", err)
