@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/cluster/dynclient"
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 // Bounds of --batch-size and --concurrent, as upstream's resource loader

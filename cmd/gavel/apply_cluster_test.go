@@ -24,8 +24,8 @@ import (
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
 
-	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/cluster/dynclient"
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 // fakeCluster is a cluster of client-go fakes whose lists are paged as
