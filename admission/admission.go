@@ -465,3 +465,4 @@ func classicBlockedMessage(resp *engine.Response, include func(*engine.PolicyRes
 	}
 	return fmt.Sprintf("\n\nresource %s/%s/%s was blocked due to the following policies \n\n%s", kind, ns, name, results)
 }
+

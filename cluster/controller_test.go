@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,16 +36,24 @@ type replica struct {
 	h    *Host
 	src  *PolicySource
 	ctrl *Controller
+	stop func()
 }
 
 // newReplica starts a host on the clients, with a controller that does no
 // background scans.
 func newReplica(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynamicClient) *replica {
 	t.Helper()
+	return newReplicaOn(t, kube, dyn, ControllerOptions{ScanInterval: -1})
+}
+
+// newReplicaOn starts a host on the clients with a controller of the
+// options; r.stop ends it (called at the test's end too).
+func newReplicaOn(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynamicClient, opts ControllerOptions) *replica {
+	t.Helper()
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logf: t.Logf})
+	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +61,16 @@ func newReplica(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynami
 	if r.src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.ctrl = NewController(h, r.src, ControllerOptions{ScanInterval: -1})
+	r.ctrl = NewController(h, r.src, opts)
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			h.Shutdown()
+		})
+	}
+	t.Cleanup(r.stop)
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +106,7 @@ func fakeClients(objs ...runtime.Object) (*kubefake.Clientset, *dynfake.FakeDyna
 		ClusterPolicies: "ClusterPolicyList", Policies: "PolicyList", PolicyExceptions: "PolicyExceptionList",
 		UpdateRequests: "UpdateRequestList", PolicyReports: "PolicyReportList", ClusterPolicyReports: "ClusterPolicyReportList",
 		schemaConfigMaps: "ConfigMapList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
+		crds: "CustomResourceDefinitionList", EphemeralReports: "EphemeralReportList", ClusterEphemeralReports: "ClusterEphemeralReportList",
 	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
 	var seq, rv atomic.Int64
@@ -334,19 +351,25 @@ func TestEditWhileNoLeaderIsReverted(t *testing.T) {
 }
 
 // The state the controller records of the policies it applied.
+// state returns the controller's records, by policy key.
+// state returns the controller's records, by policy key.
 func state(t *testing.T, kube kubernetes.Interface) map[string]policyRecord {
 	t.Helper()
-	cm, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), DefaultStateConfigMap, metav1.GetOptions{})
+	l, err := kube.CoreV1().ConfigMaps("gavel").List(t.Context(), metav1.ListOptions{LabelSelector: LabelControllerState})
 	if err != nil {
-		return nil
+		t.Fatal(err)
 	}
 	out := map[string]policyRecord{}
-	for k, v := range cm.Data {
+	for _, cm := range l.Items {
 		var rec policyRecord
-		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		if err := json.Unmarshal([]byte(cm.Data[stateDataKey]), &rec); err != nil {
 			t.Fatal(err)
 		}
-		out[k] = rec
+		key := cm.Annotations[AnnotationStatePolicy]
+		if cm.Name != StateConfigMapName(key) {
+			t.Errorf("record of %s named %s", key, cm.Name)
+		}
+		out[key] = rec
 	}
 	return out
 }
@@ -536,4 +559,39 @@ func TestSourceChangedWhileNoLeaderIsSynced(t *testing.T) {
 	}
 	r.lead(t)
 	eventually(t, "the clone synchronized by the next leader", func() bool { return level() == "2" })
+}
+
+// The single ConfigMap of earlier versions becomes one ConfigMap per
+// policy when a leader starts, and is deleted; a policy its record shows
+// applied is not applied again.
+func TestStateMigratedFromTheSingleConfigMap(t *testing.T) {
+	kube, dyn := fakeClients(policyWith("gavel", true), nsObject("a"))
+	r := newReplica(t, kube, dyn)
+	p := r.src.Set().Policies()[0]
+	rec, err := recordOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(rec)
+	old := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultStateConfigMap, Namespace: "gavel"},
+		Data:       map[string]string{"provisioner": string(data), "ns_gone": `{"specHash":"x"}`},
+	}
+	if _, err := kube.CoreV1().ConfigMaps("gavel").Create(t.Context(), old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.lead(t)
+	eventually(t, "the old ConfigMap deleted", func() bool {
+		_, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), DefaultStateConfigMap, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	eventually(t, "one record per policy", func() bool {
+		st := state(t, kube)
+		_, gone := st["ns/gone"]
+		return len(st) == 1 && st["provisioner"].SpecHash == rec.SpecHash && !gone
+	})
+	// recorded as applied: generateExisting did not run again
+	if owner(t, dyn, "a") != "<absent>" {
+		t.Errorf("the policy was applied again: downstream owner %s", owner(t, dyn, "a"))
+	}
 }

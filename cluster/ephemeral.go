@@ -39,6 +39,9 @@ const (
 	// request (RFC 3339 with nanoseconds): the leader keeps, per
 	// resource, the results of the latest admission.
 	annotationAdmittedAt = "reports.gavel.io/admitted-at"
+	// annotationRequest holds the UID of the admission request: the
+	// reports of one request's webhooks (one per failure policy) merge.
+	annotationRequest = "reports.gavel.io/request"
 )
 
 // AdmissionReportsOptions configure AdmissionReports.
@@ -79,6 +82,7 @@ type AdmissionReports struct {
 type admitted struct {
 	at        time.Time
 	requestID string
+	part      string
 	operation api.AdmissionOperation
 	owner     map[string]any // apiVersion, kind, name, namespace, uid
 	policies  []engine.PolicyResult
@@ -117,7 +121,12 @@ func withClock(o report.Options) report.Options {
 // requests (resp.Blocked), and requests without results of admission-only
 // policies. It never blocks: when the queue is full the results are
 // dropped, counted and logged (at most once a second, with the count).
-func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bool {
+//
+// part names the webhook that answered (its failure policy, "fail" or
+// "ignore", or "" for one that serves every policy): the ephemeral report
+// is named after the request and the part, and the leader merges the
+// parts of one request.
+func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response, part string) bool {
 	if req == nil || resp == nil || req.DryRun || req.Operation == api.Delete || req.SubResource != "" || req.Object == nil {
 		return false
 	}
@@ -137,6 +146,7 @@ func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bo
 	item := admitted{
 		at:        a.opts.Clock(),
 		requestID: req.UID,
+		part:      part,
 		operation: req.Operation,
 		owner: map[string]any{
 			"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "name": u.GetName(),
@@ -155,8 +165,8 @@ func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bo
 	if now.Sub(a.lastLog) >= time.Second {
 		a.lastLog = now
 		a.logMu.Unlock()
-		a.h.logf("admission reports: queue full (%d): dropped the results of %s %s/%s (%d dropped so far)",
-			cap(a.queue), u.GetKind(), u.GetNamespace(), u.GetName(), n)
+		a.h.log.Warn("admission reports: queue full, results dropped", "queue", cap(a.queue),
+			"kind", u.GetKind(), "namespace", u.GetNamespace(), "name", u.GetName(), "dropped", n)
 		return false
 	}
 	a.logMu.Unlock()
@@ -183,7 +193,8 @@ func (a *AdmissionReports) Run(ctx context.Context) {
 					return
 				case item := <-a.queue:
 					if err := a.write(ctx, &item); err != nil && ctx.Err() == nil {
-						a.h.logf("admission reports: %s %s/%s: %v", item.owner["kind"], item.owner["namespace"], item.owner["name"], err)
+						a.h.log.Warn("admission reports: writing an ephemeral report", "kind", item.owner["kind"],
+							"namespace", item.owner["namespace"], "name", item.owner["name"], "err", err)
 					}
 				}
 			}
@@ -258,10 +269,13 @@ func ephemeralObject(item *admitted, results []api.PolicyReportResult) (map[stri
 			labelResourceUID:      str("uid"),
 			labelReportSource:     "admission",
 		},
-		"annotations": map[string]any{annotationAdmittedAt: item.at.UTC().Format(time.RFC3339Nano)},
+		"annotations": map[string]any{annotationAdmittedAt: item.at.UTC().Format(time.RFC3339Nano), annotationRequest: item.requestID},
 	}
 	if item.requestID != "" {
 		md["name"] = item.requestID
+		if item.part != "" {
+			md["name"] = item.requestID + "-" + item.part
+		}
 	} else {
 		md["generateName"] = "admission-"
 	}
@@ -291,7 +305,8 @@ type ephemeral struct {
 	gvr             schema.GroupVersionResource
 	namespace, name string
 	resourceUID     string
-	at              int64 // admission time in ns
+	request         string // the admission request's UID
+	at              int64  // admission time in ns
 	owner           metav1.OwnerReference
 	results         []api.PolicyReportResult
 }
@@ -329,6 +344,7 @@ func readEphemeral(u *unstructured.Unstructured) (*ephemeral, error) {
 	if e.resourceUID == "" {
 		return e, fmt.Errorf("ephemeral report %s/%s: no resource UID", e.namespace, e.name)
 	}
+	e.request = u.GetAnnotations()[annotationRequest]
 	if t, err := time.Parse(time.RFC3339Nano, u.GetAnnotations()[annotationAdmittedAt]); err == nil {
 		e.at = t.UnixNano()
 	} else {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stesting "k8s.io/client-go/testing"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,7 +59,7 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 	// parameter objects of CEL rules, namespaced and not
 	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "Limit"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "ClusterLimit"}, meta.RESTScopeRoot)
-	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logf: t.Logf})
+	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,10 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 		before(h)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		cancel()
+		h.Shutdown()
+	})
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +82,19 @@ var (
 	paramLimits        = schema.GroupVersionResource{Group: "gavel.io", Version: "v1", Resource: "limits"}
 	paramClusterLimits = schema.GroupVersionResource{Group: "gavel.io", Version: "v1", Resource: "clusterlimits"}
 )
+
+// testLogger logs through t.Log.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
 
 // eventually polls cond for up to 5 seconds.
 func eventually(t *testing.T, what string, cond func() bool) {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,8 +55,12 @@ type Options struct {
 	// EngineOptions are added after the host's own when the host builds its
 	// engine (limits, clock, registry client...).
 	EngineOptions []engine.Option
-	// Logf receives log lines (default log.Printf).
-	Logf func(format string, args ...any)
+	// Logger receives the structured logs of the host and of what runs on
+	// it (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics, when set, receive the host's Prometheus metrics (see
+	// Metrics); the engine then times each policy (engine.WithPolicyTiming).
+	Metrics *Metrics
 }
 
 // Host implements gavel's host interfaces on a Kubernetes cluster:
@@ -71,9 +76,14 @@ type Host struct {
 	kube   kubernetes.Interface
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
-	client *Client
-	queue  *Queue
-	authz  *Authorizer
+	disc   discovery.CachedDiscoveryInterface
+	log    *slog.Logger
+	// metrics may be nil: its methods then record nothing
+	metrics *Metrics
+	events  *eventRecorder
+	client  *Client
+	queue   *Queue
+	authz   *Authorizer
 
 	factory    informers.SharedInformerFactory
 	dynFactory dynamicinformer.DynamicSharedInformerFactory
@@ -85,8 +95,10 @@ type Host struct {
 	excSet atomic.Pointer[exceptions.Set]
 	excErr atomic.Pointer[error]
 
-	// ctx is Start's context, for the writes informer handlers start.
-	ctx context.Context
+	// ctx is Start's context; wg joins the workers Start starts
+	ctx     context.Context
+	wg      sync.WaitGroup
+	workers []func(context.Context)
 
 	engOnce sync.Once
 	eng     *engine.Engine
@@ -115,20 +127,37 @@ func New(cfg *rest.Config, opts Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	return NewForClients(kube, dyn, mapper, opts)
+	cached := memory.NewMemCacheClient(disc)
+	h, err := newHost(kube, dyn, restmapper.NewDeferredDiscoveryRESTMapper(cached), opts)
+	if err != nil {
+		return nil, err
+	}
+	h.disc = cached
+	return h, nil
 }
 
-// NewForClients returns a Host on the given clients (fakes in tests).
+// NewForClients returns a Host on the given clients (fakes in tests); its
+// discovery reads kube.Discovery(), cached in memory.
 func NewForClients(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, opts Options) (*Host, error) {
+	h, err := newHost(kube, dyn, mapper, opts)
+	if err != nil {
+		return nil, err
+	}
+	h.disc = memory.NewMemCacheClient(kube.Discovery())
+	return h, nil
+}
+
+func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, opts Options) (*Host, error) {
 	if opts.Namespace == "" {
 		return nil, errors.New("cluster: Options.Namespace is required")
 	}
-	if opts.Logf == nil {
-		opts.Logf = log.Printf
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: NewClient(dyn, mapper),
+		log: opts.Logger, metrics: opts.Metrics,
 		authz: NewAuthorizer(kube.AuthorizationV1().SubjectAccessReviews(), opts.Authorizer)}
+	h.events = newEventRecorder(kube, h.log)
 	h.factory = informers.NewSharedInformerFactory(kube, opts.Resync)
 	h.configMaps = h.factory.Core().V1().ConfigMaps().Lister()
 	h.namespaces = h.factory.Core().V1().Namespaces().Lister()
@@ -170,12 +199,29 @@ func (h *Host) Queue() *Queue { return h.queue }
 // Namespace returns Options.Namespace.
 func (h *Host) Namespace() string { return h.opts.Namespace }
 
-func (h *Host) logf(format string, args ...any) { h.opts.Logf(format, args...) }
+// Logger returns the host's logger.
+func (h *Host) Logger() *slog.Logger { return h.log }
+
+// Metrics returns the host's metrics (nil when none).
+func (h *Host) Metrics() *Metrics { return h.metrics }
+
+// Discovery returns the host's discovery client, cached in memory.
+func (h *Host) Discovery() discovery.CachedDiscoveryInterface { return h.disc }
+
+// goWorker registers a worker that Start runs until its context is done
+// (the policy source's); call it before Start.
+func (h *Host) goWorker(f func(context.Context)) { h.workers = append(h.workers, f) }
 
 // Start starts the informers (ConfigMaps, Namespaces, PolicyExceptions,
-// UpdateRequests) and waits until their caches are filled.
+// UpdateRequests, and those of the PolicySource) and the workers of what
+// was built on the host, and waits until the caches are filled. When ctx
+// is done they stop; Shutdown waits for them.
 func (h *Host) Start(ctx context.Context) error {
 	h.ctx = ctx
+	h.events.start(ctx)
+	for _, w := range h.workers {
+		h.wg.Go(func() { w(ctx) })
+	}
 	h.factory.Core().V1().ConfigMaps().Informer()
 	h.factory.Core().V1().Namespaces().Informer()
 	h.queue.informer()
@@ -195,6 +241,15 @@ func (h *Host) Start(ctx context.Context) error {
 	return nil
 }
 
+// Shutdown waits, once Start's context is done, for every goroutine the
+// host started (informers, workers, the event broadcaster).
+func (h *Host) Shutdown() {
+	h.factory.Shutdown()
+	h.dynFactory.Shutdown()
+	h.wg.Wait()
+	h.events.shutdown()
+}
+
 // EngineOptions returns the engine options of every host interface.
 func (h *Host) EngineOptions() []engine.Option {
 	return []engine.Option{
@@ -212,7 +267,11 @@ func (h *Host) EngineOptions() []engine.Option {
 // then Options.EngineOptions.
 func (h *Host) Engine() (*engine.Engine, error) {
 	h.engOnce.Do(func() {
-		h.eng, h.engErr = engine.New(append(h.EngineOptions(), h.opts.EngineOptions...)...)
+		opts := h.EngineOptions()
+		if h.metrics != nil {
+			opts = append(opts, engine.WithPolicyTiming())
+		}
+		h.eng, h.engErr = engine.New(append(opts, h.opts.EngineOptions...)...)
 	})
 	return h.eng, h.engErr
 }
@@ -240,6 +299,37 @@ func (h *Host) NamespaceLabels(_ context.Context, namespace string) (map[string]
 		return nil, wrap(err)
 	}
 	return ns.Labels, nil
+}
+
+// SetResourceKind sets, for a subresource request, req.ResourceKind to
+// the kind of its resource as the RESTMapper knows it (pods/exec: v1 Pod,
+// whose request Kind is PodExecOptions), so that match blocks such as
+// "Pod/exec" select it as upstream's webhooks do (they read the top-level
+// kind from discovery). Other requests, and resources the mapper does not
+// know, are left as they are.
+func (h *Host) SetResourceKind(req *engine.Request) {
+	if req == nil || req.SubResource == "" || req.Resource.Resource == "" {
+		return
+	}
+	gvk, err := h.mapper.KindFor(schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource})
+	if err != nil {
+		return
+	}
+	req.ResourceKind = engine.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+}
+
+// SecretData returns the data of a Secret, read from the API server on
+// each call (no informer: gavel does not keep the cluster's Secrets in
+// memory, and needs only get on them, not list). It is the SecretReader
+// of image verification (verify.WithSecrets): the keys of attestors given
+// as Secrets and the resources' imagePullSecrets. A missing Secret is an
+// error wrapping engine.ErrNotFound.
+func (h *Host) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	s, err := h.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return s.Data, nil
 }
 
 // RawAbsPath implements engine.APIClient through the REST client: GET or
@@ -308,7 +398,7 @@ func (h *Host) compileExceptions() {
 	}
 	if err := errors.Join(errs...); err != nil {
 		h.excErr.Store(&err)
-		h.logf("policy exceptions: %v", err)
+		h.log.Warn("invalid policy exceptions are left out", "err", err)
 	} else {
 		h.excErr.Store(nil)
 	}

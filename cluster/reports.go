@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -212,7 +214,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 	for _, k := range kinds {
 		l, err := r.h.dyn.Resource(k.gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			r.h.logf("scan: listing %s: %v", k.gvr, err)
+			r.h.log.Warn("scan: listing", "resource", k.gvr.String(), "err", err)
 			complete = false
 			continue
 		}
@@ -229,7 +231,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 				continue
 			}
 			if err := r.store.Update(uid, resp.Policies, true); err != nil {
-				r.h.logf("scan: %v", err)
+				r.h.log.Warn("scan", "err", err)
 			}
 		}
 	}
@@ -289,7 +291,7 @@ func (r *Reporter) Write(ctx context.Context) error {
 		}
 		err := r.h.dyn.Resource(e.gvr).Namespace(e.namespace).Delete(ctx, e.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			r.h.logf("reports: deleting ephemeral report %s/%s: %v", e.namespace, e.name, err)
+			r.h.log.Warn("reports: deleting an ephemeral report", "namespace", e.namespace, "name", e.name, "err", err)
 		}
 	}
 	clear(r.merged[len(kept):])
@@ -495,8 +497,21 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 		watched: map[schema.GroupVersionResource]gvk{},
 		infs:    map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 		pending: map[string]*ephemeral{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[objectKey](),
+			workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "reports", MetricsProvider: r.h.metrics.queueMetrics()}),
+		deletedUID: map[objectKey]string{},
+		ephKeys:    map[objectKey]bool{},
 	}
-	defer rs.factory.Shutdown()
+	var wg sync.WaitGroup
+	defer func() {
+		rs.queue.ShutDown()
+		wg.Wait()
+		rs.factory.Shutdown()
+	}()
+	wg.Go(func() {
+		for rs.processNext() {
+		}
+	})
 	rs.watch()
 	ephFactory := rs.watchEphemeral()
 	if ephFactory != nil {
@@ -524,61 +539,91 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 		rs.mergePending()
 		if rs.dirty.Swap(false) || r.unlisted() {
 			if err := r.Write(ctx); err != nil && ctx.Err() == nil {
-				r.h.logf("%v", err)
+				r.h.log.Error("writing the policy reports", "err", err)
 				rs.dirty.Store(true)
 			}
 		}
 	}
 }
 
-// reporterRun is the state of one Run.
+// reporterRun is the state of one Run. The informers' handlers only queue
+// the keys of the resources (and note the UIDs of deleted ones); a worker
+// evaluates each from the informer's cache. The ephemeral reports'
+// handlers only note their keys; Run's loop reads and merges them.
 type reporterRun struct {
 	r       *Reporter
 	ctx     context.Context
 	factory dynamicinformer.DynamicSharedInformerFactory
 	dirty   atomic.Bool
+	queue   workqueue.TypedRateLimitingInterface[objectKey]
 
-	// watched and infs are used by Run's goroutine only
-	watched map[schema.GroupVersionResource]gvk
-	infs    map[schema.GroupVersionResource]cache.SharedIndexInformer
+	// missing is used by Run's goroutine only
 	missing map[string]bool // resources with entries absent from the informers at the last sweep
 
-	mu      sync.Mutex
-	pending map[string]*ephemeral // by namespace/name of the ephemeral report
+	mu         sync.Mutex
+	watched    map[schema.GroupVersionResource]gvk
+	infs       map[schema.GroupVersionResource]cache.SharedIndexInformer
+	deletedUID map[objectKey]string // UIDs of deleted resources not processed yet
+	ephInfs    map[schema.GroupVersionResource]cache.SharedIndexInformer
+	ephKeys    map[objectKey]bool    // ephemeral reports not read yet
+	pending    map[string]*ephemeral // read, waiting for their resource, by namespace/name of the ephemeral report
 }
 
-func (rs *reporterRun) eval(k gvk, o any) {
-	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
-		return
+func (rs *reporterRun) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.infs[gvr]
+}
+
+// processNext evaluates (or forgets) one queued resource.
+func (rs *reporterRun) processNext() bool {
+	k, shutdown := rs.queue.Get()
+	if shutdown {
+		return false
 	}
+	defer rs.queue.Done(k)
+	rs.r.h.metrics.reconcile("reports")
+	rs.mu.Lock()
+	inf, kind := rs.infs[k.gvr], rs.watched[k.gvr]
+	uid, deleted := rs.deletedUID[k]
+	delete(rs.deletedUID, k)
+	rs.mu.Unlock()
+	if inf != nil {
+		if o, ok, _ := inf.GetStore().GetByKey(k.key); ok {
+			if u, _ := o.(*unstructured.Unstructured); u != nil && (!deleted || string(u.GetUID()) != uid) {
+				rs.eval(kind, u)
+			}
+		}
+	}
+	if deleted {
+		rs.r.store.Delete(uid)
+		rs.dirty.Store(true)
+	}
+	rs.queue.Forget(k)
+	return true
+}
+
+// eval evaluates a resource with the background policies into the store.
+func (rs *reporterRun) eval(k gvk, u *unstructured.Unstructured) {
 	obj := u.DeepCopy().Object
 	obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
-	resp, err := rs.r.src.Set().Validate(rs.ctx, &engine.Request{Object: obj, Background: true})
+	req := &engine.Request{Object: obj, Background: true}
+	resp, err := rs.r.src.Set().Validate(rs.ctx, req)
 	if err != nil {
 		return
 	}
+	rs.r.h.metrics.Results(req, resp, true)
 	if err := rs.r.store.Update(string(u.GetUID()), resp.Policies, true); err != nil {
-		rs.r.h.logf("reports: %v", err)
+		rs.r.h.log.Warn("reports", "err", err)
 	}
 	rs.dirty.Store(true)
-}
-
-func (rs *reporterRun) forget(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	if u, ok := o.(*unstructured.Unstructured); ok {
-		rs.r.store.Delete(string(u.GetUID()))
-		rs.dirty.Store(true)
-	}
 }
 
 // watch starts the informers of the kinds the policies match.
 func (rs *reporterRun) watch() {
 	kinds, err := rs.r.scanKinds(rs.r.src.Set())
 	if err != nil {
-		rs.r.h.logf("reports: discovery: %v", err)
+		rs.r.h.log.Warn("reports: discovery", "err", err)
 	}
 	for _, k := range kinds {
 		rs.watchKind(k)
@@ -588,24 +633,43 @@ func (rs *reporterRun) watch() {
 }
 
 // watchKind adds the informer of a kind; watch or mergePending start it.
+// Its handlers queue the resources' keys.
 func (rs *reporterRun) watchKind(k gvk) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	if _, ok := rs.watched[k.gvr]; ok {
 		return
 	}
 	rs.watched[k.gvr] = k
 	inf := rs.factory.ForResource(k.gvr).Informer()
 	_ = inf.SetTransform(dropManagedFields)
+	enqueue := func(o any) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			rs.queue.Add(objectKey{k.gvr, keyOf(u)})
+		}
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { rs.eval(k, o) },
+		AddFunc: enqueue,
 		UpdateFunc: func(old, o any) {
 			ou, _ := old.(*unstructured.Unstructured)
 			nu, _ := o.(*unstructured.Unstructured)
 			if ou != nil && nu != nil && ou.GetResourceVersion() == nu.GetResourceVersion() {
 				return
 			}
-			rs.eval(k, o)
+			enqueue(o)
 		},
-		DeleteFunc: rs.forget,
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				key := objectKey{k.gvr, keyOf(u)}
+				rs.mu.Lock()
+				rs.deletedUID[key] = string(u.GetUID())
+				rs.mu.Unlock()
+				rs.queue.Add(key)
+			}
+		},
 	})
 	rs.infs[k.gvr] = inf
 }
@@ -614,10 +678,13 @@ func (rs *reporterRun) watchKind(k gvk) {
 // drops the entries of resources that two sweeps in a row did not find.
 func (rs *reporterRun) rescan(sweep bool) {
 	present := map[string]bool{}
-	for gvr, inf := range rs.infs {
+	rs.mu.Lock()
+	infs := maps.Clone(rs.infs)
+	rs.mu.Unlock()
+	for gvr, inf := range infs {
 		for _, o := range inf.GetStore().List() {
-			rs.eval(rs.watched[gvr], o)
 			if u, ok := o.(*unstructured.Unstructured); ok {
+				rs.queue.Add(objectKey{gvr, keyOf(u)})
 				present[string(u.GetUID())] = true
 			}
 		}
@@ -653,46 +720,71 @@ func dropManagedFields(o any) (any, error) {
 }
 
 // watchEphemeral starts the informers of the ephemeral reports, when the
-// API server serves them, and returns their factory.
+// API server serves them, and returns their factory. Their handlers note
+// the reports' keys; mergePending reads them.
 func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFactory {
 	gk := schema.GroupKind{Group: EphemeralReports.Group, Kind: "EphemeralReport"}
 	if _, err := rs.r.h.mapper.RESTMapping(gk, EphemeralReports.Version); err != nil {
-		rs.r.h.logf("reports: admission results are not merged: %v", err)
+		rs.r.h.log.Warn("reports: admission results are not merged", "err", err)
 		return nil
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(rs.r.h.dyn, 0)
-	add := func(o any) {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		e, err := readEphemeral(u)
-		if err != nil {
-			rs.r.h.logf("reports: %v", err)
-		}
-		rs.mu.Lock()
-		rs.pending[e.namespace+"/"+e.name] = e
-		rs.mu.Unlock()
-	}
+	rs.mu.Lock()
+	rs.ephInfs = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+	rs.mu.Unlock()
 	for _, gvr := range []schema.GroupVersionResource{EphemeralReports, ClusterEphemeralReports} {
 		inf := f.ForResource(gvr).Informer()
 		_ = inf.SetTransform(dropManagedFields)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: add,
+			AddFunc: func(o any) {
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					rs.mu.Lock()
+					rs.ephKeys[objectKey{gvr, keyOf(u)}] = true
+					rs.mu.Unlock()
+				}
+			},
 			DeleteFunc: func(o any) {
 				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 					o = d.Obj
 				}
 				if u, ok := o.(*unstructured.Unstructured); ok {
 					rs.mu.Lock()
+					delete(rs.ephKeys, objectKey{gvr, keyOf(u)})
 					delete(rs.pending, u.GetNamespace()+"/"+u.GetName())
 					rs.mu.Unlock()
 				}
 			},
 		})
+		rs.mu.Lock()
+		rs.ephInfs[gvr] = inf
+		rs.mu.Unlock()
 	}
 	f.Start(rs.ctx.Done())
 	return f
+}
+
+// readEphemerals decodes the ephemeral reports noted since the last call
+// into pending.
+func (rs *reporterRun) readEphemerals() {
+	rs.mu.Lock()
+	keys := rs.ephKeys
+	rs.ephKeys = map[objectKey]bool{}
+	infs := rs.ephInfs
+	rs.mu.Unlock()
+	for k := range keys {
+		o, ok, _ := infs[k.gvr].GetStore().GetByKey(k.key)
+		u, _ := o.(*unstructured.Unstructured)
+		if !ok || u == nil {
+			continue
+		}
+		e, err := readEphemeral(u)
+		if err != nil {
+			rs.r.h.log.Warn("reports: ephemeral report", "err", err)
+		}
+		rs.mu.Lock()
+		rs.pending[e.namespace+"/"+e.name] = e
+		rs.mu.Unlock()
+	}
 }
 
 // mergePending merges the ephemeral reports whose resources the informers
@@ -702,6 +794,7 @@ func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFac
 // rules, of admissions after the policy's last update, are merged. Merged and dropped reports are deleted after the next
 // successful Write.
 func (rs *reporterRun) mergePending() {
+	rs.readEphemerals()
 	rs.mu.Lock()
 	batch := make([]*ephemeral, 0, len(rs.pending))
 	for _, e := range rs.pending {
@@ -721,7 +814,7 @@ func (rs *reporterRun) mergePending() {
 			switch {
 			case !ok:
 				done = true // a kind the API server does not serve
-			case rs.infs[k.gvr] == nil:
+			case rs.informer(k.gvr) == nil:
 				rs.watchKind(k)
 				started = true
 			default:
@@ -732,8 +825,8 @@ func (rs *reporterRun) mergePending() {
 							results = append(results, res)
 						}
 					}
-					if _, err := rs.r.store.SetAdmission(e.resourceUID, e.at, results); err != nil {
-						rs.r.h.logf("reports: %v", err)
+					if _, err := rs.r.store.MergeAdmission(e.resourceUID, e.request, e.at, results); err != nil {
+						rs.r.h.log.Warn("reports", "err", err)
 					}
 					rs.dirty.Store(true)
 					done = true
@@ -765,7 +858,7 @@ func (rs *reporterRun) has(gvr schema.GroupVersionResource, namespace, name, uid
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	o, ok, _ := rs.infs[gvr].GetStore().GetByKey(key)
+	o, ok, _ := rs.informer(gvr).GetStore().GetByKey(key)
 	if !ok {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -128,8 +129,12 @@ func (e *Engine) runBody(rs *reqState, p *Policy, out []PolicyResult, validate f
 // cands, when it has an index, tells the rules that may match the kind of
 // the request's resource (see kindCands): the others are jumped over
 // while the resource keeps that kind.
-func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands policyCands) PolicyResult {
-	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
+func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands policyCands) (pr PolicyResult) {
+	pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
+	if e.cfg.timing {
+		start := time.Now()
+		defer func() { pr.Duration = time.Since(start) }()
+	}
 	if rs.req.Background && !p.background {
 		return pr
 	}

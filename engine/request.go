@@ -36,6 +36,14 @@ type Request struct {
 	Resource GroupVersionResource
 	// SubResource such as "status", "exec", "ephemeralcontainers".
 	SubResource string
+	// ResourceKind is the kind of the request's resource when it is not
+	// Kind: for a subresource request, its parent's (pods/exec: v1 Pod,
+	// where Kind is PodExecOptions; deployments/scale: apps/v1 Deployment,
+	// where Kind is Scale). Match blocks select it, as upstream's webhooks
+	// read it from discovery ("Pod/exec" selects an exec); the request
+	// variable's kind stays Kind. Empty: Kind. A host with discovery sets
+	// it (the cluster host does).
+	ResourceKind GroupVersionKind
 	// Name and Namespace of the request; default to the object's.
 	Name      string
 	Namespace string
@@ -151,6 +159,9 @@ func (r *Request) resourceObject() map[string]any {
 }
 
 func (r *Request) gvk(obj map[string]any) GroupVersionKind {
+	if r.ResourceKind.Kind != "" {
+		return r.ResourceKind
+	}
 	if r.Kind.Kind != "" {
 		return r.Kind
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"iter"
+	"time"
 
 	"github.com/gavelpolicy/gavel/api"
 )
@@ -93,6 +94,9 @@ type PolicyResult struct {
 	FailureAction api.ValidationFailureAction
 	// Rules are the results of the rules that applied, in order.
 	Rules []RuleResult
+	// Duration is the time the policy's rules took, with the engine
+	// option WithPolicyTiming (zero without it).
+	Duration time.Duration
 }
 
 // Response is the result of a Validate, Mutate, Generate or Scan call.

@@ -82,8 +82,10 @@ type ReportKey struct{ Namespace, Name string }
 type resourceEntries struct {
 	admission  []storedEntry
 	background []storedEntry
-	// admittedAt orders admission sets recorded with SetAdmission.
-	admittedAt int64
+	// admittedAt orders admission sets recorded with SetAdmission;
+	// admittedReq is the request they came from (MergeAdmission).
+	admittedAt  int64
+	admittedReq string
 	// merged are the entries the reports show, sorted by report.
 	merged []*storedEntry
 }
@@ -291,20 +293,35 @@ func (s *Store) Update(resourceUID string, res []engine.PolicyResult, background
 // their resource (Resources[0]) and their policy; an entry without a
 // resource is ignored.
 func (s *Store) SetAdmission(resourceUID string, at int64, results []api.PolicyReportResult) (bool, error) {
+	return s.MergeAdmission(resourceUID, "", at, results)
+}
+
+// MergeAdmission is SetAdmission for a part of the results of one
+// admission request (upstream's webhooks split a request's policies by
+// failure policy; each answers and records its own): when the admission
+// recorded last for the resource is the same request, the entries of the
+// policies in results replace theirs and the others stay; an older
+// request is ignored and a newer one replaces them all. request "" is
+// SetAdmission.
+func (s *Store) MergeAdmission(resourceUID, request string, at int64, results []api.PolicyReportResult) (bool, error) {
 	if resourceUID == "" {
 		return false, ErrNoUID
 	}
 	entries := make([]storedEntry, 0, len(results))
+	policies := map[string]bool{}
 	for i := range results {
 		r := copyResult(results[i])
 		if len(r.Resources) == 0 || r.Policy == "" {
 			continue
 		}
+		policies[r.Policy] = true
 		entries = append(entries, storedEntry{key: ReportKey{Namespace: r.Resources[0].Namespace, Name: ReportName(r.Source, r.Policy)}, result: r})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.res[resourceUID]; e != nil && e.admittedAt > at {
+	e := s.res[resourceUID]
+	same := e != nil && request != "" && e.admittedReq == request
+	if e != nil && !same && e.admittedAt > at {
 		return false, nil
 	}
 	s.seq++
@@ -313,8 +330,14 @@ func (s *Store) SetAdmission(resourceUID string, at int64, results []api.PolicyR
 	}
 	s.intern(entries)
 	s.change(resourceUID, func(e *resourceEntries) {
+		if same {
+			kept := filterEntries(e.admission, func(x *storedEntry) bool { return !policies[x.result.Policy] })
+			entries = append(kept, entries...)
+			at = max(at, e.admittedAt)
+		}
 		e.admission = entries
 		e.admittedAt = at
+		e.admittedReq = request
 	})
 	return true, nil
 }

@@ -264,3 +264,46 @@ func TestStoreRemoveAdmission(t *testing.T) {
 		t.Errorf("changed %v", got)
 	}
 }
+
+// The parts of one admission request (its Fail and Ignore webhooks'
+// policies) merge; a later request replaces them all, an earlier one is
+// ignored.
+func TestStoreMergeAdmission(t *testing.T) {
+	f := newStoreFixture(t)
+	failing := pod("default", "p", "uid-p", "nginx:1.25", map[string]any{"app": "a"})
+	all, err := AdmissionEntries(validate(t, f.set, failing, false), "", Options{Clock: fixedClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second []api.PolicyReportResult
+	for _, e := range all {
+		if e.Policy == all[0].Policy {
+			first = append(first, e)
+		} else {
+			second = append(second, e)
+		}
+	}
+	if len(first) == 0 || len(second) == 0 {
+		t.Fatalf("the fixture's results come from one policy: %v", all)
+	}
+	count := func(s *Store) int { return len(entries(s.reportObjects())) }
+	whole := NewStore(Options{Clock: fixedClock})
+	if _, err := whole.SetAdmission("uid-p", 10, all); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(Options{Clock: fixedClock})
+	for i, part := range [][]api.PolicyReportResult{first, second} {
+		if ok, err := s.MergeAdmission("uid-p", "req-1", int64(10+i), part); !ok || err != nil {
+			t.Fatalf("part %d: %v, %v", i, ok, err)
+		}
+	}
+	if a, b := reportsYAML(t, whole.reportObjects()), reportsYAML(t, s.reportObjects()); string(a) != string(b) {
+		t.Errorf("two parts of one request differ from the whole:\n%s\n%s", b, a)
+	}
+	if ok, _ := s.MergeAdmission("uid-p", "req-0", 5, second); ok {
+		t.Error("an earlier request was merged")
+	}
+	if ok, _ := s.MergeAdmission("uid-p", "req-2", 20, first); !ok || count(s) != len(first) {
+		t.Errorf("a later request: applied %v, %d entries, want %d", ok, count(s), len(first))
+	}
+}
