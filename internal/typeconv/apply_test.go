@@ -2,9 +2,7 @@ package typeconv_test
 
 import (
 	"encoding/json"
-	"errors"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/internal/typeconv"
@@ -97,7 +95,7 @@ func TestApply(t *testing.T) {
 	}
 }
 
-func TestNoSchema(t *testing.T) {
+func TestCustomKinds(t *testing.T) {
 	c, err := typeconv.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -105,10 +103,23 @@ func TestNoSchema(t *testing.T) {
 	if !c.Has("apps/v1", "Deployment") || !c.Has("v1", "Namespace") || c.Has("example.com/v1", "Widget") {
 		t.Fatal("the table misses built-in kinds or has custom ones")
 	}
-	_, err = c.ToTyped(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget"})
-	var nse *typeconv.NoSchemaError
-	if !errors.As(err, &nse) || !strings.Contains(err.Error(), "example.com/v1, Kind=Widget") {
-		t.Fatalf("error %v", err)
+	w := obj(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"tags":["a"]}}`)
+	got, err := c.Apply(w, obj(t, `{"apiVersion":"example.com/v1","kind":"Widget","spec":{"color":"red"}}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got)
+	if want := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"color":"red","size":1,"tags":["a"]}}`; string(g) != want {
+		t.Fatalf("got %s, want %s", g, want)
+	}
+	// lists of a kind without a schema are replaced
+	got, err = c.Apply(w, obj(t, `{"apiVersion":"example.com/v1","kind":"Widget","spec":{"tags":["b"]}}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ = json.Marshal(got)
+	if want := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"tags":["b"]}}`; string(g) != want {
+		t.Fatalf("got %s, want %s", g, want)
 	}
 }
 

@@ -54,15 +54,6 @@ var builtin = sync.OnceValues(func() (*Converter, error) {
 // first call.
 func Builtin() (*Converter, error) { return builtin() }
 
-// NoSchemaError is an object of a kind the converter has no schema for.
-type NoSchemaError struct {
-	APIVersion, Kind string
-}
-
-func (e *NoSchemaError) Error() string {
-	return fmt.Sprintf("no schema for %s, Kind=%s", e.APIVersion, e.Kind)
-}
-
 // Has reports whether the converter has a schema for a kind.
 func (c *Converter) Has(apiVersion, kind string) bool {
 	_, ok := c.kinds[apiVersion+"/"+kind]
@@ -74,14 +65,18 @@ func (c *Converter) Kinds() int { return len(c.kinds) }
 
 // ToTyped types obj (a JSON-like tree, which it does not modify) by the
 // schema of its apiVersion and kind. An object of a kind without a schema
-// is a *NoSchemaError; one that does not conform to its schema is the
-// error structured-merge-diff gives.
+// (a custom resource) is typed by its content, as structured-merge-diff
+// deduces types: objects are merged field by field, lists and scalars
+// replaced (a custom resource's lists are atomic unless its schema gives
+// them a list type; the guard of Apply, which follows a schema's fields,
+// sees none here). An object that does not conform to its schema is the error
+// structured-merge-diff gives.
 func (c *Converter) ToTyped(obj map[string]any, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
 	av, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	name, ok := c.kinds[av+"/"+kind]
 	if !ok {
-		return nil, &NoSchemaError{APIVersion: av, Kind: kind}
+		return typed.DeducedParseableType.FromUnstructured(obj, opts...)
 	}
 	return c.parser.Type(name).FromUnstructured(obj, opts...)
 }
