@@ -131,7 +131,7 @@ func TestCompileUnsupportedKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"policies.kyverno.io/v1 ImageValidatingPolicy", "policies.kyverno.io/v1 MutatingPolicy",
+	for _, kind := range []string{"policies.kyverno.io/v1 ImageValidatingPolicy",
 		"policies.kyverno.io/v1 NamespacedGeneratingPolicy", "policies.kyverno.io/v1 DeletingPolicy",
 		"admissionregistration.k8s.io/v1 MutatingAdmissionPolicy", "admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBinding"} {
 		av, k, _ := strings.Cut(kind, " ")

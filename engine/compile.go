@@ -392,6 +392,9 @@ type PolicySet struct {
 	maxResults atomic.Int32
 	// kinds caches which rules may match a kind (see candidates)
 	kinds kindIndex
+	// mutatingKinds is set when the set holds policies of CEL kinds that
+	// mutate (see mutateKinds)
+	mutatingKinds bool
 }
 
 // reqState returns a request state for a Validate or Mutate call, reusing
@@ -455,6 +458,9 @@ func newPolicySet(e *Engine, policies []*Policy) *PolicySet {
 	for _, p := range policies {
 		if p.HasRuleType(Validation) || p.HasRuleType(ImageVerify) {
 			s.validatePolicies++
+		}
+		if _, ok := p.body.(mutator); ok {
+			s.mutatingKinds = true
 		}
 		for _, r := range p.rules {
 			if r.needsImages {

@@ -42,6 +42,8 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 		return e.compileVAP(p)
 	case *api.ValidatingAdmissionPolicyBinding:
 		return e.compileVAPBinding(p)
+	case *api.MutatingPolicy:
+		return e.compileMutatingPolicy(p)
 	}
 	return nil, &UnsupportedKindError{Policy: api.PolicyKey(p), Kind: p.GetKind()}
 }

@@ -110,7 +110,7 @@ func CompileMutating(env *cel.Env, spec *MutatingSpec, sem Semantics, opts Mutat
 		}
 	}
 	var cerrs field.ErrorList
-	m.conds, cerrs = CompileConditions(comp, spec.MatchConditions, path.Child("matchConditions"))
+	m.conds, cerrs = compileConditions(comp, spec.MatchConditions, path.Child("matchConditions"), sem == APIServer)
 	errs = append(errs, cerrs...)
 	m.reads.merge(m.conds.reads)
 	errs = append(errs, m.compileMutations(spec.Mutations, path.Child("mutations"))...)

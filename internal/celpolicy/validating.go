@@ -231,6 +231,12 @@ type Conditions struct {
 // CompileConditions compiles matchConditions with comp: each needs a
 // unique qualified name and a bool expression.
 func CompileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCondition, path *field.Path) (*Conditions, field.ErrorList) {
+	return compileConditions(comp, in, path, true)
+}
+
+// compileConditions compiles matchConditions; checkNames checks their
+// names (upstream Kyverno's MutatingPolicy does not).
+func compileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCondition, path *field.Path, checkNames bool) (*Conditions, field.ErrorList) {
 	c := &Conditions{comp: comp}
 	var errs field.ErrorList
 	if len(in) > 64 {
@@ -240,6 +246,7 @@ func CompileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCon
 	for i, m := range in {
 		mp := path.Index(i)
 		switch {
+		case !checkNames:
 		case m.Name == "":
 			errs = append(errs, field.Required(mp.Child("name"), ""))
 		case names[m.Name]:
