@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/inmem"
