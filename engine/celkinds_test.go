@@ -132,7 +132,7 @@ func TestCompileUnsupportedKinds(t *testing.T) {
 	}
 	for _, kind := range []string{"policies.kyverno.io/v1 ImageValidatingPolicy",
 		"policies.kyverno.io/v1 NamespacedGeneratingPolicy", "policies.kyverno.io/v1 DeletingPolicy",
-		} {
+	} {
 		av, k, _ := strings.Cut(kind, " ")
 		src := "apiVersion: " + av + "\nkind: " + k + "\nmetadata: {name: x, namespace: ns}\nspec: {}\n"
 		_, err := eng.Compile(decodeAll(t, src)...)

@@ -136,7 +136,7 @@ func validateParamRef(r *admissionregistrationv1.ParamRef, rp *field.Path) field
 	return errs
 }
 
-func (b *mapPolicy) jsonMode() bool     { return false }
+func (b *mapPolicy) jsonMode() bool    { return false }
 func (b *mapPolicy) reinvocable() bool { return b.reinvoke }
 
 // validate of a mutating admission policy: it has no validations.
