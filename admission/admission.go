@@ -242,6 +242,12 @@ func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admissio
 //     policy whose failure policy is Fail, see engine.PolicyResult.Blocks),
 //     with upstream's message "mutation policy NAME error: failed to apply
 //     policy NAME rules [RULE: MESSAGE ...]" for the first such policy;
+//   - for the CEL kinds, as upstream's MutatingPolicy handler and the API
+//     server answer: denied when a result errors under failurePolicy Fail,
+//     with "Resource: NAMESPACE/NAME, Kind: KIND, Errors: [Policy NAME:
+//     MESSAGE ...]" (MutatingPolicy) or "policy 'NAME' with binding
+//     'BINDING' denied request: MESSAGE" (MutatingAdmissionPolicy), and
+//     no warnings for their other results;
 //   - otherwise allowed with the RFC 6902 patch of the mutations (patch
 //     type JSONPatch) and a warning "policy NAME.RULE: MESSAGE" for each
 //     rule that failed, errored or warned, and for each applied rule of a
@@ -257,7 +263,7 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
 	for i := range resp.Policies {
-		if p := &resp.Policies[i]; p.Blocks() {
+		if p := &resp.Policies[i]; p.Blocks() && !celKind(p.Policy) {
 			var failed []string
 			for j := range p.Rules {
 				if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
@@ -268,9 +274,12 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 			return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
 		}
 	}
+	if msg := celMutationDenial(resp); msg != "" {
+		return deny(ar, msg)
+	}
 	var warnings []string
 	for p, r := range resp.Rules() {
-		if notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass) {
+		if !celKind(p.Policy) && (notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass)) {
 			warnings = append(warnings, warning(p, r))
 		}
 	}
@@ -280,6 +289,41 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 		out.Patch, out.PatchType = resp.Patch, &pt
 	}
 	return out
+}
+
+// celMutationDenial is the message of the CEL mutating kinds' errors
+// that deny a request ("" when none does): a MutatingAdmissionPolicy's
+// first, in the API server's words, else the MutatingPolicies' together,
+// in upstream's handler's.
+func celMutationDenial(resp *engine.Response) string {
+	var mpol []string
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		if !celKind(p.Policy) || !p.Blocks() {
+			continue
+		}
+		for j := range p.Rules {
+			r := &p.Rules[j]
+			if r.Status != engine.StatusError {
+				continue
+			}
+			if p.Policy.Kind() == api.KindMutatingAdmissionPolicy {
+				if b := r.Properties[engine.PropertyBinding]; b != "" {
+					return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+				}
+				return fmt.Sprintf("policy %q denied request: %s", p.Policy.Name(), r.Message)
+			}
+			mpol = append(mpol, fmt.Sprintf("Policy %s: %s", p.Policy.Name(), r.Message))
+		}
+	}
+	if len(mpol) == 0 {
+		return ""
+	}
+	kind, _ := resp.Resource["kind"].(string)
+	md, _ := resp.Resource["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	return fmt.Sprintf("Resource: %s/%s, Kind: %s, Errors: %v", ns, name, kind, mpol)
 }
 
 // failed is the message of a request that could not be evaluated: the

@@ -13,7 +13,8 @@ import (
 // matchConstraints naming the controllers, and its matchConditions and
 // ApplyConfiguration mutations moved to the Pod template (object.spec,
 // object.metadata.labels and .annotations, and the Object.spec... types;
-// the root Object{...} wrapped in the template's path). Variables, JSON
+// the root Object{...} wrapped in the template's path, and, unlike
+// upstream, its Object.metadata types with it). Variables, JSON
 // patches and the other expressions are left as they are, as upstream
 // leaves them.
 type MutatingVariant struct {
@@ -93,6 +94,7 @@ var (
 	specPathRe        = regexp.MustCompile(`\b(object|oldObject|Object)\.spec`)
 	metadataLabelsRe  = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.labels`)
 	metadataAnnotsRe  = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.annotations`)
+	metadataTypeRe    = regexp.MustCompile(`\bObject\.metadata\b`)
 	templateWrappings = map[string][2]string{
 		ConfigDefaults: {"Object{spec: Object.spec{template: Object.spec.template{", "}}}"},
 		ConfigCronJobs: {"Object{spec: Object.spec{jobTemplate: Object.spec.jobTemplate{spec: Object.spec.jobTemplate.spec{template: Object.spec.jobTemplate.spec.template{", "}}}}}"},
@@ -111,6 +113,10 @@ func podToTemplate(expr, config string) string {
 	expr = specPathRe.ReplaceAllString(expr, "${1}."+spec)
 	expr = metadataLabelsRe.ReplaceAllString(expr, "${1}."+metadata+".labels")
 	expr = metadataAnnotsRe.ReplaceAllString(expr, "${1}."+metadata+".annotations")
+	// unlike upstream, the Object.metadata types of an initializer follow
+	// it to the template (upstream leaves them, and the wrapped
+	// initializer's type names then do not match its field path)
+	expr = metadataTypeRe.ReplaceAllString(expr, "Object."+metadata)
 	rest, ok := strings.CutPrefix(strings.TrimSpace(expr), "Object")
 	if !ok {
 		return expr
