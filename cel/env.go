@@ -370,6 +370,9 @@ type Program struct {
 // Expression returns the expression's text.
 func (p *Program) Expression() string { return p.expr }
 
+// OutputType returns the type the expression was checked to have.
+func (p *Program) OutputType() *cel.Type { return p.out }
+
 // Compiler compiles the expressions of one unit that shares variables.
 // AddVariable and Compile must not be called concurrently; the Programs
 // are independent of it.

@@ -107,6 +107,10 @@ func (p *Policy) bodyClientKinds() []string {
 			}
 		}
 	case *mutatingPolicy:
+		if b.existing {
+			// the targets are listed by resource: any kind may be read
+			out = append(out, "")
+		}
 		for _, v := range b.variants {
 			if v.body.Reads().Namespace || v.match.SelectsNamespaces() {
 				out = append(out, "Namespace")

@@ -49,6 +49,12 @@ type mutatingPolicy struct {
 	// targeted is set when targetMatchConstraints select the resources to
 	// mutate: the trigger itself is not mutated at admission
 	targeted bool
+	// existing is spec.evaluation.mutateExisting: the policy mutates the
+	// existing resources targetMatch (or, without resource rules, the
+	// matchConstraints) selects, or those its target expression resolves
+	existing    bool
+	targetMatch *celpolicy.Constraints
+	targetExpr  bool
 }
 
 type mpolVariant struct {
@@ -70,8 +76,15 @@ func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	path := field.NewPath("spec")
 	errs := validateMutatingPolicy(spec, path)
 	body := &mutatingPolicy{namespace: p.GetNamespace(), reinvoke: spec.GetReinvocationPolicy() == admissionregistrationv1.IfNeededReinvocationPolicy}
+	body.existing = spec.MutateExistingEnabled()
 	if t := spec.TargetMatchConstraints; t != nil {
 		body.targeted = len(t.ResourceRules) > 0 || t.Expression != ""
+		body.targetExpr = t.Expression != ""
+		if len(t.ResourceRules) > 0 {
+			var terrs field.ErrorList
+			body.targetMatch, terrs = celpolicy.CompileConstraints(&t.MatchResources, path.Child("targetMatchConstraints"), false)
+			errs = append(errs, terrs...)
+		}
 	}
 	env, err := e.mpolEnv()
 	if err != nil {
@@ -167,15 +180,23 @@ func (b *mutatingPolicy) compileVariant(spec *api.MutatingPolicySpec, path *fiel
 	var errs field.ErrorList
 	v.match, errs = celpolicy.CompileConstraints(spec.MatchConstraints, path.Child("matchConstraints"), false)
 	ssa := spec.EvaluationConfiguration != nil && spec.EvaluationConfiguration.UseServerSideApply
+	ms := &celpolicy.MutatingSpec{MatchConditions: spec.MatchConditions, Variables: spec.Variables,
+		Mutations: mutations(spec.Mutations), AuditAnnotations: spec.AuditAnnotations, FailurePolicy: spec.FailurePolicy,
+		TargetMatchConditions: spec.TargetMatchConditions}
+	if t := spec.TargetMatchConstraints; t != nil {
+		ms.TargetExpression = t.Expression
+	}
 	var berrs field.ErrorList
-	v.body, berrs = celpolicy.CompileMutating(b.env, &celpolicy.MutatingSpec{MatchConditions: spec.MatchConditions, Variables: spec.Variables,
-		Mutations: mutations(spec.Mutations), AuditAnnotations: spec.AuditAnnotations, FailurePolicy: spec.FailurePolicy},
+	v.body, berrs = celpolicy.CompileMutating(b.env, ms,
 		celpolicy.Kyverno, celpolicy.MutatingOptions{Options: celpolicy.Options{Lazy: lazy, Namespace: b.namespace}, ServerSideApply: ssa}, path)
 	return v, append(errs, berrs...)
 }
 
 func (b *mutatingPolicy) jsonMode() bool    { return false }
 func (b *mutatingPolicy) reinvocable() bool { return b.reinvoke }
+
+// The message of a mutate-existing policy's result at admission.
+const msgMutateExistingQueued = "mutate existing request queued"
 
 // validate of a mutating policy: it has no validations.
 func (b *mutatingPolicy) validate(_ *reqState, _ *Policy, out []PolicyResult) []PolicyResult {
@@ -189,25 +210,27 @@ func (b *mutatingPolicy) validate(_ *reqState, _ *Policy, out []PolicyResult) []
 // it fails ("mutation is not applied").
 func (b *mutatingPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult {
 	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction}
-	if (rs.req.Background && !p.background) || (!rs.req.Background && !p.admission) ||
-		(p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) ||
-		(b.targeted && rs.e.admission(rs)) {
+	if (rs.req.Background && !p.background) ||
+		(p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) {
 		return append(out, pr)
 	}
 	start := len(rs.results)
-	for i := range b.variants {
-		v := &b.variants[i]
-		ok, err := v.match.Matches(&rs.kindData().attrs)
-		if err != nil {
-			rs.mutationResult(RuleMatch, StatusError, "failed to execute matching: "+err.Error(), err, nil)
-			break
+	admission, controller := rs.e.admission(rs), inController(rs.ctx)
+	switch {
+	case rs.req.Background:
+		b.mutateTrigger(rs, p)
+	case controller:
+		// an UpdateRequest queued at admission: the existing resources
+		if b.existing {
+			b.mutateTargets(rs, p)
 		}
-		if !ok {
-			continue
+	default:
+		if p.admission && !(b.targeted && admission) {
+			b.mutateTrigger(rs, p)
 		}
-		b.evaluate(rs, p, v)
-		if rs.ctx.Err() != nil {
-			break
+		// at admission, Generate queues the existing resources' mutation
+		if b.existing && !admission {
+			b.mutateTargets(rs, p)
 		}
 	}
 	if n := len(rs.results); n > start {
@@ -215,6 +238,26 @@ func (b *mutatingPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []P
 	}
 	pr.PatchedResource = rs.obj
 	return append(out, pr)
+}
+
+// mutateTrigger mutates the request's object: each variant whose
+// matchConstraints select the request.
+func (b *mutatingPolicy) mutateTrigger(rs *reqState, p *Policy) {
+	for i := range b.variants {
+		v := &b.variants[i]
+		ok, err := v.match.Matches(&rs.kindData().attrs)
+		if err != nil {
+			rs.mutationResult(RuleMatch, StatusError, "failed to execute matching: "+err.Error(), err, nil)
+			return
+		}
+		if !ok {
+			continue
+		}
+		b.evaluate(rs, p, v)
+		if rs.ctx.Err() != nil {
+			return
+		}
+	}
 }
 
 // evaluate evaluates one variant that applies, appending its result and

@@ -3,10 +3,14 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"os"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/inmem"
 )
 
 const mpolHead = `apiVersion: policies.kyverno.io/v1
@@ -154,5 +158,71 @@ func TestMutateCancelled(t *testing.T) {
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "ns"}}
 	if _, err := set.Mutate(ctx, &engine.Request{Object: pod}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
+	}
+}
+
+// TestMutatingPolicyExisting follows a mutate-existing MutatingPolicy
+// through admission and the controller: Generate at admission passes the
+// trigger and queues an UpdateRequest naming no rule, Mutate leaves the
+// trigger alone (the policy's targets are selected by
+// targetMatchConstraints) and mutates no target; under ControllerContext
+// Mutate patches the targets that change, and only those.
+func TestMutatingPolicyExisting(t *testing.T) {
+	raw, err := os.ReadFile("../policytest/testdata/features/mpol-mutate-existing/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func(ns, name, annotation string) map[string]any {
+		md := map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"rotate": "yes"}}
+		if annotation != "" {
+			md["annotations"] = map[string]any{"rotated-by": annotation}
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": md}
+	}
+	cluster := inmem.New(secret("team-a", "fresh", ""), secret("team-b", "done", "rotation"))
+	q := &genQueue{}
+	set := genSet(t, string(raw), engine.WithClient(cluster), engine.WithUpdateRequestQueue(q))
+	trigger := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "rotation", "namespace": "ops"}}
+	req := &engine.Request{Operation: api.Create, Object: trigger}
+	ctx := context.Background()
+	gen, err := set.Generate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for p, r := range gen.Rules() {
+		got = append(got, p.Policy.Name()+": "+string(r.Status)+" "+r.Message)
+	}
+	if want := "rotate: pass mutate existing request queued|stamp-team-a: pass mutate existing request queued"; strings.Join(got, "|") != want {
+		t.Errorf("Generate: %s, want %s", strings.Join(got, "|"), want)
+	}
+	if len(q.urs) != 2 || q.urs[0].Spec.Type != api.URMutate || q.urs[0].Spec.Policy != "rotate" ||
+		len(q.urs[0].Spec.RuleContext) != 1 || q.urs[0].Spec.RuleContext[0].Rule != "" || q.urs[0].Spec.Resource.Name != "rotation" {
+		t.Fatalf("update requests %+v", q.urs)
+	}
+	mut, err := set.Mutate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range mut.Rules() {
+		t.Errorf("admission: result %s %s", r.Status, r.Message)
+	}
+	mut, err = set.Mutate(engine.ControllerContext(ctx), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for p, r := range mut.Rules() {
+		row := p.Policy.Name() + ": " + string(r.Status)
+		for _, pt := range r.PatchedTargets {
+			md := pt["metadata"].(map[string]any)
+			row += " " + md["namespace"].(string) + "/" + md["name"].(string)
+		}
+		got = append(got, row)
+	}
+	sort.Strings(got)
+	if want := "rotate: pass|rotate: pass team-a/fresh"; strings.Join(got, "|") != want {
+		t.Errorf("controller: %s, want %s", strings.Join(got, "|"), want)
 	}
 }

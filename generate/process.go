@@ -588,7 +588,9 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 			pr := &resp.Policies[pi]
 			for ri := range pr.Rules {
 				res := &pr.Rules[ri]
-				if res.Name != rc.Rule {
+				// a MutatingPolicy's results are the policy's, whatever
+				// their names
+				if res.Name != rc.Rule && !mutatingPolicy(policy) {
 					continue
 				}
 				applied = true
@@ -615,6 +617,12 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		}
 	}
 	return results, applied, errors.Join(failures...)
+}
+
+// mutatingPolicy tells a MutatingPolicy, whose UpdateRequests name no
+// rule.
+func mutatingPolicy(p *engine.Policy) bool {
+	return p.Kind() == api.KindMutatingPolicy || p.Kind() == api.KindNamespacedMutatingPolicy
 }
 
 // classicSpec returns the spec of a ClusterPolicy or Policy (the kinds

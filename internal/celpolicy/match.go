@@ -17,7 +17,9 @@ type Attributes struct {
 	// Group, Version and Resource are the request's resource (the
 	// plural, "deployments"); Subresource its subresource ("status").
 	Group, Version, Resource, Subresource string
-	// Operation is CREATE, UPDATE, DELETE or CONNECT.
+	// Operation is CREATE, UPDATE, DELETE or CONNECT; empty for an
+	// existing resource a policy may mutate (its rules then select it
+	// whatever their operations).
 	Operation string
 	// Namespace and Name of the request: for a Namespace, Namespace is
 	// its own name or "" (both are read as the API server reads them).
@@ -134,6 +136,37 @@ func compileRules(in []admissionregistrationv1.NamedRuleWithOperations, path *fi
 	return out, errs
 }
 
+// Resource is a resource the rules of constraints name.
+type Resource struct {
+	Group, Version, Resource, Subresource string
+}
+
+// Resources returns the resources the rules name without wildcards
+// (the resources their objects can be listed by), in the rules' order,
+// each once.
+func (c *Constraints) Resources() []Resource {
+	if c == nil {
+		return nil
+	}
+	var out []Resource
+	seen := map[Resource]bool{}
+	for _, r := range c.rules {
+		for _, g := range r.groups {
+			for _, v := range r.versions {
+				for _, res := range r.resources {
+					x := Resource{Group: g, Version: v, Resource: res[0], Subresource: res[1]}
+					if g == "*" || v == "*" || res[0] == "*" || res[1] == "*" || seen[x] {
+						continue
+					}
+					seen[x] = true
+					out = append(out, x)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // SelectsNamespaces reports whether the constraints have a namespace
 // selector (which reads the labels of namespaces).
 func (c *Constraints) SelectsNamespaces() bool { return c != nil && c.nsSel != nil }
@@ -174,7 +207,7 @@ func (c *Constraints) matchNamespace(a *Attributes) (bool, error) {
 		return true, nil
 	}
 	var set map[string]string
-	if isNamespace && a.Subresource == "" && (a.Operation == "CREATE" || a.Operation == "UPDATE") {
+	if isNamespace && a.Subresource == "" && (a.Operation == "CREATE" || a.Operation == "UPDATE" || a.Operation == "") {
 		set = objectLabels(a.Object)
 	} else {
 		if a.NamespaceLabels == nil {
@@ -269,6 +302,9 @@ func (r *namedRule) matchScope(a *Attributes) bool {
 }
 
 func (r *namedRule) matchOperation(op string) bool {
+	if op == "" {
+		return true
+	}
 	for _, o := range r.ops {
 		if o == "*" || o == op {
 			return true

@@ -3,9 +3,11 @@ package celpolicy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 
+	celgo "github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -36,6 +38,12 @@ type MutatingSpec struct {
 	Mutations        []Mutation
 	AuditAnnotations []admissionregistrationv1.AuditAnnotation
 	FailurePolicy    *admissionregistrationv1.FailurePolicyType
+	// TargetMatchConditions select the existing resources a
+	// MutatingPolicy mutates (object is the target); TargetExpression
+	// resolves them from the trigger (an object, or a list of them in
+	// items).
+	TargetMatchConditions []admissionregistrationv1.MatchCondition
+	TargetExpression      string
 }
 
 // Schemas merge ApplyConfigurations into objects (typeconv.Converter):
@@ -50,6 +58,8 @@ type Mutating struct {
 	sem       Semantics
 	comp      *cel.Compiler
 	conds     *Conditions
+	targets   *Conditions
+	target    *cel.Program
 	mutations []mutationProg
 	audits    []auditProg
 	// ignore is failurePolicy Ignore
@@ -113,12 +123,36 @@ func CompileMutating(env *cel.Env, spec *MutatingSpec, sem Semantics, opts Mutat
 	m.conds, cerrs = compileConditions(comp, spec.MatchConditions, path.Child("matchConditions"), sem == APIServer)
 	errs = append(errs, cerrs...)
 	m.reads.merge(m.conds.reads)
+	m.targets, cerrs = compileConditions(comp, spec.TargetMatchConditions, path.Child("targetMatchConditions"), false)
+	errs = append(errs, cerrs...)
+	m.reads.merge(m.targets.reads)
+	errs = append(errs, m.compileTarget(spec.TargetExpression, path.Child("targetMatchConstraints", "expression"))...)
 	errs = append(errs, m.compileMutations(spec.Mutations, path.Child("mutations"))...)
 	var aerrs field.ErrorList
 	var areads Reads
 	m.audits, areads, aerrs = compileAuditAnnotations(comp, spec.AuditAnnotations, path.Child("auditAnnotations"))
 	m.reads.merge(areads)
 	return m, append(errs, aerrs...)
+}
+
+// targetType is the type of a target expression: an object, or a list
+// of them (items).
+var targetType = celgo.MapType(celgo.StringType, celgo.AnyType)
+
+func (m *Mutating) compileTarget(expr string, path *field.Path) field.ErrorList {
+	if expr == "" {
+		return nil
+	}
+	m.reads.note(expr)
+	p, err := m.comp.Compile(expr, cel.Variable)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, expr, err.Error())}
+	}
+	if !p.OutputType().IsExactType(targetType) {
+		return field.ErrorList{field.Invalid(path, expr, "output type must be a map")}
+	}
+	m.target = p
+	return nil
 }
 
 func (m *Mutating) compileMutations(in []Mutation, path *field.Path) field.ErrorList {
@@ -191,8 +225,68 @@ type MutateOutcome struct {
 // still apply. schemas types the objects of ApplyConfigurations. in is
 // not modified but for the fields NewEvaluation keeps in it.
 func (m *Mutating) Mutate(ctx context.Context, in *cel.Input, schemas Schemas) MutateOutcome {
+	return m.mutate(ctx, in, schemas, m.conds)
+}
+
+// MutateTarget is Mutate for an existing resource a MutatingPolicy
+// mutates (in.Object): its targetMatchConditions select it, instead of
+// the matchConditions.
+func (m *Mutating) MutateTarget(ctx context.Context, in *cel.Input, schemas Schemas) MutateOutcome {
+	return m.mutate(ctx, in, schemas, m.targets)
+}
+
+// HasTargetExpression tells whether the body resolves its targets with an
+// expression (Targets).
+func (m *Mutating) HasTargetExpression() bool { return m.target != nil }
+
+// Targets evaluates the matchConditions on the trigger (in) and, when
+// they hold, the target expression: the objects it resolves (the object
+// it gives, or the items of the list it gives). None when the conditions
+// do not hold.
+func (m *Mutating) Targets(ctx context.Context, in *cel.Input) ([]map[string]any, error) {
 	ev := m.comp.NewEvaluation(ctx, in)
 	ok, err := m.conds.evalWith(ctx, ev)
+	if err != nil || !ok || m.target == nil {
+		return nil, err
+	}
+	v, err := ev.Eval(m.target)
+	if err != nil {
+		return nil, Cause(err)
+	}
+	native, err := v.ConvertToNative(mapType)
+	if err != nil {
+		return nil, fmt.Errorf("target expression: %w", err)
+	}
+	obj, _ := native.(map[string]any)
+	if obj == nil {
+		return nil, nil
+	}
+	items, isList := obj["items"].([]any)
+	if !isList {
+		return []map[string]any{obj}, nil
+	}
+	out := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		o, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("target expression: item is not a valid Kubernetes object: %#v", it)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// Matches evaluates the matchConditions on in (the trigger of a
+// MutatingPolicy that mutates existing resources).
+func (m *Mutating) Matches(ctx context.Context, in *cel.Input) (bool, error) {
+	return m.conds.evalWith(ctx, m.comp.NewEvaluation(ctx, in))
+}
+
+var mapType = reflect.TypeOf(map[string]any{})
+
+func (m *Mutating) mutate(ctx context.Context, in *cel.Input, schemas Schemas, conds *Conditions) MutateOutcome {
+	ev := m.comp.NewEvaluation(ctx, in)
+	ok, err := conds.evalWith(ctx, ev)
 	stopped := err != nil && (errors.Is(err, cel.ErrCostLimit) || ctx.Err() != nil)
 	if err != nil && (m.sem == Kyverno || !m.ignore || stopped) {
 		return MutateOutcome{Status: Error, Message: err.Error(), Err: err, Condition: true}
