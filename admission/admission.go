@@ -308,7 +308,7 @@ func celMutationDenial(resp *engine.Response) string {
 				continue
 			}
 			if p.Policy.Kind() == api.KindMutatingAdmissionPolicy {
-				if b := r.Properties[engine.PropertyBinding]; b != "" {
+				if b := r.Properties[engine.PropertyMAPBinding]; b != "" {
 					return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
 				}
 				return fmt.Sprintf("policy %q denied request: %s", p.Policy.Name(), r.Message)

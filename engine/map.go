@@ -162,8 +162,9 @@ func (b *mapPolicy) withBindings(bindings []*Policy) kindBody {
 // matchResources select it, with each parameter object of the binding (an
 // invocation each), its mutations applied in order. Each binding that
 // applies gives a PolicyResult with one result per invocation, named after
-// the policy and carrying the binding's name. A policy without bindings
-// is evaluated once, without parameters (as upstream's CLI does). In a
+// the policy and carrying the binding's name (PropertyMAPBinding). A
+// policy without bindings is evaluated once, without parameters (as
+// upstream's CLI does). In a
 // background scan the object is not mutated: an invocation that would
 // change it fails ("mutation is not applied").
 func (b *mapPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult {
@@ -186,7 +187,7 @@ func (b *mapPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []Policy
 	n := len(out)
 	for _, bp := range b.bindings {
 		bb := bp.body.(*mapBinding)
-		props := map[string]string{PropertyBinding: bp.Name()}
+		props := map[string]string{PropertyMAPBinding: bp.Name()}
 		if bb.match != nil {
 			ok, err := bb.match.Matches(&rs.kindData().attrs)
 			if err != nil {

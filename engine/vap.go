@@ -15,6 +15,11 @@ import (
 // that names the binding it was evaluated for (upstream's report property).
 const PropertyBinding = "binding"
 
+// PropertyMAPBinding is the property of a MutatingAdmissionPolicy's
+// result that names the binding it was evaluated for (upstream's report
+// property).
+const PropertyMAPBinding = "mapBinding"
+
 // vapPolicy is the body of a ValidatingAdmissionPolicy: its
 // matchConstraints and body, and the bindings of the set it is in.
 type vapPolicy struct {

@@ -146,6 +146,8 @@ type head struct {
 const (
 	SourceValidatingPolicy          = "KyvernoValidatingPolicy"
 	SourceValidatingAdmissionPolicy = "ValidatingAdmissionPolicy"
+	SourceMutatingPolicy            = "KyvernoMutatingPolicy"
+	SourceMutatingAdmissionPolicy   = "MutatingAdmissionPolicy"
 )
 
 // kindSource is the source of the entries of a policy kind: upstream's
@@ -156,6 +158,10 @@ func kindSource(kind string) string {
 		return SourceValidatingPolicy
 	case api.KindValidatingAdmissionPolicy:
 		return SourceValidatingAdmissionPolicy
+	case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy:
+		return SourceMutatingPolicy
+	case api.KindMutatingAdmissionPolicy:
+		return SourceMutatingAdmissionPolicy
 	}
 	return ""
 }
