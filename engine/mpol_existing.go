@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cel"
@@ -245,4 +247,65 @@ func (e *Engine) existingUpdateRequest(rs *reqState, p *Policy, results []RuleRe
 		}
 	}
 	return nil
+}
+
+// MutateExisting evaluates a MutatingPolicy with mutateExisting on the
+// existing resources it selects, without a trigger, as upstream's
+// controller does when the policy is created or updated and on its
+// periodic reconciliation: the objects its targetMatchConstraints (or its
+// matchConstraints) select, each evaluated with the request of its own
+// UPDATE (request.object is the target). It gives a response with one
+// PolicyResult (none for a policy of another kind, without mutateExisting,
+// or with a target expression, which needs a trigger); under
+// ControllerContext its pass results carry only the targets that change,
+// otherwise all of them (PatchedTargets). The objects are not written:
+// the host writes them (generate.Controller does).
+func (s *PolicySet) MutateExisting(ctx context.Context, p *Policy) (*Response, error) {
+	resp := &Response{}
+	b, ok := p.body.(*mutatingPolicy)
+	if !ok || !b.existing || b.targetExpr {
+		return resp, nil
+	}
+	lister := s.eng.newReqStateFrom(ctx, &Request{}, false, nil, nil)
+	targets, listErr := b.listTargets(lister, p)
+	schemas, err := typeconv.Builtin()
+	if err != nil {
+		return resp, err
+	}
+	pr := PolicyResult{Policy: p, FailureAction: p.failureAction}
+	v := &b.variants[0]
+	for _, t := range targets {
+		if err := ctx.Err(); err != nil {
+			return resp, err
+		}
+		req := &Request{Operation: api.Update, Object: t.obj, OldObject: t.obj,
+			Resource: GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
+		object, oldObject, _, err := req.check()
+		if err != nil {
+			continue
+		}
+		rs := s.eng.newReqStateFrom(ctx, req, false, object, oldObject)
+		b.existingTarget(rs, p, v, t, schemas)
+		pr.Rules = append(pr.Rules, rs.results...)
+	}
+	resp.Policies = []PolicyResult{pr}
+	return resp, listErr
+}
+
+// existingTarget evaluates the policy on one target of MutateExisting, the
+// object of rs; a panic becomes an error result.
+func (b *mutatingPolicy) existingTarget(rs *reqState, p *Policy, v *mpolVariant, t existingTarget, schemas celpolicy.Schemas) {
+	defer func() {
+		if r := recover(); r != nil {
+			rs.results = rs.results[:0]
+			rs.mutationResult("", StatusError, "policy evaluation panicked", fmt.Errorf("%v\n%s", r, firstFrames(debug.Stack())), nil)
+		}
+	}()
+	ok, err := b.selectsTarget(rs, t)
+	switch {
+	case err != nil:
+		rs.mutationResult(RuleMatch, StatusError, "failed to execute matching: "+err.Error(), err, nil)
+	case ok:
+		b.mutateTarget(rs, p, v, rs.obj, rs.kindRequest(), schemas)
+	}
 }

@@ -573,13 +573,20 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		applied  bool
 	)
 	for _, rc := range ruleContexts(ur) {
-		trigger, err := c.trigger(ctx, ur, rc)
-		if err != nil {
-			failures = append(failures, fmt.Errorf("rule %s failed: failed to fetch trigger resource: %w", rc.Rule, err))
-			continue
-		}
 		set := c.engine().NewPolicySet(policy)
-		resp, err := set.Mutate(engine.ControllerContext(ctx), c.request(ur, trigger))
+		var resp *engine.Response
+		var err error
+		if mutatingPolicy(policy) && rc.Trigger.Kind == "" {
+			// a policy event: every existing resource the policy selects
+			resp, err = set.MutateExisting(engine.ControllerContext(ctx), policy)
+		} else {
+			trigger, terr := c.trigger(ctx, ur, rc)
+			if terr != nil {
+				failures = append(failures, fmt.Errorf("rule %s failed: failed to fetch trigger resource: %w", rc.Rule, terr))
+				continue
+			}
+			resp, err = set.Mutate(engine.ControllerContext(ctx), c.request(ur, trigger))
+		}
 		if err != nil {
 			failures = append(failures, fmt.Errorf("rule %s failed: %w", rc.Rule, err))
 			continue
@@ -623,6 +630,17 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 // rule.
 func mutatingPolicy(p *engine.Policy) bool {
 	return p.Kind() == api.KindMutatingPolicy || p.Kind() == api.KindNamespacedMutatingPolicy
+}
+
+// existingMutator tells a MutatingPolicy with mutateExisting whose
+// targets need no trigger (no target expression).
+func existingMutator(p *engine.Policy) bool {
+	mp, ok := p.Source().(*api.MutatingPolicy)
+	if !ok || !mp.Spec.MutateExistingEnabled() {
+		return false
+	}
+	t := mp.Spec.TargetMatchConstraints
+	return t == nil || t.Expression == ""
 }
 
 // classicSpec returns the spec of a ClusterPolicy or Policy (the kinds
