@@ -76,6 +76,10 @@ func TestMutate(t *testing.T) {
 		spec: MutatingSpec{Mutations: []Mutation{patch(`[JSONPatch{op: "test", path: "/metadata/name", value: "q"}, JSONPatch{op: "remove", path: "/metadata/labels"}]`)}},
 		want: mutPod,
 	}, {
+		name: "an empty list leaves no field, as in the API server's typed object", status: Pass,
+		spec: MutatingSpec{Mutations: []Mutation{apply(`Object{spec: Object.spec{initContainers: []}}`)}},
+		want: mutPod,
+	}, {
 		name:   "match condition false",
 		spec:   MutatingSpec{MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "no", Expression: "false"}}, Mutations: []Mutation{patch(`[JSONPatch{op: "test", path: "/metadata/name", value: "p"}]`)}},
 		status: NoMatch,

@@ -49,7 +49,37 @@ func applyConfiguration(schemas Schemas, obj map[string]any, v ref.Val, guard bo
 	if err != nil {
 		return nil, fmt.Errorf("error applying patch: %w", err)
 	}
+	dropNilCollections(out)
 	return out, nil
+}
+
+// dropNilCollections removes the fields whose value is a nil list or map:
+// what an empty list of an Object initializer becomes (the API server's
+// conversion of Object values gives no list for no element). The API
+// server stores such a field as nothing (the typed object omits it), and
+// that is what the next mutation and policy see there; gavel's later
+// expressions would see null. The object is the merge's own copy.
+func dropNilCollections(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case []any:
+			if t == nil {
+				delete(m, k)
+				continue
+			}
+			for _, e := range t {
+				if em, ok := e.(map[string]any); ok {
+					dropNilCollections(em)
+				}
+			}
+		case map[string]any:
+			if t == nil {
+				delete(m, k)
+				continue
+			}
+			dropNilCollections(t)
+		}
+	}
 }
 
 // applyJSONPatch applies the JSON patch v (a list of JSONPatch) to obj.
