@@ -91,12 +91,15 @@ func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: field.ErrorList{field.InternalError(path, err)}}
 	}
 	body.env = env
-	v, verrs := body.compileVariant(spec, path, false)
+	// the variants keep the policy's variables and JSON patches: their
+	// programs are shared
+	progs := &celpolicy.Programs{}
+	v, verrs := body.compileVariant(spec, path, false, progs)
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 {
 		for _, av := range autogen.MutatingPolicy(spec) {
-			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
+			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true, progs)
 			errs = append(errs, verrs...)
 			body.variants = append(body.variants, v)
 		}
@@ -175,7 +178,7 @@ func mutations(in []admissionregistrationv1alpha1.Mutation) []celpolicy.Mutation
 }
 
 // compileVariant compiles the matchConstraints and the body of one spec.
-func (b *mutatingPolicy) compileVariant(spec *api.MutatingPolicySpec, path *field.Path, lazy bool) (mpolVariant, field.ErrorList) {
+func (b *mutatingPolicy) compileVariant(spec *api.MutatingPolicySpec, path *field.Path, lazy bool, progs *celpolicy.Programs) (mpolVariant, field.ErrorList) {
 	var v mpolVariant
 	var errs field.ErrorList
 	v.match, errs = celpolicy.CompileConstraints(spec.MatchConstraints, path.Child("matchConstraints"), false)
@@ -188,7 +191,7 @@ func (b *mutatingPolicy) compileVariant(spec *api.MutatingPolicySpec, path *fiel
 	}
 	var berrs field.ErrorList
 	v.body, berrs = celpolicy.CompileMutating(b.env, ms,
-		celpolicy.Kyverno, celpolicy.MutatingOptions{Options: celpolicy.Options{Lazy: lazy, Namespace: b.namespace}, ServerSideApply: ssa}, path)
+		celpolicy.Kyverno, celpolicy.MutatingOptions{Options: celpolicy.Options{Lazy: lazy, Namespace: b.namespace}, ServerSideApply: ssa, Programs: progs}, path)
 	return v, append(errs, berrs...)
 }
 

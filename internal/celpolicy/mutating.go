@@ -67,6 +67,12 @@ type Mutating struct {
 	// guard refuses ApplyConfigurations that set atomic values
 	guard bool
 	reads Reads
+	// programs, vars, params and namespace key the programs shared
+	// between bodies (MutatingOptions.Programs); compilation only
+	programs  *Programs
+	vars      string
+	params    bool
+	namespace string
 }
 
 type mutationProg struct {
@@ -80,6 +86,26 @@ type MutatingOptions struct {
 	// ServerSideApply merges ApplyConfigurations without the API server's
 	// guard on atomic values (MutatingPolicy's useServerSideApply).
 	ServerSideApply bool
+	// Programs, when set, shares the programs of identical mutations
+	// between the bodies compiled with it on one environment (a
+	// MutatingPolicy and its Pod controller variants, which keep its
+	// variables and JSON patches as they are).
+	Programs *Programs
+}
+
+// Programs shares compiled mutations between bodies; not safe for
+// concurrent compilations.
+type Programs struct {
+	m map[programKey]*cel.Program
+}
+
+// programKey is a mutation under its variables and parameters: the
+// program is the same for the same key.
+type programKey struct {
+	vars, expr string
+	kind       cel.Kind
+	params     bool
+	namespace  string
 }
 
 // CompileMutating compiles a mutating body on env. Under Kyverno semantics
@@ -97,7 +123,7 @@ func CompileMutating(env *cel.Env, spec *MutatingSpec, sem Semantics, opts Mutat
 	if opts.Lazy {
 		comp.Lazy()
 	}
-	m := &Mutating{sem: sem, comp: comp, guard: !opts.ServerSideApply}
+	m := &Mutating{sem: sem, comp: comp, guard: !opts.ServerSideApply, programs: opts.Programs, params: opts.Params, namespace: opts.Namespace}
 	var errs field.ErrorList
 	if fp := spec.FailurePolicy; fp != nil {
 		switch *fp {
@@ -118,6 +144,7 @@ func CompileMutating(env *cel.Env, spec *MutatingSpec, sem Semantics, opts Mutat
 		if _, err := comp.AddVariable(vr.Name, vr.Expression); err != nil {
 			errs = append(errs, field.Invalid(vp.Child("expression"), vr.Expression, err.Error()))
 		}
+		m.vars += vr.Name + "\x00" + vr.Expression + "\x00"
 	}
 	var cerrs field.ErrorList
 	m.conds, cerrs = compileConditions(comp, spec.MatchConditions, path.Child("matchConditions"), sem == APIServer)
@@ -178,7 +205,7 @@ func (m *Mutating) compileMutations(in []Mutation, path *field.Path) field.Error
 			errs = append(errs, field.Required(ep, "expression is required"))
 			continue
 		}
-		p, err := m.comp.Compile(x.Expression, kind)
+		p, err := m.compile(x.Expression, kind)
 		if err != nil {
 			errs = append(errs, field.Invalid(ep, x.Expression, err.Error()))
 			continue
@@ -186,6 +213,26 @@ func (m *Mutating) compileMutations(in []Mutation, path *field.Path) field.Error
 		m.mutations = append(m.mutations, mutationProg{prog: p, apply: kind == cel.ApplyConfiguration})
 	}
 	return errs
+}
+
+// compile compiles a mutation, or takes the program of the same mutation
+// another body compiled (MutatingOptions.Programs).
+func (m *Mutating) compile(expr string, kind cel.Kind) (*cel.Program, error) {
+	if m.programs == nil {
+		return m.comp.Compile(expr, kind)
+	}
+	k := programKey{vars: m.vars, expr: expr, kind: kind, params: m.params, namespace: m.namespace}
+	if p, ok := m.programs.m[k]; ok {
+		return p, nil
+	}
+	p, err := m.comp.Compile(expr, kind)
+	if err == nil {
+		if m.programs.m == nil {
+			m.programs.m = map[programKey]*cel.Program{}
+		}
+		m.programs.m[k] = p
+	}
+	return p, err
 }
 
 func (r *Reads) merge(o Reads) {
