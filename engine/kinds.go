@@ -21,9 +21,8 @@ type kindBody interface {
 }
 
 // UnsupportedKindError is a policy of a kind gavel decodes but does not
-// evaluate (ImageValidatingPolicy, MutatingPolicy, GeneratingPolicy,
-// DeletingPolicy, their Namespaced kinds, MutatingAdmissionPolicy and its
-// binding).
+// evaluate (ImageValidatingPolicy, GeneratingPolicy, DeletingPolicy and
+// their Namespaced kinds).
 type UnsupportedKindError struct {
 	// Policy is the policy's key, Kind its kind.
 	Policy, Kind string
