@@ -252,6 +252,12 @@ func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admissio
 //     rules that did not pass, of every policy;
 //   - denied for the digest pins of ImageValidatingPolicies (with Deny),
 //     with upstream's "Policy NAME error: MESSAGE", joined with "; ";
+//   - for the mutating CEL kinds, as upstream's MutatingPolicy handler and
+//     the API server answer: denied when a result errors under
+//     failurePolicy Fail, with "Resource: NAMESPACE/NAME, Kind: KIND,
+//     Errors: [Policy NAME: MESSAGE ...]" (MutatingPolicy) or "policy
+//     'NAME' with binding 'BINDING' denied request: MESSAGE"
+//     (MutatingAdmissionPolicy), and no warnings for their other results;
 //   - otherwise allowed with the RFC 6902 patch of the mutations (patch
 //     type JSONPatch) and a warning "policy NAME.RULE: MESSAGE" for each
 //     rule that failed, errored or warned, and for each applied rule of a
@@ -266,20 +272,9 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 	if resp == nil || (ar != nil && ar.Operation == admissionv1.Delete) {
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
-	var cel []string
 	for i := range resp.Policies {
 		p := &resp.Policies[i]
-		if celKind(p.Policy) {
-			if p.Blocks() {
-				for j := range p.Rules {
-					if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
-						cel = append(cel, celMessage(p, r))
-					}
-				}
-			}
-			continue
-		}
-		if !rulesOf(p, engine.Mutation).Blocks() {
+		if celKind(p.Policy) || !rulesOf(p, engine.Mutation).Blocks() {
 			continue
 		}
 		var failed []string
@@ -298,30 +293,84 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 			}))
 		}
 	}
-	var warnings, celWarnings []string
-	for p, r := range resp.Rules() {
-		switch {
-		case celKind(p.Policy):
-			if r.EmitWarning && notPassed(r) {
-				celWarnings = append(celWarnings, celWarning(p, r))
+	if msg := celMutationDenial(resp); msg != "" {
+		return deny(ar, msg)
+	}
+	var warnings, pinWarnings, pins []string
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		if !imagePolicy(p.Policy) {
+			continue
+		}
+		for j := range p.Rules {
+			r := &p.Rules[j]
+			if p.Blocks() && (r.Status == engine.StatusFail || r.Status == engine.StatusError) {
+				pins = append(pins, celMessage(p, r))
 			}
-		case notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass):
+			if r.EmitWarning && notPassed(r) {
+				pinWarnings = append(pinWarnings, celWarning(p, r))
+			}
+		}
+	}
+	for p, r := range resp.Rules() {
+		if !celKind(p.Policy) && (notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass)) {
 			warnings = append(warnings, warning(p, r))
 		}
 	}
-	if len(cel) > 0 {
+	if len(pins) > 0 {
 		// ImageValidatingPolicies' digest pins, as upstream's handler
 		// answers them
-		out := deny(ar, strings.Join(cel, "; "))
-		out.Warnings = celWarnings
+		out := deny(ar, strings.Join(pins, "; "))
+		out.Warnings = pinWarnings
 		return out
 	}
-	out := &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: append(warnings, celWarnings...)}
+	out := &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: append(warnings, pinWarnings...)}
 	if len(resp.Patch) > 0 {
 		pt := admissionv1.PatchTypeJSONPatch
 		out.Patch, out.PatchType = resp.Patch, &pt
 	}
 	return out
+}
+
+// imagePolicy reports an ImageValidatingPolicy (of either scope).
+func imagePolicy(p *engine.Policy) bool {
+	return p.Kind() == api.KindImageValidatingPolicy || p.Kind() == api.KindNamespacedImageValidatingPolicy
+}
+
+// celMutationDenial is the message of the mutating CEL kinds' errors
+// that deny a request ("" when none does): a MutatingAdmissionPolicy's
+// first, in the API server's words, else the MutatingPolicies' together,
+// in upstream's handler's.
+func celMutationDenial(resp *engine.Response) string {
+	var mpol []string
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		k := p.Policy.Kind()
+		if k != api.KindMutatingPolicy && k != api.KindNamespacedMutatingPolicy && k != api.KindMutatingAdmissionPolicy || !p.Blocks() {
+			continue
+		}
+		for j := range p.Rules {
+			r := &p.Rules[j]
+			if r.Status != engine.StatusError {
+				continue
+			}
+			if k == api.KindMutatingAdmissionPolicy {
+				if b := r.Properties[engine.PropertyMAPBinding]; b != "" {
+					return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+				}
+				return fmt.Sprintf("policy %q denied request: %s", p.Policy.Name(), r.Message)
+			}
+			mpol = append(mpol, fmt.Sprintf("Policy %s: %s", p.Policy.Name(), r.Message))
+		}
+	}
+	if len(mpol) == 0 {
+		return ""
+	}
+	kind, _ := resp.Resource["kind"].(string)
+	md, _ := resp.Resource["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	return fmt.Sprintf("Resource: %s/%s, Kind: %s, Errors: %v", ns, name, kind, mpol)
 }
 
 // validateBlocked selects the rules upstream's validating webhook lists
@@ -465,4 +514,3 @@ func classicBlockedMessage(resp *engine.Response, include func(*engine.PolicyRes
 	}
 	return fmt.Sprintf("\n\nresource %s/%s/%s was blocked due to the following policies \n\n%s", kind, ns, name, results)
 }
-

@@ -110,8 +110,9 @@ func (p *ImageValidatingPolicy) IsNamespaced() bool {
 	return p.Kind == KindNamespacedImageValidatingPolicy
 }
 
-// MutatingPolicy is a policies.kyverno.io MutatingPolicy or
-// NamespacedMutatingPolicy (decoded only, see ImageValidatingPolicy).
+// MutatingPolicy is a policies.kyverno.io MutatingPolicy (cluster-wide)
+// or NamespacedMutatingPolicy (applies only to resources of its
+// namespace), in any served version.
 type MutatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -190,8 +191,9 @@ func (p *ValidatingAdmissionPolicyBinding) GetKind() string {
 // IsNamespaced implements PolicyObject: false.
 func (p *ValidatingAdmissionPolicyBinding) IsNamespaced() bool { return false }
 
-// MutatingAdmissionPolicy is Kubernetes' MutatingAdmissionPolicy (decoded
-// only, see ImageValidatingPolicy).
+// MutatingAdmissionPolicy is Kubernetes' MutatingAdmissionPolicy, in the
+// version the vendored k8s.io/api serves (admissionregistration.k8s.io
+// v1, and its earlier alpha and beta versions decoded alike).
 type MutatingAdmissionPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -205,8 +207,7 @@ func (p *MutatingAdmissionPolicy) GetKind() string { return KindMutatingAdmissio
 // IsNamespaced implements PolicyObject: false.
 func (p *MutatingAdmissionPolicy) IsNamespaced() bool { return false }
 
-// MutatingAdmissionPolicyBinding binds a MutatingAdmissionPolicy (decoded
-// only).
+// MutatingAdmissionPolicyBinding binds a MutatingAdmissionPolicy.
 type MutatingAdmissionPolicyBinding struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -6,13 +6,16 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
 
 	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
+	"k8s.io/apiserver/pkg/cel/mutation"
 )
 
 // Names of the variables an expression sees.
@@ -60,6 +63,20 @@ const (
 	AuditAnnotation
 	// Variable may have any type; it sees the authorizer.
 	Variable
+	// ApplyConfiguration (a mutation) must be an Object: an apply
+	// configuration built with Object{...} initializers; it sees the
+	// authorizer.
+	ApplyConfiguration
+	// JSONPatch (a mutation) must be a list of JSONPatch operations; it
+	// sees the authorizer.
+	JSONPatch
+)
+
+// The types of the mutations' results: the root of an apply configuration
+// and an operation of a JSON patch (k8s.io/apiserver's mutation types).
+var (
+	objectType    = types.NewObjectType(mutation.ObjectTypeName)
+	jsonPatchType = types.NewObjectType(mutation.JSONPatchTypeName)
 )
 
 func (k Kind) returnTypes() []*cel.Type {
@@ -70,11 +87,29 @@ func (k Kind) returnTypes() []*cel.Type {
 		return []*cel.Type{cel.StringType, cel.NullType}
 	case Variable:
 		return []*cel.Type{cel.AnyType}
+	case ApplyConfiguration:
+		return []*cel.Type{objectType}
+	case JSONPatch:
+		return []*cel.Type{cel.ListType(jsonPatchType)}
 	}
 	return []*cel.Type{cel.BoolType}
 }
 
 func (k Kind) authorizer() bool { return k != MessageExpression }
+
+// mutation tells the kinds that see the patch types.
+func (k Kind) mutation() bool { return k == ApplyConfiguration || k == JSONPatch }
+
+// patchTypeOptions declare the types of mutations, Object (with its
+// Object.<field>... types) and JSONPatch, and the jsonpatch library
+// (jsonpatch.escapeKey), as the API server declares them for the
+// mutations of a MutatingAdmissionPolicy.
+func patchTypeOptions() []cel.EnvOption {
+	return []cel.EnvOption{
+		common.ResolverEnvOption(&mutation.DynamicTypeResolver{}),
+		library.JSONPatch(),
+	}
+}
 
 // Env is the compilation environment. It is immutable and safe for
 // concurrent use; build it once and share it.
@@ -112,6 +147,9 @@ type envConfig struct {
 	noAuthorizer bool
 	// libs are the libraries of WithLibraries
 	libs LibrarySet
+	// patchTypes declares the patch types in every expression
+	// (WithPatchTypes)
+	patchTypes bool
 }
 
 // declaredVar is a variable of WithVariable.
@@ -157,6 +195,15 @@ func WithRequestObjects() EnvOption {
 // expression that uses them does not compile.
 func WithoutAuthorizer() EnvOption {
 	return func(c *envConfig) error { c.noAuthorizer = true; return nil }
+}
+
+// WithPatchTypes declares the types of mutations (Object, its
+// Object.<field>... types and JSONPatch) and the jsonpatch library in every
+// expression of the environment, as Kyverno's MutatingPolicy declares them.
+// Without it, only the expressions of the ApplyConfiguration and JSONPatch
+// kinds see them, as in a MutatingAdmissionPolicy.
+func WithPatchTypes() EnvOption {
+	return func(c *envConfig) error { c.patchTypes = true; return nil }
 }
 
 // WithEnvOptions adds cel-go options (libraries, variables, types) to every
@@ -243,6 +290,11 @@ func (e *Env) build(v *variant, params, authz, namespaced bool) error {
 		return fmt.Errorf("cel: environment: %w", err)
 	}
 	v.plain = set.NewExpressionsEnv()
+	if e.cfg.patchTypes {
+		if v.plain, err = v.plain.Extend(patchTypeOptions()...); err != nil {
+			return fmt.Errorf("cel: environment: patch types: %w", err)
+		}
+	}
 	if opts := append(append([]cel.EnvOption(nil), e.cfg.pure...), e.cfg.extra...); len(opts) > 0 {
 		if v.plain, err = v.plain.Extend(opts...); err != nil {
 			return fmt.Errorf("cel: environment: %w", err)
@@ -318,6 +370,9 @@ type Program struct {
 // Expression returns the expression's text.
 func (p *Program) Expression() string { return p.expr }
 
+// OutputType returns the type the expression was checked to have.
+func (p *Program) OutputType() *cel.Type { return p.out }
+
 // Compiler compiles the expressions of one unit that shares variables.
 // AddVariable and Compile must not be called concurrently; the Programs
 // are independent of it.
@@ -327,7 +382,10 @@ type Compiler struct {
 	// namespace is the namespace of a namespaced policy (InNamespace).
 	namespace string
 	envs      [2]*cel.Env // by authorizer
-	vars      *apiservercel.DeclType
+	// patchEnv is envs[1] with the patch types, for the mutations of an
+	// environment without WithPatchTypes (built on first use)
+	patchEnv *cel.Env
+	vars     *apiservercel.DeclType
 	// variables are the compiled variables, in order.
 	variables []*Program
 	// shared is set when a variable may be shared (Program.shared).
@@ -393,7 +451,7 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.envs[0], c.envs[1], c.vars = nil, env, t
+		c.envs[0], c.envs[1], c.vars, c.patchEnv = nil, env, t, nil
 	}
 	for _, v := range c.variables {
 		if v.name == name {
@@ -435,6 +493,16 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		c.envs[a] = env
 	}
 	env := c.envs[a]
+	if k.mutation() && !c.env.cfg.patchTypes {
+		if c.patchEnv == nil {
+			pe, err := env.Extend(patchTypeOptions()...)
+			if err != nil {
+				return nil, fmt.Errorf("cel: environment: patch types: %w", err)
+			}
+			c.patchEnv = pe
+		}
+		env = c.patchEnv
+	}
 	ast, issues := env.Compile(expr)
 	if issues != nil && issues.Err() != nil {
 		return nil, &CompileError{Expression: expr, Detail: "compilation failed: " + issues.String()}

@@ -226,9 +226,20 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 	return ev
 }
 
+// SetObject rebinds the object variable of the Evaluation to obj, the
+// result of a mutation that the next one sees. The variables evaluated so
+// far keep their values, as the API server keeps them for the mutations of
+// one invocation of a mutating admission policy; those evaluated later see
+// obj, and are no longer shared with other Evaluations (see
+// NewEvaluation). obj is read, never modified.
+func (ev *Evaluation) SetObject(obj map[string]any) {
+	ev.act.object = ev.act.conv.value(obj)
+	ev.memo = nil
+}
+
 // variable evaluates the variable p, adding its cost to the next Eval's.
 func (ev *Evaluation) variable(p *Program) ref.Val {
-	if p.shared {
+	if p.shared && ev.memo != nil {
 		if e := ev.memo.find(p); e != nil {
 			ev.varCost = addCost(ev.varCost, e.cost)
 			return e.val
@@ -242,7 +253,7 @@ func (ev *Evaluation) variable(p *Program) ref.Val {
 			ev.varCost = addCost(ev.varCost, cost)
 		}
 	}
-	if err == nil && p.shared && details != nil {
+	if err == nil && p.shared && details != nil && ev.memo != nil {
 		ev.memo.add(p, v, cost)
 	}
 	if err != nil {

@@ -15,3 +15,15 @@ func (e *Engine) vpolEnv() (*cel.Env, error) {
 	})
 	return e.vpolEnvV, e.vpolErr
 }
+
+// mpolEnv returns the environment of MutatingPolicy expressions, built on
+// first use: ValidatingPolicy's (with the MutatingPolicy's libraries), with
+// the patch types (Object, JSONPatch) in every expression, as upstream
+// declares them.
+func (e *Engine) mpolEnv() (*cel.Env, error) {
+	e.mpolOnce.Do(func() {
+		opts := append(celpolicy.EnvOptions(), cel.WithLibraries(cel.MutatingPolicyLibraries), cel.WithPatchTypes())
+		e.mpolEnvV, e.mpolErr = cel.NewEnv(opts...)
+	})
+	return e.mpolEnvV, e.mpolErr
+}

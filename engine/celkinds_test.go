@@ -130,9 +130,9 @@ func TestCompileUnsupportedKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"policies.kyverno.io/v1 MutatingPolicy",
+	for _, kind := range []string{
 		"policies.kyverno.io/v1 NamespacedGeneratingPolicy", "policies.kyverno.io/v1 DeletingPolicy",
-		"admissionregistration.k8s.io/v1 MutatingAdmissionPolicy", "admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBinding"} {
+	} {
 		av, k, _ := strings.Cut(kind, " ")
 		src := "apiVersion: " + av + "\nkind: " + k + "\nmetadata: {name: x, namespace: ns}\nspec: {}\n"
 		_, err := eng.Compile(decodeAll(t, src)...)

@@ -106,6 +106,29 @@ func (p *Policy) bodyClientKinds() []string {
 				out = append(out, "Namespace")
 			}
 		}
+	case *mutatingPolicy:
+		if b.existing {
+			// the targets are listed by resource: any kind may be read
+			out = append(out, "")
+		}
+		for _, v := range b.variants {
+			if v.body.Reads().Namespace || v.match.SelectsNamespaces() {
+				out = append(out, "Namespace")
+				break
+			}
+		}
+	case *mapPolicy:
+		if b.paramKind != nil {
+			out = append(out, b.paramKind.Kind)
+		}
+		if b.body.Reads().Namespace || b.match.SelectsNamespaces() {
+			out = append(out, "Namespace")
+		}
+		for _, bp := range b.bindings {
+			if bb := bp.body.(*mapBinding); bb.match.SelectsNamespaces() {
+				out = append(out, "Namespace")
+			}
+		}
 	}
 	return out
 }

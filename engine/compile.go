@@ -54,11 +54,14 @@ func (p *Policy) Source() api.PolicyObject { return p.src }
 func (p *Policy) Name() string { return p.src.GetName() }
 
 // Kind returns the policy's kind: ClusterPolicy, Policy,
-// ValidatingPolicy, NamespacedValidatingPolicy, ValidatingAdmissionPolicy.
+// ValidatingPolicy, NamespacedValidatingPolicy, ValidatingAdmissionPolicy,
+// MutatingPolicy, NamespacedMutatingPolicy, MutatingAdmissionPolicy (or
+// one of the bindings).
 func (p *Policy) Kind() string { return p.kind }
 
 // Namespace returns the namespace of a namespaced kind (Policy,
-// NamespacedValidatingPolicy), "" for the others.
+// NamespacedValidatingPolicy, NamespacedMutatingPolicy), "" for the
+// others.
 func (p *Policy) Namespace() string {
 	if p.src.IsNamespaced() {
 		return p.src.GetNamespace()
@@ -182,9 +185,11 @@ func (e *CompileError) Error() string {
 // CompilePolicy validates and compiles one policy of any kind gavel
 // evaluates: ClusterPolicy, Policy, ValidatingPolicy,
 // NamespacedValidatingPolicy, ValidatingAdmissionPolicy and
-// ValidatingAdmissionPolicyBinding (compiled on its own, it binds the
-// policy of the same name when both are in a PolicySet). Another kind is
-// an *UnsupportedKindError; invalid policies a *CompileError.
+// ValidatingAdmissionPolicyBinding, MutatingPolicy,
+// NamespacedMutatingPolicy, MutatingAdmissionPolicy and
+// MutatingAdmissionPolicyBinding (a binding compiled on its own binds the
+// policy of its kind and name when both are in a PolicySet). Another kind
+// is an *UnsupportedKindError; invalid policies a *CompileError.
 func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 	if p == nil || isNil(p) {
 		return nil, &CompileError{Errs: field.ErrorList{field.Required(nil, "no policy")}}
@@ -380,6 +385,9 @@ type PolicySet struct {
 	maxResults atomic.Int32
 	// kinds caches which rules may match a kind (see candidates)
 	kinds kindIndex
+	// mutatingKinds is set when the set holds policies of CEL kinds that
+	// mutate (see mutateKinds)
+	mutatingKinds bool
 }
 
 // reqState returns a request state for a Validate or Mutate call, reusing
@@ -443,6 +451,9 @@ func newPolicySet(e *Engine, policies []*Policy) *PolicySet {
 	for _, p := range policies {
 		if p.HasRuleType(Validation) || p.HasRuleType(ImageVerify) {
 			s.validatePolicies++
+		}
+		if _, ok := p.body.(mutator); ok {
+			s.mutatingKinds = true
 		}
 		for _, r := range p.rules {
 			if r.needsImages {

@@ -43,6 +43,11 @@ type Engine struct {
 	ivpolOnce  sync.Once
 	ivpolEnvsV *imageEnvs
 	ivpolErr   error
+	// the environment of MutatingPolicy expressions, built on first use
+	// (mpolEnv)
+	mpolOnce sync.Once
+	mpolEnvV *cel.Env
+	mpolErr  error
 	// celLibs are the hosts of Kyverno's CEL libraries (celhosts.go)
 	celLibs *cel.Libraries
 	// celExcConds caches the compiled matchConditions of CEL

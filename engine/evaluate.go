@@ -117,7 +117,10 @@ func (e *Engine) runBody(rs *reqState, p *Policy, out []PolicyResult, validate f
 		if v := recover(); v != nil {
 			// the results stay in the request's array (see noteResults)
 			rs.results = rs.results[:start]
-			rs.celKindResult("", StatusError, "policy evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())), nil)
+			rr := rs.celKindResult("", StatusError, "policy evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())), nil)
+			if p.HasRuleType(Mutation) {
+				rr.Type = Mutation
+			}
 			res = append(out[:n], PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction,
 				Rules: rs.results[start : start+1 : start+1]})
 		}

@@ -400,7 +400,8 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 			return resp, err
 		}
 		hasGen := p.HasRuleType(Generation)
-		hasMutEx := admission && p.hasMutateExisting()
+		mpol, _ := p.body.(*mutatingPolicy)
+		hasMutEx := admission && (p.hasMutateExisting() || (mpol != nil && mpol.existing))
 		if !hasGen && !hasMutEx {
 			continue
 		}
@@ -416,13 +417,23 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 			if !hasGen {
 				pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
 			}
-			pr.Rules = append(pr.Rules, e.runMutateExisting(rs, p)...)
+			if mpol != nil {
+				if !p.src.IsNamespaced() || match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
+					pr.Rules = append(pr.Rules, mpol.queueExisting(rs, p)...)
+				}
+			} else {
+				pr.Rules = append(pr.Rules, e.runMutateExisting(rs, p)...)
+			}
 		}
 		resp.Policies = append(resp.Policies, pr)
 		if !admission {
 			continue
 		}
-		for _, ur := range e.updateRequests(rs, p, pr.Rules) {
+		urs := e.updateRequests(rs, p, pr.Rules)
+		if mpol != nil {
+			urs = e.existingUpdateRequest(rs, p, pr.Rules)
+		}
+		for _, ur := range urs {
 			resp.UpdateRequests = append(resp.UpdateRequests, ur)
 			if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
 				enqueueErrs = append(enqueueErrs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))

@@ -21,8 +21,7 @@ type kindBody interface {
 }
 
 // UnsupportedKindError is a policy of a kind gavel decodes but does not
-// evaluate (MutatingPolicy, GeneratingPolicy, DeletingPolicy, their
-// Namespaced kinds, MutatingAdmissionPolicy and its binding).
+// evaluate (GeneratingPolicy, DeletingPolicy and their Namespaced kinds).
 type UnsupportedKindError struct {
 	// Policy is the policy's key, Kind its kind.
 	Policy, Kind string
@@ -43,14 +42,21 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 		return e.compileVAP(p)
 	case *api.ValidatingAdmissionPolicyBinding:
 		return e.compileVAPBinding(p)
+	case *api.MutatingPolicy:
+		return e.compileMutatingPolicy(p)
+	case *api.MutatingAdmissionPolicy:
+		return e.compileMAP(p)
+	case *api.MutatingAdmissionPolicyBinding:
+		return e.compileMAPBinding(p)
 	}
 	return nil, &UnsupportedKindError{Policy: api.PolicyKey(p), Kind: p.GetKind()}
 }
 
-// bindingTarget is implemented by the bodies of bindings: the name of the
-// policy they bind.
+// bindingTarget is implemented by the bodies of bindings: the name and
+// the kind of the policy they bind.
 type bindingTarget interface {
 	boundPolicy() string
+	boundKind() string
 }
 
 // bindable is implemented by the bodies of policies that bindings bind:
@@ -70,7 +76,8 @@ func attachBindings(policies []*Policy) []*Policy {
 	n := 0
 	for _, p := range policies {
 		if b, ok := p.body.(bindingTarget); ok {
-			byPolicy[b.boundPolicy()] = append(byPolicy[b.boundPolicy()], p)
+			k := b.boundKind() + "/" + b.boundPolicy()
+			byPolicy[k] = append(byPolicy[k], p)
 			n++
 		}
 	}
@@ -82,9 +89,9 @@ func attachBindings(policies []*Policy) []*Policy {
 		if _, ok := p.body.(bindingTarget); ok {
 			continue
 		}
-		if b, ok := p.body.(bindable); ok && len(byPolicy[p.Name()]) > 0 {
+		if b, ok := p.body.(bindable); ok && len(byPolicy[p.kind+"/"+p.Name()]) > 0 {
 			cp := *p
-			cp.body = b.withBindings(byPolicy[p.Name()])
+			cp.body = b.withBindings(byPolicy[p.kind+"/"+p.Name()])
 			p = &cp
 		}
 		out = append(out, p)

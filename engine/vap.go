@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -15,6 +14,11 @@ import (
 // PropertyBinding is the property of a ValidatingAdmissionPolicy's result
 // that names the binding it was evaluated for (upstream's report property).
 const PropertyBinding = "binding"
+
+// PropertyMAPBinding is the property of a MutatingAdmissionPolicy's
+// result that names the binding it was evaluated for (upstream's report
+// property).
+const PropertyMAPBinding = "mapBinding"
 
 // vapPolicy is the body of a ValidatingAdmissionPolicy: its
 // matchConstraints and body, and the bindings of the set it is in.
@@ -35,6 +39,7 @@ type vapBinding struct {
 }
 
 func (b *vapBinding) boundPolicy() string { return b.policyName }
+func (b *vapBinding) boundKind() string   { return api.KindValidatingAdmissionPolicy }
 func (b *vapBinding) jsonMode() bool      { return false }
 
 // validate of a binding: a binding is evaluated with its policy only.
@@ -91,20 +96,7 @@ func (e *Engine) compileVAPBinding(p *api.ValidatingAdmissionPolicyBinding) (*Po
 	var aerrs field.ErrorList
 	body.actions, aerrs = compileActions(spec.ValidationActions, path.Child("validationActions"))
 	errs = append(errs, aerrs...)
-	if r := spec.ParamRef; r != nil {
-		rp := path.Child("paramRef")
-		if (r.Name == "") == (r.Selector == nil) {
-			errs = append(errs, field.Invalid(rp, "", "exactly one of name and selector must be set"))
-		}
-		if a := r.ParameterNotFoundAction; a != nil && *a != admissionregistrationv1.AllowAction && *a != admissionregistrationv1.DenyAction {
-			errs = append(errs, field.NotSupported(rp.Child("parameterNotFoundAction"), *a, []string{"Allow", "Deny"}))
-		}
-		if r.Selector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(r.Selector); err != nil {
-				errs = append(errs, field.Invalid(rp.Child("selector"), r.Selector, err.Error()))
-			}
-		}
-	}
+	errs = append(errs, validateParamRef(spec.ParamRef, path.Child("paramRef"))...)
 	if m := spec.MatchResources; m != nil {
 		var merrs field.ErrorList
 		body.match, merrs = celpolicy.CompileConstraints(m, path.Child("matchResources"), true)
@@ -216,7 +208,7 @@ func (b *vapPolicy) result(rs *reqState, pr PolicyResult, eval func()) PolicyRes
 // parameters could not be read), which is an error result.
 func (b *vapPolicy) evaluateBinding(rs *reqState, p *Policy, name string, bb *vapBinding) (configErr bool) {
 	props := map[string]string{PropertyBinding: name}
-	params, err := b.params(rs, bb.paramRef)
+	params, err := bindingParams(rs, b.paramKind, bb.paramRef)
 	if err != nil {
 		rs.celKindResult(p.Name(), StatusError, "failed to configure binding: "+err.Error(), err, props)
 		return true
@@ -300,21 +292,21 @@ func (rs *reqState) vapNamespace() (map[string]any, error) {
 	return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": md}, nil
 }
 
-// params reads the parameter objects of a binding as the API server
-// does: none without paramKind or paramRef (one evaluation without
+// bindingParams reads the parameter objects of a binding as the API
+// server does: none without paramKind or paramRef (one evaluation without
 // params); paramRef.name names one object, a selector lists them; a
 // namespaced paramKind is read in paramRef.namespace, else the request's
 // namespace. Nothing found is an error under parameterNotFoundAction
 // Deny (the API server's default), and no evaluation with Allow.
-func (b *vapPolicy) params(rs *reqState, ref *admissionregistrationv1.ParamRef) ([]map[string]any, error) {
-	if b.paramKind == nil || ref == nil {
+func bindingParams(rs *reqState, paramKind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef) ([]map[string]any, error) {
+	if paramKind == nil || ref == nil {
 		return []map[string]any{nil}, nil
 	}
 	client := rs.e.cfg.client
 	if client == nil {
-		return nil, fmt.Errorf("paramKind %s %s: no Client: %w", b.paramKind.APIVersion, b.paramKind.Kind, ErrNotConfigured)
+		return nil, fmt.Errorf("paramKind %s %s: no Client: %w", paramKind.APIVersion, paramKind.Kind, ErrNotConfigured)
 	}
-	av, kind := b.paramKind.APIVersion, b.paramKind.Kind
+	av, kind := paramKind.APIVersion, paramKind.Kind
 	namespaced := kindScope(kind) != scopeCluster
 	if nk, ok := client.(NamespacedKinds); ok {
 		var err error

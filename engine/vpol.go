@@ -306,7 +306,7 @@ func withIndex(props map[string]string, i int) map[string]string {
 // exceptedResult appends the result of a resource that CEL
 // PolicyExceptions exempt: a skip (a pass when the exception with the
 // highest priority says so), named "exception".
-func (rs *reqState) exceptedResult(excs []*exceptions.CELException) {
+func (rs *reqState) exceptedResult(excs []*exceptions.CELException) *RuleResult {
 	keys := make([]string, len(excs))
 	chosen := excs[0]
 	for i, x := range excs {
@@ -321,6 +321,7 @@ func (rs *reqState) exceptedResult(excs []*exceptions.CELException) {
 	}
 	res := rs.celKindResult(RuleException, status, fmt.Sprintf("rule is %s due to policy exception: %s", verb, joinKeys(keys)), nil, nil)
 	res.Exceptions = keys
+	return res
 }
 
 // kindExceptions returns the host's CEL exceptions for a policy (none

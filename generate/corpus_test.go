@@ -83,3 +83,38 @@ func labelsOf(obj map[string]any) map[string]any {
 	l, _ := md["labels"].(map[string]any)
 	return l
 }
+
+// A MutatingPolicy with mutateExisting labels the existing Namespaces when
+// it is created (a request naming no trigger), those its
+// targetMatchConditions keep, and writes only those that change; a
+// Namespace admitted later queues the labelling of every Namespace again.
+func TestMutatingPolicyExistingNamespaces(t *testing.T) {
+	dir := filepath.Join("testdata", "mpol-label-namespaces")
+	h := newHarness(t, "", readObjects(t, filepath.Join(dir, "cluster.yaml"))...)
+	p := h.compile(readFile(t, filepath.Join(dir, "policy.yaml")))
+	before := h.get("v1", "Namespace", "", "team-b")["metadata"].(map[string]any)["resourceVersion"]
+	urs, err := h.ctrl.OnPolicyUpdate(h.ctx, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(urs) != 1 || urs[0].Spec.Type != api.URMutate || urs[0].Status.State != api.URCompleted {
+		t.Fatalf("update requests %+v", urs)
+	}
+	owner := func(name string) any { return labelsOf(h.get("v1", "Namespace", "", name))["owner"] }
+	if owner("team-a") != "platform" || owner("kube-system") != nil {
+		t.Errorf("owners: team-a %v, kube-system %v", owner("team-a"), owner("kube-system"))
+	}
+	if after := h.get("v1", "Namespace", "", "team-b")["metadata"].(map[string]any)["resourceVersion"]; after != before {
+		t.Errorf("team-b written (resourceVersion %v, was %v) though unchanged", after, before)
+	}
+	h2 := newHarness(t, readFile(t, filepath.Join(dir, "policy.yaml")), readObjects(t, filepath.Join(dir, "cluster.yaml"))...)
+	urs = h2.admit(api.Create, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-c"}}, nil)
+	if len(urs) != 1 || urs[0].Status.State != api.URCompleted {
+		t.Fatalf("admission update requests %+v", urs)
+	}
+	for _, ns := range []string{"team-a", "team-c"} {
+		if o := labelsOf(h2.get("v1", "Namespace", "", ns))["owner"]; o != "platform" {
+			t.Errorf("%s owner %v after the admission", ns, o)
+		}
+	}
+}

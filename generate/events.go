@@ -176,6 +176,9 @@ func (c *Controller) ruleDownstreams(ctx context.Context, p *engine.Policy, r *a
 // rules to the existing triggers. Triggers the rule does not apply to give
 // Skip requests, which are not returned.
 func (c *Controller) applyExisting(ctx context.Context, p *engine.Policy) ([]*api.UpdateRequest, error) {
+	if mutatingPolicy(p) {
+		return c.mutateExisting(ctx, p)
+	}
 	spec := classicSpec(p)
 	var urs []*api.UpdateRequest
 	var errs []error
@@ -218,6 +221,24 @@ func (c *Controller) applyExisting(ctx context.Context, p *engine.Policy) ([]*ap
 		}
 	}
 	return urs, errors.Join(errs...)
+}
+
+// mutateExisting applies a MutatingPolicy with mutateExisting to the
+// existing resources it selects, as upstream's policy controller does when
+// the policy is created or updated: one request naming no rule and no
+// trigger (engine.PolicySet.MutateExisting). A policy without
+// mutateExisting, or with a target expression (which needs a trigger),
+// gives none.
+func (c *Controller) mutateExisting(ctx context.Context, p *engine.Policy) ([]*api.UpdateRequest, error) {
+	if !existingMutator(p) {
+		return nil, nil
+	}
+	ur := newRequest(p.Key(), api.URMutate, api.RuleContext{})
+	err := c.Process(ctx, ur)
+	if ur.Status.State == api.URSkip {
+		return nil, err
+	}
+	return []*api.UpdateRequest{ur}, err
 }
 
 // listTriggers lists the existing resources of the kinds a rule matches

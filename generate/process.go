@@ -573,13 +573,20 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		applied  bool
 	)
 	for _, rc := range ruleContexts(ur) {
-		trigger, err := c.trigger(ctx, ur, rc)
-		if err != nil {
-			failures = append(failures, fmt.Errorf("rule %s failed: failed to fetch trigger resource: %w", rc.Rule, err))
-			continue
-		}
 		set := c.engine().NewPolicySet(policy)
-		resp, err := set.Mutate(engine.ControllerContext(ctx), c.request(ur, trigger))
+		var resp *engine.Response
+		var err error
+		if mutatingPolicy(policy) && rc.Trigger.Kind == "" {
+			// a policy event: every existing resource the policy selects
+			resp, err = set.MutateExisting(engine.ControllerContext(ctx), policy)
+		} else {
+			trigger, terr := c.trigger(ctx, ur, rc)
+			if terr != nil {
+				failures = append(failures, fmt.Errorf("rule %s failed: failed to fetch trigger resource: %w", rc.Rule, terr))
+				continue
+			}
+			resp, err = set.Mutate(engine.ControllerContext(ctx), c.request(ur, trigger))
+		}
 		if err != nil {
 			failures = append(failures, fmt.Errorf("rule %s failed: %w", rc.Rule, err))
 			continue
@@ -588,7 +595,9 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 			pr := &resp.Policies[pi]
 			for ri := range pr.Rules {
 				res := &pr.Rules[ri]
-				if res.Name != rc.Rule {
+				// a MutatingPolicy's results are the policy's, whatever
+				// their names
+				if res.Name != rc.Rule && !mutatingPolicy(policy) {
 					continue
 				}
 				applied = true
@@ -615,6 +624,23 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		}
 	}
 	return results, applied, errors.Join(failures...)
+}
+
+// mutatingPolicy tells a MutatingPolicy, whose UpdateRequests name no
+// rule.
+func mutatingPolicy(p *engine.Policy) bool {
+	return p.Kind() == api.KindMutatingPolicy || p.Kind() == api.KindNamespacedMutatingPolicy
+}
+
+// existingMutator tells a MutatingPolicy with mutateExisting whose
+// targets need no trigger (no target expression).
+func existingMutator(p *engine.Policy) bool {
+	mp, ok := p.Source().(*api.MutatingPolicy)
+	if !ok || !mp.Spec.MutateExistingEnabled() {
+		return false
+	}
+	t := mp.Spec.TargetMatchConstraints
+	return t == nil || t.Expression == ""
 }
 
 // classicSpec returns the spec of a ClusterPolicy or Policy (the kinds

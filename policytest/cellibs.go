@@ -17,8 +17,9 @@ import (
 // command gives them (its "context provider"):
 //
 //   - without clusterResources (upstream's offline provider): the resource
-//     library reads the context file's objects only, image.GetMetadata its
-//     images only (an image it does not list is an error);
+//     library reads the context file's objects and the mutate-existing
+//     targets only, image.GetMetadata the context's images only (an image
+//     it does not list is an error);
 //   - with clusterResources (upstream then reads its fake cluster as a
 //     real one): the resource library reads the test's cluster (resources,
 //     cluster resources and their CRDs, targets, parameter objects; not
@@ -55,7 +56,7 @@ func (e *env) celLibraries(opts Options) (cel.Libraries, error) {
 		}
 		return libs, nil
 	}
-	libs.Resource = inmem.New(e.ctxObjects...)
+	libs.Resource = inmem.New(append(append([]map[string]any(nil), e.ctxObjects...), e.targetObjects...)...)
 	reg := inmem.NewRegistry()
 	if err := setContextImages(reg, e.images); err != nil {
 		return cel.Libraries{}, fmt.Errorf("failed to load context: %w", err)

@@ -91,6 +91,11 @@ type Result struct {
 	PatchedResource     string `json:"patchedResource,omitempty"`
 	GeneratedResource   string `json:"generatedResource,omitempty"`
 	CloneSourceResource string `json:"cloneSourceResource,omitempty"`
+	// FailOnMissingResources fails a check whose patchedResources file
+	// does not hold the resource; without it the check is skipped, as
+	// upstream's test command skips it (a passed row whose reason says
+	// so).
+	FailOnMissingResources bool `json:"failOnMissingResources,omitempty"`
 
 	// The policy kind flags of upstream's format: informative (a
 	// result is matched with the policy of its name whatever its kind).

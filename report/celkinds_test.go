@@ -139,6 +139,7 @@ func TestCELKindStoreKeys(t *testing.T) {
 		}
 	}
 }
+
 // TestImageValidatingPolicyEntries checks the entries of an
 // ImageValidatingPolicy: upstream's source, the policy's name as the
 // rule, the process.
@@ -181,5 +182,79 @@ spec:
 	if e.Source != SourceImageValidatingPolicy || e.Policy != "shop/images" || e.Rule != "images" || e.Result != api.ResultFail ||
 		e.Message != "no ghcr.io images" || e.Properties[propertyProcess] != processAdmission {
 		t.Errorf("entry %+v", e)
+	}
+}
+
+const mutatingKindsPolicies = `
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedMutatingPolicy
+metadata:
+  name: stamp
+  namespace: shop
+  annotations:
+    policies.kyverno.io/severity: low
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"stamped": "yes"}}}'
+  auditAnnotations:
+  - {key: replicas, valueExpression: "string(object.spec.replicas)"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: map-stamp
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: '[JSONPatch{op: "add", path: "/metadata/annotations", value: {"stamped": "yes"}}]'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: map-stamp-binding
+spec:
+  policyName: map-stamp
+`
+
+// TestMutatingKindEntries checks the entries of the CEL mutating kinds in
+// a background scan (a policy that would change the resource fails):
+// upstream's sources, the policy key, the rule name (none for a
+// MutatingPolicy, the policy's for a MutatingAdmissionPolicy), the
+// binding and audit annotations as properties, and the process.
+func TestMutatingKindEntries(t *testing.T) {
+	eng := newEngine(t)
+	set, err := eng.Compile(readSet(t, mutatingKindsPolicies).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := object(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {replicas: 5}\n")
+	resp, err := set.Scan(context.Background(), &engine.Request{Object: obj, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []api.PolicyReportResult
+	for p, r := range resp.Rules() {
+		got = append(got, result(*p, *r, Options{Clock: fixedClock}))
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d entries, want 2", len(got))
+	}
+	mp, mpol := got[0], got[1]
+	if mp.Source != SourceMutatingAdmissionPolicy || mp.Policy != "map-stamp" || mp.Rule != "map-stamp" || mp.Result != api.ResultFail ||
+		mp.Message != "mutation is not applied" || mp.Properties["mapBinding"] != "map-stamp-binding" || mp.Properties["process"] != "background scan" {
+		t.Errorf("MutatingAdmissionPolicy entry %+v", mp)
+	}
+	if mpol.Source != SourceMutatingPolicy || mpol.Policy != "shop/stamp" || mpol.Rule != "" || mpol.Result != api.ResultFail ||
+		mpol.Message != "mutation is not applied" || mpol.Severity != "low" || mpol.Properties["process"] != "background scan" {
+		t.Errorf("MutatingPolicy entry %+v", mpol)
 	}
 }

@@ -147,6 +147,8 @@ const (
 	SourceValidatingPolicy          = "KyvernoValidatingPolicy"
 	SourceImageValidatingPolicy     = "KyvernoImageValidatingPolicy"
 	SourceValidatingAdmissionPolicy = "ValidatingAdmissionPolicy"
+	SourceMutatingPolicy            = "KyvernoMutatingPolicy"
+	SourceMutatingAdmissionPolicy   = "MutatingAdmissionPolicy"
 )
 
 // kindSource is the source of the entries of a policy kind: upstream's
@@ -159,6 +161,10 @@ func kindSource(kind string) string {
 		return SourceImageValidatingPolicy
 	case api.KindValidatingAdmissionPolicy:
 		return SourceValidatingAdmissionPolicy
+	case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy:
+		return SourceMutatingPolicy
+	case api.KindMutatingAdmissionPolicy:
+		return SourceMutatingAdmissionPolicy
 	}
 	return ""
 }

@@ -189,7 +189,13 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 			}
 		}
 	}
-	libs, lerr := applyLibraries(f.cluster, ctxFile, crds)
+	var targetObjs []map[string]any
+	if tset != nil {
+		for _, d := range tset.Resources {
+			targetObjs = append(targetObjs, d.Object)
+		}
+	}
+	libs, lerr := applyLibraries(f.cluster, ctxFile, crds, targetObjs)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}

@@ -33,7 +33,8 @@ func newCELNetwork() (celNetwork, error) {
 
 // applyLibraries are the hosts of the CEL libraries of gavel apply, as
 // upstream's apply gives them. Off a cluster the resource library reads
-// the context file's objects only (named with the --crd-path CRDs), and
+// the context file's objects and the mutate-existing targets only (named
+// with the --crd-path CRDs), and
 // image.GetMetadata its images only (an image it does not list is an
 // error; --registry does not change this, as upstream); with --cluster
 // they read the cluster (the engine's Client) and the registries, and the
@@ -41,7 +42,7 @@ func newCELNetwork() (celNetwork, error) {
 // (upstream's apply gives its CEL libraries no GlobalContextEntry data),
 // and http reaches the network (the calls of namespaced policies are
 // refused).
-func applyLibraries(live bool, ctxFile *loader.Context, crds []map[string]any) (cel.Libraries, error) {
+func applyLibraries(live bool, ctxFile *loader.Context, crds, targets []map[string]any) (cel.Libraries, error) {
 	n, err := newCELNetwork()
 	if err != nil {
 		return cel.Libraries{}, err
@@ -51,7 +52,9 @@ func applyLibraries(live bool, ctxFile *loader.Context, crds []map[string]any) (
 		libs.ImageData = n.images
 		return libs, nil
 	}
-	objs := crds
+	// the resource library reads the context file's objects and the
+	// mutate-existing targets, as upstream's CLI gives them
+	objs := append(append([]map[string]any(nil), crds...), targets...)
 	reg := inmem.NewRegistry()
 	if ctxFile != nil {
 		objs = append(objs, ctxFile.Spec.Resources...)

@@ -3,6 +3,7 @@ package celpolicy
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,9 @@ type Attributes struct {
 	// Group, Version and Resource are the request's resource (the
 	// plural, "deployments"); Subresource its subresource ("status").
 	Group, Version, Resource, Subresource string
-	// Operation is CREATE, UPDATE, DELETE or CONNECT.
+	// Operation is CREATE, UPDATE, DELETE or CONNECT; empty for an
+	// existing resource a policy may mutate (its rules then select it
+	// whatever their operations).
 	Operation string
 	// Namespace and Name of the request: for a Namespace, Namespace is
 	// its own name or "" (both are read as the API server reads them).
@@ -73,10 +76,11 @@ type Constraints struct {
 	equivalent bool
 }
 
-// namedRule is a checked NamedRuleWithOperations.
+// namedRule is a checked NamedRuleWithOperations; anyOp is its rule for
+// every operation (a request without one: an existing resource).
 type namedRule struct {
-	rule  admissionregistrationv1.RuleWithOperations
-	names []string
+	rule, anyOp admissionregistrationv1.RuleWithOperations
+	names       []string
 }
 
 // CompileConstraints compiles MatchResources; a nil m matches nothing
@@ -146,9 +150,43 @@ func compileRules(in []admissionregistrationv1.NamedRuleWithOperations, path *fi
 				errs = append(errs, field.NotSupported(p.Child("scope"), *r.Scope, []string{"*", "Namespaced", "Cluster"}))
 			}
 		}
-		out = append(out, namedRule{rule: r.RuleWithOperations, names: r.ResourceNames})
+		anyOp := r.RuleWithOperations
+		anyOp.Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll}
+		out = append(out, namedRule{rule: r.RuleWithOperations, anyOp: anyOp, names: r.ResourceNames})
 	}
 	return out, errs
+}
+
+// Resource is a resource the rules of constraints name.
+type Resource struct {
+	Group, Version, Resource, Subresource string
+}
+
+// Resources returns the resources the rules name without wildcards
+// (the resources their objects can be listed by), in the rules' order,
+// each once.
+func (c *Constraints) Resources() []Resource {
+	if c == nil {
+		return nil
+	}
+	var out []Resource
+	seen := map[Resource]bool{}
+	for _, r := range c.rules {
+		for _, g := range r.rule.APIGroups {
+			for _, v := range r.rule.APIVersions {
+				for _, rs := range r.rule.Resources {
+					res, sub, _ := strings.Cut(rs, "/")
+					x := Resource{Group: g, Version: v, Resource: res, Subresource: sub}
+					if g == "*" || v == "*" || res == "*" || sub == "*" || seen[x] {
+						continue
+					}
+					seen[x] = true
+					out = append(out, x)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // SelectsNamespaces reports whether the constraints have a namespace
@@ -191,7 +229,7 @@ func (c *Constraints) matchNamespace(a *Attributes) (bool, error) {
 		return true, nil
 	}
 	var set map[string]string
-	if isNamespace && a.Subresource == "" && (a.Operation == "CREATE" || a.Operation == "UPDATE") {
+	if isNamespace && a.Subresource == "" && (a.Operation == "CREATE" || a.Operation == "UPDATE" || a.Operation == "") {
 		set = objectLabels(a.Object)
 	} else {
 		if a.NamespaceLabels == nil {
@@ -256,7 +294,11 @@ func matchRules(rules []namedRule, equivalent bool, a *Attributes) bool {
 }
 
 func (r *namedRule) matches(ra *ruleAttributes) bool {
-	if !(&rules.Matcher{Rule: r.rule, Attr: ra}).Matches() {
+	rule := r.rule
+	if ra.a.Operation == "" {
+		rule = r.anyOp
+	}
+	if !(&rules.Matcher{Rule: rule, Attr: ra}).Matches() {
 		return false
 	}
 	if len(r.names) == 0 {

@@ -186,11 +186,22 @@ func (v *Validating) compileValidations(in []admissionregistrationv1.Validation,
 }
 
 func (v *Validating) compileAudits(in []admissionregistrationv1.AuditAnnotation, path *field.Path) field.ErrorList {
+	audits, reads, errs := compileAuditAnnotations(v.comp, in, path)
+	v.audits = audits
+	v.reads.merge(reads)
+	return errs
+}
+
+// compileAuditAnnotations compiles audit annotations with comp: each needs
+// a unique key.
+func compileAuditAnnotations(comp *cel.Compiler, in []admissionregistrationv1.AuditAnnotation, path *field.Path) ([]auditProg, Reads, field.ErrorList) {
 	var errs field.ErrorList
+	var out []auditProg
+	var reads Reads
 	seen := map[string]bool{}
 	for i, a := range in {
 		ap := path.Index(i)
-		v.reads.note(a.ValueExpression)
+		reads.note(a.ValueExpression)
 		switch {
 		case a.Key == "":
 			errs = append(errs, field.Required(ap.Child("key"), "key is required"))
@@ -198,14 +209,14 @@ func (v *Validating) compileAudits(in []admissionregistrationv1.AuditAnnotation,
 			errs = append(errs, field.Duplicate(ap.Child("key"), a.Key))
 		}
 		seen[a.Key] = true
-		p, err := v.comp.Compile(a.ValueExpression, cel.AuditAnnotation)
+		p, err := comp.Compile(a.ValueExpression, cel.AuditAnnotation)
 		if err != nil {
 			errs = append(errs, field.Invalid(ap.Child("valueExpression"), a.ValueExpression, err.Error()))
 			continue
 		}
-		v.audits = append(v.audits, auditProg{key: a.Key, prog: p})
+		out = append(out, auditProg{key: a.Key, prog: p})
 	}
-	return errs
+	return out, reads, errs
 }
 
 // Conditions are compiled matchConditions (of a policy or of a CEL
@@ -219,6 +230,12 @@ type Conditions struct {
 // CompileConditions compiles matchConditions with comp: each needs a
 // unique qualified name and a bool expression.
 func CompileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCondition, path *field.Path) (*Conditions, field.ErrorList) {
+	return compileConditions(comp, in, path, true)
+}
+
+// compileConditions compiles matchConditions; checkNames checks their
+// names (upstream Kyverno's MutatingPolicy does not).
+func compileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCondition, path *field.Path, checkNames bool) (*Conditions, field.ErrorList) {
 	c := &Conditions{comp: comp}
 	var errs field.ErrorList
 	if len(in) > 64 {
@@ -228,6 +245,7 @@ func CompileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCon
 	for i, m := range in {
 		mp := path.Index(i)
 		switch {
+		case !checkNames:
 		case m.Name == "":
 			errs = append(errs, field.Required(mp.Child("name"), ""))
 		case names[m.Name]:
@@ -266,7 +284,14 @@ func (c *Conditions) Eval(ctx context.Context, in *cel.Input) (bool, error) {
 	if c == nil || len(c.progs) == 0 {
 		return true, nil
 	}
-	ev := c.comp.NewEvaluation(ctx, in)
+	return c.evalWith(ctx, c.comp.NewEvaluation(ctx, in))
+}
+
+// evalWith is Eval in an Evaluation of the conditions' compiler.
+func (c *Conditions) evalWith(ctx context.Context, ev *cel.Evaluation) (bool, error) {
+	if c == nil || len(c.progs) == 0 {
+		return true, nil
+	}
 	var errs []error
 	for _, p := range c.progs {
 		v, err := ev.Eval(p)
@@ -465,14 +490,19 @@ func (v *Validating) message(ev *cel.Evaluation, x *validationProg) string {
 	return strings.TrimSpace(x.message)
 }
 
-// auditAnnotations evaluates the audit annotations as upstream Kyverno:
-// each must be a string; empty strings are left out.
+// auditAnnotations evaluates the audit annotations as upstream Kyverno.
 func (v *Validating) auditAnnotations(ev *cel.Evaluation) (map[string]string, error) {
-	if len(v.audits) == 0 {
+	return evalAuditAnnotations(ev, v.audits)
+}
+
+// evalAuditAnnotations evaluates audit annotations as upstream Kyverno:
+// each must be a string; empty strings are left out.
+func evalAuditAnnotations(ev *cel.Evaluation, audits []auditProg) (map[string]string, error) {
+	if len(audits) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]string, len(v.audits))
-	for _, a := range v.audits {
+	out := make(map[string]string, len(audits))
+	for _, a := range audits {
 		val, err := ev.Eval(a.prog)
 		if err != nil {
 			return nil, fmt.Errorf("failed to evaluate auditAnnotation '%s': %w", a.key, Cause(err))
