@@ -115,7 +115,8 @@ func (p *MutatingPolicy) GetKind() string { return p.Kind }
 func (p *MutatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedMutatingPolicy }
 
 // GeneratingPolicy is a policies.kyverno.io GeneratingPolicy or
-// NamespacedGeneratingPolicy (decoded only, see ImageValidatingPolicy).
+// NamespacedGeneratingPolicy (whose triggers and downstream resources
+// are in its namespace).
 type GeneratingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -181,9 +181,10 @@ func (e *CompileError) Error() string {
 
 // CompilePolicy validates and compiles one policy of any kind gavel
 // evaluates: ClusterPolicy, Policy, ValidatingPolicy,
-// NamespacedValidatingPolicy, ValidatingAdmissionPolicy and
-// ValidatingAdmissionPolicyBinding (compiled on its own, it binds the
-// policy of the same name when both are in a PolicySet). Another kind is
+// NamespacedValidatingPolicy, GeneratingPolicy, NamespacedGeneratingPolicy,
+// ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding (compiled
+// on its own, it binds the policy of the same name when both are in a
+// PolicySet). Another kind is
 // an *UnsupportedKindError; invalid policies a *CompileError.
 func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 	if p == nil || isNil(p) {

@@ -398,6 +398,12 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
+		if gb, ok := p.body.(generatingBody); ok {
+			pr, urs := gb.generate(rs, p, admission)
+			resp.Policies = append(resp.Policies, pr)
+			enqueueErrs = e.enqueue(ctx, p, resp, urs, enqueueErrs)
+			continue
+		}
 		hasGen := p.HasRuleType(Generation)
 		hasMutEx := admission && p.hasMutateExisting()
 		if !hasGen && !hasMutEx {
@@ -421,17 +427,24 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		if !admission {
 			continue
 		}
-		for _, ur := range e.updateRequests(rs, p, pr.Rules) {
-			resp.UpdateRequests = append(resp.UpdateRequests, ur)
-			if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
-				enqueueErrs = append(enqueueErrs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
-			}
-		}
+		enqueueErrs = e.enqueue(ctx, p, resp, e.updateRequests(rs, p, pr.Rules), enqueueErrs)
 	}
 	if err := ctx.Err(); err != nil {
 		return resp, err
 	}
 	return resp, errors.Join(enqueueErrs...)
+}
+
+// enqueue queues the UpdateRequests of a policy and adds them to the
+// response; the errors are appended to errs.
+func (e *Engine) enqueue(ctx context.Context, p *Policy, resp *Response, urs []*api.UpdateRequest, errs []error) []error {
+	for _, ur := range urs {
+		resp.UpdateRequests = append(resp.UpdateRequests, ur)
+		if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
+			errs = append(errs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
+		}
+	}
+	return errs
 }
 
 // runMutateExisting evaluates the mutate-existing rules of a policy at
@@ -1051,7 +1064,7 @@ func (e *Engine) newUpdateRequest(rs *reqState, p *Policy, typ api.UpdateRequest
 	ur.Kind = api.KindUpdateRequest
 	ur.GenerateName = "ur-"
 	ur.Namespace = "kyverno"
-	if typ == api.URGenerate {
+	if typ != api.URMutate {
 		ur.Labels = map[string]string{genlabel.URGeneratePolicy: p.src.GetName()}
 	} else {
 		ur.Labels = map[string]string{genlabel.URMutatePolicy: p.src.GetName(), genlabel.URMutateTriggerNS: trigger.Namespace, genlabel.URMutateTriggerKind: trigger.Kind}

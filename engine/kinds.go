@@ -21,9 +21,8 @@ type kindBody interface {
 }
 
 // UnsupportedKindError is a policy of a kind gavel decodes but does not
-// evaluate (ImageValidatingPolicy, MutatingPolicy, GeneratingPolicy,
-// DeletingPolicy, their Namespaced kinds, MutatingAdmissionPolicy and its
-// binding).
+// evaluate (ImageValidatingPolicy, MutatingPolicy, DeletingPolicy, their
+// Namespaced kinds, MutatingAdmissionPolicy and its binding).
 type UnsupportedKindError struct {
 	// Policy is the policy's key, Kind its kind.
 	Policy, Kind string
@@ -42,6 +41,8 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 		return e.compileVAP(p)
 	case *api.ValidatingAdmissionPolicyBinding:
 		return e.compileVAPBinding(p)
+	case *api.GeneratingPolicy:
+		return e.compileGeneratingPolicy(p)
 	}
 	return nil, &UnsupportedKindError{Policy: api.PolicyKey(p), Kind: p.GetKind()}
 }

@@ -852,7 +852,7 @@ func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleRe
 	if tr.GeneratedResource != "" {
 		var gen map[string]any
 		if len(rr.GeneratedResources) > 0 {
-			gen = rr.GeneratedResources[0]
+			gen = cliGenerated(resp.policy, rr.GeneratedResources[0])
 		}
 		ok, err := e.compareFile(tr.GeneratedResource, gen)
 		if err != nil {

@@ -188,10 +188,19 @@ func (v *Validating) compileValidations(in []admissionregistrationv1.Validation,
 
 func (v *Validating) compileAudits(in []admissionregistrationv1.AuditAnnotation, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	v.audits, errs = compileAuditList(v.comp, in, path, &v.reads)
+	return errs
+}
+
+// compileAuditList compiles auditAnnotations with comp, noting what they
+// read in reads.
+func compileAuditList(comp *cel.Compiler, in []admissionregistrationv1.AuditAnnotation, path *field.Path, reads *Reads) ([]auditProg, field.ErrorList) {
+	var errs field.ErrorList
+	var out []auditProg
 	seen := map[string]bool{}
 	for i, a := range in {
 		ap := path.Index(i)
-		v.reads.note(a.ValueExpression)
+		reads.note(a.ValueExpression)
 		switch {
 		case a.Key == "":
 			errs = append(errs, field.Required(ap.Child("key"), "key is required"))
@@ -199,14 +208,14 @@ func (v *Validating) compileAudits(in []admissionregistrationv1.AuditAnnotation,
 			errs = append(errs, field.Duplicate(ap.Child("key"), a.Key))
 		}
 		seen[a.Key] = true
-		p, err := v.comp.Compile(a.ValueExpression, cel.AuditAnnotation)
+		p, err := comp.Compile(a.ValueExpression, cel.AuditAnnotation)
 		if err != nil {
 			errs = append(errs, field.Invalid(ap.Child("valueExpression"), a.ValueExpression, err.Error()))
 			continue
 		}
-		v.audits = append(v.audits, auditProg{key: a.Key, prog: p})
+		out = append(out, auditProg{key: a.Key, prog: p})
 	}
-	return errs
+	return out, errs
 }
 
 // Conditions are compiled matchConditions (of a policy or of a CEL
@@ -469,11 +478,17 @@ func (v *Validating) message(ev *cel.Evaluation, x *validationProg) string {
 // auditAnnotations evaluates the audit annotations as upstream Kyverno:
 // each must be a string; empty strings are left out.
 func (v *Validating) auditAnnotations(ev *cel.Evaluation) (map[string]string, error) {
-	if len(v.audits) == 0 {
+	return evalAudits(ev, v.audits)
+}
+
+// evalAudits evaluates audit annotations as upstream Kyverno: each must
+// be a string; empty strings are left out.
+func evalAudits(ev *cel.Evaluation, audits []auditProg) (map[string]string, error) {
+	if len(audits) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]string, len(v.audits))
-	for _, a := range v.audits {
+	out := make(map[string]string, len(audits))
+	for _, a := range audits {
 		val, err := ev.Eval(a.prog)
 		if err != nil {
 			return nil, fmt.Errorf("failed to evaluate auditAnnotation '%s': %w", a.key, Cause(err))
