@@ -131,7 +131,6 @@ func TestCompileUnsupportedKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kind := range []string{"policies.kyverno.io/v1 ImageValidatingPolicy", "policies.kyverno.io/v1 MutatingPolicy",
-		"policies.kyverno.io/v1 DeletingPolicy",
 		"admissionregistration.k8s.io/v1 MutatingAdmissionPolicy", "admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBinding"} {
 		av, k, _ := strings.Cut(kind, " ")
 		src := "apiVersion: " + av + "\nkind: " + k + "\nmetadata: {name: x, namespace: ns}\nspec: {}\n"

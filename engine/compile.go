@@ -159,6 +159,8 @@ func typeBit(t RuleType) uint8 {
 		return 4
 	case ImageVerify:
 		return 8
+	case Deletion:
+		return 16
 	}
 	return 0
 }
@@ -182,7 +184,9 @@ func (e *CompileError) Error() string {
 // CompilePolicy validates and compiles one policy of any kind gavel
 // evaluates: ClusterPolicy, Policy, ValidatingPolicy,
 // NamespacedValidatingPolicy, GeneratingPolicy, NamespacedGeneratingPolicy,
-// ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding (compiled
+// DeletingPolicy, NamespacedDeletingPolicy, CleanupPolicy,
+// ClusterCleanupPolicy, ValidatingAdmissionPolicy and
+// ValidatingAdmissionPolicyBinding (compiled
 // on its own, it binds the policy of the same name when both are in a
 // PolicySet). Another kind is
 // an *UnsupportedKindError; invalid policies a *CompileError.

@@ -21,8 +21,8 @@ type kindBody interface {
 }
 
 // UnsupportedKindError is a policy of a kind gavel decodes but does not
-// evaluate (ImageValidatingPolicy, MutatingPolicy, DeletingPolicy, their
-// Namespaced kinds, MutatingAdmissionPolicy and its binding).
+// evaluate (ImageValidatingPolicy, MutatingPolicy, their Namespaced
+// kinds, MutatingAdmissionPolicy and its binding).
 type UnsupportedKindError struct {
 	// Policy is the policy's key, Kind its kind.
 	Policy, Kind string
@@ -43,6 +43,10 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 		return e.compileVAPBinding(p)
 	case *api.GeneratingPolicy:
 		return e.compileGeneratingPolicy(p)
+	case *api.DeletingPolicy:
+		return e.compileDeletingPolicy(p)
+	case *api.CleanupPolicy:
+		return e.compileCleanupPolicy(p)
 	}
 	return nil, &UnsupportedKindError{Policy: api.PolicyKey(p), Kind: p.GetKind()}
 }

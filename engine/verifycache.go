@@ -4,14 +4,12 @@ import (
 	"container/list"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 )
 
 // verifyCache keeps successful verification outcomes by image digest and
 // attestor (the key), for a TTL, at most max of them (the least recently
 // used goes first). Concurrent verifications of one key are made once
-// (singleflight). It is safe for concurrent use.
+// (flightGroup). It is safe for concurrent use.
 type verifyCache struct {
 	now     func() time.Time
 	ttl     time.Duration
@@ -21,7 +19,7 @@ type verifyCache struct {
 	mu    sync.Mutex
 	items map[string]*list.Element
 	lru   list.List // front: most recently used
-	group singleflight.Group
+	group flightGroup[verifyOutcome]
 }
 
 type verifyCacheEntry struct {
@@ -99,7 +97,7 @@ func (c *verifyCache) do(key string, use bool, verify func() (verifyOutcome, err
 			return v, nil
 		}
 	}
-	v, err, _ := c.group.Do(key, func() (any, error) {
+	v, err := c.group.do(key, func() (verifyOutcome, error) {
 		if use {
 			// a caller that finished while this one waited for the group
 			if v, ok := c.get(key); ok {
@@ -115,5 +113,5 @@ func (c *verifyCache) do(key string, use bool, verify func() (verifyOutcome, err
 	if err != nil {
 		return verifyOutcome{}, err
 	}
-	return v.(verifyOutcome), nil
+	return v, nil
 }

@@ -1,6 +1,6 @@
 module github.com/gavelpolicy/gavel/cmd/gavel
 
-go 1.26.0
+go 1.26.2
 
 require (
 	github.com/gavelpolicy/gavel v0.0.0-00010101000000-000000000000
@@ -138,6 +138,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
+	github.com/kyverno/api v0.0.1-alpha.3.0.20260723090831-fb2785727f98 // indirect
 	github.com/letsencrypt/boulder v0.20251110.0 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
 	github.com/mitchellh/mapstructure v1.5.1-0.20231216201459-8508981c8b6c // indirect
