@@ -100,7 +100,8 @@ func (p *Policy) CleanupTargets() []CleanupTarget {
 
 // Cleanup evaluates the deleting policies of the set (DeletingPolicy,
 // NamespacedDeletingPolicy, CleanupPolicy, ClusterCleanupPolicy) on an
-// existing object (req.Object; the operation is ignored), as upstream's
+// existing object (req.Object, else req.OldObject; the operation is
+// ignored), as upstream's
 // cleanup and deleting controllers decide what they delete when a policy
 // runs, and as its CLI reports it. Each deleting policy has a
 // PolicyResult; a policy that considered the object has one rule result
@@ -115,10 +116,13 @@ func (p *Policy) CleanupTargets() []CleanupTarget {
 // CleanupTargets, calls Cleanup on each with a set of that policy, and
 // deletes those that pass with the DeletionPropagation.
 func (s *PolicySet) Cleanup(ctx context.Context, req *Request) (*Response, error) {
-	if req == nil || req.Object == nil {
+	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
 	}
 	cr := *req
+	if cr.Object == nil {
+		cr.Object = req.OldObject
+	}
 	cr.Operation, cr.OldObject, cr.Background = api.Create, nil, true
 	object, _, _, err := cr.check()
 	if err != nil {

@@ -797,6 +797,20 @@ func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOpe
 		}
 	}
 	for _, p := range e.policies {
+		if !p.HasRuleType(engine.Deletion) {
+			continue
+		}
+		resp, err := e.eng.NewPolicySet(p).Cleanup(ctx, e.request(p, obj, op))
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range resp.Policies {
+			if len(pr.Rules) > 0 {
+				out = append(out, response{policy: pr.Policy, resource: obj, patched: obj, rules: pr.Rules, action: pr.FailureAction})
+			}
+		}
+	}
+	for _, p := range e.policies {
 		if !p.HasRuleType(engine.Generation) {
 			continue
 		}
