@@ -48,11 +48,12 @@ type ControllerOptions struct {
 // on the leader only (Host.RunLeader); every replica builds one so that a
 // new leader starts at once.
 type Controller struct {
-	h    *Host
-	src  *PolicySource
-	gen  *generate.Controller
-	rep  *Reporter
-	opts ControllerOptions
+	h     *Host
+	src   *PolicySource
+	gen   *generate.Controller
+	rep   *Reporter
+	sched *Scheduler
+	opts  ControllerOptions
 
 	// polMu orders the policy changes of a leader: the replay when it
 	// starts leading, then each change; state is the durable record of the
@@ -66,6 +67,10 @@ type Controller struct {
 	sources map[schema.GroupVersionResource]bool
 	dynInf  dynamicinformer.DynamicSharedInformerFactory // generated resources
 	srcInf  dynamicinformer.DynamicSharedInformerFactory // clone sources
+	// gpolKinds are the kinds GeneratingPolicies generate, as the
+	// generate controller learns them (generate.WithDownstreamKinds):
+	// watched like the kinds of generate rules
+	gpolKinds map[[2]string]bool
 }
 
 // NewController returns the controller of the policies of src. Call it
@@ -83,10 +88,11 @@ func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controll
 	if opts.StateConfigMap == "" {
 		opts.StateConfigMap = DefaultStateConfigMap
 	}
-	c := &Controller{h: h, src: src, opts: opts}
-	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue))
+	c := &Controller{h: h, src: src, opts: opts, gpolKinds: map[[2]string]bool{}}
+	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue), generate.WithDownstreamKinds(c.downstreamKind))
 	c.gen = generate.NewController(src.Set(), h.client, gopts...)
 	c.rep = NewReporter(h, src, opts.Report)
+	c.sched = NewScheduler(h, src, SchedulerOptions{})
 	src.Subscribe(c.policyChanged)
 	return c
 }
@@ -116,7 +122,7 @@ func (c *Controller) policyChanged(ch PolicyChange) {
 	var err error
 	switch {
 	case ch.New != nil:
-		k := stateKey(ch.New.Key())
+		k := stateKey(policyID(ch.New.Kind(), ch.New.Key()))
 		rec, had := c.state[k]
 		urs, err = c.apply(ctx, ch.New, ch.Old, rec, had)
 		if rerr := c.recordApplied(ch.New, rec, had, changes); rerr != nil {
@@ -124,8 +130,8 @@ func (c *Controller) policyChanged(ch PolicyChange) {
 		}
 	case ch.Old != nil:
 		urs, err = c.gen.OnPolicyDelete(ctx, ch.Old)
-		if _, had := c.state[stateKey(ch.Old.Key())]; had {
-			changes[stateKey(ch.Old.Key())] = nil
+		if _, had := c.state[stateKey(policyID(ch.Old.Kind(), ch.Old.Key()))]; had {
+			changes[stateKey(policyID(ch.Old.Kind(), ch.Old.Key()))] = nil
 		}
 	}
 	c.gen.SetPolicies(ch.Set)
@@ -189,8 +195,13 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	c.polMu.Unlock()
 	c.watchDownstream(ctx, c.src.Set())
+	// the kinds the GeneratingPolicies generate, for their informers
+	if err := c.gen.Restore(ctx); err != nil {
+		c.h.logf("generating policies: %v", err)
+	}
 
 	var wg sync.WaitGroup
+	wg.Go(func() { c.sched.Run(ctx) })
 	wg.Go(func() { c.h.queue.Drain(ctx, c.gen, c.opts.Workers) })
 	if c.opts.ScanInterval > 0 {
 		wg.Go(func() { c.rep.Run(ctx, c.opts.ScanInterval) })
@@ -240,10 +251,45 @@ func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet)
 			}
 		}
 	}
+	for k := range c.gpolKinds {
+		started = c.watchKind(ctx, k[0], k[1]) || started
+	}
 	if started {
 		c.dynInf.Start(ctx.Done())
 	}
 	c.watchSources(ctx, set)
+}
+
+// downstreamKind is told each kind a GeneratingPolicy generates: it is
+// watched from then on (and by the next leaders of this process).
+func (c *Controller) downstreamKind(apiVersion, kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gpolKinds[[2]string{apiVersion, kind}] = true
+	if c.dynInf == nil || c.leadCtx == nil {
+		return
+	}
+	if c.watchKind(c.leadCtx, apiVersion, kind) {
+		c.dynInf.Start(c.leadCtx.Done())
+	}
+	// a kind that is also a clone source's (clones are of their
+	// source's kind)
+	c.watchSource(c.leadCtx, apiVersion, kind)
+	c.srcInf.Start(c.leadCtx.Done())
+}
+
+// watchKind starts watching the downstream objects of a kind, and reports
+// whether it started an informer; c.mu is held.
+func (c *Controller) watchKind(ctx context.Context, apiVersion, kind string) bool {
+	gvr, ok := c.resourceOf(apiVersion, kind)
+	if !ok || c.watched[gvr] {
+		return false
+	}
+	c.watched[gvr] = true
+	_, _ = c.dynInf.ForResource(gvr).Informer().AddEventHandler(changeHandler(func(old, cur map[string]any) {
+		c.downstreamChanged(ctx, old, cur)
+	}))
+	return true
 }
 
 // changeHandler calls changed with the old and new object of each update
@@ -301,21 +347,31 @@ func (c *Controller) watchSources(ctx context.Context, set *engine.PolicySet) {
 				}
 			}
 			for _, k := range kinds {
-				gvr, ok := c.resourceOf(k[0], k[1])
-				if !ok || c.sources[gvr] {
-					continue
-				}
-				c.sources[gvr] = true
-				_, _ = c.srcInf.ForResource(gvr).Informer().AddEventHandler(changeHandler(func(old, cur map[string]any) {
-					c.sourceChanged(ctx, old, cur)
-				}))
+				c.watchSource(ctx, k[0], k[1])
 				started = true
 			}
 		}
 	}
+	// GeneratingPolicies clone objects of the kinds they generate
+	for k := range c.gpolKinds {
+		c.watchSource(ctx, k[0], k[1])
+		started = true
+	}
 	if started {
 		c.srcInf.Start(ctx.Done())
 	}
+}
+
+// watchSource starts watching the clone sources of a kind; c.mu is held.
+func (c *Controller) watchSource(ctx context.Context, apiVersion, kind string) {
+	gvr, ok := c.resourceOf(apiVersion, kind)
+	if !ok || c.sources[gvr] {
+		return
+	}
+	c.sources[gvr] = true
+	_, _ = c.srcInf.ForResource(gvr).Informer().AddEventHandler(changeHandler(func(old, cur map[string]any) {
+		c.sourceChanged(ctx, old, cur)
+	}))
 }
 
 // sourceChanged and downstreamChanged put the UpdateRequests of an event

@@ -36,13 +36,18 @@ type policyRecord struct {
 	Policy     json.RawMessage `json:"policy,omitempty"`
 }
 
-// stateKey is a policy key as a ConfigMap data key: "ns_name" for a
-// Policy, the name for a ClusterPolicy (names and namespaces hold no "_").
-func stateKey(policyKey string) string { return strings.ReplaceAll(policyKey, "/", "_") }
+// stateKey is a policy ID (policyID) as a ConfigMap data key: "ns_name"
+// for a Policy, the name for a ClusterPolicy, "Kind.name" or
+// "Kind.ns_name" for the other kinds (names and namespaces hold no "_").
+func stateKey(policyID string) string { return strings.ReplaceAll(policyID, "/", "_") }
 
 // needsRecord reports whether the controller has anything to do for the
-// policy when it changes: generate rules, or mutate-existing rules.
+// policy when it changes: generate rules, mutate-existing rules, or a
+// GeneratingPolicy.
 func needsRecord(p *engine.Policy) bool {
+	if p.HasRuleType(engine.Generation) {
+		return true
+	}
 	for _, r := range p.Rules() {
 		if r.Generation != nil || (r.Mutation != nil && len(r.Mutation.Targets) > 0) {
 			return true
@@ -63,12 +68,9 @@ func recordOf(p *engine.Policy) (policyRecord, error) {
 	if m, ok := src.(metav1.Object); ok {
 		rec.UID, rec.Generation = string(m.GetUID()), m.GetGeneration()
 	}
-	for _, r := range p.Rules() {
-		if r.Generation != nil {
-			if rec.Policy, err = json.Marshal(src); err != nil {
-				return policyRecord{}, err
-			}
-			break
+	if p.HasRuleType(engine.Generation) {
+		if rec.Policy, err = json.Marshal(src); err != nil {
+			return policyRecord{}, err
 		}
 	}
 	return rec, nil
@@ -180,7 +182,7 @@ func (c *Controller) replay(ctx context.Context, set *engine.PolicySet, broken m
 	var errs []error
 	present := map[string]bool{}
 	for _, p := range set.Policies() {
-		k := stateKey(p.Key())
+		k := stateKey(policyID(p.Kind(), p.Key()))
 		present[k] = true
 		rec, had := st[k]
 		urs, err := c.apply(ctx, p, nil, rec, had)
@@ -265,7 +267,7 @@ func (c *Controller) apply(ctx context.Context, p, prev *engine.Policy, rec poli
 // recordApplied adds to changes the record of p, now applied, when it
 // differs from the one kept.
 func (c *Controller) recordApplied(p *engine.Policy, rec policyRecord, had bool, changes map[string]*policyRecord) error {
-	k := stateKey(p.Key())
+	k := stateKey(policyID(p.Kind(), p.Key()))
 	if !needsRecord(p) {
 		if had {
 			changes[k] = nil

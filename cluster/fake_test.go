@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stesting "k8s.io/client-go/testing"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,6 +42,9 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 		paramLimits:                             "LimitList",
 		paramClusterLimits:                      "ClusterLimitList",
 	}
+	for _, k := range fakeKinds {
+		listKinds[k.gvr] = k.kind + "List"
+	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, listKinds, dynObjs...)
 	// the fake does not implement generateName
 	var seq atomic.Int64
@@ -57,6 +61,9 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 	// parameter objects of CEL rules, namespaced and not
 	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "Limit"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "ClusterLimit"}, meta.RESTScopeRoot)
+	for _, k := range fakeKinds {
+		mapper.AddSpecific(k.gvr.GroupVersion().WithKind(k.kind), k.gvr, k.gvr.GroupVersion().WithResource(strings.ToLower(k.kind)), k.scope)
+	}
 	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +77,23 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 		t.Fatal(err)
 	}
 	return h, dyn
+}
+
+// fakeKinds are the other kinds the fake cluster serves: the policy
+// kinds a PolicySource watches when they are served, and kinds deleting
+// policies select.
+var fakeKinds = []struct {
+	gvr   schema.GroupVersionResource
+	kind  string
+	scope meta.RESTScope
+}{
+	{schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "generatingpolicies"}, "GeneratingPolicy", meta.RESTScopeRoot},
+	{schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedgeneratingpolicies"}, "NamespacedGeneratingPolicy", meta.RESTScopeNamespace},
+	{schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "deletingpolicies"}, "DeletingPolicy", meta.RESTScopeRoot},
+	{schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "namespaceddeletingpolicies"}, "NamespacedDeletingPolicy", meta.RESTScopeNamespace},
+	{schema.GroupVersionResource{Group: "kyverno.io", Version: "v2", Resource: "clustercleanuppolicies"}, "ClusterCleanupPolicy", meta.RESTScopeRoot},
+	{schema.GroupVersionResource{Group: "kyverno.io", Version: "v2", Resource: "cleanuppolicies"}, "CleanupPolicy", meta.RESTScopeNamespace},
+	{schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, "Job", meta.RESTScopeNamespace},
 }
 
 var (

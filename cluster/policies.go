@@ -40,7 +40,10 @@ type PolicyChange struct {
 }
 
 // PolicySource keeps a PolicySet compiled from the cluster's ClusterPolicy
-// and Policy objects. A policy is compiled when it changes and the set is
+// and Policy objects, and those of the other kinds the cluster serves
+// among GeneratingPolicy, NamespacedGeneratingPolicy, DeletingPolicy,
+// NamespacedDeletingPolicy, ClusterCleanupPolicy and CleanupPolicy
+// (servedKinds). A policy is compiled when it changes and the set is
 // swapped atomically, so that a request is answered by one set from start
 // to end. A policy that does not compile is reported (its Ready condition
 // set to False with the reason, and a Warning event) and the version that
@@ -55,7 +58,8 @@ type PolicySource struct {
 	good      map[string]*engine.Policy
 	errs      map[string]error
 	listeners []func(PolicyChange)
-	failed    map[string]*unstructured.Unstructured // the versions in errs
+	failed    map[string]*unstructured.Unstructured  // the versions in errs
+	gvrs      map[string]schema.GroupVersionResource // their resources
 	writeStat bool
 	regs      []cache.ResourceEventHandlerRegistration
 }
@@ -78,14 +82,14 @@ func NewPolicySource(h *Host, opts PolicySourceOptions) (*PolicySource, error) {
 		return nil, err
 	}
 	s := &PolicySource{h: h, eng: eng, good: map[string]*engine.Policy{}, errs: map[string]error{},
-		failed: map[string]*unstructured.Unstructured{}, writeStat: opts.ReportStatus}
+		failed: map[string]*unstructured.Unstructured{}, gvrs: map[string]schema.GroupVersionResource{}, writeStat: opts.ReportStatus}
 	s.cur.Store(eng.NewPolicySet())
-	for _, gvr := range []schema.GroupVersionResource{ClusterPolicies, Policies} {
+	for _, gvr := range append([]schema.GroupVersionResource{ClusterPolicies, Policies}, servedKinds(h)...) {
 		inf := h.dynFactory.ForResource(gvr).Informer()
 		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { s.changed(o, false) },
-			UpdateFunc: func(old, o any) { s.updated(old, o) },
-			DeleteFunc: func(o any) { s.changed(o, true) },
+			AddFunc:    func(o any) { s.changed(gvr, o, false) },
+			UpdateFunc: func(old, o any) { s.updated(gvr, old, o) },
+			DeleteFunc: func(o any) { s.changed(gvr, o, true) },
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
@@ -109,7 +113,8 @@ func (s *PolicySource) WaitForSync(ctx context.Context) bool {
 func (s *PolicySource) Set() *engine.PolicySet { return s.cur.Load() }
 
 // Errors returns the compile error of each policy that failed to compile
-// in its latest version, by policy key.
+// in its latest version, by policy key (prefixed by the kind for the
+// kinds other than ClusterPolicy and Policy, see policyID).
 func (s *PolicySource) Errors() map[string]error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,7 +137,7 @@ func (s *PolicySource) SetReportStatus(on bool) {
 		return
 	}
 	for key, u := range s.failed {
-		go s.report(u.DeepCopy(), s.errs[key])
+		go s.report(s.gvrs[key], u.DeepCopy(), s.errs[key])
 	}
 }
 
@@ -144,7 +149,7 @@ func (s *PolicySource) Subscribe(f func(PolicyChange)) {
 	s.listeners = append(s.listeners, f)
 }
 
-func (s *PolicySource) updated(old, o any) {
+func (s *PolicySource) updated(gvr schema.GroupVersionResource, old, o any) {
 	ou, ok1 := old.(*unstructured.Unstructured)
 	nu, ok2 := o.(*unstructured.Unstructured)
 	if ok1 && ok2 && ou.GetGeneration() == nu.GetGeneration() && ou.GetGeneration() != 0 &&
@@ -154,10 +159,10 @@ func (s *PolicySource) updated(old, o any) {
 		// generation)
 		return
 	}
-	s.changed(o, false)
+	s.changed(gvr, o, false)
 }
 
-func (s *PolicySource) changed(o any, deleted bool) {
+func (s *PolicySource) changed(gvr schema.GroupVersionResource, o any, deleted bool) {
 	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
@@ -169,6 +174,7 @@ func (s *PolicySource) changed(o any, deleted bool) {
 	if u.GetNamespace() != "" {
 		key = u.GetNamespace() + "/" + u.GetName()
 	}
+	key = policyID(u.GetKind(), key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.good[key]
@@ -177,24 +183,27 @@ func (s *PolicySource) changed(o any, deleted bool) {
 		delete(s.good, key)
 		delete(s.errs, key)
 		delete(s.failed, key)
+		delete(s.gvrs, key)
 	} else {
 		p, err := s.compile(u)
 		if err != nil {
 			s.errs[key] = err
 			s.failed[key] = u
+			s.gvrs[key] = gvr
 			s.h.logf("policy %s does not compile, the previous version keeps serving: %v", key, err)
 			if s.writeStat {
-				go s.report(u.DeepCopy(), err)
+				go s.report(gvr, u.DeepCopy(), err)
 			}
 			return
 		}
 		_, failed := s.errs[key]
 		delete(s.errs, key)
 		delete(s.failed, key)
+		delete(s.gvrs, key)
 		s.good[key] = p
 		cur = p
 		if s.writeStat && (failed || !ready(u)) {
-			go s.report(u.DeepCopy(), nil)
+			go s.report(gvr, u.DeepCopy(), nil)
 		}
 	}
 	set := s.build()
@@ -240,13 +249,9 @@ func ready(u *unstructured.Unstructured) bool {
 
 // report writes the policy's Ready condition and, for an error, a Warning
 // event.
-func (s *PolicySource) report(u *unstructured.Unstructured, cerr error) {
+func (s *PolicySource) report(gvr schema.GroupVersionResource, u *unstructured.Unstructured, cerr error) {
 	ctx, cancel := context.WithTimeout(s.h.ctx, 30*time.Second)
 	defer cancel()
-	gvr := ClusterPolicies
-	if u.GetNamespace() != "" {
-		gvr = Policies
-	}
 	ri := s.h.dyn.Resource(gvr).Namespace(u.GetNamespace())
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: "Ready", ObservedGeneration: u.GetGeneration()}
 	if cerr != nil {
