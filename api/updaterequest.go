@@ -10,7 +10,7 @@ const (
 	URMutate   UpdateRequestType = "mutate"
 	URGenerate UpdateRequestType = "generate"
 	// URCELGenerate is a GeneratingPolicy's (upstream's CELGenerate).
-	URCELGenerate UpdateRequestType = "CELGenerate"
+	URCELGenerate UpdateRequestType = "cel-generate"
 )
 
 // UpdateRequestState is the lifecycle state of an UpdateRequest.

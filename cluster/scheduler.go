@@ -40,7 +40,8 @@ type SchedulerOptions struct {
 // else its creation); it lists the objects of its targets (in its
 // namespace for a namespaced kind), deletes those engine.PolicySet.Cleanup
 // passes, with the policy's propagation policy, records an event per
-// deletion and writes the time of the run into its status, so that the
+// deletion (in the policy's namespace, default for the cluster-wide
+// kinds, related to the object) and writes the time of the run into its status, so that the
 // next leader goes on from there. Run it on the leader only (Controller.Run
 // does). Objects managed by gavel (the UpdateRequests, its reports) are
 // never deleted.
@@ -117,7 +118,9 @@ func (s *Scheduler) RunDue(ctx context.Context) time.Duration {
 		if err != nil {
 			s.h.logf("deleting policy %s: %v", p.Key(), err)
 		}
-		s.h.logf("deleting policy %s ran: %d deleted", p.Key(), n)
+		if n > 0 {
+			s.h.logf("deleting policy %s ran: %d deleted", p.Key(), n)
+		}
 		if err := s.recordRun(ctx, p, now); err != nil {
 			s.h.logf("deleting policy %s: writing the time of the run: %v", p.Key(), err)
 		}
@@ -390,7 +393,9 @@ func objectKey(u *unstructured.Unstructured) string {
 // event records the deletion of an object by a policy (or its failure),
 // as upstream does: on the policy, related to the object.
 func (s *Scheduler) event(ctx context.Context, p *engine.Policy, u *unstructured.Unstructured, err error) {
-	ns := u.GetNamespace()
+	// an event is in the namespace of its object: the policy's (default
+	// for a cluster-wide one)
+	ns := p.Namespace()
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}

@@ -111,14 +111,19 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 	if got, _, _ := unstructured.NestedString(p.Object, "status", "lastExecutionTime"); got != now.Format(time.RFC3339) {
 		t.Errorf("status.lastExecutionTime = %q", got)
 	}
-	evs, err := h.kube.CoreV1().Events("ci").List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := map[string]bool{}
-	for _, ev := range evs.Items {
-		if ev.Reason == "PolicyApplied" && ev.Related != nil {
-			found[ev.InvolvedObject.Kind+" "+ev.Related.Name] = true
+	for _, ns := range []string{"ci", "default"} {
+		evs, err := h.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs.Items {
+			if ev.Namespace != ns || (ev.InvolvedObject.Namespace != "" && ev.InvolvedObject.Namespace != ns) {
+				t.Errorf("event %s in %s about an object of %q", ev.Name, ns, ev.InvolvedObject.Namespace)
+			}
+			if ev.Reason == "PolicyApplied" && ev.Related != nil {
+				found[ev.InvolvedObject.Kind+" "+ev.Related.Name] = true
+			}
 		}
 	}
 	if !found["DeletingPolicy done"] || !found["CleanupPolicy tmp-1"] {

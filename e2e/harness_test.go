@@ -501,7 +501,7 @@ func (e *env) waitCRDs() error {
 					}
 				}
 			}
-			if established >= 6 {
+			if established >= 16 {
 				e.resetMapper()
 				return nil
 			}

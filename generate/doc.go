@@ -57,7 +57,7 @@
 // # GeneratingPolicies
 //
 // GeneratingPolicy and NamespacedGeneratingPolicy requests have upstream's
-// type CELGenerate (api.URCELGenerate): one rule context per trigger,
+// type cel-generate (api.URCELGenerate): one rule context per trigger,
 // named after the policy. The controller evaluates the policy on the
 // trigger and writes what generator.Apply generated: a missing object is
 // created, the policy's own downstream of the trigger updated, another

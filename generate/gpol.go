@@ -2,6 +2,7 @@ package generate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -16,8 +17,9 @@ import (
 )
 
 // GeneratingPolicies (policies.kyverno.io) go through the same
-// UpdateRequests as generate rules, with upstream's type CELGenerate and
-// one rule context per trigger (its rule is the policy's key). Their
+// UpdateRequests as generate rules, with upstream's type cel-generate
+// (api.URCELGenerate) and one rule context per trigger (its rule is the
+// policy's key). Their
 // downstream resources carry upstream's tracking labels without a rule
 // name. Unlike a generate rule, a GeneratingPolicy does not tell which
 // kinds it generates: the controller learns them from what it writes (and
@@ -208,6 +210,11 @@ func (c *Controller) writeGpol(ctx context.Context, obj map[string]any, ssa bool
 		if _, err := c.client.Create(ctx, obj); err != nil {
 			return spec, false, fmt.Errorf("failed to create %s: %w", where, err)
 		}
+		return spec, true, nil
+	}
+	if holds(existing, obj) {
+		// up to date: no write (a write would reach the webhooks, whose
+		// downstream handler would queue the same request again)
 		return spec, true, nil
 	}
 	if _, err := c.client.Update(ctx, withResourceVersion(obj, existing)); err != nil {
@@ -604,4 +611,61 @@ func (c *Controller) gpolApplies(ctx context.Context, p *engine.Policy, obj map[
 		}
 	}
 	return false
+}
+
+// holds reports whether an existing object holds every field of desired
+// with its value (lists element by element): the fields the API server
+// adds (defaults, metadata) do not count.
+func holds(existing, desired any) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		e, ok := existing.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range d {
+			if !holds(e[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		e, ok := existing.([]any)
+		if !ok || len(e) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !holds(e[i], d[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return existing == nil
+	}
+	if a, ok := number(existing); ok {
+		b, ok := number(desired)
+		return ok && a == b
+	}
+	return existing == desired
+}
+
+// number reads a JSON number of any Go type.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
 }

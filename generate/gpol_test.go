@@ -80,7 +80,7 @@ func urStates(urs []*api.UpdateRequest) []string {
 func TestGeneratingPolicyCreatesDownstream(t *testing.T) {
 	h := newHarness(t, gpolData(`"CREATE"`, "zk", "1.1.1.1", true, false))
 	urs := h.admit(api.Create, prodNS("prod-a", "uid-a"), nil)
-	if got, want := urStates(urs), []string{"CELGenerate:Completed"}; !reflect.DeepEqual(got, want) {
+	if got, want := urStates(urs), []string{"cel-generate:Completed"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("requests %v, want %v", got, want)
 	}
 	if got := urs[0].Status.GeneratedResources; len(got) != 1 || got[0].Name != "zk" || got[0].Namespace != "prod-a" {
@@ -277,7 +277,7 @@ func TestGeneratingPolicyGenerateExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := urStates(urs), []string{"CELGenerate:Completed", "CELGenerate:Completed"}; !reflect.DeepEqual(got, want) {
+	if got, want := urStates(urs), []string{"cel-generate:Completed", "cel-generate:Completed"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
 	}
 	for _, ns := range []string{"prod-g", "prod-h"} {
@@ -333,5 +333,19 @@ func TestGeneratingPolicySharesNameWithClusterPolicy(t *testing.T) {
 	}
 	if h.get("v1", "ConfigMap", "prod-j", "zk") != nil || h.get("v1", "ConfigMap", "prod-j", "zk-kafka-address") == nil {
 		t.Error("deleting the GeneratingPolicy must delete its downstream only")
+	}
+}
+
+// An up-to-date downstream is not written again (a write would go
+// through the webhooks again).
+func TestGeneratingPolicyNoWriteWhenUpToDate(t *testing.T) {
+	h := newHarness(t, gpolData(`"CREATE", "UPDATE"`, "zk", "1.1.1.1", true, false))
+	ns := prodNS("prod-k", "uid-k")
+	h.admit(api.Create, ns, nil)
+	before := h.get("v1", "ConfigMap", "prod-k", "zk")["metadata"].(map[string]any)["resourceVersion"]
+	h.admit(api.Update, withLabels(ns, map[string]any{"env": "prod", "x": "1"}), ns)
+	after := h.get("v1", "ConfigMap", "prod-k", "zk")["metadata"].(map[string]any)["resourceVersion"]
+	if before != after {
+		t.Errorf("an up-to-date downstream was written again (resourceVersion %v → %v)", before, after)
 	}
 }
