@@ -146,6 +146,7 @@ type head struct {
 const (
 	SourceValidatingPolicy          = "KyvernoValidatingPolicy"
 	SourceValidatingAdmissionPolicy = "ValidatingAdmissionPolicy"
+	SourceGeneratingPolicy          = "KyvernoGeneratingPolicy"
 )
 
 // kindSource is the source of the entries of a policy kind: upstream's
@@ -156,6 +157,8 @@ func kindSource(kind string) string {
 		return SourceValidatingPolicy
 	case api.KindValidatingAdmissionPolicy:
 		return SourceValidatingAdmissionPolicy
+	case api.KindGeneratingPolicy, api.KindNamespacedGeneratingPolicy:
+		return SourceGeneratingPolicy
 	}
 	return ""
 }
@@ -254,6 +257,10 @@ func severity(s string) api.PolicyResultSeverity {
 func process(p *engine.Policy) string {
 	if p == nil {
 		return ""
+	}
+	if k := p.Kind(); k == api.KindGeneratingPolicy || k == api.KindNamespacedGeneratingPolicy {
+		// upstream's, whatever the policy says
+		return processAdmission
 	}
 	if p.Background() {
 		return processBackground
