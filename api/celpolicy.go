@@ -131,7 +131,9 @@ func (p *GeneratingPolicy) GetKind() string { return p.Kind }
 func (p *GeneratingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedGeneratingPolicy }
 
 // DeletingPolicy is a policies.kyverno.io DeletingPolicy or
-// NamespacedDeletingPolicy (decoded only, see ImageValidatingPolicy).
+// NamespacedDeletingPolicy (which deletes objects of its namespace only):
+// on its schedule, it deletes the existing objects its matchConstraints
+// select and its conditions hold for.
 type DeletingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
