@@ -53,7 +53,7 @@ type tinterp struct {
 // compileTemplate parses a template; placeholders (when interpolate) are
 // compiled with comp, so that they see the policy's variables.
 func compileTemplate(comp *cel.Compiler, value string, interpolate bool) (*template, error) {
-	tc := &templateCompiler{comp: comp, interpolate: interpolate}
+	tc := &templateCompiler{comp: comp, interpolate: interpolate, seen: map[*yaml.Node]bool{}, progs: map[string]*cel.Program{}}
 	dec := yaml.NewDecoder(strings.NewReader(value))
 	t := &template{}
 	for {
@@ -73,6 +73,9 @@ func compileTemplate(comp *cel.Compiler, value string, interpolate bool) (*templ
 		}
 		if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 			continue
+		}
+		if err := acyclic(root, map[*yaml.Node]bool{}, map[*yaml.Node]bool{}, 0); err != nil {
+			return nil, err
 		}
 		n, err := tc.node(root)
 		if err != nil {
@@ -98,13 +101,23 @@ func compileTemplate(comp *cel.Compiler, value string, interpolate bool) (*templ
 type templateCompiler struct {
 	comp        *cel.Compiler
 	interpolate bool
+	// seen remembers hasPlaceholder's answers
+	seen map[*yaml.Node]bool
+	// nodes counts the nodes compiled
+	nodes int
+	// progs are the placeholders' programs by expression
+	progs map[string]*cel.Program
 }
 
 func (tc *templateCompiler) node(n *yaml.Node) (tnode, error) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
-	if !tc.interpolate || !hasPlaceholder(n) {
+	// aliases expand: bound what a template may make its renderer build
+	if tc.nodes++; tc.nodes > maxTemplateNodes {
+		return nil, fmt.Errorf("line %d: the template expands to more than %d nodes", n.Line, maxTemplateNodes)
+	}
+	if !tc.interpolate || !tc.hasPlaceholder(n) {
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return nil, fmt.Errorf("line %d: %v", n.Line, err)
@@ -158,9 +171,13 @@ func (tc *templateCompiler) scalar(n *yaml.Node) (tnode, error) {
 		if !isExpr {
 			continue
 		}
-		p, err := tc.comp.Compile(parts[i], cel.Variable)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: placeholder %q: %v", n.Line, parts[i], err)
+		p, ok := tc.progs[parts[i]]
+		if !ok {
+			var err error
+			if p, err = tc.comp.Compile(parts[i], cel.Variable); err != nil {
+				return nil, fmt.Errorf("line %d: placeholder %q: %v", n.Line, parts[i], err)
+			}
+			tc.progs[parts[i]] = p
 		}
 		progs[i] = p
 		count++
@@ -174,21 +191,62 @@ func (tc *templateCompiler) scalar(n *yaml.Node) (tnode, error) {
 	return &tinterp{parts: parts, progs: progs}, nil
 }
 
-// hasPlaceholder reports whether a node holds a placeholder or an escaped
-// one.
-func hasPlaceholder(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return hasPlaceholder(n.Alias)
+// Bounds of a template: the nesting of its documents, and the nodes its
+// interpolated parts expand to (aliases included).
+const (
+	maxTemplateDepth = 1000
+	maxTemplateNodes = 10000
+)
+
+// acyclic refuses an alias to a node that contains it (the document would
+// be infinite) and documents nested deeper than maxTemplateDepth; active
+// holds the nodes being walked, done those checked already (each node is
+// walked once, however many aliases name it).
+func acyclic(n *yaml.Node, active, done map[*yaml.Node]bool, depth int) error {
+	if depth > maxTemplateDepth {
+		return fmt.Errorf("line %d: the document is nested more than %d deep", n.Line, maxTemplateDepth)
 	}
-	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "((") {
-		return true
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return fmt.Errorf("line %d: unknown alias", n.Line)
+		}
+		if active[n.Alias] {
+			return fmt.Errorf("line %d: the alias %q refers to a node that contains it", n.Line, n.Value)
+		}
+		return acyclic(n.Alias, active, done, depth+1)
 	}
+	if done[n] {
+		return nil
+	}
+	active[n] = true
+	defer delete(active, n)
 	for _, c := range n.Content {
-		if hasPlaceholder(c) {
-			return true
+		if err := acyclic(c, active, done, depth+1); err != nil {
+			return err
 		}
 	}
-	return false
+	done[n] = true
+	return nil
+}
+
+// hasPlaceholder reports whether a node holds a placeholder or an escaped
+// one (each node is looked at once: an alias's answer is remembered).
+func (tc *templateCompiler) hasPlaceholder(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if v, ok := tc.seen[n]; ok {
+		return v
+	}
+	v := n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "((")
+	for _, c := range n.Content {
+		if v {
+			break
+		}
+		v = tc.hasPlaceholder(c)
+	}
+	tc.seen[n] = v
+	return v
 }
 
 // splitPlaceholders splits a scalar into text and placeholder parts
