@@ -127,7 +127,8 @@ func (p *MutatingPolicy) GetKind() string { return p.Kind }
 func (p *MutatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedMutatingPolicy }
 
 // GeneratingPolicy is a policies.kyverno.io GeneratingPolicy or
-// NamespacedGeneratingPolicy (decoded only, see ImageValidatingPolicy).
+// NamespacedGeneratingPolicy (whose triggers and downstream resources
+// are in its namespace).
 type GeneratingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -142,7 +143,9 @@ func (p *GeneratingPolicy) GetKind() string { return p.Kind }
 func (p *GeneratingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedGeneratingPolicy }
 
 // DeletingPolicy is a policies.kyverno.io DeletingPolicy or
-// NamespacedDeletingPolicy (decoded only, see ImageValidatingPolicy).
+// NamespacedDeletingPolicy (which deletes objects of its namespace only):
+// on its schedule, it deletes the existing objects its matchConstraints
+// select and its conditions hold for.
 type DeletingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

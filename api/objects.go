@@ -44,8 +44,10 @@ type policyKind struct {
 // policyKinds are the policy kinds by group and kind.
 var policyKinds = map[string]map[string]policyKind{
 	GroupKyverno: {
-		KindClusterPolicy: {policyVersions, func() PolicyObject { return &ClusterPolicy{} }},
-		KindPolicy:        {policyVersions, func() PolicyObject { return &Policy{} }},
+		KindClusterPolicy:        {policyVersions, func() PolicyObject { return &ClusterPolicy{} }},
+		KindPolicy:               {policyVersions, func() PolicyObject { return &Policy{} }},
+		KindCleanupPolicy:        {cleanupVersions, func() PolicyObject { return &CleanupPolicy{} }},
+		KindClusterCleanupPolicy: {cleanupVersions, func() PolicyObject { return &CleanupPolicy{} }},
 	},
 	GroupPolicies: {
 		KindValidatingPolicy:                {celVersions, func() PolicyObject { return &ValidatingPolicy{} }},
@@ -70,16 +72,15 @@ var policyKinds = map[string]map[string]policyKind{
 // resourceKinds are the other kinds of the policy groups: objects that
 // policies may validate like any resource.
 var resourceKinds = map[string]map[string]bool{
-	GroupKyverno: {KindPolicyException: true, KindUpdateRequest: true, "CleanupPolicy": true,
-		"ClusterCleanupPolicy": true, "GlobalContextEntry": true, "AdmissionReport": true,
+	GroupKyverno: {KindPolicyException: true, KindUpdateRequest: true, "GlobalContextEntry": true, "AdmissionReport": true,
 		"ClusterAdmissionReport": true, "BackgroundScanReport": true, "ClusterBackgroundScanReport": true},
 	GroupPolicies:              {KindPolicyException: true},
 	GroupAdmissionRegistration: {"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true},
 }
 
 // IsPolicy reports whether the document is a policy of a kind gavel
-// decodes (DecodePolicy): a kyverno.io ClusterPolicy or Policy, a
-// policies.kyverno.io policy (ValidatingPolicy, ImageValidatingPolicy,
+// decodes (DecodePolicy): a kyverno.io ClusterPolicy, Policy,
+// ClusterCleanupPolicy or CleanupPolicy, a policies.kyverno.io policy (ValidatingPolicy, ImageValidatingPolicy,
 // MutatingPolicy, GeneratingPolicy, DeletingPolicy and their Namespaced
 // kinds), or an admissionregistration.k8s.io ValidatingAdmissionPolicy,
 // MutatingAdmissionPolicy or one of their bindings.
@@ -116,7 +117,7 @@ func (e *UnknownKindError) Error() string {
 // CheckKind returns an *UnknownKindError for a document of a policy group
 // (kyverno.io, policies.kyverno.io, admissionregistration.k8s.io) whose
 // kind is neither a policy kind nor one of the group's other known kinds
-// (PolicyException, UpdateRequest, CleanupPolicy, webhook
+// (PolicyException, UpdateRequest, GlobalContextEntry, webhook
 // configurations, ...), and nil for every other document. Readers call it
 // so that a misspelt policy kind is an error rather than a resource.
 func (d Document) CheckKind() error {
@@ -133,9 +134,9 @@ func (d Document) CheckKind() error {
 }
 
 // DecodePolicy decodes a document of any policy kind (see IsPolicy)
-// strictly, into *ClusterPolicy, *Policy, *ValidatingPolicy,
-// *ImageValidatingPolicy, *MutatingPolicy, *GeneratingPolicy,
-// *DeletingPolicy, *ValidatingAdmissionPolicy,
+// strictly, into *ClusterPolicy, *Policy, *CleanupPolicy,
+// *ValidatingPolicy, *ImageValidatingPolicy, *MutatingPolicy,
+// *GeneratingPolicy, *DeletingPolicy, *ValidatingAdmissionPolicy,
 // *ValidatingAdmissionPolicyBinding, *MutatingAdmissionPolicy or
 // *MutatingAdmissionPolicyBinding. A namespaced kind without a namespace
 // is in "default".

@@ -58,6 +58,12 @@ type Controller struct {
 
 	mu   sync.Mutex
 	lead *leadTerm // nil when not leading
+	// gpolKinds are the kinds GeneratingPolicies generate, as the
+	// generate controller learns them (generate.WithDownstreamKinds):
+	// watched like the kinds of generate rules, and as clone sources
+	gpolKinds map[[2]string]bool
+	// sched runs the deleting policies on their schedules
+	sched *Scheduler
 }
 
 // leadTerm is the state of one leadership.
@@ -86,8 +92,9 @@ func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controll
 	if opts.Report.Clock == nil {
 		opts.Report.Clock = time.Now
 	}
-	c := &Controller{h: h, src: src, opts: opts, log: h.log.With("controller", "background")}
-	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue))
+	c := &Controller{h: h, src: src, opts: opts, log: h.log.With("controller", "background"), gpolKinds: map[[2]string]bool{}}
+	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue), generate.WithDownstreamKinds(c.downstreamKind))
+	c.sched = NewScheduler(h, src, SchedulerOptions{})
 	c.gen = generate.NewController(src.Set(), h.client, gopts...)
 	c.rep = NewReporter(h, src, opts.Report)
 	src.Subscribe(c.policyChanged)
@@ -182,6 +189,10 @@ func (c *Controller) Run(ctx context.Context) {
 	for _, k := range keys {
 		t.policies.Add(k)
 	}
+	// the kinds the GeneratingPolicies generate, for their informers
+	if err := c.gen.Restore(ctx); err != nil {
+		c.log.Error("generating policies", "err", err)
+	}
 	t.policies.Add(watchKey)
 
 	var wg sync.WaitGroup
@@ -196,6 +207,7 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Go(func() { t.gens.run(ctx) })
 	wg.Go(func() { t.sources.run(ctx) })
 	wg.Go(func() { c.h.queue.Drain(ctx, c.gen, c.opts.Workers) })
+	wg.Go(func() { c.sched.Run(ctx) })
 	if c.opts.ScanInterval > 0 {
 		wg.Go(func() { c.rep.Run(ctx, c.opts.ScanInterval) })
 	}
@@ -248,6 +260,19 @@ func (c *Controller) processPolicy(t *leadTerm) bool {
 // source when it first clones it), so that a change of a source reaches
 // its copies.
 func (c *Controller) watchDownstream(t *leadTerm) {
+	c.mu.Lock()
+	gpol := make([][2]string, 0, len(c.gpolKinds))
+	for k := range c.gpolKinds {
+		gpol = append(gpol, k)
+	}
+	c.mu.Unlock()
+	for _, k := range gpol {
+		// GeneratingPolicies clone objects of the kinds they generate
+		if gvr, ok := c.resourceOf(k[0], k[1]); ok {
+			t.gens.watch(t.ctx, gvr)
+			t.sources.watch(t.ctx, gvr)
+		}
+	}
 	for _, p := range c.src.Set().Policies() {
 		for _, r := range p.Rules() {
 			g := r.Generation
@@ -272,6 +297,21 @@ func (c *Controller) watchDownstream(t *leadTerm) {
 				}
 			}
 		}
+	}
+}
+
+// downstreamKind is told each kind a GeneratingPolicy generates: it is
+// watched from then on (and by the next leaders of this process).
+func (c *Controller) downstreamKind(apiVersion, kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := [2]string{apiVersion, kind}
+	if c.gpolKinds[k] {
+		return
+	}
+	c.gpolKinds[k] = true
+	if c.lead != nil {
+		c.lead.policies.Add(watchKey)
 	}
 }
 

@@ -125,24 +125,6 @@ spec:
 	}
 }
 
-func TestCompileUnsupportedKinds(t *testing.T) {
-	eng, err := engine.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kind := range []string{
-		"policies.kyverno.io/v1 NamespacedGeneratingPolicy", "policies.kyverno.io/v1 DeletingPolicy",
-	} {
-		av, k, _ := strings.Cut(kind, " ")
-		src := "apiVersion: " + av + "\nkind: " + k + "\nmetadata: {name: x, namespace: ns}\nspec: {}\n"
-		_, err := eng.Compile(decodeAll(t, src)...)
-		var ue *engine.UnsupportedKindError
-		if !errors.As(err, &ue) || ue.Kind != k {
-			t.Errorf("%s: got %v, want an *UnsupportedKindError for %s", kind, err, k)
-		}
-	}
-}
-
 const vapSrc = `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata: {name: v}

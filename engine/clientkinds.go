@@ -5,15 +5,17 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
 // ClientKinds returns the kinds of the objects the set's rules may read
 // through the Client: generate targets (read to find existing downstream
 // resources) and clone sources, cloneList kinds, and mutate-existing
 // targets, the parameter objects of CEL rules and
-// ValidatingAdmissionPolicies (paramKind) and Namespaces for CEL
+// ValidatingAdmissionPolicies (paramKind), Namespaces for CEL
 // expressions that read namespaceObject or policies that select
-// namespaces. A host that keeps objects only to serve the Client (as the CLI's
+// namespaces, and any kind for GeneratingPolicies and DeletingPolicies
+// that call the resource library. A host that keeps objects only to serve the Client (as the CLI's
 // in-memory cluster does) may keep just these kinds. all is true when a
 // kind is known only at evaluation (it holds a variable, or is empty): then
 // any object may be read.
@@ -94,6 +96,10 @@ func (p *Policy) bodyClientKinds() []string {
 				break
 			}
 		}
+	case *generatingPolicy:
+		out = append(out, celKindsRead(b.body.Reads(), b.match.SelectsNamespaces())...)
+	case *deletingPolicy:
+		out = append(out, celKindsRead(b.body.Reads(), b.match.SelectsNamespaces())...)
 	case *vapPolicy:
 		if b.paramKind != nil {
 			out = append(out, b.paramKind.Kind)
@@ -129,6 +135,20 @@ func (p *Policy) bodyClientKinds() []string {
 				out = append(out, "Namespace")
 			}
 		}
+	}
+	return out
+}
+
+// celKindsRead are the kinds the expressions of a CEL kind read through
+// the Client: Namespaces for namespaceObject and namespace selectors, and
+// any kind (the empty kind) when they may call the resource library.
+func celKindsRead(r celpolicy.Reads, selectsNamespaces bool) []string {
+	var out []string
+	if r.Namespace || selectsNamespaces {
+		out = append(out, "Namespace")
+	}
+	if r.Resources {
+		out = append(out, "")
 	}
 	return out
 }

@@ -162,6 +162,8 @@ func typeBit(t RuleType) uint8 {
 		return 4
 	case ImageVerify:
 		return 8
+	case Deletion:
+		return 16
 	}
 	return 0
 }
@@ -184,12 +186,13 @@ func (e *CompileError) Error() string {
 
 // CompilePolicy validates and compiles one policy of any kind gavel
 // evaluates: ClusterPolicy, Policy, ValidatingPolicy,
-// NamespacedValidatingPolicy, ValidatingAdmissionPolicy and
-// ValidatingAdmissionPolicyBinding, MutatingPolicy,
-// NamespacedMutatingPolicy, MutatingAdmissionPolicy and
-// MutatingAdmissionPolicyBinding (a binding compiled on its own binds the
-// policy of its kind and name when both are in a PolicySet). Another kind
-// is an *UnsupportedKindError; invalid policies a *CompileError.
+// NamespacedValidatingPolicy, ImageValidatingPolicy,
+// NamespacedImageValidatingPolicy, MutatingPolicy, NamespacedMutatingPolicy,
+// GeneratingPolicy, NamespacedGeneratingPolicy, DeletingPolicy,
+// NamespacedDeletingPolicy, CleanupPolicy, ClusterCleanupPolicy,
+// ValidatingAdmissionPolicy and MutatingAdmissionPolicy with their bindings
+// (a binding compiled on its own binds the policy of its kind and name
+// when both are in a PolicySet). Invalid policies are a *CompileError.
 func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 	if p == nil || isNil(p) {
 		return nil, &CompileError{Errs: field.ErrorList{field.Required(nil, "no policy")}}

@@ -53,6 +53,9 @@ type Engine struct {
 	// celExcConds caches the compiled matchConditions of CEL
 	// PolicyExceptions by exception and environment (vpol.go)
 	celExcConds sync.Map
+	// kindEnvs are the environments of CEL policy kinds by library set
+	// (kindenv.go)
+	kindEnvs sync.Map
 }
 
 // New builds an Engine.

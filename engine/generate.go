@@ -399,6 +399,12 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
+		if gb, ok := p.body.(generatingBody); ok {
+			pr, urs := gb.generate(rs, p, admission)
+			resp.Policies = append(resp.Policies, pr)
+			enqueueErrs = e.enqueue(ctx, p, resp, urs, enqueueErrs)
+			continue
+		}
 		hasGen := p.HasRuleType(Generation)
 		mpol, _ := p.body.(*mutatingPolicy)
 		hasMutEx := admission && (p.hasMutateExisting() || (mpol != nil && mpol.existing))
@@ -433,17 +439,24 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		if mpol != nil {
 			urs = e.existingUpdateRequest(rs, p, pr.Rules)
 		}
-		for _, ur := range urs {
-			resp.UpdateRequests = append(resp.UpdateRequests, ur)
-			if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
-				enqueueErrs = append(enqueueErrs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
-			}
-		}
+		enqueueErrs = e.enqueue(ctx, p, resp, urs, enqueueErrs)
 	}
 	if err := ctx.Err(); err != nil {
 		return resp, err
 	}
 	return resp, errors.Join(enqueueErrs...)
+}
+
+// enqueue queues the UpdateRequests of a policy and adds them to the
+// response; the errors are appended to errs.
+func (e *Engine) enqueue(ctx context.Context, p *Policy, resp *Response, urs []*api.UpdateRequest, errs []error) []error {
+	for _, ur := range urs {
+		resp.UpdateRequests = append(resp.UpdateRequests, ur)
+		if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
+			errs = append(errs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
+		}
+	}
+	return errs
 }
 
 // runMutateExisting evaluates the mutate-existing rules of a policy at
@@ -1044,7 +1057,7 @@ func (e *Engine) newUpdateRequest(rs *reqState, p *Policy, typ api.UpdateRequest
 	ur.Kind = api.KindUpdateRequest
 	ur.GenerateName = "ur-"
 	ur.Namespace = "kyverno"
-	if typ == api.URGenerate {
+	if typ != api.URMutate {
 		ur.Labels = map[string]string{genlabel.URGeneratePolicy: p.src.GetName()}
 	} else {
 		ur.Labels = map[string]string{genlabel.URMutatePolicy: p.src.GetName(), genlabel.URMutateTriggerNS: trigger.Namespace, genlabel.URMutateTriggerKind: trigger.Kind}

@@ -20,17 +20,6 @@ type kindBody interface {
 	jsonMode() bool
 }
 
-// UnsupportedKindError is a policy of a kind gavel decodes but does not
-// evaluate (GeneratingPolicy, DeletingPolicy and their Namespaced kinds).
-type UnsupportedKindError struct {
-	// Policy is the policy's key, Kind its kind.
-	Policy, Kind string
-}
-
-func (e *UnsupportedKindError) Error() string {
-	return fmt.Sprintf("policy %s: kind %s is not supported", e.Policy, e.Kind)
-}
-
 // compileKind compiles a policy of a CEL kind.
 func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 	switch p := p.(type) {
@@ -48,8 +37,15 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 		return e.compileMAP(p)
 	case *api.MutatingAdmissionPolicyBinding:
 		return e.compileMAPBinding(p)
+	case *api.GeneratingPolicy:
+		return e.compileGeneratingPolicy(p)
+	case *api.DeletingPolicy:
+		return e.compileDeletingPolicy(p)
+	case *api.CleanupPolicy:
+		return e.compileCleanupPolicy(p)
 	}
-	return nil, &UnsupportedKindError{Policy: api.PolicyKey(p), Kind: p.GetKind()}
+	// every kind api decodes has a case above
+	return nil, fmt.Errorf("policy %s: kind %s has no compiler", api.PolicyKey(p), p.GetKind())
 }
 
 // bindingTarget is implemented by the bodies of bindings: the name and

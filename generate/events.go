@@ -44,6 +44,9 @@ func (c *Controller) OnPolicyUpdate(ctx context.Context, old, cur *engine.Policy
 	if err := c.replacePolicy(cur, false); err != nil {
 		return nil, err
 	}
+	if isGenerating(cur) {
+		return c.gpolPolicyUpdate(ctx, old, cur)
+	}
 	var urs []*api.UpdateRequest
 	var errs []error
 	if old != nil {
@@ -77,6 +80,9 @@ func (c *Controller) OnPolicyDelete(ctx context.Context, p *engine.Policy) ([]*a
 	}
 	if err := c.replacePolicy(p, true); err != nil {
 		return nil, err
+	}
+	if isGenerating(p) {
+		return c.gpolPolicyDelete(ctx, p)
 	}
 	return c.deleteRulesDownstream(ctx, p, p.Rules())
 }
@@ -303,8 +309,8 @@ func (c *Controller) OnTriggerDelete(ctx context.Context, trigger map[string]any
 	}
 	spec := engine.TriggerSpec(trigger)
 	adm := map[string]any{"operation": string(api.Delete), "oldObject": trigger, "object": trigger, "name": spec.Name, "namespace": spec.Namespace}
-	var urs []*api.UpdateRequest
-	var errs []error
+	urs, err := c.gpolTriggerEvent(ctx, set, api.Delete, trigger, trigger)
+	errs := []error{err}
 	for _, pr := range resp.Policies {
 		var rcs []api.RuleContext
 		for _, res := range pr.Rules {
@@ -347,8 +353,8 @@ func (c *Controller) OnTriggerUpdate(ctx context.Context, old, cur map[string]an
 		return nil, err
 	}
 	newSpec, oldSpec := engine.TriggerSpec(cur), engine.TriggerSpec(old)
-	var urs []*api.UpdateRequest
-	var errs []error
+	urs, err := c.gpolTriggerEvent(ctx, set, api.Update, old, cur)
+	errs := []error{err}
 	for _, pr := range resp.Policies {
 		var gen, del []api.RuleContext
 		for _, res := range pr.Rules {
@@ -448,6 +454,14 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 		key := labels[genlabel.PolicyName]
 		if ns := labels[genlabel.PolicyNamespace]; ns != "" {
 			key = ns + "/" + key
+		}
+		if _, rule := labels[genlabel.RuleName]; !rule {
+			ur, err := c.resyncGpol(ctx, key, changed, labels, deleteDownstream)
+			if ur != nil {
+				urs = append(urs, ur)
+			}
+			errs = append(errs, err)
+			continue
 		}
 		p := c.policy(key)
 		if p == nil {

@@ -31,6 +31,8 @@ func (c *Controller) processOnce(ctx context.Context, ur *api.UpdateRequest) ([]
 	switch ur.Spec.Type {
 	case api.URMutate:
 		results, applied, err = c.processMutate(ctx, ur)
+	case api.URCELGenerate:
+		results, specs, applied, err = c.processCELGenerate(ctx, ur)
 	default:
 		results, specs, applied, err = c.processGenerate(ctx, ur)
 	}

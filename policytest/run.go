@@ -865,6 +865,20 @@ func (e *env) apply(ctx context.Context, obj map[string]any, op api.AdmissionOpe
 		}
 	}
 	for _, p := range e.policies {
+		if !p.HasRuleType(engine.Deletion) {
+			continue
+		}
+		resp, err := e.eng.NewPolicySet(p).Cleanup(ctx, e.request(p, obj, op))
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range resp.Policies {
+			if len(pr.Rules) > 0 {
+				out = append(out, response{policy: pr.Policy, resource: obj, patched: obj, rules: pr.Rules, action: pr.FailureAction})
+			}
+		}
+	}
+	for _, p := range e.policies {
 		if !p.HasRuleType(engine.Generation) {
 			continue
 		}
@@ -1003,7 +1017,7 @@ func (e *env) check(tr Result, name, exp string, resp response, rr engine.RuleRe
 	if tr.GeneratedResource != "" {
 		var gen map[string]any
 		if len(rr.GeneratedResources) > 0 {
-			gen = rr.GeneratedResources[0]
+			gen = cliGenerated(resp.policy, rr.GeneratedResources[0])
 		}
 		ok, err := e.compareFile(tr.GeneratedResource, gen)
 		if err != nil {

@@ -258,3 +258,44 @@ func TestMutatingKindEntries(t *testing.T) {
 		t.Errorf("MutatingPolicy entry %+v", mpol)
 	}
 }
+
+// TestGeneratingPolicyEntries checks the entry of a GeneratingPolicy:
+// upstream's source and process (admission review, whatever the policy
+// says), no rule name, the audit annotations as properties.
+func TestGeneratingPolicyEntries(t *testing.T) {
+	eng := newEngine(t)
+	set, err := eng.Compile(readSet(t, `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata:
+  name: quota
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}
+  auditAnnotations:
+  - {key: target, valueExpression: "string(object.metadata.name)"}
+  generate:
+  - expression: 'generator.Apply(object.metadata.name, [{"kind": dyn("ResourceQuota"), "apiVersion": dyn("v1"), "metadata": dyn({"name": "q"})}])'
+`).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := object(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n")
+	resp, err := set.Generate(context.Background(), &engine.Request{Operation: api.Create, Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []api.PolicyReportResult
+	for p, r := range resp.Rules() {
+		got = append(got, result(*p, *r, Options{Clock: fixedClock}))
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d entries, want 1", len(got))
+	}
+	e := got[0]
+	if e.Source != SourceGeneratingPolicy || e.Policy != "quota" || e.Rule != "quota" || e.Result != api.ResultPass ||
+		e.Properties[propertyProcess] != processAdmission || e.Properties["target"] != "team" {
+		t.Errorf("GeneratingPolicy entry %+v", e)
+	}
+}

@@ -149,6 +149,7 @@ const (
 	SourceValidatingAdmissionPolicy = "ValidatingAdmissionPolicy"
 	SourceMutatingPolicy            = "KyvernoMutatingPolicy"
 	SourceMutatingAdmissionPolicy   = "MutatingAdmissionPolicy"
+	SourceGeneratingPolicy          = "KyvernoGeneratingPolicy"
 )
 
 // kindSource is the source of the entries of a policy kind: upstream's
@@ -165,6 +166,8 @@ func kindSource(kind string) string {
 		return SourceMutatingPolicy
 	case api.KindMutatingAdmissionPolicy:
 		return SourceMutatingAdmissionPolicy
+	case api.KindGeneratingPolicy, api.KindNamespacedGeneratingPolicy:
+		return SourceGeneratingPolicy
 	}
 	return ""
 }
@@ -263,6 +266,10 @@ func severity(s string) api.PolicyResultSeverity {
 func process(p *engine.Policy) string {
 	if p == nil {
 		return ""
+	}
+	if k := p.Kind(); k == api.KindGeneratingPolicy || k == api.KindNamespacedGeneratingPolicy {
+		// upstream's, whatever the policy says
+		return processAdmission
 	}
 	if p.Background() {
 		return processBackground

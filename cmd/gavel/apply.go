@@ -549,8 +549,29 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 		return rr
 	}
 	keep(g.Policies)
+	if hasDeleting(set) {
+		// the deleting policies see the resource as loaded, as upstream's
+		// apply evaluates them after the others
+		c, err := set.Cleanup(ctx, request("cleanup", obj))
+		if err != nil {
+			rr.err = err
+			return rr
+		}
+		keep(c.Policies)
+	}
 	rr.resource = m.Resource
 	return rr
+}
+
+// hasDeleting reports whether a set holds deleting policies (DeletingPolicy,
+// cleanup policies).
+func hasDeleting(set *engine.PolicySet) bool {
+	for _, p := range set.Policies() {
+		if p.HasRuleType(engine.Deletion) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeTextBlocks writes the text output of one resource as upstream's

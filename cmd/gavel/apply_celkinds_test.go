@@ -74,7 +74,6 @@ spec:
 	"deploys.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: small, namespace: shop}\nspec: {replicas: 1}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: big, namespace: shop}\nspec: {replicas: 3}\n",
 	"plan.json":    `{"terraform_version": "1.6.0"}`,
 	"typo.yaml":    "apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicie\nmetadata: {name: x}\nspec: {}\n",
-	"dpol.yaml":    "apiVersion: policies.kyverno.io/v1\nkind: DeletingPolicy\nmetadata: {name: m}\nspec: {}\n",
 }
 
 // TestApplyCELKinds runs gavel apply on ValidatingPolicies,
@@ -108,8 +107,6 @@ func TestApplyCELKinds(t *testing.T) {
 			stderr: []string{`unknown kind "ValidatingPolicie"`}},
 		{name: "unknown kind among the resources", args: []string{p("vpol.yaml"), "-r", p("typo.yaml")}, code: 1,
 			stderr: []string{`typo.yaml[0]: unknown kind "ValidatingPolicie"`}},
-		{name: "kind not evaluated yet", args: []string{p("dpol.yaml"), p("vpol.yaml"), "-r", p("pods.yaml")}, code: 1,
-			stderr: []string{"kind DeletingPolicy is not supported"}, stdout: []string{"error: 1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

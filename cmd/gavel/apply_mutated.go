@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -115,7 +116,7 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 				}
 			case r.Type == engine.Generation && r.Status == engine.StatusPass:
 				for _, g := range r.GeneratedResources {
-					b, err := yaml.Marshal(g)
+					b, err := yaml.Marshal(cliGenerated(pr.Policy, g))
 					if err != nil {
 						return nil, err
 					}
@@ -137,6 +138,41 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 		docs = append(docs, mutatedDoc{name: name, yaml: b, targets: targets, policy: pr.Policy.Name(), resource: path})
 	}
 	return docs, nil
+}
+
+// cliGenerated is a generated resource as upstream's CLI shows it: the
+// downstream of a generate rule as the controller writes it; a
+// GeneratingPolicy's without the tracking labels and annotations (its
+// generator runs in a CLI mode that writes neither).
+func cliGenerated(p *engine.Policy, obj map[string]any) map[string]any {
+	if k := p.Kind(); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
+		return obj
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	m := make(map[string]any, len(md))
+	for k, v := range md {
+		if k != "annotations" {
+			m[k] = v
+		}
+	}
+	if l, ok := md["labels"].(map[string]any); ok {
+		labels := map[string]any{}
+		for k, v := range l {
+			if !strings.HasPrefix(k, "generate.kyverno.io/") && !(k == "app.kubernetes.io/managed-by" && v == "kyverno") {
+				labels[k] = v
+			}
+		}
+		delete(m, "labels")
+		if len(labels) > 0 {
+			m["labels"] = labels
+		}
+	}
+	out["metadata"] = m
+	return out
 }
 
 func nameOf(obj map[string]any) string {

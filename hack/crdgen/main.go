@@ -38,6 +38,8 @@ var shipped = []struct {
 	files           []string
 }{
 	{"github.com/kyverno/kyverno", "v1.19.1", []string{
+		"config/crds/kyverno/kyverno.io_cleanuppolicies.yaml",
+		"config/crds/kyverno/kyverno.io_clustercleanuppolicies.yaml",
 		"config/crds/kyverno/kyverno.io_clusterpolicies.yaml",
 		"config/crds/kyverno/kyverno.io_policies.yaml",
 		"config/crds/kyverno/kyverno.io_policyexceptions.yaml",

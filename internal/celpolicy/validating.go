@@ -88,12 +88,16 @@ type auditProg struct {
 // caller builds only those.
 type Reads struct {
 	Namespace, Request, Params bool
+	// Resources is set when an expression may call the resource library
+	// (objects of kinds known only at evaluation)
+	Resources bool
 }
 
 func (r *Reads) note(expr string) {
 	r.Namespace = r.Namespace || strings.Contains(expr, cel.NamespaceVar)
 	r.Request = r.Request || strings.Contains(expr, cel.RequestVar)
 	r.Params = r.Params || strings.Contains(expr, cel.ParamsVar)
+	r.Resources = r.Resources || strings.Contains(expr, "resource.")
 }
 
 // Reads returns what the body's expressions read.
