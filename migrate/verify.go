@@ -1,0 +1,448 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/autogen"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/exceptions"
+)
+
+// Verification is what Verify found for each conversion.
+type Verification struct {
+	Policies []PolicyVerification
+}
+
+// Equal reports that no conversion differs from its source (conversions
+// the engine could not evaluate are not differences).
+func (v *Verification) Equal() bool {
+	for _, p := range v.Policies {
+		if len(p.Differences) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// PolicyVerification is the comparison of one source policy with its
+// outputs.
+type PolicyVerification struct {
+	// Policy names the source ("ClusterPolicy name").
+	Policy string
+	// Compared are the output policies compared with the source, and the
+	// number of evaluations compared (resources times outputs).
+	Compared    []string
+	Evaluations int
+	// Differences are the evaluations whose results differ.
+	Differences []Difference
+	// Unverified are the outputs that were not compared, with why (the
+	// engine does not evaluate their kind, rules were not converted).
+	Unverified []string
+}
+
+// Difference is one resource on which a source and its output differ.
+type Difference struct {
+	// Resource is "Kind namespace/name".
+	Resource string
+	// Output is the output policy, Type its rule type.
+	Output, Type string
+	// Original and Converted are the results: "pass", "fail", "fail
+	// (blocks)", "skip", "error: ...", or a mutated resource's summary.
+	Original, Converted string
+	// Detail is a path where mutated or generated resources differ.
+	Detail string
+}
+
+func (d Difference) String() string {
+	s := fmt.Sprintf("%s: %s %s: original %s, converted %s", d.Resource, d.Type, d.Output, d.Original, d.Converted)
+	if d.Detail != "" {
+		s += " (" + d.Detail + ")"
+	}
+	return s
+}
+
+// VerifyOption configures Verify.
+type VerifyOption func(*verifyConfig)
+
+type verifyConfig struct {
+	engineOpts []engine.Option
+	request    func(policy string, obj map[string]any) *engine.Request
+}
+
+// WithEngineOptions gives the engines of both sides their hosts (a
+// Client with the cluster's objects, context values, mocks).
+func WithEngineOptions(opts ...engine.Option) VerifyOption {
+	return func(c *verifyConfig) { c.engineOpts = append(c.engineOpts, opts...) }
+}
+
+// WithRequests builds the request a resource is evaluated with for a
+// policy (by default a CREATE of the resource).
+func WithRequests(fn func(policy string, obj map[string]any) *engine.Request) VerifyOption {
+	return func(c *verifyConfig) { c.request = fn }
+}
+
+// Verify evaluates the source policy of each conversion and its outputs on
+// every resource, through the engine, and reports where their results
+// differ: per policy and resource, the validate result (pass, fail and
+// whether it blocks, skip, error; a skip and no result are the same), the
+// mutated resource, the generated resources. Conversions of
+// PolicyExceptions among convs apply on their side: the classic ones to
+// the sources, the converted ones to the outputs. An output of a kind the
+// engine does not evaluate, or of a type whose rules were not all
+// converted, is reported as unverified.
+func Verify(ctx context.Context, convs []*Conversion, resources []map[string]any, opts ...VerifyOption) (*Verification, error) {
+	cfg := verifyConfig{request: func(_ string, obj map[string]any) *engine.Request {
+		return &engine.Request{Operation: api.Create, Object: obj}
+	}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	origEng, convEng, err := cfg.engines(convs)
+	if err != nil {
+		return nil, err
+	}
+	out := &Verification{}
+	for _, c := range convs {
+		p, ok := c.Source.(api.ClassicPolicy)
+		if !ok {
+			continue
+		}
+		pv, err := verifyPolicy(ctx, &cfg, origEng, convEng, c, p, resources)
+		if err != nil {
+			return nil, err
+		}
+		out.Policies = append(out.Policies, *pv)
+	}
+	return out, nil
+}
+
+// engines builds the engines of both sides: the same hosts, each with its
+// side's exceptions.
+func (cfg *verifyConfig) engines(convs []*Conversion) (*engine.Engine, *engine.Engine, error) {
+	var classic []*api.PolicyException
+	var cel []*api.CELPolicyException
+	for _, c := range convs {
+		x, ok := c.Source.(*api.PolicyException)
+		if !ok {
+			continue
+		}
+		classic = append(classic, x)
+		for _, o := range c.Outputs {
+			if cx, ok := o.Object.(*api.CELPolicyException); ok {
+				cel = append(cel, cx)
+			}
+		}
+	}
+	origOpts := append([]engine.Option(nil), cfg.engineOpts...)
+	convOpts := append([]engine.Option(nil), cfg.engineOpts...)
+	if len(classic) > 0 {
+		set, err := exceptions.Compile(classic)
+		if err != nil {
+			return nil, nil, fmt.Errorf("exceptions: %w", err)
+		}
+		origOpts = append(origOpts, engine.WithExceptions(engine.StaticExceptions{Set: set}))
+	}
+	if len(cel) > 0 {
+		set, err := exceptions.Compile(nil, exceptions.CEL(cel...))
+		if err != nil {
+			return nil, nil, fmt.Errorf("converted exceptions: %w", err)
+		}
+		convOpts = append(convOpts, engine.WithExceptions(engine.StaticExceptions{Set: set}))
+	}
+	origEng, err := engine.New(origOpts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	convEng, err := engine.New(convOpts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return origEng, convEng, nil
+}
+
+// verifyPolicy compares one source with its outputs.
+func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engine.Engine, c *Conversion, p api.ClassicPolicy, resources []map[string]any) (*PolicyVerification, error) {
+	pv := &PolicyVerification{Policy: c.Kind + " " + policyKey(c)}
+	orig, err := origEng.CompilePolicy(p)
+	if err != nil {
+		pv.Unverified = append(pv.Unverified, "the source does not compile: "+err.Error())
+		return pv, nil
+	}
+	for _, o := range c.Outputs {
+		if missing := unconverted(c, o.Type); len(missing) > 0 {
+			pv.Unverified = append(pv.Unverified, fmt.Sprintf("%s: %s rules not converted: %s", o.Object.GetName(), o.Type, strings.Join(missing, ", ")))
+			continue
+		}
+		obj, ok := o.Object.(api.PolicyObject)
+		if !ok {
+			continue
+		}
+		conv, err := convEng.CompilePolicy(obj)
+		var unsupported *engine.UnsupportedKindError
+		switch {
+		case errors.As(err, &unsupported):
+			pv.Unverified = append(pv.Unverified, fmt.Sprintf("%s: the engine does not evaluate %s yet", o.Object.GetName(), obj.GetKind()))
+			continue
+		case err != nil:
+			pv.Differences = append(pv.Differences, Difference{Resource: "-", Output: o.Object.GetName(), Type: o.Type,
+				Original: "compiles", Converted: "does not compile: " + err.Error()})
+			continue
+		}
+		pv.Compared = append(pv.Compared, o.Object.GetName())
+		rules := map[string]bool{}
+		for _, r := range o.Rules {
+			rules[r] = true
+		}
+		for _, res := range resources {
+			d, err := compare(ctx, cfg, origEng.NewPolicySet(orig), convEng.NewPolicySet(conv), o, rules, res)
+			if err != nil {
+				return nil, err
+			}
+			pv.Evaluations++
+			if d != nil {
+				pv.Differences = append(pv.Differences, *d)
+			}
+		}
+	}
+	return pv, nil
+}
+
+// unconverted are the rules of a type that were not converted.
+func unconverted(c *Conversion, typ string) []string {
+	var out []string
+	for _, r := range c.Rules {
+		if r.Type == typ && !r.Converted() {
+			out = append(out, r.Rule)
+		}
+	}
+	return out
+}
+
+func policyKey(c *Conversion) string {
+	if c.Namespace != "" {
+		return c.Namespace + "/" + c.Name
+	}
+	return c.Name
+}
+
+// resourceName is "Kind namespace/name".
+func resourceName(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	if ns, _ := md["namespace"].(string); ns != "" {
+		name = ns + "/" + name
+	}
+	return kind + " " + name
+}
+
+// compare evaluates one resource with both sides for an output's type.
+func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySet, o *Output, rules map[string]bool, res map[string]any) (*Difference, error) {
+	name := o.Object.GetName()
+	d := &Difference{Resource: resourceName(res), Output: name, Type: o.Type}
+	origReq := cfg.request(orig.Policies()[0].Name(), copyJSON(res))
+	convReq := cfg.request(name, copyJSON(res))
+	switch o.Type {
+	case TypeValidate, TypeVerifyImages:
+		a, err := orig.Validate(ctx, origReq)
+		if err != nil {
+			return nil, err
+		}
+		b, err := conv.Validate(ctx, convReq)
+		if err != nil {
+			return nil, err
+		}
+		d.Original, d.Converted = verdict(a, rules, o.Type), verdict(b, nil, "")
+	case TypeMutate:
+		a, err := orig.Mutate(ctx, origReq)
+		if err != nil {
+			return nil, err
+		}
+		b, err := conv.Mutate(ctx, convReq)
+		if err != nil {
+			return nil, err
+		}
+		d.Original, d.Converted = verdict(a, rules, o.Type), verdict(b, nil, "")
+		if d.Original == d.Converted || notApplied(d.Original) && notApplied(d.Converted) {
+			if path, same := sameJSON(a.Resource, b.Resource); !same {
+				d.Original, d.Converted, d.Detail = "mutated", "mutated differently", "at "+path
+				return d, nil
+			}
+			return nil, nil
+		}
+	case TypeGenerate:
+		a, err := orig.Generate(ctx, origReq)
+		if err != nil {
+			return nil, err
+		}
+		b, err := conv.Generate(ctx, convReq)
+		if err != nil {
+			return nil, err
+		}
+		d.Original, d.Converted = verdict(a, rules, o.Type), verdict(b, nil, "")
+		if d.Original == d.Converted || notApplied(d.Original) && notApplied(d.Converted) {
+			if path, same := sameJSON(generated(a), generated(b)); !same {
+				d.Original, d.Converted, d.Detail = "generated", "generated differently", "at "+path
+				return d, nil
+			}
+			return nil, nil
+		}
+	}
+	if d.Original == d.Converted || notApplied(d.Original) && notApplied(d.Converted) {
+		return nil, nil
+	}
+	return d, nil
+}
+
+func notApplied(v string) bool { return v == "skip" || v == "none" }
+
+// verdict is a policy's result on a resource: the first failure or error
+// of its rules (of the type, among rules when given), else pass when a
+// rule passed, else skip, else none.
+func verdict(resp *engine.Response, rules map[string]bool, typ string) string {
+	wantType := map[string]engine.RuleType{TypeValidate: engine.Validation, TypeMutate: engine.Mutation,
+		TypeGenerate: engine.Generation, TypeVerifyImages: engine.ImageVerify}[typ]
+	passed, skipped := false, false
+	for i := range resp.Policies {
+		pr := &resp.Policies[i]
+		for _, r := range pr.Rules {
+			if rules != nil {
+				n := r.Name
+				if orig, ok := autogen.Original(n); ok {
+					n = orig
+				}
+				if !rules[n] || (wantType != "" && r.Type != wantType) {
+					continue
+				}
+			}
+			switch r.Status {
+			case engine.StatusFail, engine.StatusWarn:
+				if pr.Blocks() {
+					return "fail (blocks)"
+				}
+				return "fail"
+			case engine.StatusError:
+				return "error"
+			case engine.StatusPass:
+				passed = true
+			case engine.StatusSkip:
+				skipped = true
+			}
+		}
+	}
+	switch {
+	case passed:
+		return "pass"
+	case skipped:
+		return "skip"
+	}
+	return "none"
+}
+
+// generated are the resources a response's generate rules produced, in
+// a fixed order, without the labels that name the policy and rule.
+func generated(resp *engine.Response) []any {
+	var out []any
+	for _, r := range resp.Rules() {
+		for _, g := range r.GeneratedResources {
+			c := copyJSON(g)
+			if md, ok := c["metadata"].(map[string]any); ok {
+				if labels, ok := md["labels"].(map[string]any); ok {
+					for k := range labels {
+						if strings.HasPrefix(k, "generate.kyverno.io/") || k == "app.kubernetes.io/managed-by" {
+							delete(labels, k)
+						}
+					}
+					if len(labels) == 0 {
+						delete(md, "labels")
+					}
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return resourceName(out[i].(map[string]any)) < resourceName(out[j].(map[string]any)) })
+	return out
+}
+
+// copyJSON is a deep copy of a JSON-like object, numbers as float64.
+func copyJSON(m map[string]any) map[string]any {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return m
+	}
+	return out
+}
+
+// sameJSON compares two JSON-like values (numbers by value) and returns
+// the first path where they differ.
+func sameJSON(a, b any) (string, bool) {
+	na, nb := normalize(a), normalize(b)
+	if reflect.DeepEqual(na, nb) {
+		return "", true
+	}
+	return diffPath(na, nb, ""), false
+}
+
+func normalize(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+// diffPath is the first path where a and b differ.
+func diffPath(a, b any, path string) string {
+	switch ta := a.(type) {
+	case map[string]any:
+		tb, ok := b.(map[string]any)
+		if !ok {
+			return path + "/"
+		}
+		keys := map[string]bool{}
+		for k := range ta {
+			keys[k] = true
+		}
+		for k := range tb {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			if !reflect.DeepEqual(ta[k], tb[k]) {
+				return diffPath(ta[k], tb[k], path+"/"+k)
+			}
+		}
+	case []any:
+		tb, ok := b.([]any)
+		if !ok || len(ta) != len(tb) {
+			return path + "/"
+		}
+		for i := range ta {
+			if !reflect.DeepEqual(ta[i], tb[i]) {
+				return diffPath(ta[i], tb[i], fmt.Sprintf("%s/%d", path, i))
+			}
+		}
+	}
+	if path == "" {
+		return "/"
+	}
+	return path
+}
