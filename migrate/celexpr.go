@@ -296,11 +296,13 @@ func lit(v any) ex {
 	case int64:
 		return numLit(float64(t))
 	case []any:
-		parts := make([]string, len(t))
+		parts := make([]ex, len(t))
+		kinds := make([]string, len(t))
 		for i, x := range t {
-			parts[i] = lit(x).s
+			parts[i] = lit(x)
+			kinds[i] = litKind(x)
 		}
-		return ex{s: "[" + strings.Join(parts, ", ") + "]", prec: precPrimary}
+		return listOf(homogeneous(parts, kinds)...)
 	case []string:
 		parts := make([]string, len(t))
 		for i, x := range t {
@@ -313,11 +315,13 @@ func lit(v any) ex {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		parts := make([]string, len(keys))
+		vals := make([]ex, len(keys))
+		kinds := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = strLit(k).s + ": " + lit(t[k]).s
+			vals[i] = lit(t[k])
+			kinds[i] = litKind(t[k])
 		}
-		return ex{s: "{" + strings.Join(parts, ", ") + "}", prec: precPrimary}
+		return mapOf(keys, homogeneous(vals, kinds))
 	}
 	return exNull
 }
@@ -347,4 +351,61 @@ func listOf(xs ...ex) ex {
 		parts[i] = x.s
 	}
 	return ex{s: "[" + strings.Join(parts, ", ") + "]", prec: precPrimary}
+}
+
+// litKind is the CEL type of a literal, for homogeneous.
+func litKind(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case []any, []string:
+		return "list"
+	case map[string]any:
+		return "map"
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1e15 {
+			return "int"
+		}
+		return "double"
+	}
+	return "dyn"
+}
+
+// homogeneous wraps the elements of a list or map literal in dyn() when
+// their types differ (CEL's literals must have one element type).
+func homogeneous(xs []ex, kinds []string) []ex {
+	if len(xs) < 2 {
+		return xs
+	}
+	mixed := false
+	for _, k := range kinds {
+		if k != kinds[0] || k == "dyn" {
+			mixed = true
+		}
+	}
+	if !mixed {
+		return xs
+	}
+	out := make([]ex, len(xs))
+	for i, x := range xs {
+		if strings.HasPrefix(x.s, "dyn(") {
+			out[i] = x
+			continue
+		}
+		out[i] = call("dyn", x)
+	}
+	return out
+}
+
+// mapOf is the map literal of keys and values.
+func mapOf(keys []string, vals []ex) ex {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = strLit(k).s + ": " + vals[i].s
+	}
+	return ex{s: "{" + strings.Join(parts, ", ") + "}", prec: precPrimary}
 }

@@ -186,15 +186,44 @@ func planAutogen(p api.ClassicPolicy, idx []int) autogenPlan {
 }
 
 // convertValidateRules converts the validate rules at idx into one
-// ValidatingPolicy.
+// ValidatingPolicy. Its expressions are compiled: a rule whose CEL does
+// not compile is left out with the compiler's message.
 func convertValidateRules(p api.ClassicPolicy, name string, idx []int, outcomes []RuleOutcome) *Output {
 	plan := planAutogen(p, idx)
+	for attempt := 0; attempt <= len(idx); attempt++ {
+		out, errs := buildValidating(p, name, plan, outcomes)
+		if out == nil || len(errs) == 0 {
+			return out
+		}
+		for _, ce := range errs {
+			owners := out.owners[ce.path]
+			if len(owners) == 0 {
+				owners = out.Rules
+			}
+			for _, rule := range owners {
+				origin := originOf(p, rule)
+				if len(outcomes[origin].Problems) > 0 {
+					continue
+				}
+				outcomes[origin].Problems = append(outcomes[origin].Problems, Problem{Path: fmt.Sprintf("spec.rules[%d]", origin),
+					Construct: "CEL of the conversion", Detail: fmt.Sprintf("%s does not compile: %v", ce.path, ce.err)})
+			}
+		}
+		for _, r := range out.Rules {
+			outcomes[originOf(p, r)].Policy = ""
+		}
+	}
+	return nil
+}
+
+// buildValidating converts the planned rules that have no problem yet and
+// checks the output's expressions.
+func buildValidating(p api.ClassicPolicy, name string, plan autogenPlan, outcomes []RuleOutcome) (*Output, []checkError) {
 	pv := &policyVars{}
-	var rules []*vrule
 	failed := map[int]bool{}
 	byOrigin := map[int][]*vrule{}
 	for _, pr := range plan.rules {
-		if failed[pr.origin] {
+		if failed[pr.origin] || len(outcomes[pr.origin].Problems) > 0 {
 			continue
 		}
 		path := fmt.Sprintf("spec.rules[%d]", pr.origin)
@@ -206,6 +235,7 @@ func convertValidateRules(p api.ClassicPolicy, name string, idx []int, outcomes 
 		}
 		byOrigin[pr.origin] = append(byOrigin[pr.origin], r)
 	}
+	var rules []*vrule
 	for _, pr := range plan.rules {
 		if failed[pr.origin] {
 			continue
@@ -214,7 +244,7 @@ func convertValidateRules(p api.ClassicPolicy, name string, idx []int, outcomes 
 		delete(byOrigin, pr.origin)
 	}
 	if len(rules) == 0 {
-		return nil
+		return nil, nil
 	}
 	// one set of validationActions per ValidatingPolicy
 	action := rules[0].action
@@ -230,12 +260,12 @@ func convertValidateRules(p api.ClassicPolicy, name string, idx []int, outcomes 
 	}
 	rules = kept
 	if len(rules) == 0 {
-		return nil
+		return nil, nil
 	}
-	vp, comments := assembleValidating(p, name, rules, pv, plan.controllers, plan.note)
+	vp, comments, owners := assembleValidating(p, name, rules, pv, plan.controllers, plan.note)
 	vp.Spec.ValidationAction = validationActions(action, p.GetSpec())
 	comments["spec.validationActions"] = "validationFailureAction " + action
-	out := &Output{Object: vp, Type: TypeValidate, comments: comments}
+	out := &Output{Object: vp, Type: TypeValidate, comments: comments, owners: owners}
 	seen := map[int]bool{}
 	for _, r := range rules {
 		origin := originOf(p, r.name)
@@ -245,7 +275,11 @@ func convertValidateRules(p api.ClassicPolicy, name string, idx []int, outcomes 
 			out.Rules = append(out.Rules, outcomes[origin].Rule)
 		}
 	}
-	return out
+	errs, err := validatingExprs(vp.Namespace, vp.Spec.MatchConditions, vp.Spec.Variables, vp.Spec.Validations).check()
+	if err != nil {
+		errs = append(errs, checkError{path: "spec", err: err})
+	}
+	return out, errs
 }
 
 // originOf is the index of the rule a (possibly generated) rule comes
@@ -364,7 +398,7 @@ func (c *jp) message(v *validation, msg, rule string) error {
 		v.message = strings.TrimSpace(msg)
 		return nil
 	}
-	m, err := c.str(msg)
+	m, err := c.str(strings.TrimSpace(msg))
 	if err != nil {
 		// the text as written: its variables are not resolved
 		v.message = strings.TrimSpace(msg)

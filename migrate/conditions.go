@@ -262,15 +262,20 @@ func (c *jp) setCond(key jv, op conditions.Operator, value jv, static bool, raw 
 	if op == conditions.NotIn {
 		all = false
 	}
-	member, err := c.member(value, static, raw)
+	inValue, err := c.member(value, static, raw)
 	if err != nil {
 		return ex{}, err
+	}
+	member := inValue
+	if static && wildcardKeys[key.key] {
+		// Kyverno matches wildcards in the key too: RBAC rules say "*"
+		member = func(k ex) ex { return or(rel(k, "==", strLit("*")), inValue(k)) }
 	}
 	if key.t != tList && !(key.t == tAny && key.opt) {
 		in := member(textOf(key))
 		if key.t == tAny {
 			// a key of unknown type: a list is compared element by element
-			v := c.fresh("x")
+			v := c.freshName("x")
 			defer c.release(v)
 			kv := key.value(exNull)
 			el := jv{e: ident(v)}
@@ -350,7 +355,7 @@ func (c *jp) member(value jv, static bool, raw any) (func(ex) ex, error) {
 		set := cond(method(list, "startsWith", strLit("[")), call("json.unmarshal", list), listOf(list))
 		return func(k ex) ex { return rel(k, "in", set) }, nil
 	}
-	set := cond(rel(call("type", list), "==", ident("string")), listOf(list), list)
+	set := cond(rel(call("type", list), "==", ident("string")), call("dyn", listOf(list)), call("dyn", list))
 	return func(k ex) ex { return rel(k, "in", set) }, nil
 }
 
@@ -464,3 +469,8 @@ func at(path string, err error) error {
 	}
 	return &pathError{path: path, err: err}
 }
+
+// wildcardKeys are the fields whose values are wildcards ("*" in RBAC
+// rules): Kyverno's set operators match wildcards in the key too.
+var wildcardKeys = map[string]bool{"apiGroups": true, "resources": true, "verbs": true, "resourceNames": true,
+	"nonResourceURLs": true}

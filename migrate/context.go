@@ -145,14 +145,15 @@ func (c *jp) document(x any) (jv, error) {
 		return c.str(t)
 	case []any:
 		parts := make([]ex, len(t))
+		kinds := make([]string, len(t))
 		for i, e := range t {
 			v, err := c.document(e)
 			if err != nil {
 				return jv{}, err
 			}
-			parts[i] = v.value(exNull)
+			parts[i], kinds[i] = v.value(exNull), kindOfType(v.t)
 		}
-		return jv{e: listOf(parts...), t: tList}, nil
+		return jv{e: listOf(homogeneous(parts, kinds)...), t: tList}, nil
 	case map[string]any:
 		keys := make([]string, 0, len(t))
 		for k := range t {
@@ -162,15 +163,16 @@ func (c *jp) document(x any) (jv, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		parts := make([]string, len(keys))
+		vals := make([]ex, len(keys))
+		kinds := make([]string, len(keys))
 		for i, k := range keys {
 			v, err := c.document(t[k])
 			if err != nil {
 				return jv{}, err
 			}
-			parts[i] = strLit(k).s + ": " + v.value(exNull).s
+			vals[i], kinds[i] = v.value(exNull), kindOfType(v.t)
 		}
-		return jv{e: ex{s: "{" + strings.Join(parts, ", ") + "}", prec: precPrimary}, t: tMap}, nil
+		return jv{e: mapOf(keys, homogeneous(vals, kinds)), t: tMap}, nil
 	}
 	return literal(normalizeNumber(x)), nil
 }
@@ -262,15 +264,17 @@ func (c *jp) headers(hs []api.HTTPHeader) (ex, error) {
 
 // body converts an apiCall's data into a CEL map.
 func (c *jp) body(data []api.RequestData) (ex, error) {
-	parts := make([]string, len(data))
+	keys := make([]string, len(data))
+	vals := make([]ex, len(data))
+	kinds := make([]string, len(data))
 	for i, d := range data {
 		v, err := c.document(d.Value)
 		if err != nil {
 			return ex{}, at(fmt.Sprintf("data[%d]", i), err)
 		}
-		parts[i] = strLit(d.Key).s + ": " + v.value(exNull).s
+		keys[i], vals[i], kinds[i] = d.Key, v.value(exNull), kindOfType(v.t)
 	}
-	return ex{s: "{" + strings.Join(parts, ", ") + "}", prec: precPrimary}, nil
+	return mapOf(keys, homogeneous(vals, kinds)), nil
 }
 
 // urlPath converts a Kubernetes API path: a list or a get of the
@@ -383,4 +387,22 @@ func (c *jp) labelQuery(q string) (ex, error) {
 func rawJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// kindOfType is a vtype as litKind names it (numbers are unknown: int or
+// double).
+func kindOfType(t vtype) string {
+	switch t {
+	case tString:
+		return "string"
+	case tBool:
+		return "bool"
+	case tList:
+		return "list"
+	case tMap:
+		return "map"
+	case tNull:
+		return "null"
+	}
+	return "dyn"
 }

@@ -91,7 +91,7 @@ func TestDevCorpus(t *testing.T) {
 			}
 		}
 		cluster := inmem.New(resources...)
-		v, err := Verify(context.Background(), convs, resources, WithEngineOptions(engine.WithClient(cluster)))
+		v, err := Verify(context.Background(), convs, resources, WithEngineOptions(engine.WithClient(cluster), engine.WithConfigMapResolver(cluster), engine.WithAPIClient(cluster)))
 		if err != nil {
 			t.Errorf("%s: %v", dir, err)
 			continue

@@ -47,6 +47,16 @@ type jv struct {
 	key string
 	// parts are the elements of a multi-select list ([a, b])
 	parts []jv
+	// pres, for an optional, tests that it has a value (has() chains)
+	pres ex
+}
+
+// present tests that the optional v has a value.
+func (v jv) present() ex {
+	if v.pres.s != "" {
+		return v.pres
+	}
+	return presence(v.e)
 }
 
 // value is v as a CEL value: an optional is finished with orValue(def).
@@ -179,19 +189,63 @@ func (c *jp) template(expr string) (jv, error) {
 	return v, nil
 }
 
-// on converts expr evaluated on cur (a context entry's jmesPath).
+// on converts expr evaluated on cur (a context entry's jmesPath), its
+// {{ }} first (their values spliced into the expression as upstream
+// does: a literal `{{ x }}` is x's JSON).
 func (c *jp) on(expr string, cur jv) (jv, error) {
-	n, err := parseJMESPath(expr)
+	n, restore, err := c.parseWithTemplates(expr)
 	if err != nil {
 		return jv{}, err
 	}
+	defer restore()
 	return c.node(n, cur, needNullable)
+}
+
+// parseWithTemplates parses a JMESPath expression that may hold {{ }}:
+// each becomes a placeholder bound in c.dyn until restore is called.
+func (c *jp) parseWithTemplates(expr string) (parsing.ASTNode, func(), error) {
+	saved := c.dyn
+	restore := func() { c.dyn = saved }
+	if !strings.Contains(expr, "{{") {
+		n, err := parseJMESPath(expr)
+		return n, restore, err
+	}
+	rendered, exprs, err := templateParts(expr)
+	if err != nil {
+		return parsing.ASTNode{}, restore, err
+	}
+	c.dyn = map[string]jv{}
+	for k, v := range saved {
+		c.dyn[k] = v
+	}
+	text, _ := rendered.(string)
+	for i, e := range exprs {
+		v, err := c.template(e)
+		if err != nil {
+			return parsing.ASTNode{}, restore, err
+		}
+		c.dyn[placeholder(i)] = v
+		// a JSON literal of the value: the placeholder as a JSON string
+		text = strings.ReplaceAll(text, "`"+placeholder(i)+"`", "`\""+placeholder(i)+"\"`")
+	}
+	n, err := parseJMESPath(text)
+	if err != nil {
+		return n, restore, unsupportedf("JMESPath", "%q does not parse: %v", expr, err)
+	}
+	return n, restore, nil
 }
 
 // fresh returns a comprehension variable named after what it ranges
 // over, not yet in use.
 func (c *jp) fresh(over string) string {
-	base := singular(over)
+	return c.freshName(singular(over))
+}
+
+// freshName returns base, or base with a number, not yet in use.
+func (c *jp) freshName(base string) string {
+	if !isIdent(base) || reservedVar[base] {
+		base = "v_" + base
+	}
 	if c.vars == nil {
 		c.vars = map[string]int{}
 	}
@@ -225,11 +279,19 @@ func singular(field string) string {
 	default:
 		return "x"
 	}
-	if !isIdent(field) || len(field) > 20 {
+	if !isIdent(field) || len(field) > 20 || reservedVar[field] {
 		return "x"
 	}
 	return field
 }
+
+// reservedVar are names a comprehension variable may not take: CEL's
+// reserved words and the variables of the policy's environment.
+var reservedVar = map[string]bool{"namespace": true, "object": true, "oldObject": true, "request": true,
+	"params": true, "variables": true, "namespaceObject": true, "resource": true, "http": true,
+	"image": true, "globalContext": true, "authorizer": true, "exceptions": true, "generator": true,
+	"int": true, "uint": true, "double": true, "string": true, "bytes": true, "bool": true, "list": true,
+	"map": true, "type": true, "dyn": true, "duration": true, "timestamp": true, "quantity": true}
 
 func (c *jp) node(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 	switch n.NodeType {
@@ -253,6 +315,11 @@ func (c *jp) node(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 		l, err := c.node(n.Children[0], cur, nd)
 		if err != nil {
 			return jv{}, err
+		}
+		if l.opt && n.Children[1].NodeType != parsing.ASTField && n.Children[1].NodeType != parsing.ASTMultiSelectList {
+			// JMESPath stops at a missing value: the rest applies
+			// inside the optional
+			return c.optMap(l, n.Children[1], nd)
 		}
 		return c.node(n.Children[1], l, nd)
 	case parsing.ASTIdentity, parsing.ASTCurrentNode:
@@ -328,6 +395,29 @@ func (c *jp) node(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 	return jv{}, unsupportedf("JMESPath "+strings.TrimPrefix(n.NodeType.String(), "AST"), "no CEL form")
 }
 
+// optMap applies right to the value of the optional l: optMap, or
+// optFlatMap when right gives an optional.
+func (c *jp) optMap(l jv, right parsing.ASTNode, nd need) (jv, error) {
+	v := c.fresh(l.key)
+	defer c.release(v)
+	r, err := c.node(right, jv{e: ident(v), t: l.t, elem: l.elem, key: l.key}, nd)
+	if err != nil {
+		return jv{}, err
+	}
+	out := r
+	out.opt = true
+	if r.opt {
+		out.e = macro(l.e, "optFlatMap", v, r.e)
+		out.pres = ex{}
+	} else {
+		out.e = macro(l.e, "optMap", v, r.e)
+		out.pres = l.present()
+	}
+	out.nonEmpty = false
+	out.parts = nil
+	return out, nil
+}
+
 // literal converts a JSON literal.
 func literal(v any) jv {
 	out := jv{e: lit(v)}
@@ -372,8 +462,8 @@ func (c *jp) field(cur jv, name string, nd need) (jv, error) {
 	case symRequest:
 		return c.requestField(name)
 	}
-	t := fieldType(name)
-	out := jv{t: t, key: name, elem: elemOf(name)}
+	t, elem := fieldTypeIn(cur.key, name)
+	out := jv{t: t, key: name, elem: elem}
 	switch {
 	case cur.opt:
 		out.e, out.opt = optField(cur.e, name), true
@@ -518,7 +608,7 @@ func (c *jp) project(l jv, right parsing.ASTNode) (jv, error) {
 	if err != nil {
 		return jv{}, err
 	}
-	present := presence(opt.e)
+	present := opt.present()
 	out.e = macro(macro(list, "filter", v, present), "map", v, strict.e)
 	return out, nil
 }
@@ -729,25 +819,40 @@ func (c *jp) orExpr(n parsing.ASTNode, cur jv) (jv, error) {
 		// a list (string, map) or its empty value: the value itself
 		return a, nil
 	}
+	if a.t == tList && b.t != tList && b.t != tAny && b.t != tMap {
+		// a list, or a scalar default: the set operators read a scalar
+		// key as a list of one
+		l := a.value(listOf())
+		return jv{e: cond(rel(call("size", l), ">", numLit(0)), l, listOf(b.value(exNull))), t: tList, elem: a.elem, key: a.key}, nil
+	}
 	t := a.t
 	if t == tAny {
 		t = b.t
 	}
 	if a.opt && b.t != tAny && isEmptyOf(b, a.t) {
 		// a missing, null or empty a gives b, the empty value of a's type
-		return jv{e: a.value(b.value(exNull)), t: t, elem: a.elem, key: a.key}, nil
+		return jv{e: a.value(b.value(exNull)), t: a.t, elem: a.elem, key: a.key}, nil
 	}
 	if a.opt && (a.t == tAny || a.t == b.t) && b.t != tAny && b.t != tList && b.t != tMap {
 		// a string field's default: a missing field gives b
-		if a.t == tString || a.t == tAny {
-			v := a.value(exNull)
-			if a.t == tString {
-				return jv{e: cond(rel(a.value(strLit("")), "!=", strLit("")), a.value(strLit("")), b.value(exNull)), t: tString}, nil
-			}
-			return jv{e: cond(truthy(a), v, b.value(exNull)), t: t}, nil
+		if a.t == tString {
+			return jv{e: cond(rel(a.value(strLit("")), "!=", strLit("")), a.value(strLit("")), b.value(exNull)), t: tString}, nil
+		}
+		if a.t == tAny {
+			return jv{e: dynCond(truthy(a), a, b), t: tAny}, nil
 		}
 	}
-	return jv{e: cond(truthy(a), a.value(exNull), b.value(exNull)), t: t, elem: a.elem}, nil
+	return jv{e: dynCond(truthy(a), a, b), t: t, elem: a.elem}, nil
+}
+
+// dynCond is c ? a : b for values whose types may differ: both branches
+// are dyn then (CEL's conditional needs one type).
+func dynCond(c ex, a, b jv) ex {
+	av, bv := a.value(exNull), b.value(exNull)
+	if a.t == b.t && a.t != tAny && a.t != tList && a.t != tMap || bv.s == "null" {
+		return cond(c, av, bv)
+	}
+	return cond(c, call("dyn", av), call("dyn", bv))
 }
 
 // isEmptyOf reports whether b is the empty value of type t ("", [], {}),
@@ -777,7 +882,7 @@ func (c *jp) andExpr(n parsing.ASTNode, cur jv) (jv, error) {
 	if a.t == tBool && b.t == tBool || b.t == tBool {
 		return jv{e: and(truthy(a), truthy(b)), t: tBool}, nil
 	}
-	return jv{e: cond(truthy(a), b.value(exNull), a.value(exNull)), t: b.t}, nil
+	return jv{e: dynCond(truthy(a), b, a), t: b.t}, nil
 }
 
 // arithmetic converts a + b, a - b, ...

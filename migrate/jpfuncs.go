@@ -92,7 +92,7 @@ func (c *jp) function(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 		return jv{e: cond(method(val(0), "endsWith", val(1)),
 			method(val(0), "substring", numLit(0), ex{s: "size(" + val(0).s + ") - size(" + val(1).s + ")", prec: precAdd}), val(0)), t: tString}, nil
 	case "label_match":
-		k := c.fresh("key")
+		k := c.freshName("key")
 		defer c.release(k)
 		sel, labels := val(0), val(1)
 		return jv{e: macro(sel, "all", k, and(rel(ident(k), "in", labels), rel(index(labels, ident(k)), "==", index(sel, ident(k))))), t: tBool}, nil

@@ -49,6 +49,8 @@ type Output struct {
 	Rules []string
 	// comments are YAML comments by the path of the node they explain.
 	comments map[string]string
+	// owners are the rules each expression comes from, by its path
+	owners map[string][]string
 }
 
 // RuleOutcome is what became of one rule.

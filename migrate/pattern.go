@@ -262,7 +262,7 @@ func (c *jp) wildcardEntry(v vref, e anchorEntry, path string) (outcome, error) 
 	if v.key != "labels" && v.key != "annotations" {
 		return outcome{}, unsupportedf("wildcard key "+e.raw, "at %s: only under metadata.labels and metadata.annotations", path)
 	}
-	k := c.fresh("key")
+	k := c.freshName("key")
 	defer c.release(k)
 	keyTest := wildcardMatch(ident(k), e.key)
 	switch {

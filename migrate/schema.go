@@ -20,7 +20,7 @@ var listFields = map[string]vtype{
 	"containerStatuses": tAny, "initContainerStatuses": tAny, "conditions": tAny, "taints": tAny,
 	"ingress": tAny, "egress": tAny, "policyTypes": tString, "readinessGates": tAny,
 	"webhooks": tAny, "clusterIPs": tString, "ipFamilies": tString, "nonResourceURLs": tString,
-	"allowedHostPaths": tAny, "groups": tString, "exceptions": tAny,
+	"allowedHostPaths": tAny, "groups": tString, "exceptions": tAny, "any": tAny, "all": tAny,
 }
 
 // listOfLists are list fields whose elements are lists.
@@ -97,6 +97,27 @@ func fieldType(name string) vtype {
 func hasKey(m map[string]vtype, k string) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// fieldTypeIn is the type of the field name of a value known by its own
+// field name parent (a list's element by the singular: "rule"), and the
+// type of its elements.
+func fieldTypeIn(parent, name string) (vtype, vtype) {
+	switch parent {
+	case "data", "stringData":
+		// ConfigMap and Secret data hold strings
+		return tString, tAny
+	case "rule":
+		switch name {
+		case "resources", "apiGroups", "verbs", "resourceNames", "nonResourceURLs":
+			return tList, tString
+		}
+	case "container", "initContainer", "ephemeralContainer":
+		if name == "resources" {
+			return tMap, tAny
+		}
+	}
+	return fieldType(name), elemOf(name)
 }
 
 // elemOf is the type of the elements of a list field.

@@ -125,7 +125,7 @@ func (c *jp) foreachOne(fe *api.ForEachValidation, path string, depth int) (hold
 	withIndex := strings.Contains(string(raw), "elementIndex")
 	idx := ""
 	if withIndex {
-		idx = c.fresh("index")
+		idx = c.freshName("index")
 		defer c.release(idx)
 	}
 	saved := c.sc
@@ -216,7 +216,7 @@ func (c *jp) localContext(entries []api.ContextEntry, path string) (func(ex) ex,
 		if err != nil {
 			return nil, err
 		}
-		name := c.fresh(v.name)
+		name := c.freshName(v.name)
 		bs = append(bs, bound{name: name, e: v.expr})
 		c.sc.names[ce.Name] = jv{e: ident(name)}
 	}

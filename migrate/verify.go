@@ -368,7 +368,9 @@ func generated(resp *engine.Response) []any {
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return resourceName(out[i].(map[string]any)) < resourceName(out[j].(map[string]any)) })
+	sort.Slice(out, func(i, j int) bool {
+		return resourceName(out[i].(map[string]any)) < resourceName(out[j].(map[string]any))
+	})
 	return out
 }
 

@@ -47,24 +47,29 @@ type vrule struct {
 type policyVars struct {
 	list   []variable
 	byName map[string]string // name → expression
+	// users are the rules that use each variable
+	users map[string][]string
 }
 
 // add adds a rule's variable and returns its name in the output.
 func (pv *policyVars) add(v variable, rule string) string {
 	if pv.byName == nil {
-		pv.byName = map[string]string{}
+		pv.byName, pv.users = map[string]string{}, map[string][]string{}
 	}
 	name := v.name
 	if e, ok := pv.byName[name]; ok {
 		if e == v.expr.s {
+			pv.users[name] = append(pv.users[name], rule)
 			return name
 		}
 		name = celName(rule) + "_" + v.name
 		if e, ok := pv.byName[name]; ok && e == v.expr.s {
+			pv.users[name] = append(pv.users[name], rule)
 			return name
 		}
 	}
 	pv.byName[name] = v.expr.s
+	pv.users[name] = append(pv.users[name], rule)
 	v.name = name
 	pv.list = append(pv.list, v)
 	return name
@@ -272,8 +277,13 @@ func sameConds(rules []*vrule) bool {
 
 // assembleValidating builds the ValidatingPolicy of a policy's validate
 // rules.
-func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *policyVars, autogenControllers []string, autogenNote string) (*api.ValidatingPolicy, map[string]string) {
+func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *policyVars, autogenControllers []string, autogenNote string) (*api.ValidatingPolicy, map[string]string, map[string][]string) {
 	comments := map[string]string{}
+	owners := map[string][]string{}
+	var all []string
+	for _, r := range rules {
+		all = append(all, r.name)
+	}
 	vp := &api.ValidatingPolicy{}
 	vp.APIVersion = api.GroupPolicies + "/v1"
 	vp.Kind = api.KindValidatingPolicy
@@ -318,10 +328,12 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 		for _, c := range rules[0].applies(false) {
 			n := condName(c.name, used)
 			spec.MatchConditions = append(spec.MatchConditions, matchCondition(n, pv.bindVariables(c.e)))
+			owners[fmt.Sprintf("spec.matchConditions[%d]", len(spec.MatchConditions)-1)] = all
 		}
 		for _, r := range rules {
 			for _, v := range r.validations {
 				spec.Validations = append(spec.Validations, v.out())
+				owners[fmt.Sprintf("spec.validations[%d]", len(spec.Validations)-1)] = []string{r.name}
 				if v.note != "" {
 					comments[fmt.Sprintf("spec.validations[%d]", len(spec.Validations)-1)] = v.note
 				}
@@ -334,6 +346,7 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 		}
 		if a := or(anyApplies...); !a.isTrue() {
 			spec.MatchConditions = append(spec.MatchConditions, matchCondition(condName("a-rule-applies", used), pv.bindVariables(a)))
+			owners[fmt.Sprintf("spec.matchConditions[%d]", len(spec.MatchConditions)-1)] = all
 			comments[fmt.Sprintf("spec.matchConditions[%d]", len(spec.MatchConditions)-1)] = "the rules' conditions: the policy is skipped when no rule applies"
 		}
 		for _, r := range rules {
@@ -341,6 +354,7 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 			for _, v := range r.validations {
 				v.expr = or(not(guard), v.expr)
 				spec.Validations = append(spec.Validations, v.out())
+				owners[fmt.Sprintf("spec.validations[%d]", len(spec.Validations)-1)] = []string{r.name}
 				note := "rule " + r.name + ", where it applies"
 				if v.note != "" {
 					note += "; " + v.note
@@ -351,6 +365,7 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 	}
 	for _, v := range pv.list {
 		spec.Variables = append(spec.Variables, varOut(v))
+		owners[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = pv.users[v.name]
 		if v.note != "" {
 			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = "context entry " + v.note
 		}
@@ -360,7 +375,7 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 			comments[fmt.Sprintf("spec.matchConditions[%d]", i)] = condComment(mc.Name)
 		}
 	}
-	return vp, comments
+	return vp, comments, owners
 }
 
 // condComment explains a matchCondition by its name.
