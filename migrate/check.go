@@ -45,8 +45,11 @@ type checkedExpr struct {
 
 // check compiles every expression of an output and returns those that do
 // not compile.
-func (s *exprSet) check() ([]checkError, error) {
-	env, err := celEnv()
+func (s *exprSet) check() ([]checkError, error) { return s.checkOn(celEnv) }
+
+// checkOn is check on the environment env gives.
+func (s *exprSet) checkOn(envOf func() (*cel.Env, error)) ([]checkError, error) {
+	env, err := envOf()
 	if err != nil {
 		return nil, err
 	}

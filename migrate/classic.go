@@ -296,6 +296,43 @@ func originOf(p api.ClassicPolicy, rule string) int {
 	return 0
 }
 
+// ruleBase converts what every rule type shares: match and exclude, the
+// context (into the output's variables), the preconditions and
+// celPreconditions.
+func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []namedCond, error) {
+	mc, err := c.match(&r.MatchResources, r.ExcludeResources, path+".match")
+	if err != nil {
+		return nil, nil, err
+	}
+	var conds []namedCond
+	if !mc.cond.isTrue() {
+		conds = append(conds, namedCond{name: "match", e: mc.cond})
+	}
+	for i, ce := range r.Context {
+		v, err := c.contextEntry(ce, fmt.Sprintf("%s.context[%d]", path, i))
+		if err != nil {
+			return nil, nil, err
+		}
+		name := pv.add(v, r.Name)
+		c.sc.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem}
+	}
+	if r.Preconditions != nil {
+		b, err := readConditions(r.Preconditions)
+		if err != nil {
+			return nil, nil, at(path+".preconditions", unsupportedf("conditions", "%v", err))
+		}
+		pre, err := c.preconditions(b, path+".preconditions")
+		if err != nil {
+			return nil, nil, err
+		}
+		conds = append(conds, pre...)
+	}
+	for _, pc := range r.CELPreconditions {
+		conds = append(conds, namedCond{name: "cel-precondition-" + pc.Name, e: ex{s: pc.Expression, prec: precCond}})
+	}
+	return mc, conds, nil
+}
+
 // convertValidateRule converts one validate rule.
 func convertValidateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policyVars) (*vrule, error) {
 	c := &jp{sc: newScope()}
@@ -305,37 +342,11 @@ func convertValidateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *poli
 	if fa := r.Validation.FailureActionOverrides; len(fa) > 0 || len(r.Validation.ValidationFailureActionOverrides) > 0 || len(p.GetSpec().ValidationFailureActionOverrides) > 0 {
 		return nil, at(path+".validate", unsupportedf("failureActionOverrides", "the CEL policy types have one set of validationActions; use a second policy for the namespaces"))
 	}
-	mc, err := c.match(&r.MatchResources, r.ExcludeResources, path+".match")
+	mc, conds, err := ruleBase(c, r, path, pv)
 	if err != nil {
 		return nil, err
 	}
-	out.mc = mc
-	if !mc.cond.isTrue() {
-		out.conds = append(out.conds, namedCond{name: "match", e: mc.cond})
-	}
-	for i, ce := range r.Context {
-		v, err := c.contextEntry(ce, fmt.Sprintf("%s.context[%d]", path, i))
-		if err != nil {
-			return nil, err
-		}
-		name := pv.add(v, r.Name)
-		c.sc.names[ce.Name] = jv{e: ident("variables." + name)}
-	}
-	if r.Preconditions != nil {
-		b, err := readConditions(r.Preconditions)
-		if err != nil {
-			return nil, at(path+".preconditions", unsupportedf("conditions", "%v", err))
-		}
-		conds, err := c.preconditions(b, path+".preconditions")
-		if err != nil {
-			return nil, err
-		}
-		out.conds = append(out.conds, conds...)
-	}
-	for i, pc := range r.CELPreconditions {
-		out.conds = append(out.conds, namedCond{name: "cel-precondition-" + pc.Name, e: ex{s: pc.Expression, prec: precCond}})
-		_ = i
-	}
+	out.mc, out.conds = mc, conds
 	v := r.Validation
 	if v.CEL != nil {
 		if err := c.celRule(v.CEL, out, pv, path+".validate.cel"); err != nil {

@@ -14,6 +14,8 @@ import (
 type variable struct {
 	name string
 	expr ex
+	// t and elem are what is known of its type
+	t, elem vtype
 	// note says how the entry was rewritten, for a comment
 	note string
 }
@@ -42,11 +44,11 @@ func (c *jp) contextEntry(ce api.ContextEntry, path string) (variable, error) {
 	v := variable{name: celName(ce.Name)}
 	switch {
 	case ce.Variable != nil:
-		e, err := c.contextVariable(ce.Variable)
+		e, t, err := c.contextVariable(ce.Variable)
 		if err != nil {
 			return v, at(path+".variable", err)
 		}
-		v.expr = e
+		v.expr, v.t, v.elem = e, t.t, t.elem
 	case ce.ConfigMap != nil:
 		name, err := c.str(ce.ConfigMap.Name)
 		if err != nil {
@@ -59,13 +61,14 @@ func (c *jp) contextEntry(ce api.ContextEntry, path string) (variable, error) {
 			}
 		}
 		v.expr = method(ident("resource"), "Get", strLit("v1"), strLit("configmaps"), ns.value(strLit("")), name.value(strLit("")))
+		v.t = tMap
 		v.note = "configMap " + ce.ConfigMap.Name + ": resource.Get"
 	case ce.APICall != nil:
-		e, note, err := c.apiCall(ce.APICall)
+		e, note, t, err := c.apiCall(ce.APICall)
 		if err != nil {
 			return v, at(path+".apiCall", err)
 		}
-		v.expr, v.note = e, note
+		v.expr, v.note, v.t, v.elem = e, note, t.t, t.elem
 	case ce.GlobalReference != nil:
 		name, err := c.str(ce.GlobalReference.Name)
 		if err != nil {
@@ -77,7 +80,7 @@ func (c *jp) contextEntry(ce api.ContextEntry, path string) (variable, error) {
 				return v, at(path+".globalReference.jmesPath", err)
 			}
 		}
-		v.expr = g.value(exNull)
+		v.expr, v.t, v.elem = g.value(exNull), g.t, g.elem
 		v.note = "globalReference " + ce.GlobalReference.Name + ": globalContext.Get"
 	case ce.ImageRegistry != nil:
 		return v, unsupportedf("context entry imageRegistry", "at %s: Kyverno's image data (configData, manifest) differs from image.GetMetadata's", path)
@@ -89,53 +92,53 @@ func (c *jp) contextEntry(ce api.ContextEntry, path string) (variable, error) {
 
 // contextVariable converts a variable entry: its value (or a JMESPath
 // on the context), an optional jmesPath on it, and its default.
-func (c *jp) contextVariable(v *api.Variable) (ex, error) {
+func (c *jp) contextVariable(v *api.Variable) (ex, jv, error) {
 	var out jv
 	switch {
 	case v.Value != nil:
 		val, err := c.document(v.Value)
 		if err != nil {
-			return ex{}, at("value", err)
+			return ex{}, jv{}, at("value", err)
 		}
 		out = val
 		if v.JMESPath != "" {
 			if out, err = c.on(v.JMESPath, val); err != nil {
-				return ex{}, at("jmesPath", err)
+				return ex{}, jv{}, at("jmesPath", err)
 			}
 		}
 	case v.JMESPath != "":
 		if strings.Contains(v.JMESPath, "{{") {
-			return ex{}, unsupportedf("jmesPath", "variables in a jmesPath")
+			return ex{}, jv{}, unsupportedf("jmesPath", "variables in a jmesPath")
 		}
 		n, err := parseJMESPath(v.JMESPath)
 		if err != nil {
-			return ex{}, err
+			return ex{}, jv{}, err
 		}
 		if out, err = c.node(n, jv{sym: symRoot}, needNullable); err != nil {
-			return ex{}, at("jmesPath", err)
+			return ex{}, jv{}, at("jmesPath", err)
 		}
 		if out.sym != symNone {
-			return ex{}, unsupportedf("jmesPath", "Kyverno's context itself")
+			return ex{}, jv{}, unsupportedf("jmesPath", "Kyverno's context itself")
 		}
 	default:
 		if v.Default == nil {
-			return ex{}, unsupportedf("variable", "no value, jmesPath or default")
+			return ex{}, jv{}, unsupportedf("variable", "no value, jmesPath or default")
 		}
 	}
 	if v.Default != nil {
 		def, err := c.document(v.Default)
 		if err != nil {
-			return ex{}, at("default", err)
+			return ex{}, jv{}, at("default", err)
 		}
 		if out.e.s == "" {
-			return def.value(exNull), nil
+			return def.value(exNull), def, nil
 		}
 		if out.opt {
-			return method(out.e, "orValue", def.value(exNull)), nil
+			return method(out.e, "orValue", def.value(exNull)), out, nil
 		}
-		return cond(rel(out.e, "!=", exNull), out.e, def.value(exNull)), nil
+		return dynCond(rel(out.e, "!=", exNull), out, def), out, nil
 	}
-	return out.value(exNull), nil
+	return out.value(exNull), out, nil
 }
 
 // document converts a JSON value whose strings may hold {{ }}.
@@ -179,7 +182,7 @@ func (c *jp) document(x any) (jv, error) {
 
 // apiCall converts an apiCall entry: a Kubernetes API path into the
 // resource library, a service call into the http library.
-func (c *jp) apiCall(a *api.APICall) (ex, string, error) {
+func (c *jp) apiCall(a *api.APICall) (ex, string, jv, error) {
 	var call jv
 	var note string
 	method := strings.ToUpper(a.Method)
@@ -189,14 +192,14 @@ func (c *jp) apiCall(a *api.APICall) (ex, string, error) {
 	if a.Service != nil {
 		u, err := c.str(a.Service.URL)
 		if err != nil {
-			return ex{}, "", at("service.url", err)
+			return ex{}, "", jv{}, at("service.url", err)
 		}
 		if a.Service.CABundle != "" {
-			return ex{}, "", unsupportedf("service.caBundle", "a CA bundle (use http.Client)")
+			return ex{}, "", jv{}, unsupportedf("service.caBundle", "a CA bundle (use http.Client)")
 		}
 		headers, err := c.headers(a.Service.Headers)
 		if err != nil {
-			return ex{}, "", err
+			return ex{}, "", jv{}, err
 		}
 		switch method {
 		case "GET":
@@ -208,7 +211,7 @@ func (c *jp) apiCall(a *api.APICall) (ex, string, error) {
 		case "POST":
 			body, err := c.body(a.Data)
 			if err != nil {
-				return ex{}, "", err
+				return ex{}, "", jv{}, err
 			}
 			args := []ex{u.value(strLit("")), body}
 			if headers.s != "" {
@@ -216,13 +219,13 @@ func (c *jp) apiCall(a *api.APICall) (ex, string, error) {
 			}
 			call = jv{e: methodCall(ident("http"), "Post", args...)}
 		default:
-			return ex{}, "", unsupportedf("method "+a.Method, "only GET and POST")
+			return ex{}, "", jv{}, unsupportedf("method "+a.Method, "only GET and POST")
 		}
 		note = "apiCall service: http." + strings.ToLower(method[:1]) + strings.ToLower(method[1:])
 	} else {
 		e, n, err := c.urlPath(a, method)
 		if err != nil {
-			return ex{}, "", err
+			return ex{}, "", jv{}, err
 		}
 		call, note = jv{e: e}, n
 	}
@@ -230,18 +233,18 @@ func (c *jp) apiCall(a *api.APICall) (ex, string, error) {
 	if a.JMESPath != "" {
 		var err error
 		if out, err = c.on(a.JMESPath, call); err != nil {
-			return ex{}, "", at("jmesPath", err)
+			return ex{}, "", jv{}, at("jmesPath", err)
 		}
 	}
 	if a.Default != nil {
 		def, err := c.document(a.Default)
 		if err != nil {
-			return ex{}, "", at("default", err)
+			return ex{}, "", jv{}, at("default", err)
 		}
 		note += " (the default replaces only a null result)"
-		return cond(rel(out.value(exNull), "!=", exNull), out.value(exNull), def.value(exNull)), note, nil
+		return dynCond(rel(out.value(exNull), "!=", exNull), out, def), note, out, nil
 	}
-	return out.value(exNull), note, nil
+	return out.value(exNull), note, out, nil
 }
 
 func methodCall(recv ex, name string, args ...ex) ex { return method(recv, name, args...) }

@@ -13,10 +13,6 @@ func pendingRules(idx []int, outcomes []RuleOutcome, what string) *Output {
 	return nil
 }
 
-func convertMutateRules(p api.ClassicPolicy, name string, idx []int, outcomes []RuleOutcome) *Output {
-	return pendingRules(idx, outcomes, "mutate")
-}
-
 func convertGenerateRules(p api.ClassicPolicy, name string, idx []int, outcomes []RuleOutcome) *Output {
 	return pendingRules(idx, outcomes, "generate")
 }
