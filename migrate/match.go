@@ -235,19 +235,15 @@ func kindTest(kinds []string) ex {
 	var plain []string
 	for _, s := range kinds {
 		k := parseKind(s)
+		// the group and version are the constraints' (kinds of one name
+		// in two groups are rare)
 		var t []ex
 		if k.kind != "*" {
-			if !k.groupGiven && !k.versionGiven && k.subresource == "" {
+			if k.subresource == "" && !hasWildcard(k.kind) {
 				plain = append(plain, k.kind)
 				continue
 			}
 			t = append(t, wildcardMatch(ident("request.kind.kind"), k.kind))
-		}
-		if k.groupGiven && k.group != "*" {
-			t = append(t, wildcardMatch(ident("request.kind.group"), k.group))
-		}
-		if k.versionGiven && k.version != "*" {
-			t = append(t, wildcardMatch(ident("request.kind.version"), k.version))
 		}
 		if k.subresource != "" {
 			t = append(t, rel(ident("request.subResource"), "==", strLit(k.subresource)))

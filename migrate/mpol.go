@@ -188,6 +188,9 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 	}
 	spec.MatchConstraints = matchConstraints(kinds, operationsOf(vrs))
 	comments["spec.matchConstraints"] = "the kinds and operations the rules match"
+	if liftSelectors(vrs, spec.MatchConstraints) {
+		comments["spec.matchConstraints"] = "the kinds, operations and selectors the rules match"
+	}
 	s := src.GetSpec()
 	spec.FailurePolicy = failurePolicy(s)
 	if eval := evaluation(s); eval != nil {
@@ -197,16 +200,18 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 	if t := timeout(s); t != nil {
 		spec.WebhookConfiguration = &policiesv1alpha1.WebhookConfiguration{TimeoutSeconds: t}
 	}
-	atomic := false
+	applies := false
 	for _, r := range rules {
-		atomic = atomic || r.atomic
+		for _, m := range r.mutations {
+			applies = applies || m.apply
+		}
 	}
-	if atomic || s.UseServerSideApply {
+	if applies || s.UseServerSideApply {
 		if spec.EvaluationConfiguration == nil {
 			spec.EvaluationConfiguration = &policiesv1alpha1.MutatingPolicyEvaluationConfiguration{}
 		}
 		spec.EvaluationConfiguration.UseServerSideApply = true
-		comments["spec.evaluation"] = "the patches replace atomic lists, as a strategic merge does: server-side apply without the guard on atomic values"
+		comments["spec.evaluation"] = "a strategic merge replaces lists without keys: server-side apply, without the guard on atomic values"
 	}
 	used := map[string]bool{}
 	if wc := s.WebhookConfiguration; wc != nil {
@@ -231,19 +236,21 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 			comments[fmt.Sprintf("spec.matchConditions[%d]", len(spec.MatchConditions)-1)] = "the rules' conditions: the policy is skipped when no rule applies"
 		}
 	}
-	autogenOK := shared && len(pv.list) == 0
+	autogenOK := len(pv.list) == 0
 	for i, r := range rules {
 		guard := exTrue
 		if !shared {
 			guard = conj(vrs[i].applies(!same))
 		}
 		for _, m := range r.mutations {
-			if !guard.isTrue() {
-				empty := ex{s: "Object{}", prec: precPrimary}
-				if !m.apply {
-					empty = listOf()
-				}
-				m.expr = cond(guard, m.expr, empty)
+			switch {
+			case guard.isTrue():
+			case m.root != nil && len(m.root.roots) > 0:
+				m.expr = m.root.guarded(guard)
+			case m.apply:
+				m.expr = cond(guard, m.expr, ex{s: "Object{}", prec: precPrimary})
+			default:
+				m.expr = cond(guard, m.expr, listOf())
 			}
 			if !m.apply || !strings.HasPrefix(m.expr.s, "Object{") {
 				autogenOK = false
@@ -286,14 +293,15 @@ func mutatingExprs(mp *api.MutatingPolicy) *mutExprSet {
 	s := &exprSet{namespace: mp.Namespace, conditions: mp.Spec.MatchConditions, condPath: "spec.matchConditions",
 		variables: mp.Spec.Variables, varPath: "spec.variables"}
 	for i, m := range mp.Spec.Mutations {
+		// checked with their types: an Object, a list of JSONPatch
 		var e string
 		switch {
 		case m.ApplyConfiguration != nil:
-			e = m.ApplyConfiguration.Expression
+			e = "[" + m.ApplyConfiguration.Expression + ", Object{}].size() > 0"
 		case m.JSONPatch != nil:
-			e = m.JSONPatch.Expression
+			e = "(" + m.JSONPatch.Expression + " + [JSONPatch{op: 'test', path: '/'}]).size() > 0"
 		}
-		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.mutations[%d]", i), expr: e, kind: cel.Variable})
+		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.mutations[%d]", i), expr: e, kind: cel.Validation})
 	}
 	return &mutExprSet{s}
 }

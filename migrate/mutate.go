@@ -17,6 +17,9 @@ type mutation struct {
 	apply bool
 	expr  ex
 	note  string
+	// root, for an ApplyConfiguration of the object's fields, lets a
+	// condition guard each field (see smpResult.guarded)
+	root *smpResult
 }
 
 // mrule is a mutate rule converted.
@@ -48,11 +51,17 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 		if err != nil {
 			return nil, err
 		}
-		if !res.cond.isTrue() {
-			out.conds = append(out.conds, namedCond{name: "anchors", e: res.cond})
+		if cond := and(res.cond, res.global); !cond.isTrue() {
+			out.conds = append(out.conds, namedCond{name: "anchors", e: cond})
 		}
 		out.atomic = res.atomic
-		out.mutations = append(out.mutations, mutation{apply: true, expr: res.obj, note: "patchStrategicMerge"})
+		if !res.empty {
+			root := res
+			out.mutations = append(out.mutations, mutation{apply: true, expr: res.obj, note: "patchStrategicMerge", root: &root})
+		}
+		if len(res.patches) > 0 {
+			out.mutations = append(out.mutations, mutation{expr: joinPatches(res.patches), note: "patchStrategicMerge of an atomic map, key by key"})
+		}
 	case m.PatchesJSON6902 != "":
 		e, err := c.jsonPatch(m.PatchesJSON6902, mpath+".patchesJson6902")
 		if err != nil {
@@ -91,14 +100,33 @@ func (c *jp) jsonPatch(text, path string) (ex, error) {
 		return ex{}, unsupportedf("patchesJson6902", "at %s: %v", path, err)
 	}
 	var parts []ex
+	var plain []ex
 	for i, op := range ops {
 		e, err := c.jsonOp(op)
 		if err != nil {
 			return ex{}, at(fmt.Sprintf("%s[%d]", path, i), err)
 		}
-		parts = append(parts, e)
+		if e.single != nil {
+			plain = append(plain, *e.single)
+			continue
+		}
+		if len(plain) > 0 {
+			parts = append(parts, patchList(plain))
+			plain = nil
+		}
+		parts = append(parts, e.list)
 	}
-	return patchList(parts), nil
+	if len(plain) > 0 {
+		parts = append(parts, patchList(plain))
+	}
+	return joinPatches(parts), nil
+}
+
+// opList is a converted operation: a single JSONPatch, or a list
+// expression (an add that creates its parents).
+type opList struct {
+	single *ex
+	list   ex
 }
 
 // patchList is the list of patch operations, one per line.
@@ -114,37 +142,133 @@ func patchList(parts []ex) ex {
 	return ex{s: s, prec: precPrimary}
 }
 
-// jsonOp converts one operation.
-func (c *jp) jsonOp(op jsonOp) (ex, error) {
+// jsonOp converts one operation. An add whose parents are missing
+// creates them, as Kyverno's JSON patches do.
+func (c *jp) jsonOp(op jsonOp) (opList, error) {
 	switch op.Op {
 	case "add", "replace", "remove", "test", "move", "copy":
 	default:
-		return ex{}, unsupportedf("operation "+op.Op, "not an RFC 6902 operation")
+		return opList{}, unsupportedf("operation "+op.Op, "not an RFC 6902 operation")
 	}
 	p, err := c.str(op.Path)
 	if err != nil {
-		return ex{}, at("path", err)
+		return opList{}, at("path", err)
 	}
 	fields := []string{"op: " + strLit(op.Op).s, "path: " + p.value(strLit("")).s}
 	if op.From != "" {
 		f, err := c.str(op.From)
 		if err != nil {
-			return ex{}, at("from", err)
+			return opList{}, at("from", err)
 		}
 		fields = append(fields, "from: "+f.value(strLit("")).s)
 	}
+	var val ex
 	if op.Op == "add" || op.Op == "replace" || op.Op == "test" {
 		v, err := c.document(op.Value)
 		if err != nil {
-			return ex{}, at("value", err)
+			return opList{}, at("value", err)
 		}
-		val := v.value(exNull)
+		val = v.value(exNull)
 		if v.t == tMap || v.t == tList || v.t == tAny {
 			val = call("dyn", val)
 		}
 		fields = append(fields, "value: "+val.s)
 	}
-	return typed("JSONPatch", fields), nil
+	single := typed("JSONPatch", fields)
+	if op.Op == "remove" && !strings.Contains(op.Path, "{{") {
+		// Kyverno removes what is missing without an error
+		segs := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
+		for i := range segs {
+			segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
+		}
+		if present, ok := pointerPresence(c.sc.object, segs); ok {
+			return opList{list: cond(present, patchList([]ex{single}), listOf())}, nil
+		}
+	}
+	if op.Op != "add" || strings.Contains(op.Path, "{{") {
+		return opList{single: &single}, nil
+	}
+	l, ok := c.addWithParents(op.Path, val, patchList([]ex{single}))
+	if !ok {
+		return opList{single: &single}, nil
+	}
+	return opList{list: l}, nil
+}
+
+// addWithParents is the add of value at path, or, when a parent is
+// missing, the add of the first missing parent holding it.
+func (c *jp) addWithParents(path string, value, direct ex) (ex, bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i := range segs {
+		segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
+	}
+	if len(segs) < 2 {
+		return direct, false
+	}
+	out := direct
+	changed := false
+	// from the deepest parent up: when parent i is missing, add it
+	// holding what is below (parents that objects always have are not
+	// tested: spec, metadata, template, a list's element)
+	wrapped := value
+	for i := len(segs) - 1; i >= 1 && i >= len(segs)-3; i-- {
+		if last := segs[i-1]; last == "spec" || last == "metadata" || last == "template" || isIndex(last) {
+			break
+		}
+		seg := segs[i]
+		if seg == "-" || isIndex(seg) {
+			wrapped = call("dyn", listOf(wrapped))
+		} else {
+			wrapped = call("dyn", ex{s: "{" + strLit(seg).s + ": " + wrapped.s + "}", prec: precPrimary})
+		}
+		parent := segs[:i]
+		present, ok := pointerPresence(c.sc.object, parent)
+		if !ok {
+			break
+		}
+		add := patchList([]ex{typed("JSONPatch", []string{"op: 'add'", "path: " + strLit("/"+joinPointer(parent)).s, "value: " + wrapped.s})})
+		out = cond(present, out, add)
+		changed = true
+	}
+	return out, changed
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func joinPointer(segs []string) string {
+	out := make([]string, len(segs))
+	for i, s := range segs {
+		out[i] = jsonPointerEscape(s)
+	}
+	return strings.Join(out, "/")
+}
+
+// pointerPresence tests that the value at a JSON pointer exists.
+func pointerPresence(root ex, segs []string) (ex, bool) {
+	e := root.s
+	for _, s := range segs {
+		switch {
+		case isIndex(s):
+			e += "[?" + s + "]"
+		case s == "-":
+			return ex{}, false
+		case isIdent(s):
+			e += ".?" + s
+		default:
+			e += "[?" + strLit(s).s + "]"
+		}
+	}
+	return method(ex{s: e, prec: precPrimary}, "hasValue"), true
 }
 
 // foreachMut is a converted mutate foreach.
@@ -242,7 +366,10 @@ func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds 
 	if idx != "" {
 		return foreachMut{}, unsupportedf("elementIndex", "at %s: a strategic merge patch that reads the element's index", path)
 	}
-	sel := and(pre, res.cond)
+	if len(res.patches) > 0 {
+		return foreachMut{}, unsupportedf("foreach patchStrategicMerge", "at %s: an atomic map (nodeSelector) patched per element", path)
+	}
+	sel := and(pre, res.cond, res.global)
 	obj := binds(res.obj)
 	if !mentions(obj.s, x) {
 		// the same patch whatever the element: once, when one is selected
@@ -343,6 +470,15 @@ func matching(s string, i int) int {
 		}
 	}
 	return -1
+}
+
+// joinPatches concatenates lists of JSON patch operations.
+func joinPatches(ps []ex) ex {
+	out := ps[0]
+	for _, p := range ps[1:] {
+		out = add(out, p)
+	}
+	return out
 }
 
 // mutationOut is a mutation as the API type.

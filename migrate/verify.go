@@ -269,14 +269,22 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 		if err != nil {
 			return nil, err
 		}
-		d.Original, d.Converted = verdict(a, rules, o.Type), verdict(b, nil, "")
-		if d.Original == d.Converted || notApplied(d.Original) && notApplied(d.Converted) {
-			if path, same := sameJSON(a.Resource, b.Resource); !same {
-				d.Original, d.Converted, d.Detail = "mutated", "mutated differently", "at "+path
-				return d, nil
+		// a mutation is compared by the resource it makes (Kyverno reports
+		// a rule that changed nothing as a pass or a skip, a
+		// MutatingPolicy as a pass): an error is a result of its own
+		ea, eb := errorOf(a, rules, o.Type), errorOf(b, nil, "")
+		if ea != "" || eb != "" {
+			if (ea == "") == (eb == "") {
+				return nil, nil
 			}
-			return nil, nil
+			d.Original, d.Converted = orNone(ea, "mutated"), orNone(eb, "mutated")
+			return d, nil
 		}
+		if path, same := sameJSON(a.Resource, b.Resource); !same {
+			d.Original, d.Converted, d.Detail = "mutated", "mutated differently", "at "+path
+			return d, nil
+		}
+		return nil, nil
 	case TypeGenerate:
 		a, err := orig.Generate(ctx, origReq)
 		if err != nil {
@@ -302,6 +310,47 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 }
 
 func notApplied(v string) bool { return v == "skip" || v == "none" }
+
+// errorOf is the message of the first error among a response's results
+// (of the type, among rules when given), "" when none.
+func errorOf(resp *engine.Response, rules map[string]bool, typ string) string {
+	for _, r := range resultsOf(resp, rules, typ) {
+		if r.Status == engine.StatusError {
+			return "error: " + r.Message
+		}
+	}
+	return ""
+}
+
+func orNone(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// resultsOf are the results of a response's rules of the type (among rules
+// when given).
+func resultsOf(resp *engine.Response, rules map[string]bool, typ string) []engine.RuleResult {
+	wantType := map[string]engine.RuleType{TypeValidate: engine.Validation, TypeMutate: engine.Mutation,
+		TypeGenerate: engine.Generation, TypeVerifyImages: engine.ImageVerify}[typ]
+	var out []engine.RuleResult
+	for i := range resp.Policies {
+		for _, r := range resp.Policies[i].Rules {
+			if rules != nil {
+				n := r.Name
+				if orig, ok := autogen.Original(n); ok {
+					n = orig
+				}
+				if !rules[n] || (wantType != "" && r.Type != wantType) {
+					continue
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // verdict is a policy's result on a resource: the first failure or error
 // of its rules (of the type, among rules when given), else pass when a

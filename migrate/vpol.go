@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	"github.com/gavelpolicy/gavel/api"
 )
 
@@ -303,11 +305,8 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 		kinds = append(kinds, r.mc.kinds...)
 	}
 	spec.MatchConstraints = matchConstraints(kinds, operationsOf(rules))
-	if same && len(rules) == 1 && rules[0].mc.liftable {
-		spec.MatchConstraints.NamespaceSelector = rules[0].mc.nsSelector
-		spec.MatchConstraints.ObjectSelector = rules[0].mc.objSelector
-		rules[0].conds = dropNamed(rules[0].conds, "match")
-		comments["spec.matchConstraints"] = "match of rule " + rules[0].name + ": kinds, operations and selectors"
+	if liftSelectors(rules, spec.MatchConstraints) {
+		comments["spec.matchConstraints"] = "the kinds, operations and selectors the rules match"
 	} else {
 		comments["spec.matchConstraints"] = "the kinds and operations the rules match"
 	}
@@ -393,6 +392,22 @@ func condComment(name string) string {
 		return "from the rule's celPreconditions"
 	}
 	return ""
+}
+
+// liftSelectors moves the selectors every rule shares into the
+// constraints m (dropping the rules' match conditions they were).
+func liftSelectors(rules []*vrule, m *admissionregistrationv1.MatchResources) bool {
+	first := rules[0].mc
+	for _, r := range rules {
+		if !r.mc.liftable || rawJSON(r.mc.nsSelector) != rawJSON(first.nsSelector) || rawJSON(r.mc.objSelector) != rawJSON(first.objSelector) {
+			return false
+		}
+	}
+	m.NamespaceSelector, m.ObjectSelector = first.nsSelector, first.objSelector
+	for _, r := range rules {
+		r.conds = dropNamed(r.conds, "match")
+	}
+	return true
 }
 
 func dropNamed(cs []namedCond, name string) []namedCond {
