@@ -225,8 +225,10 @@ func (c *jp) parseWithTemplates(expr string) (parsing.ASTNode, func(), error) {
 			return parsing.ASTNode{}, restore, err
 		}
 		c.dyn[placeholder(i)] = v
-		// a JSON literal of the value: the placeholder as a JSON string
-		text = strings.ReplaceAll(text, "`"+placeholder(i)+"`", "`\""+placeholder(i)+"\"`")
+		// a JSON literal of the value (`{{ x }}`): the value itself
+		jsonName := jsonPlaceholder(i)
+		c.dyn[jsonName] = v
+		text = strings.ReplaceAll(text, "`"+placeholder(i)+"`", "`\""+jsonName+"\"`")
 	}
 	n, err := parseJMESPath(text)
 	if err != nil {
@@ -326,6 +328,9 @@ func (c *jp) node(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 		return cur, nil
 	case parsing.ASTLiteral:
 		if s, ok := n.Value.(string); ok {
+			if v, ok := c.dyn[s]; ok && strings.HasPrefix(s, jsonPlaceholderPrefix) {
+				return v, nil
+			}
 			v, ok, err := c.dynString(s)
 			if err != nil {
 				return jv{}, err

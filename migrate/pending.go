@@ -20,11 +20,3 @@ func convertGenerateRules(p api.ClassicPolicy, name string, idx []int, outcomes 
 func convertImageRules(p api.ClassicPolicy, name string, idx []int, outcomes []RuleOutcome) *Output {
 	return pendingRules(idx, outcomes, "verifyImages")
 }
-
-func convertException(x *api.PolicyException, policies []*Conversion) *Conversion {
-	return &Conversion{Kind: x.Kind, Name: x.Name, Namespace: x.Namespace, Source: x, Rules: []RuleOutcome{{Rule: x.Name, Type: TypeException, Problems: []Problem{{Construct: "exception", Detail: "not converted yet"}}}}}
-}
-
-func convertCleanup(doc api.Document) (*Conversion, error) {
-	return &Conversion{Kind: doc.Kind(), Name: doc.Name(), Rules: []RuleOutcome{{Rule: doc.Name(), Type: TypeCleanup, Problems: []Problem{{Construct: "cleanup", Detail: "not converted yet"}}}}}, nil
-}

@@ -17,6 +17,12 @@ var placeholderRE = regexp.MustCompile(placeholderPrefix + `([0-9]+)__`)
 
 func placeholder(i int) string { return placeholderPrefix + strconv.Itoa(i) + "__" }
 
+// jsonPlaceholderPrefix marks the value of an inner {{ }} written as a
+// JSON literal (`{{ x }}`): the value itself, not its text.
+const jsonPlaceholderPrefix = "__gavel_j"
+
+func jsonPlaceholder(i int) string { return jsonPlaceholderPrefix + strconv.Itoa(i) + "__" }
+
 // templateParts splits a Kyverno string into its literal text and its
 // expressions, as upstream's engine reads them: the result is a string in
 // which each expression's value is a placeholder, and the expressions in

@@ -175,6 +175,16 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		pv.Unverified = append(pv.Unverified, "the source does not compile: "+err.Error())
 		return pv, nil
 	}
+	typed := map[string]bool{}
+	for _, o := range c.Outputs {
+		typed[o.Type] = true
+	}
+	for _, r := range c.Rules {
+		if !typed[r.Type] {
+			typed[r.Type] = true
+			pv.Unverified = append(pv.Unverified, fmt.Sprintf("%s rules not converted: %s", r.Type, strings.Join(unconverted(c, r.Type), ", ")))
+		}
+	}
 	for _, o := range c.Outputs {
 		if missing := unconverted(c, o.Type); len(missing) > 0 {
 			pv.Unverified = append(pv.Unverified, fmt.Sprintf("%s: %s rules not converted: %s", o.Object.GetName(), o.Type, strings.Join(missing, ", ")))
