@@ -266,6 +266,7 @@ func (c *jp) setCond(key jv, op conditions.Operator, value jv, static bool, raw 
 	if err != nil {
 		return ex{}, err
 	}
+	bind := memberBinding(value, static)
 	member := inValue
 	if static && wildcardKeys[key.key] {
 		// Kyverno matches wildcards in the key too: RBAC rules say "*"
@@ -280,14 +281,14 @@ func (c *jp) setCond(key jv, op conditions.Operator, value jv, static bool, raw 
 			kv := key.value(exNull)
 			el := jv{e: ident(v)}
 			listCase := listCond(kv, v, member(textOf(el)), all, not)
-			return cond(rel(call("type", kv), "==", ident("list")), listCase, negIf(in, not)), nil
+			return bind(cond(rel(call("type", kv), "==", ident("list")), listCase, negIf(in, not))), nil
 		}
-		return negIf(in, not), nil
+		return bind(negIf(in, not)), nil
 	}
 	v := c.fresh(key.key)
 	defer c.release(v)
 	el := jv{e: ident(v), t: key.elem}
-	return listCond(listOperand(key), v, member(textOf(el)), all, not), nil
+	return bind(listCond(listOperand(key), v, member(textOf(el)), all, not)), nil
 }
 
 func negIf(e ex, n bool) ex {
@@ -347,16 +348,29 @@ func (c *jp) member(value jv, static bool, raw any) (func(ex) ex, error) {
 		return func(k ex) ex { return inItems(k, items) }, nil
 	}
 	list := value.value(exNull)
-	switch value.t {
-	case tList:
+	if value.t == tList {
 		return func(k ex) ex { return rel(k, "in", list) }, nil
-	case tString:
-		// a string value is a JSON list of strings, or the string itself
-		set := cond(method(list, "startsWith", strLit("[")), call("json.unmarshal", list), listOf(list))
-		return func(k ex) ex { return rel(k, "in", set) }, nil
 	}
-	set := cond(rel(call("type", list), "==", ident("string")), call("dyn", listOf(list)), call("dyn", list))
+	// a string value is a JSON list of strings, or the string itself; a
+	// null value holds nothing (Kyverno answers false for In and NotIn
+	// alike: see setCond)
+	name := ident("set")
+	set := cond(method(name, "startsWith", strLit("[")), call("json.unmarshal", name), listOf(name))
+	if value.t != tString {
+		set = cond(rel(call("type", name), "==", ident("string")), call("dyn", set), call("dyn", name))
+	}
 	return func(k ex) ex { return rel(k, "in", set) }, nil
+}
+
+// memberBinding binds the set a dynamic value stands for around a set
+// condition (see member): a null value makes the condition false.
+func memberBinding(value jv, static bool) func(ex) ex {
+	if static || value.t == tList {
+		return func(e ex) ex { return e }
+	}
+	return func(e ex) ex {
+		return call("cel.bind", ident("set"), value.value(exNull), and(rel(ident("set"), "!=", exNull), e))
+	}
 }
 
 // textValue is the text of a scalar in a condition's value.

@@ -299,6 +299,10 @@ func (c *jp) node(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 	switch n.NodeType {
 	case parsing.ASTField:
 		name := n.Value.(string)
+		if name == "" {
+			// "" names no field: null
+			return jv{e: exNull, t: tNull}, nil
+		}
 		if v, ok := c.dynField(name); ok {
 			return c.dynIndex(cur, v, nd)
 		}
@@ -347,7 +351,19 @@ func (c *jp) node(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 	case parsing.ASTFlatten:
 		return c.flatten(n, cur)
 	case parsing.ASTValueProjection:
-		return jv{}, unsupportedf("JMESPath value projection", "the values of a map (.*)")
+		// the values of a map, then the projection
+		l, err := c.node(n.Children[0], cur, needNullable)
+		if err != nil {
+			return jv{}, err
+		}
+		if l.sym != symNone {
+			return jv{}, unsupportedf("JMESPath value projection", "of Kyverno's context")
+		}
+		m := l.value(ex{s: "{}", prec: precPrimary})
+		k := c.freshName("key")
+		vals := jv{e: macro(m, "map", k, index(m, ident(k))), t: tList, key: l.key}
+		c.release(k)
+		return c.project(vals, n.Children[1])
 	case parsing.ASTPipe:
 		l, err := c.node(n.Children[0], cur, needNullable)
 		if err != nil {
@@ -490,10 +506,11 @@ func (c *jp) dynIndex(cur jv, key jv, nd need) (jv, error) {
 	if key.t != tString {
 		k = call("string", k)
 	}
+	t, _ := fieldTypeIn(cur.key, "")
 	if cur.opt || nd == needNullable {
-		return jv{e: ex{s: cur.e.at(precPrimary) + "[?" + k.s + "]", prec: precPrimary}, opt: true}, nil
+		return jv{e: ex{s: cur.e.at(precPrimary) + "[?" + k.s + "]", prec: precPrimary}, opt: true, t: t}, nil
 	}
-	return jv{e: index(cur.e, k)}, nil
+	return jv{e: index(cur.e, k), t: t}, nil
 }
 
 // rootName converts a name at the root of Kyverno's context.
@@ -838,16 +855,37 @@ func (c *jp) orExpr(n parsing.ASTNode, cur jv) (jv, error) {
 		// a missing, null or empty a gives b, the empty value of a's type
 		return jv{e: a.value(b.value(exNull)), t: a.t, elem: a.elem, key: a.key}, nil
 	}
+	if a.opt && b.t == tNull {
+		// a missing (or empty) value or null
+		return jv{e: a.value(exNull), t: a.t, elem: a.elem, key: a.key}, nil
+	}
 	if a.opt && (a.t == tAny || a.t == b.t) && b.t != tAny && b.t != tList && b.t != tMap {
 		// a string field's default: a missing field gives b
 		if a.t == tString {
 			return jv{e: cond(rel(a.value(strLit("")), "!=", strLit("")), a.value(strLit("")), b.value(exNull)), t: tString}, nil
 		}
 		if a.t == tAny {
-			return jv{e: dynCond(truthy(a), a, b), t: tAny}, nil
+			return c.bindOr(a, b), nil
 		}
 	}
+	if a.t == tAny {
+		return c.bindOr(a, b), nil
+	}
 	return jv{e: dynCond(truthy(a), a, b), t: t, elem: a.elem}, nil
+}
+
+// bindOr is a || b for an a of unknown type: a, bound once, when it is
+// true in JMESPath's sense, else b.
+func (c *jp) bindOr(a, b jv) jv {
+	x := c.freshName("v")
+	defer c.release(x)
+	bound := jv{e: ident(x)}
+	e := call("cel.bind", ident(x), a.value(exNull), dynCond(truthy(bound), bound, b))
+	t := b.t
+	if t == tNull {
+		t = tAny
+	}
+	return jv{e: e, t: tAny}
 }
 
 // dynCond is c ? a : b for values whose types may differ: both branches

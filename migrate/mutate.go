@@ -96,6 +96,28 @@ type jsonOp struct {
 // variables.
 func (c *jp) jsonPatch(text, path string) (ex, error) {
 	var ops []jsonOp
+	if strings.Contains(text, "{{") {
+		// Kyverno substitutes the variables of the text first: each
+		// becomes a placeholder the operations' strings resolve
+		rendered, exprs, err := templateParts(text)
+		if err != nil {
+			return ex{}, at(path, err)
+		}
+		saved := c.dyn
+		defer func() { c.dyn = saved }()
+		c.dyn = map[string]jv{}
+		for k, v := range saved {
+			c.dyn[k] = v
+		}
+		for i, e := range exprs {
+			v, err := c.template(e)
+			if err != nil {
+				return ex{}, at(path, err)
+			}
+			c.dyn[placeholder(i)] = v
+		}
+		text, _ = rendered.(string)
+	}
 	if err := yaml.Unmarshal([]byte(text), &ops); err != nil {
 		return ex{}, unsupportedf("patchesJson6902", "at %s: %v", path, err)
 	}

@@ -52,6 +52,12 @@ func templateParts(s string) (rendered any, exprs []string, err error) {
 // literal, the value of a single expression, or the concatenation of the
 // text and the expressions' values.
 func (c *jp) str(s string) (jv, error) {
+	if strings.Contains(s, placeholderPrefix) && c.dyn != nil {
+		// a string of a document whose {{ }} were read before it
+		if v, ok, err := c.dynString(s); ok || err != nil {
+			return v, err
+		}
+	}
 	rendered, exprs, err := templateParts(s)
 	if err != nil {
 		return jv{}, err

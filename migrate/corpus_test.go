@@ -1,0 +1,392 @@
+package migrate
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/testshared"
+	"github.com/gavelpolicy/gavel/policytest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// corpusRow is the outcome of one policy of the corpus.
+type corpusRow struct {
+	folder, policy string
+	types          []string
+	status         string
+	detail         string
+}
+
+func (r corpusRow) String() string {
+	s := fmt.Sprintf("%s %s [%s]: %s", r.folder, r.policy, strings.Join(r.types, ","), r.status)
+	if r.detail != "" {
+		s += ": " + r.detail
+	}
+	return s
+}
+
+// Statuses of a policy of the corpus.
+const (
+	statusEqual        = "equal"
+	statusDiffers      = "differs"
+	statusNotConverted = "not converted"
+	statusUnverified   = "not verified"
+)
+
+// TestCorpus converts every ClusterPolicy of the shared corpus's
+// kyverno-policies folders and verifies each conversion on the folder's
+// resources: those its chainsaw test applies and those of its
+// kyverno-test.yaml (with the test's values and mocks). Every policy is
+// equal, or says why not; testdata/corpus.golden records the outcome of
+// each (go test -run TestCorpus -update rewrites it).
+func TestCorpus(t *testing.T) {
+	root := filepath.Join(testshared.Dir(t, "conformance"), "kyverno-policies")
+	dirs, err := filepath.Glob(filepath.Join(root, "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(dirs)
+	var rows []corpusRow
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		folder, _ := filepath.Rel(root, dir)
+		rows = append(rows, corpusFolder(t, dir, folder)...)
+	}
+	var lines []string
+	for _, r := range rows {
+		lines = append(lines, r.String())
+		if r.status != statusEqual && r.detail == "" {
+			t.Errorf("%s: %s without a reason", r.policy, r.status)
+		}
+	}
+	summary := corpusSummary(rows)
+	t.Log("\n" + summary)
+	golden(t, "corpus.golden", strings.Join(lines, "\n")+"\n\n"+summary)
+	equal := 0
+	for _, r := range rows {
+		if r.status == statusEqual {
+			equal++
+		}
+	}
+	// a floor below today's figure (the validate rules alone: the
+	// engine does not evaluate every CEL kind yet); a regression of the
+	// converter or of the engine fails the test
+	if min := 95; equal < min {
+		t.Errorf("%d of %d policies convert with equal results, want at least %d", equal, len(rows), min)
+	}
+}
+
+// corpusSummary counts the statuses per rule type.
+func corpusSummary(rows []corpusRow) string {
+	byType := map[string]map[string]int{}
+	total := map[string]int{}
+	for _, r := range rows {
+		for _, tp := range append([]string{"all"}, r.types...) {
+			if byType[tp] == nil {
+				byType[tp] = map[string]int{}
+			}
+			byType[tp][r.status]++
+			total[tp]++
+		}
+	}
+	var b strings.Builder
+	for _, tp := range []string{"all", TypeValidate, TypeMutate, TypeGenerate, TypeVerifyImages} {
+		if total[tp] == 0 {
+			continue
+		}
+		c := byType[tp]
+		fmt.Fprintf(&b, "%-12s %3d policies: %3d equal, %3d differ, %3d not converted, %3d not verified\n", tp, total[tp],
+			c[statusEqual], c[statusDiffers], c[statusNotConverted], c[statusUnverified])
+	}
+	return b.String()
+}
+
+// corpusFolder converts and verifies the policies of one folder.
+func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
+	t.Helper()
+	policies, exceptions := readFolderPolicies(t, dir)
+	var convs []*Conversion
+	for _, d := range policies {
+		c, err := Convert(d)
+		if err != nil {
+			t.Errorf("%s: %v", folder, err)
+			continue
+		}
+		convs = append(convs, c)
+	}
+	all := append([]*Conversion(nil), convs...)
+	for _, d := range exceptions {
+		c, err := Convert(d, WithPolicies(convs...))
+		if err == nil {
+			all = append(all, c)
+		}
+	}
+	ctx := context.Background()
+	results := map[*Conversion]*PolicyVerification{}
+	merge := func(v *Verification) {
+		for i := range v.Policies {
+			p := &v.Policies[i]
+			for _, c := range convs {
+				if p.Policy == c.Kind+" "+policyKey(c) {
+					acc := results[c]
+					if acc == nil {
+						acc = &PolicyVerification{Policy: p.Policy}
+						results[c] = acc
+					}
+					acc.Compared = append(acc.Compared, p.Compared...)
+					acc.Evaluations += p.Evaluations
+					acc.Differences = append(acc.Differences, p.Differences...)
+					acc.Unverified = append(acc.Unverified, p.Unverified...)
+				}
+			}
+		}
+	}
+	if objs := chainsawResources(t, dir); len(objs) > 0 {
+		cluster := inmem.New(objs...)
+		v, err := Verify(ctx, all, objs, WithEngineOptions(engine.WithClient(cluster), engine.WithConfigMapResolver(cluster),
+			engine.WithAPIClient(cluster)))
+		if err != nil {
+			t.Errorf("%s: %v", folder, err)
+		} else {
+			merge(v)
+		}
+	}
+	mocked := map[string]string{}
+	tests, _ := policytest.Discover(policytest.DefaultFileName, dir)
+	for _, file := range tests {
+		ts, err := policytest.LoadAll(file)
+		if err != nil {
+			continue
+		}
+		for _, tt := range ts {
+			env, err := tt.Environment()
+			if err != nil {
+				continue
+			}
+			for _, pr := range env.MockedRules {
+				p, r, _ := strings.Cut(pr, "/")
+				mocked[p] = r
+			}
+			var these []*Conversion
+			for _, c := range all {
+				if _, ok := mocked[c.Name]; !ok {
+					these = append(these, c)
+				}
+			}
+			v, err := Verify(ctx, these, env.Resources, WithEngineOptions(env.EngineOptions...), WithRequests(env.Request))
+			if err != nil {
+				t.Errorf("%s: %v", file, err)
+				continue
+			}
+			merge(v)
+		}
+	}
+	var rows []corpusRow
+	for _, c := range convs {
+		rows = append(rows, corpusOutcome(folder, c, results[c], mocked[c.Name]))
+	}
+	return rows
+}
+
+// corpusOutcome classifies a conversion and its verification.
+func corpusOutcome(folder string, c *Conversion, v *PolicyVerification, mockedRule string) corpusRow {
+	row := corpusRow{folder: folder, policy: c.Name}
+	seen := map[string]bool{}
+	for _, r := range c.Rules {
+		if !seen[r.Type] {
+			seen[r.Type] = true
+			row.types = append(row.types, r.Type)
+		}
+	}
+	for _, r := range c.Rules {
+		if !r.Converted() {
+			row.status, row.detail = statusNotConverted, r.Rule+": "+r.Problems[0].String()
+			return row
+		}
+	}
+	switch {
+	case v != nil && len(v.Differences) > 0:
+		row.status, row.detail = statusDiffers, v.Differences[0].String()
+		if n := len(v.Differences); n > 1 {
+			row.detail += fmt.Sprintf(" (and %d more)", n-1)
+		}
+	case v != nil && len(v.Unverified) > 0:
+		row.status, row.detail = statusUnverified, dedup(v.Unverified)
+	case mockedRule != "":
+		row.status, row.detail = statusUnverified, "the kyverno test's values give the context of rule "+mockedRule+": the conversion reads the cluster"
+	case v == nil || v.Evaluations == 0:
+		row.status, row.detail = statusUnverified, "no resource to verify on"
+	default:
+		row.status = statusEqual
+	}
+	return row
+}
+
+func dedup(xs []string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// readFolderPolicies reads the policies (and cleanup policies) of a
+// folder's own files, and the kyverno.io PolicyExceptions its chainsaw
+// test applies.
+func readFolderPolicies(t *testing.T, dir string) (policies, exceptions []api.Document) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() || !isYAML(e.Name()) {
+			continue
+		}
+		for _, d := range readDocs(t, filepath.Join(dir, e.Name())) {
+			if strings.HasPrefix(d.APIVersion(), api.GroupKyverno+"/") && (d.Kind() == api.KindClusterPolicy || d.Kind() == api.KindPolicy) {
+				policies = append(policies, d)
+			}
+		}
+	}
+	for _, f := range chainsawFiles(t, dir) {
+		for _, d := range readDocs(t, f) {
+			if d.Kind() == api.KindPolicyException && strings.HasPrefix(d.APIVersion(), api.GroupKyverno+"/") {
+				exceptions = append(exceptions, d)
+			}
+		}
+	}
+	return policies, exceptions
+}
+
+func isYAML(name string) bool { return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") }
+
+func readDocs(t *testing.T, name string) []api.Document {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	docs, err := api.ReadDocuments(f, name)
+	if err != nil {
+		return nil
+	}
+	return docs
+}
+
+// chainsawFiles are the files a folder's chainsaw test applies or
+// creates (not those it asserts).
+func chainsawFiles(t *testing.T, dir string) []string {
+	cdir := filepath.Join(dir, ".chainsaw-test")
+	raw, err := os.ReadFile(filepath.Join(cdir, "chainsaw-test.yaml"))
+	if err != nil {
+		return nil
+	}
+	var test struct {
+		Spec struct {
+			Steps []struct {
+				Try []map[string]struct {
+					File string `json:"file"`
+				} `json:"try"`
+			} `json:"steps"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &test); err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range test.Spec.Steps {
+		for _, op := range s.Try {
+			for _, verb := range []string{"apply", "create"} {
+				if f := op[verb].File; f != "" && isYAML(f) {
+					out = append(out, filepath.Join(cdir, f))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// chainsawResources are the resources a folder's chainsaw test applies
+// (policies and exceptions left out), each once, in "default" when they
+// give no namespace.
+func chainsawResources(t *testing.T, dir string) []map[string]any {
+	seen := map[string]bool{}
+	var out []map[string]any
+	for _, f := range chainsawFiles(t, dir) {
+		for _, d := range readDocs(t, f) {
+			av := d.APIVersion()
+			if d.Kind() == "" || strings.HasPrefix(av, api.GroupKyverno+"/") || strings.HasPrefix(av, api.GroupPolicies+"/") {
+				continue
+			}
+			md, ok := d.Object["metadata"].(map[string]any)
+			if !ok {
+				continue
+			}
+			if ns, _ := md["namespace"].(string); ns == "" && d.Kind() != "Namespace" {
+				md["namespace"] = "default"
+			}
+			k := resourceName(d.Object)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, d.Object)
+		}
+	}
+	return out
+}
+
+// golden compares got with testdata/name, or writes it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the output (go test -run %s -update rewrites it):\n%s", path, t.Name(), firstDiff(string(want), got))
+	}
+}
+
+// firstDiff shows the first line where two texts differ.
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(la) || i < len(lb); i++ {
+		var x, y string
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, x, y)
+		}
+	}
+	return ""
+}
