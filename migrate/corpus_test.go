@@ -273,7 +273,9 @@ func readFolderPolicies(t *testing.T, dir string) (policies, exceptions []api.Do
 	return policies, exceptions
 }
 
-func isYAML(name string) bool { return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") }
+func isYAML(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
 
 func readDocs(t *testing.T, name string) []api.Document {
 	f, err := os.Open(name)
