@@ -305,7 +305,7 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 			return nil, err
 		}
 		d.Original, d.Converted = verdict(a, rules, o.Type), verdict(b, nil, "")
-		if d.Original == d.Converted || notApplied(d.Original) && notApplied(d.Converted) {
+		if sameVerdict(d.Original, d.Converted) {
 			if path, same := sameJSON(generated(a), generated(b)); !same {
 				d.Original, d.Converted, d.Detail = "generated", "generated differently", "at "+path
 				return d, nil
@@ -313,10 +313,22 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 			return nil, nil
 		}
 	}
-	if d.Original == d.Converted || notApplied(d.Original) && notApplied(d.Converted) {
+	if sameVerdict(d.Original, d.Converted) {
 		return nil, nil
 	}
 	return d, nil
+}
+
+// sameVerdict compares two verdicts: errors are equal whatever their
+// messages, a skip is no result.
+func sameVerdict(a, b string) bool {
+	switch {
+	case a == b, notApplied(a) && notApplied(b):
+		return true
+	case strings.HasPrefix(a, "error") && strings.HasPrefix(b, "error"):
+		return true
+	}
+	return false
 }
 
 func notApplied(v string) bool { return v == "skip" || v == "none" }
@@ -388,7 +400,7 @@ func verdict(resp *engine.Response, rules map[string]bool, typ string) string {
 				}
 				return "fail"
 			case engine.StatusError:
-				return "error"
+				return "error: " + r.Message
 			case engine.StatusPass:
 				passed = true
 			case engine.StatusSkip:
