@@ -155,6 +155,9 @@ func (c *jp) document(x any) (jv, error) {
 				return jv{}, err
 			}
 			parts[i], kinds[i] = v.value(exNull), kindOfType(v.t)
+			if c.dynAll && (v.t == tMap || v.t == tList || v.t == tAny) {
+				parts[i], kinds[i] = call("dyn", parts[i]), "dyn"
+			}
 		}
 		return jv{e: listOf(homogeneous(parts, kinds)...), t: tList}, nil
 	case map[string]any:
@@ -174,6 +177,9 @@ func (c *jp) document(x any) (jv, error) {
 				return jv{}, err
 			}
 			vals[i], kinds[i] = v.value(exNull), kindOfType(v.t)
+			if c.dynAll && (v.t == tMap || v.t == tList || v.t == tAny) {
+				vals[i], kinds[i] = call("dyn", vals[i]), "dyn"
+			}
 		}
 		return jv{e: mapOf(keys, homogeneous(vals, kinds)), t: tMap}, nil
 	}

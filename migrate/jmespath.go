@@ -99,6 +99,19 @@ type scope struct {
 	// deleteOp rewrites request.object to request.oldObject, as
 	// upstream does for DELETE requests
 	deleteOp bool
+	// root, when set, is the value names that are not bound are fields
+	// of (an attestation's predicate)
+	root *jv
+}
+
+// rootValue is the root value of the scope or of its parents.
+func (s *scope) rootValue() *jv {
+	for c := s; c != nil; c = c.parent {
+		if c.root != nil {
+			return c.root
+		}
+	}
+	return nil
 }
 
 func (s *scope) lookup(name string) (jv, bool) {
@@ -125,6 +138,9 @@ type jp struct {
 	vars map[string]int
 	// dyn are the values of inner {{ }}, by placeholder
 	dyn map[string]jv
+	// dynAll makes the maps and lists of documents dyn (objects of any
+	// shape: generated resources)
+	dynAll bool
 }
 
 // need says what the consumer of a value does with a missing one.
@@ -517,6 +533,9 @@ func (c *jp) dynIndex(cur jv, key jv, nd need) (jv, error) {
 func (c *jp) rootName(name string) (jv, error) {
 	if v, ok := c.sc.lookup(name); ok {
 		return v, nil
+	}
+	if r := c.sc.rootValue(); r != nil {
+		return c.field(*r, name, needNullable)
 	}
 	switch name {
 	case "request":

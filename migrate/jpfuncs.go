@@ -149,8 +149,16 @@ func (c *jp) function(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 			return jv{e: ex{s: l.at(prec) + " " + op + " " + r.at(prec+1), prec: prec}, t: tNumber}, nil
 		}
 		return jv{}, unsupportedf("JMESPath function "+name, "Kyverno's arithmetic on quantities and durations")
-	case "time_now_utc", "time_now":
-		return jv{}, unsupportedf("JMESPath function "+name, "the current time as Kyverno formats it (use time.now())")
+	case "time_now_utc":
+		if len(args) != 0 {
+			return jv{}, unsupportedf("JMESPath function "+name, "%d arguments", len(args))
+		}
+		return jv{e: call("string", call("time.now")), t: tString}, nil
+	case "random":
+		if len(args) != 1 {
+			return jv{}, unsupportedf("JMESPath function "+name, "%d arguments", len(args))
+		}
+		return jv{e: call("random", val(0)), t: tString}, nil
 	}
 	return jv{}, unsupportedf("JMESPath function "+name, "no CEL equivalent")
 }

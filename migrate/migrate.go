@@ -115,6 +115,9 @@ func (c *Conversion) Policies() []api.PolicyObject {
 
 // problemOf turns a conversion error into a Problem located under base.
 func problemOf(base string, err error) Problem {
+	if err == nil {
+		return Problem{Path: base}
+	}
 	path := base
 	var pe *pathError
 	for errors.As(err, &pe) {

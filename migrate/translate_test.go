@@ -61,7 +61,7 @@ func TestTemplatesUnsupported(t *testing.T) {
 		{"{{ request.roles }}", "variable request.roles"},
 		{"{{ images.containers.app.tag }}", "variable images"},
 		{"{{ regex_replace_all('a', request.object.metadata.name, 'b') }}", "JMESPath function regex_replace_all"},
-		{"{{ time_now_utc() }}", "JMESPath function time_now_utc"},
+		{"{{ time_since('', request.object.metadata.creationTimestamp, '') }}", "JMESPath function time_since"},
 		{"{{ unknown_name }}", "variable unknown_name"},
 	}
 	for _, tt := range tests {
