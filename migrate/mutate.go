@@ -197,7 +197,8 @@ func (c *jp) jsonOp(op jsonOp) (opList, error) {
 		fields = append(fields, "value: "+val.s)
 	}
 	single := typed("JSONPatch", fields)
-	if op.Op == "remove" && !strings.Contains(op.Path, "{{") {
+	dynamic := strings.Contains(op.Path, "{{") || strings.Contains(op.Path, placeholderPrefix)
+	if op.Op == "remove" && !dynamic {
 		// Kyverno removes what is missing without an error
 		segs := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
 		for i := range segs {
@@ -207,7 +208,7 @@ func (c *jp) jsonOp(op jsonOp) (opList, error) {
 			return opList{list: cond(present, patchList([]ex{single}), listOf())}, nil
 		}
 	}
-	if op.Op != "add" || strings.Contains(op.Path, "{{") {
+	if op.Op != "add" || dynamic {
 		return opList{single: &single}, nil
 	}
 	l, ok := c.addWithParents(op.Path, val, patchList([]ex{single}))

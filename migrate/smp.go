@@ -334,6 +334,10 @@ func (c *jp) smpList(list []any, v vref, typeName, path string) (smpResult, erro
 		return smpResult{obj: listOf(parts...), cond: exTrue, atomic: true}, nil
 	}
 	var parts, globals []ex
+	// named are the keys of the elements the patch names; every that an
+	// element patches every element of the resource
+	var named []ex
+	allNamed, every := true, false
 	atomic := false
 	for i, el := range list {
 		epath := fmt.Sprintf("%s[%d]", path, i)
@@ -350,6 +354,15 @@ func (c *jp) smpList(list []any, v vref, typeName, path string) (smpResult, erro
 				return smpResult{}, unsupportedf("list element", "at %s: an add-if-not-present anchor of a new element", epath)
 			}
 			parts = append(parts, listOf(r.obj))
+			if kv, ok := m[key]; ok {
+				k, err := c.document(kv)
+				if err != nil {
+					return smpResult{}, at(epath+"."+key, err)
+				}
+				named = append(named, listOf(k.value(exNull)))
+			} else {
+				allNamed = false
+			}
 			continue
 		}
 		// conditions select the resource's elements; each keeps its key
@@ -378,12 +391,29 @@ func (c *jp) smpList(list []any, v vref, typeName, path string) (smpResult, erro
 		sel := list
 		if !r.cond.isTrue() {
 			sel = macro(list, "filter", x, r.cond)
+		} else {
+			every = true
 		}
 		parts = append(parts, macro(sel, "map", x, r.obj))
+		named = append(named, macro(sel, "map", x, field(ident(x), key)))
 		c.release(x)
 	}
 	if len(parts) == 0 {
 		return smpResult{cond: exTrue, global: and(globals...), empty: true, atomic: atomic}, nil
+	}
+	if _, inForeach := c.sc.lookup("element"); !every && allNamed && !inForeach {
+		// a strategic merge puts the elements it names first, the others
+		// after them: an apply keeps the order of the list it is given
+		list := v.e
+		if !v.present.isTrue() {
+			list = method(optField(parentOf(v.e), v.key), "orValue", listOf())
+		}
+		y := c.fresh(v.key)
+		names := joinPatches(named)
+		rest := macro(macro(list, "filter", y, not(rel(field(ident(y), key), "in", names))), "map", y,
+			typed(typeName, []string{key + ": " + field(ident(y), key).s}))
+		c.release(y)
+		parts = append(parts, rest)
 	}
 	out := parts[0]
 	for _, p := range parts[1:] {
