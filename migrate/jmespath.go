@@ -102,6 +102,9 @@ type scope struct {
 	// root, when set, is the value names that are not bound are fields
 	// of (an attestation's predicate)
 	root *jv
+	// patched, when set, is the object patches and their anchors apply
+	// to (a mutate target), else object
+	patched *ex
 }
 
 // rootValue is the root value of the scope or of its parents.
@@ -128,7 +131,7 @@ func (s *scope) lookup(name string) (jv, bool) {
 }
 
 func (s *scope) child() *scope {
-	return &scope{parent: s, names: map[string]jv{}, object: s.object, oldObject: s.oldObject, deleteOp: s.deleteOp}
+	return &scope{parent: s, names: map[string]jv{}, object: s.object, oldObject: s.oldObject, deleteOp: s.deleteOp, patched: s.patched}
 }
 
 // jp converts JMESPath expressions.

@@ -133,6 +133,18 @@ func buildMutating(p api.ClassicPolicy, name string, plan autogenPlan, outcomes 
 	if len(rules) == 0 {
 		return nil, nil
 	}
+	if first := rules[0].target; len(rules) > 1 {
+		for _, r := range rules {
+			if (r.target == nil) != (first == nil) || r.target != nil && r.target.expr.s != first.expr.s {
+				for _, r := range rules {
+					i := originOf(p, r.name)
+					outcomes[i].Problems = append(outcomes[i].Problems, Problem{Path: r.path + ".mutate.targets", Construct: "mutate targets",
+						Detail: "differ between the policy's rules: a MutatingPolicy mutates one set of resources"})
+				}
+				return nil, nil
+			}
+		}
+	}
 	mp, comments, owners, autogenOK := assembleMutating(p, name, rules, pv, plan)
 	out := &mutOutput{Output: &Output{Object: mp, Type: TypeMutate, comments: comments, owners: owners}, autogenOK: autogenOK}
 	seen := map[int]bool{}
@@ -237,6 +249,12 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 		}
 	}
 	autogenOK := len(pv.list) == 0
+	targetsOf(rules, spec, comments)
+	for _, r := range rules {
+		if r.target != nil {
+			autogenOK = false
+		}
+	}
 	for i, r := range rules {
 		guard := exTrue
 		if !shared {
@@ -288,6 +306,29 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 	return mp, comments, owners, autogenOK
 }
 
+// targetsOf writes the existing resources the rules mutate: a rule with
+// targets makes the output mutate existing resources (all its rules must
+// then share the targets).
+func targetsOf(rules []*mrule, spec *api.MutatingPolicySpec, comments map[string]string) {
+	t := rules[0].target
+	if t == nil {
+		return
+	}
+	on := true
+	if spec.EvaluationConfiguration == nil {
+		spec.EvaluationConfiguration = &policiesv1alpha1.MutatingPolicyEvaluationConfiguration{}
+	}
+	spec.EvaluationConfiguration.MutateExistingConfiguration = &policiesv1alpha1.MutateExistingConfiguration{Enabled: &on}
+	tm := &policiesv1alpha1.TargetMatchConstraints{Expression: t.expr.s}
+	tm.MatchResources = *matchConstraints([]kindRef{t.kind}, []string{"CREATE", "UPDATE"})
+	spec.TargetMatchConstraints = tm
+	used := map[string]bool{}
+	for _, c := range t.conds {
+		spec.TargetMatchConditions = append(spec.TargetMatchConditions, matchCondition(condName(c.name, used), c.e))
+	}
+	comments["spec.targetMatchConstraints"] = "the rule's targets: the existing resources it mutates (object in the mutations; request.object is the trigger)"
+}
+
 // mutatingExprs are the expressions of a MutatingPolicy, to check.
 func mutatingExprs(mp *api.MutatingPolicy) *mutExprSet {
 	s := &exprSet{namespace: mp.Namespace, conditions: mp.Spec.MatchConditions, condPath: "spec.matchConditions",
@@ -302,6 +343,12 @@ func mutatingExprs(mp *api.MutatingPolicy) *mutExprSet {
 			e = "(" + m.JSONPatch.Expression + " + [JSONPatch{op: 'test', path: '/'}]).size() > 0"
 		}
 		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.mutations[%d]", i), expr: e, kind: cel.Validation})
+	}
+	if t := mp.Spec.TargetMatchConstraints; t != nil && t.Expression != "" {
+		s.exprs = append(s.exprs, checkedExpr{path: "spec.targetMatchConstraints", expr: t.Expression, kind: cel.Variable})
+	}
+	for i, c := range mp.Spec.TargetMatchConditions {
+		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.targetMatchConditions[%d]", i), expr: c.Expression, kind: cel.Validation})
 	}
 	return &mutExprSet{s}
 }

@@ -30,14 +30,26 @@ type mrule struct {
 	mutations  []mutation
 	// atomic reports patches that replace atomic lists
 	atomic bool
+	// target is the rule's mutate target (existing resources)
+	target *mtarget
+}
+
+// mtarget is a mutate target converted: the existing resources the
+// output mutates.
+type mtarget struct {
+	kind      kindRef
+	expr      ex
+	conds     []namedCond
+	onUpdate  bool
+	synthetic bool
 }
 
 // convertMutateRule converts one mutate rule.
 func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policyVars) (*mrule, error) {
 	c := &jp{sc: newScope()}
 	m := r.Mutation
-	if len(m.Targets) > 0 {
-		return nil, at(path+".mutate.targets", unsupportedf("mutate targets", "existing resources: not converted (a MutatingPolicy with mutateExisting and targetMatchConstraints)"))
+	if len(m.Targets) > 0 && len(r.Context) > 0 {
+		return nil, at(path+".context", unsupportedf("context of a rule with targets", "the output's variables would see the target as object in its mutations and the trigger in its conditions"))
 	}
 	mc, conds, err := ruleBase(c, r, path, pv)
 	if err != nil {
@@ -45,6 +57,20 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 	}
 	out := &mrule{name: r.Name, path: path, mc: mc, conds: conds}
 	mpath := path + ".mutate"
+	if len(m.Targets) > 0 {
+		t, err := c.mutateTarget(m, mpath)
+		if err != nil {
+			return nil, err
+		}
+		out.target = t
+		// the patch applies to the target (object); request.object is
+		// the trigger
+		c.sc = c.sc.child()
+		c.sc.object = ident("request.object")
+		target := ident("object")
+		c.sc.patched = &target
+		c.sc.names["target"] = jv{e: target, t: tMap}
+	}
 	switch {
 	case m.PatchStrategicMerge != nil:
 		res, err := c.smpRoot(m.PatchStrategicMerge, mpath+".patchStrategicMerge")
@@ -52,7 +78,12 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 			return nil, err
 		}
 		if cond := and(res.cond, res.global); !cond.isTrue() {
-			out.conds = append(out.conds, namedCond{name: "anchors", e: cond})
+			if out.target != nil {
+				// the anchors select the targets the patch applies to
+				out.target.conds = append(out.target.conds, namedCond{name: "anchors", e: cond})
+			} else {
+				out.conds = append(out.conds, namedCond{name: "anchors", e: cond})
+			}
 		}
 		out.atomic = res.atomic
 		if !res.empty {
@@ -79,6 +110,87 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 		}
 	default:
 		return nil, unsupportedf("mutate", "at %s: no patchStrategicMerge, patchesJson6902 or foreach", mpath)
+	}
+	return out, nil
+}
+
+// mutateTarget converts the targets of a mutate rule (one target): the
+// expression that resolves them from the trigger, and their conditions.
+func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
+	if len(m.Targets) > 1 {
+		return nil, unsupportedf("mutate targets", "at %s.targets: several targets (a MutatingPolicy has one targetMatchConstraints)", path)
+	}
+	t := m.Targets[0]
+	tpath := path + ".targets[0]"
+	if len(t.Context) > 0 {
+		return nil, unsupportedf("target context", "at %s.context", tpath)
+	}
+	kind := t.Kind
+	if t.APIVersion != "" {
+		kind = t.APIVersion + "/" + t.Kind
+	}
+	kr := parseKind(kind)
+	rr := ruleFor(kr)
+	av := t.APIVersion
+	if av == "" {
+		av = rr.version
+		if rr.group != "" && rr.group != "*" {
+			av = rr.group + "/" + rr.version
+		}
+	}
+	out := &mtarget{kind: kr, onUpdate: m.MutateExistingOnPolicyUpdate != nil && *m.MutateExistingOnPolicyUpdate}
+	ns := jv{e: strLit(""), t: tString}
+	if t.Namespace != "" {
+		v, err := c.str(t.Namespace)
+		if err != nil {
+			return nil, at(tpath+".namespace", err)
+		}
+		ns = v
+	}
+	res := resourceOf(kr.kind)
+	switch {
+	case t.Name != "" && !hasWildcard(t.Name) && !strings.Contains(t.Name, "{{") || strings.Contains(t.Name, "{{"):
+		name, err := c.str(t.Name)
+		if err != nil {
+			return nil, at(tpath+".name", err)
+		}
+		get := method(ident("resource"), "Get", strLit(av), strLit(res), ns.value(strLit("")), name.value(strLit("")))
+		// a target that does not exist is none
+		it := c.freshName("item")
+		out.expr = ex{s: "{'items': " + macro(listOf(get), "filter", it, rel(ident(it), "!=", exNull)).s + "}", prec: precPrimary}
+		c.release(it)
+	default:
+		args := []ex{strLit(av), strLit(res), ns.value(strLit(""))}
+		if s := t.Selector; s != nil {
+			if len(s.MatchExpressions) > 0 {
+				return nil, unsupportedf("target selector", "at %s.selector: matchExpressions (resource.List takes labels)", tpath)
+			}
+			args = append(args, lit(stringMap(s.MatchLabels)))
+		}
+		out.expr = method(ident("resource"), "List", args...)
+		if t.Name != "" {
+			// a name with wildcards: the listed objects it matches
+			it := c.freshName("item")
+			out.expr = ex{s: "{'items': " + method(optField(out.expr, "items"), "orValue", listOf()).s + ".filter(" + it + ", " +
+				wildcardMatch(field(field(ident(it), "metadata"), "name"), t.Name).s + ")}", prec: precPrimary}
+			c.release(it)
+		}
+	}
+	if t.Preconditions != nil {
+		// evaluated on each target: object is the target, request.object
+		// the trigger
+		saved := c.sc
+		c.sc = saved.child()
+		c.sc.object = ident("request.object")
+		c.sc.names["target"] = jv{e: ident("object"), t: tMap}
+		b, err := readConditions(t.Preconditions)
+		if err == nil {
+			out.conds, err = c.preconditions(b, tpath+".preconditions")
+		}
+		c.sc = saved
+		if err != nil {
+			return nil, at(tpath+".preconditions", err)
+		}
 	}
 	return out, nil
 }

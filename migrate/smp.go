@@ -102,7 +102,11 @@ func (c *jp) smpRoot(patch any, path string) (smpResult, error) {
 	if !ok {
 		return smpResult{}, unsupportedf("patchStrategicMerge", "at %s: not a map", path)
 	}
-	return c.smpMapAt(m, vref{e: c.sc.object, present: exTrue, t: tMap}, "Object", "", path)
+	root := c.sc.object
+	if c.sc.patched != nil {
+		root = *c.sc.patched
+	}
+	return c.smpMapAt(m, vref{e: root, present: exTrue, t: tMap}, "Object", "", path)
 }
 
 // smpMap is smpMapAt where JSON pointers are not known (in a list).

@@ -294,6 +294,12 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 			d.Original, d.Converted, d.Detail = "mutated", "mutated differently", "at "+path
 			return d, nil
 		}
+		ta, tb := patchedTargets(resultsOf(a, rules, o.Type)), patchedTargets(resultsOf(b, nil, ""))
+		if path, same := sameJSON(ta, tb); !same {
+			d.Original, d.Converted = fmt.Sprintf("%d targets patched", len(ta)), fmt.Sprintf("%d targets patched", len(tb))
+			d.Detail = "the patched targets differ at " + path
+			return d, nil
+		}
 		return nil, nil
 	case TypeGenerate:
 		a, err := orig.Generate(ctx, origReq)
@@ -415,6 +421,19 @@ func verdict(resp *engine.Response, rules map[string]bool, typ string) string {
 		return "skip"
 	}
 	return "none"
+}
+
+// patchedTargets are the existing resources mutate results patched, in
+// a fixed order.
+func patchedTargets(rs []engine.RuleResult) []any {
+	var out []any
+	for _, r := range rs {
+		for _, t := range r.PatchedTargets {
+			out = append(out, copyJSON(t))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return resourceName(out[i].(map[string]any)) < resourceName(out[j].(map[string]any)) })
+	return out
 }
 
 // generated are the resources a response's generate rules produced, in
