@@ -432,7 +432,9 @@ func patchedTargets(rs []engine.RuleResult) []any {
 			out = append(out, copyJSON(t))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return resourceName(out[i].(map[string]any)) < resourceName(out[j].(map[string]any)) })
+	sort.Slice(out, func(i, j int) bool {
+		return resourceName(out[i].(map[string]any)) < resourceName(out[j].(map[string]any))
+	})
 	return out
 }
 
