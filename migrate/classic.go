@@ -265,7 +265,7 @@ func buildValidating(p api.ClassicPolicy, name string, plan autogenPlan, outcome
 	vp, comments, owners := assembleValidating(p, name, rules, pv, plan.controllers, plan.note)
 	vp.Spec.ValidationAction = validationActions(action, p.GetSpec())
 	comments["spec.validationActions"] = "validationFailureAction " + action
-	out := &Output{Object: vp, Type: TypeValidate, comments: comments, owners: owners}
+	out := &Output{Object: vp, Type: TypeValidate, comments: comments, owners: owners, entries: pv.entries, numbers: pv.numbers()}
 	seen := map[int]bool{}
 	for _, r := range rules {
 		origin := originOf(p, r.name)
@@ -314,6 +314,7 @@ func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []na
 			return nil, nil, err
 		}
 		name := pv.add(v, r.Name)
+		pv.entry(r.Name, ce.Name, name)
 		c.sc.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem}
 	}
 	if r.Preconditions != nil {

@@ -165,7 +165,6 @@ func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
 			merge(v)
 		}
 	}
-	mocked := map[string]string{}
 	tests, _ := policytest.Discover(policytest.DefaultFileName, dir)
 	for _, file := range tests {
 		ts, err := policytest.LoadAll(file)
@@ -177,17 +176,8 @@ func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
 			if err != nil {
 				continue
 			}
-			for _, pr := range env.MockedRules {
-				p, r, _ := strings.Cut(pr, "/")
-				mocked[p] = r
-			}
-			var these []*Conversion
-			for _, c := range all {
-				if _, ok := mocked[c.Name]; !ok {
-					these = append(these, c)
-				}
-			}
-			v, err := Verify(ctx, these, env.Resources, WithEngineOptions(env.EngineOptions...), WithRequests(env.Request))
+			v, err := Verify(ctx, all, env.Resources, WithEngineOptions(env.EngineOptions...), WithRequests(env.Request),
+				WithContextValues(env.RuleValues))
 			if err != nil {
 				t.Errorf("%s: %v", file, err)
 				continue
@@ -197,13 +187,13 @@ func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
 	}
 	var rows []corpusRow
 	for _, c := range convs {
-		rows = append(rows, corpusOutcome(folder, c, results[c], mocked[c.Name]))
+		rows = append(rows, corpusOutcome(folder, c, results[c]))
 	}
 	return rows
 }
 
 // corpusOutcome classifies a conversion and its verification.
-func corpusOutcome(folder string, c *Conversion, v *PolicyVerification, mockedRule string) corpusRow {
+func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRow {
 	row := corpusRow{folder: folder, policy: c.Name}
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
@@ -226,8 +216,6 @@ func corpusOutcome(folder string, c *Conversion, v *PolicyVerification, mockedRu
 		}
 	case v != nil && len(v.Unverified) > 0:
 		row.status, row.detail = statusUnverified, dedup(v.Unverified)
-	case mockedRule != "":
-		row.status, row.detail = statusUnverified, "the kyverno test's values give the context of rule "+mockedRule+": the conversion reads the cluster"
 	case v == nil || v.Evaluations == 0:
 		row.status, row.detail = statusUnverified, "no resource to verify on"
 	default:

@@ -51,6 +51,11 @@ type Output struct {
 	comments map[string]string
 	// owners are the rules each expression comes from, by its path
 	owners map[string][]string
+	// entries are the variables of the rules' context entries: rule →
+	// entry → variable
+	entries map[string]map[string]string
+	// numbers are the variables known to hold numbers
+	numbers map[string]bool
 }
 
 // RuleOutcome is what became of one rule.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -74,6 +75,15 @@ type VerifyOption func(*verifyConfig)
 type verifyConfig struct {
 	engineOpts []engine.Option
 	request    func(policy string, obj map[string]any) *engine.Request
+	values     func(policy, rule string) map[string]any
+}
+
+// WithContextValues gives the values that stand for the context entries
+// of a policy's rules (a kyverno-test.yaml's values: the engine's
+// ContextValues of the source): the variables the entries became take the
+// same values in the outputs, so that both read the same context.
+func WithContextValues(fn func(policy, rule string) map[string]any) VerifyOption {
+	return func(c *verifyConfig) { c.values = fn }
 }
 
 // WithEngineOptions gives the engines of both sides their hosts (a
@@ -194,6 +204,13 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		if !ok {
 			continue
 		}
+		if cfg.values != nil {
+			mocked, err := withValues(obj, o, c.Name, cfg.values)
+			if err != nil {
+				return nil, err
+			}
+			obj = mocked
+		}
 		conv, err := convEng.CompilePolicy(obj)
 		var unsupported *engine.UnsupportedKindError
 		switch {
@@ -222,6 +239,81 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		}
 	}
 	return pv, nil
+}
+
+// withValues is the output with the variables of the context entries
+// the values give set to them (a copy; the output when none is given).
+func withValues(obj api.PolicyObject, o *Output, policy string, values func(policy, rule string) map[string]any) (api.PolicyObject, error) {
+	set := map[string]any{}
+	for rule, entries := range o.entries {
+		vals := values(policy, rule)
+		for entry, variable := range entries {
+			if v, ok := valueOf(vals, entry); ok {
+				if str, isStr := v.(string); isStr && o.numbers[variable] {
+					// the test's text of a number the output computes
+					if f, err := strconv.ParseFloat(str, 64); err == nil {
+						v = f
+					}
+				}
+				set[variable] = v
+			}
+		}
+	}
+	if len(set) == 0 {
+		return obj, nil
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	spec, _ := m["spec"].(map[string]any)
+	vars, _ := spec["variables"].([]any)
+	for _, v := range vars {
+		vm, _ := v.(map[string]any)
+		name, _ := vm["name"].(string)
+		if val, ok := set[name]; ok {
+			vm["expression"] = call("dyn", lit(normalize(val))).s
+		}
+	}
+	return api.DecodePolicy(api.Document{Object: m, Source: "verification of " + obj.GetName()})
+}
+
+// valueOf is the value the values give an entry: the entry's own, or
+// the paths below it ("entry.data.key") as a map.
+func valueOf(vals map[string]any, entry string) (any, bool) {
+	if v, ok := vals[entry]; ok {
+		return v, true
+	}
+	var out map[string]any
+	for k, v := range vals {
+		rest, ok := strings.CutPrefix(k, entry+".")
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		cur := out
+		parts := strings.Split(rest, ".")
+		for i, p := range parts {
+			p = strings.Trim(p, `"`)
+			if i == len(parts)-1 {
+				cur[p] = v
+				break
+			}
+			next, _ := cur[p].(map[string]any)
+			if next == nil {
+				next = map[string]any{}
+				cur[p] = next
+			}
+			cur = next
+		}
+	}
+	return out, out != nil
 }
 
 // unconverted are the rules of a type that were not converted.

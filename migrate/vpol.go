@@ -51,6 +51,31 @@ type policyVars struct {
 	byName map[string]string // name → expression
 	// users are the rules that use each variable
 	users map[string][]string
+	// entries are the variables of the rules' context entries: rule →
+	// entry name → variable name
+	entries map[string]map[string]string
+}
+
+// numbers are the variables known to hold numbers.
+func (pv *policyVars) numbers() map[string]bool {
+	out := map[string]bool{}
+	for _, v := range pv.list {
+		if v.t == tNumber {
+			out[v.name] = true
+		}
+	}
+	return out
+}
+
+// entry records that the context entry of a rule became a variable.
+func (pv *policyVars) entry(rule, entry, variable string) {
+	if pv.entries == nil {
+		pv.entries = map[string]map[string]string{}
+	}
+	if pv.entries[rule] == nil {
+		pv.entries[rule] = map[string]string{}
+	}
+	pv.entries[rule][entry] = variable
 }
 
 // add adds a rule's variable and returns its name in the output.

@@ -468,9 +468,8 @@ type Environment struct {
 	// Request builds the request a resource is evaluated with for the
 	// policy of a name (the values of that policy apply).
 	Request func(policy string, obj map[string]any) *engine.Request
-	// MockedRules are the names of the policies whose rules the test's
-	// values give context values ("policy/rule").
-	MockedRules []string
+	// RuleValues are the context values the test gives a policy's rule.
+	RuleValues func(policy, rule string) map[string]any
 }
 
 // Environment loads what the test names and returns the environment of
@@ -502,16 +501,8 @@ func (t *Test) Environment() (*Environment, error) {
 		CELExceptions: xset.CELExceptions, EngineOptions: opts,
 		Request: func(policy string, obj map[string]any) *engine.Request {
 			return NewRequest(policy, obj, e.values, e.userInfo)
-		}}
-	if e.values != nil {
-		for _, p := range e.values.Policies {
-			for _, r := range p.Rules {
-				if len(r.Values) > 0 || len(r.ForeachValues) > 0 {
-					out.MockedRules = append(out.MockedRules, p.Name+"/"+r.Name)
-				}
-			}
-		}
-	}
+		},
+		RuleValues: e.values.RuleValues}
 	return out, nil
 }
 
