@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -53,16 +54,8 @@ const (
 // each (go test -run TestCorpus -update rewrites it).
 func TestCorpus(t *testing.T) {
 	root := filepath.Join(testshared.Dir(t, "conformance"), "kyverno-policies")
-	dirs, err := filepath.Glob(filepath.Join(root, "*", "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(dirs)
 	var rows []corpusRow
-	for _, dir := range dirs {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
+	for _, dir := range policyFolders(t, root) {
 		folder, _ := filepath.Rel(root, dir)
 		rows = append(rows, corpusFolder(t, dir, folder)...)
 	}
@@ -88,6 +81,32 @@ func TestCorpus(t *testing.T) {
 	if min := 95; equal < min {
 		t.Errorf("%d of %d policies convert with equal results, want at least %d", equal, len(rows), min)
 	}
+}
+
+// policyFolders are the folders under root (hidden ones left out) whose
+// own files hold a ClusterPolicy or Policy, sorted.
+func policyFolders(t *testing.T, root string) []string {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") && p != root {
+			return filepath.SkipDir
+		}
+		if policies, _ := readFolderPolicies(t, p); len(policies) > 0 {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // corpusSummary counts the statuses per rule type.
@@ -379,4 +398,153 @@ func firstDiff(a, b string) string {
 		}
 	}
 	return ""
+}
+
+// TestHandMigrations compares, where the corpus holds both a policy and
+// upstream's hand migration of it (kyverno-policies-new/<folder>-vpol,
+// -mpol, -gpol), each of the hand migration and gavel's conversion with the
+// source policy, on the source folder's resources (and the hand
+// migration's chainsaw resources): testdata/hand.golden records the
+// outcomes.
+func TestHandMigrations(t *testing.T) {
+	conf := testshared.Dir(t, "conformance")
+	hands, err := filepath.Glob(filepath.Join(conf, "kyverno-policies-new", "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(hands)
+	var lines []string
+	equal := map[string]int{}
+	for _, hand := range hands {
+		cat := filepath.Base(filepath.Dir(hand))
+		base := cat[:strings.LastIndex(cat, "-")]
+		src := filepath.Join(conf, "kyverno-policies", base, filepath.Base(hand))
+		policies, _ := readFolderPolicies(t, src)
+		if len(policies) != 1 {
+			continue
+		}
+		ours, err := Convert(policies[0])
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		theirs := handConversion(t, ours, hand)
+		if theirs == nil {
+			continue
+		}
+		objs := append(chainsawResources(t, src), chainsawResources(t, hand)...)
+		folder, _ := filepath.Rel(filepath.Join(conf, "kyverno-policies-new"), hand)
+		line := folder + ":"
+		for _, side := range []struct {
+			name string
+			c    *Conversion
+		}{{"upstream's", theirs}, {"gavel's", ours}} {
+			outcome := verifyHand(t, side.c, objs, src)
+			if outcome == statusEqual {
+				equal[side.name]++
+			}
+			line += " " + side.name + " " + outcome + ";"
+		}
+		lines = append(lines, strings.TrimSuffix(line, ";"))
+	}
+	summary := fmt.Sprintf("%d hand migrations: upstream's equal to the source on %d, gavel's on %d\n",
+		len(lines), equal["upstream's"], equal["gavel's"])
+	t.Log(summary)
+	golden(t, "hand.golden", strings.Join(lines, "\n")+"\n\n"+summary)
+}
+
+// handConversion is upstream's hand migration of a policy as a
+// conversion whose outputs hold every rule of the source.
+func handConversion(t *testing.T, ours *Conversion, dir string) *Conversion {
+	hand := &Conversion{Kind: ours.Kind, Name: ours.Name, Namespace: ours.Namespace, Source: ours.Source}
+	p := ours.Source.(api.ClassicPolicy)
+	var rules []string
+	for _, r := range p.GetSpec().Rules {
+		rules = append(rules, r.Name)
+		hand.Rules = append(hand.Rules, RuleOutcome{Rule: r.Name, Type: ruleType(&r)})
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() || !isYAML(e.Name()) {
+			continue
+		}
+		for _, d := range readDocs(t, filepath.Join(dir, e.Name())) {
+			if !strings.HasPrefix(d.APIVersion(), api.GroupPolicies+"/") {
+				continue
+			}
+			obj, err := api.DecodePolicy(d)
+			if err != nil {
+				t.Logf("%s: %v", dir, err)
+				continue
+			}
+			typ := map[string]string{api.KindValidatingPolicy: TypeValidate, api.KindMutatingPolicy: TypeMutate,
+				api.KindGeneratingPolicy: TypeGenerate, api.KindImageValidatingPolicy: TypeVerifyImages}[obj.GetKind()]
+			mo, ok := obj.(metav1.Object)
+			if !ok {
+				continue
+			}
+			hand.Outputs = append(hand.Outputs, &Output{Object: mo, Type: typ, Rules: rules})
+		}
+	}
+	if len(hand.Outputs) == 0 {
+		return nil
+	}
+	for i := range hand.Rules {
+		hand.Rules[i].Policy = hand.Outputs[0].Object.GetName()
+	}
+	return hand
+}
+
+// verifyHand verifies a conversion on the resources and the source
+// folder's tests, as TestCorpus does.
+func verifyHand(t *testing.T, c *Conversion, objs []map[string]any, src string) string {
+	ctx := context.Background()
+	var diffs []Difference
+	var unverified []string
+	evaluations := 0
+	collect := func(v *Verification) {
+		for _, p := range v.Policies {
+			diffs = append(diffs, p.Differences...)
+			unverified = append(unverified, p.Unverified...)
+			evaluations += p.Evaluations
+		}
+	}
+	if len(objs) > 0 {
+		cluster := inmem.New(objs...)
+		if v, err := Verify(ctx, []*Conversion{c}, objs, WithEngineOptions(engine.WithClient(cluster),
+			engine.WithConfigMapResolver(cluster), engine.WithAPIClient(cluster))); err == nil {
+			collect(v)
+		}
+	}
+	tests, _ := policytest.Discover(policytest.DefaultFileName, src)
+	for _, file := range tests {
+		ts, err := policytest.LoadAll(file)
+		if err != nil {
+			continue
+		}
+		for _, tt := range ts {
+			env, err := tt.Environment()
+			if err != nil {
+				continue
+			}
+			if v, err := Verify(ctx, []*Conversion{c}, env.Resources, WithEngineOptions(env.EngineOptions...),
+				WithRequests(env.Request), WithContextValues(env.RuleValues)); err == nil {
+				collect(v)
+			}
+		}
+	}
+	for _, r := range c.Rules {
+		if !r.Converted() {
+			return statusNotConverted
+		}
+	}
+	switch {
+	case len(diffs) > 0:
+		return fmt.Sprintf("%s (%d: %s)", statusDiffers, len(diffs), diffs[0])
+	case len(unverified) > 0:
+		return statusUnverified + " (" + dedup(unverified) + ")"
+	case evaluations == 0:
+		return statusUnverified + " (no resource)"
+	}
+	return statusEqual
 }

@@ -446,17 +446,17 @@ func (c *jp) term(v vref, t string) (ex, error) {
 		}
 		return rel(method(call("quantity", q), "compareTo", call("quantity", strLit(operand))), cmp, numLit(0)), nil
 	}
+	// a value that is not a string matches as its text: a boolean
+	// field against "false"
+	text := v.e
+	if v.t != tString && (v.t != tAny || operand == "true" || operand == "false") {
+		text = call("string", v.e)
+	}
 	switch op {
 	case "":
-		if v.t == tString || v.t == tAny {
-			return wildcardMatch(v.e, operand), nil
-		}
-		return wildcardMatch(call("string", v.e), operand), nil
+		return wildcardMatch(text, operand), nil
 	case "!":
-		if v.t == tString || v.t == tAny {
-			return not(wildcardMatch(v.e, operand)), nil
-		}
-		return not(wildcardMatch(call("string", v.e), operand)), nil
+		return not(wildcardMatch(text, operand)), nil
 	}
 	// an order on a value that is neither a duration nor a quantity:
 	// Kyverno never matches it

@@ -61,7 +61,7 @@ var boolFields = map[string]bool{
 	"runAsNonRoot": true, "hostNetwork": true, "hostPID": true, "hostIPC": true, "hostUsers": true,
 	"automountServiceAccountToken": true, "readOnly": true, "shareProcessNamespace": true,
 	"stdin": true, "tty": true, "enableServiceLinks": true, "optional": true, "dryRun": true,
-	"setHostnameAsFQDN": true, "suspend": true, "paused": true,
+	"setHostnameAsFQDN": true, "suspend": true, "paused": true, "hostProcess": true,
 }
 
 // numberFields are fields that hold numbers.
