@@ -96,6 +96,14 @@ func (c *jp) function(n parsing.ASTNode, cur jv, nd need) (jv, error) {
 		defer c.release(k)
 		sel, labels := val(0), val(1)
 		return jv{e: macro(sel, "all", k, and(rel(ident(k), "in", labels), rel(index(labels, ident(k)), "==", index(sel, ident(k))))), t: tBool}, nil
+	}
+	return c.moreFunctions(name, args, val)
+}
+
+// moreFunctions converts the functions on lists, numbers, encodings and
+// time (function converts those on strings and maps).
+func (c *jp) moreFunctions(name string, args []jv, val func(int) ex) (jv, error) {
+	switch name {
 	case "sum":
 		return jv{e: method(val(0), "sum"), t: tNumber}, nil
 	case "max", "min":
