@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -422,6 +423,20 @@ func (rs *reqState) celExceptionApplies(env *cel.Env, x *exceptions.CELException
 	c := v.(*excConds)
 	if c.err != nil {
 		return false, c.err
+	}
+	// the exception's conditions may read what the policy's own
+	// expressions do not (the input binds only what those read)
+	for _, mc := range x.Source.Spec.MatchConditions {
+		if in.Request == nil && strings.Contains(mc.Expression, cel.RequestVar) {
+			in.Request = rs.kindRequest()
+		}
+		if in.Namespace == nil && strings.Contains(mc.Expression, cel.NamespaceVar) {
+			ns, err := rs.kindNamespace()
+			if err != nil {
+				return false, err
+			}
+			in.Namespace = ns
+		}
 	}
 	saved := in.Extra
 	in.Extra = nil
