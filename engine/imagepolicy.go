@@ -257,7 +257,7 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 		evalErr(err)
 		return
 	}
-	ok, err := v.body.Match(rs.ctx, in)
+	ok, err := v.body.Match(rs.ctx, &in, rs.celScope())
 	if err != nil {
 		evalErr(err)
 		return
@@ -266,7 +266,7 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 		return
 	}
 	if !payload {
-		excepted, err := rs.imageExceptions(b.envs.env, p, v.body, in)
+		excepted, err := rs.imageExceptions(b.envs.env, p, v.body, &in)
 		if err != nil {
 			evalErr(err)
 			return
@@ -284,8 +284,7 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 	libs := *in.Libraries
 	libs.ImageVerify = &imageHost{rs: rs, b: b, body: v.body}
 	in.Libraries = &libs
-	o := v.body.Evaluate(rs.ctx, in, b.envs.defaults, res)
-	in.Extra, in.Libraries = nil, rs.e.celLibs
+	o := v.body.Evaluate(rs.ctx, &in, rs.celScope(), b.envs.defaults, res)
 	switch o.Status {
 	case celpolicy.Pass:
 		b.result(rs, p.Name(), StatusPass, "success", nil, o.AuditAnnotations)
@@ -302,28 +301,17 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 	}
 }
 
-// input binds the request for a body: the shared Input of the request's
-// CEL policy kinds, and the kind of images of the request's resource.
-func (b *imagePolicy) input(rs *reqState, reads celpolicy.Reads) (*cel.Input, celpolicy.ImageResource, error) {
-	kd := rs.kindData()
-	in := &kd.in
-	in.Object, in.OldObject, in.Request, in.Namespace, in.Params, in.Extra, in.Budget = kd.attrs.Object, kd.attrs.OldObject, nil, nil, nil, nil, 0
-	in.Libraries = rs.e.celLibs
+// input binds the request for a body (see kindInput), with the kind of
+// images of the request's resource.
+func (b *imagePolicy) input(rs *reqState, reads celpolicy.Reads) (cel.Input, celpolicy.ImageResource, error) {
 	if b.json {
-		in.Object, in.OldObject = rs.obj, nil
-		return in, celpolicy.NoImages, nil
+		return cel.Input{Object: rs.obj, Libraries: rs.e.celLibs}, celpolicy.NoImages, nil
 	}
-	if reads.Request {
-		in.Request = rs.kindRequest()
+	in, err := rs.kindInput(reads)
+	if err != nil {
+		return cel.Input{}, 0, err
 	}
-	if reads.Namespace {
-		ns, err := rs.kindNamespace()
-		if err != nil {
-			return nil, 0, err
-		}
-		in.Namespace = ns
-	}
-	a := &kd.attrs
+	a := &rs.kindData().attrs
 	return in, celpolicy.ImageResourceOf(a.Group, a.Version, a.Resource), nil
 }
 

@@ -76,15 +76,14 @@ func (b *imagePolicy) pinDigests(rs *reqState, p *Policy, seen map[string]bool) 
 			fail(err)
 			return
 		}
-		ok, err = v.body.Match(rs.ctx, in)
+		ok, err = v.body.Match(rs.ctx, &in, rs.celScope())
 		if err == nil && ok {
 			// upstream leaves an exempted resource to the validating
 			// webhook, which skips it
 			var excs []*exceptions.CELException
-			excs, err = rs.imageExceptions(b.envs.env, p, v.body, in)
+			excs, err = rs.imageExceptions(b.envs.env, p, v.body, &in)
 			ok = len(excs) == 0
 		}
-		in.Extra, in.Libraries = nil, rs.e.celLibs
 		switch {
 		case err != nil:
 			fail(err)

@@ -259,7 +259,7 @@ func (b *mapPolicy) invoke(rs *reqState, p *Policy, param map[string]any, props 
 		return
 	}
 	before := in.Object
-	o := b.body.Mutate(rs.ctx, in, schemas)
+	o := b.body.Mutate(rs.ctx, &in, rs.celScope(), schemas)
 	switch o.Status {
 	case celpolicy.NoMatch:
 		rs.mutationResult(p.Name(), StatusSkip, msgMAPConditions, nil, props)

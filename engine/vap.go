@@ -249,7 +249,7 @@ func (b *vapPolicy) evaluate(rs *reqState, p *Policy, params []map[string]any, p
 			return
 		}
 		in.Namespace = ns
-		o := b.body.Evaluate(rs.ctx, in)
+		o := b.body.Evaluate(rs.ctx, &in, rs.celScope())
 		switch o.Status {
 		case celpolicy.NoMatch:
 			continue

@@ -234,7 +234,7 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, &in)
 	if err != nil {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
@@ -243,31 +243,33 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.exceptedResult(excepted)
 		return
 	}
-	in.Extra = nil
 	if allowed != nil {
 		in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
 	}
-	outcomeResult(rs, v.body.Evaluate(rs.ctx, in))
+	outcomeResult(rs, v.body.Evaluate(rs.ctx, &in, rs.celScope()))
 }
 
 // input binds the request for a body of a ValidatingPolicy.
-func (b *validatingPolicy) input(rs *reqState, reads celpolicy.Reads) (*cel.Input, error) {
-	kd := rs.kindData()
-	// fields set one by one: the Input keeps what its Evaluations share
-	in := &kd.in
-	in.Object, in.OldObject, in.Request, in.Namespace, in.Params, in.Extra, in.Budget = kd.attrs.Object, kd.attrs.OldObject, nil, nil, nil, nil, 0
-	in.Libraries = rs.e.celLibs
+func (b *validatingPolicy) input(rs *reqState, reads celpolicy.Reads) (cel.Input, error) {
 	if b.json {
-		in.Object, in.OldObject = rs.obj, nil
-		return in, nil
+		return cel.Input{Object: rs.obj, Libraries: rs.e.celLibs}, nil
 	}
+	return rs.kindInput(reads)
+}
+
+// kindInput binds the request for a body of a CEL policy kind: its
+// objects (the object null for a DELETE), and the request and
+// namespaceObject variables when the body reads them.
+func (rs *reqState) kindInput(reads celpolicy.Reads) (cel.Input, error) {
+	kd := rs.kindData()
+	in := cel.Input{Object: kd.attrs.Object, OldObject: kd.attrs.OldObject, Libraries: rs.e.celLibs}
 	if reads.Request {
 		in.Request = rs.kindRequest()
 	}
 	if reads.Namespace {
 		ns, err := rs.kindNamespace()
 		if err != nil {
-			return nil, err
+			return cel.Input{}, err
 		}
 		in.Namespace = ns
 	}
@@ -423,9 +425,7 @@ func (rs *reqState) celExceptionApplies(env *cel.Env, x *exceptions.CELException
 	if c.err != nil {
 		return false, c.err
 	}
-	saved := in.Extra
-	in.Extra = nil
-	ok, err := c.conds.Eval(rs.ctx, in)
-	in.Extra = saved
-	return ok, err
+	cin := *in
+	cin.Extra = nil
+	return c.conds.Eval(rs.ctx, &cin, rs.celScope())
 }
