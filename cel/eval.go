@@ -105,11 +105,11 @@ type Input struct {
 // safe for concurrent use.
 type Evaluation struct {
 	ctx context.Context
-	// scope is the request's Scope, nil when there is none; object and
-	// oldObject are the trees bound to the variables, which key the
-	// values of shared variables in it.
-	scope             *Scope
-	object, oldObject map[string]any
+	// scope is the request's Scope, nil when there is none; trees are
+	// those bound to object and oldObject, which key the values of
+	// shared variables in it.
+	scope *Scope
+	trees trees
 	// conv is the converter of an Evaluation without a Scope.
 	conv      converter
 	act       activation
@@ -186,13 +186,14 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // and cost are taken over (as the same expression on the same data has
 // the same value and cost). With a nil s the Evaluation shares nothing.
 func (c *Compiler) NewEvaluation(ctx context.Context, in *Input, s *Scope) *Evaluation {
-	ev := &Evaluation{ctx: ctx, remaining: in.Budget, scope: s, object: in.Object, oldObject: in.OldObject}
+	ev := &Evaluation{ctx: ctx, remaining: in.Budget, scope: s}
 	if ev.remaining <= 0 {
 		ev.remaining = RuntimeCostBudget
 	}
 	conv := &ev.conv
 	if s != nil {
 		conv = &s.conv
+		ev.trees = treesOf(in.Object, in.OldObject)
 	}
 	ev.act = activation{
 		object:    conv.value(in.Object),
@@ -234,14 +235,16 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input, s *Scope) *Eval
 // obj is read, never modified.
 func (ev *Evaluation) SetObject(obj map[string]any) {
 	ev.act.object = ev.act.conv.value(obj)
-	ev.object = obj
+	if ev.scope != nil {
+		ev.trees = treesOf(obj, ev.trees.oldObjectMap)
+	}
 }
 
 // variable evaluates the variable p, adding its cost to the next Eval's.
 func (ev *Evaluation) variable(p *Program) ref.Val {
 	share := p.shared && ev.scope != nil
 	if share {
-		if e := ev.scope.find(p, ev.object, ev.oldObject); e != nil {
+		if e := ev.scope.find(p, &ev.trees); e != nil {
 			ev.varCost = addCost(ev.varCost, e.cost)
 			return e.val
 		}
@@ -255,7 +258,7 @@ func (ev *Evaluation) variable(p *Program) ref.Val {
 		}
 	}
 	if err == nil && share && details != nil {
-		ev.scope.add(p, ev.object, ev.oldObject, v, cost)
+		ev.scope.add(p, &ev.trees, v, cost)
 	}
 	if err != nil {
 		if isCostErr(err) && ev.costErr == nil {

@@ -2,6 +2,7 @@ package cel
 
 import (
 	"reflect"
+	"unsafe"
 
 	"github.com/google/cel-go/common/types/ref"
 )
@@ -25,33 +26,43 @@ type Scope struct {
 }
 
 // sharedVar is the value of a shared variable: its expression in env, on
-// the object and oldObject trees (kept, so that their identities stay
-// theirs), with its cost.
+// the trees of trees, with its cost.
 type sharedVar struct {
-	env               *Env
-	expr              string
-	object, oldObject map[string]any
-	val               ref.Val
-	cost              uint64
+	env   *Env
+	trees trees
+	expr  string
+	val   ref.Val
+	cost  uint64
 }
 
-// find returns the value of p on the trees, or nil.
-func (s *Scope) find(p *Program, object, oldObject map[string]any) *sharedVar {
+// trees are the object and oldObject trees of an Evaluation, by identity;
+// the maps are kept, so that no other map takes their addresses while the
+// Scope holds them.
+type trees struct {
+	object, oldObject       unsafe.Pointer
+	objectMap, oldObjectMap map[string]any
+}
+
+func treesOf(object, oldObject map[string]any) trees {
+	return trees{object: mapPointer(object), oldObject: mapPointer(oldObject), objectMap: object, oldObjectMap: oldObject}
+}
+
+// mapPointer is the identity of a map (nil for nil).
+func mapPointer(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+
+// find returns the value of p on t, or nil.
+func (s *Scope) find(p *Program, t *trees) *sharedVar {
 	for i := range s.vars {
-		if v := &s.vars[i]; v.env == p.env && v.expr == p.expr && sameMap(v.object, object) && sameMap(v.oldObject, oldObject) {
+		v := &s.vars[i]
+		if v.env == p.env && v.trees.object == t.object && v.trees.oldObject == t.oldObject && v.expr == p.expr {
 			return v
 		}
 	}
 	return nil
 }
 
-func (s *Scope) add(p *Program, object, oldObject map[string]any, v ref.Val, cost uint64) {
-	s.vars = append(s.vars, sharedVar{env: p.env, expr: p.expr, object: object, oldObject: oldObject, val: v, cost: cost})
-}
-
-// sameMap tells whether a and b are the same map (or both nil).
-func sameMap(a, b map[string]any) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+func (s *Scope) add(p *Program, t *trees, v ref.Val, cost uint64) {
+	s.vars = append(s.vars, sharedVar{env: p.env, trees: *t, expr: p.expr, val: v, cost: cost})
 }
 
 // readsOnlyObjects tells whether the variable p reads no variable but

@@ -340,21 +340,21 @@ func (rs *reqState) celNamespace() (map[string]any, error) {
 	return ci.namespace, ci.nsErr
 }
 
-// celInputFor binds a rule's input; request and namespaceObject are built
-// only for rules that read them.
-func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[string]any) (cel.Input, error) {
+// celInputFor binds a rule's input into in, a zero Input; request and
+// namespaceObject are built only for rules that read them.
+func (rs *reqState) celInputFor(in *cel.Input, needsNamespace, needsRequest bool, params map[string]any) error {
 	ci := rs.celData()
 	if needsRequest && !ci.reqDone {
 		ci.request, ci.reqDone = rs.celRequest(), true
 	}
-	in := cel.Input{Object: ci.object, OldObject: ci.oldObject, Params: params}
+	in.Object, in.OldObject, in.Params = ci.object, ci.oldObject, params
 	if needsRequest {
 		in.Request = ci.request
 	}
 	if needsNamespace {
 		ns, err := rs.celNamespace()
 		if err != nil {
-			return cel.Input{}, err
+			return err
 		}
 		in.Namespace = ns
 	}
@@ -366,7 +366,7 @@ func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[st
 			Resource: rs.req.Resource.Resource, Subresource: rs.req.SubResource,
 			Namespace: rs.matchRes.Namespace, Name: rs.matchRes.Name}
 	}
-	return in, nil
+	return nil
 }
 
 // celLimit marks an evaluation stopped by CEL's cost limits.
@@ -417,8 +417,8 @@ func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, s 
 // checkCELPreconditions evaluates the celPreconditions of a rule that is
 // not a validate.cel rule; it returns the rule's result when they stop it.
 func (e *Engine) checkCELPreconditions(rs *reqState, r *rule) []RuleResult {
-	in, err := rs.celInputFor(r.celPre.needsNamespace, r.celPre.needsRequest, nil)
-	if err != nil {
+	var in cel.Input
+	if err := rs.celInputFor(&in, r.celPre.needsNamespace, r.celPre.needsRequest, nil); err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", err)}
 	}
 	ok, err := celPreconditions(rs.ctx, r.celPre.compiler, &in, rs.celScope(), r.celPre.pre)
@@ -447,8 +447,8 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 		}
 	}
 	for _, param := range params {
-		in, err := rs.celInputFor(c.needsNamespace, c.needsRequest, param)
-		if err != nil {
+		var in cel.Input
+		if err := rs.celInputFor(&in, c.needsNamespace, c.needsRequest, param); err != nil {
 			return rs.single(r.errorResult("Error getting the resource's namespace", err))
 		}
 		o := e.celValidate(rs, r, c, &in)

@@ -252,7 +252,8 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 		}
 		b.result(rs, RuleEvaluation, StatusError, msg+err.Error(), err, nil)
 	}
-	in, res, err := b.input(rs, v.body.Reads())
+	var in cel.Input
+	res, err := b.input(rs, &in, v.body.Reads())
 	if err != nil {
 		evalErr(err)
 		return
@@ -266,7 +267,7 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 		return
 	}
 	if !payload {
-		excepted, err := rs.imageExceptions(b.envs.env, p, v.body, &in)
+		excepted, err := rs.imageExceptions(b.envs.env, p, v.body, &in, !b.json)
 		if err != nil {
 			evalErr(err)
 			return
@@ -301,18 +302,18 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 	}
 }
 
-// input binds the request for a body (see kindInput), with the kind of
-// images of the request's resource.
-func (b *imagePolicy) input(rs *reqState, reads celpolicy.Reads) (cel.Input, celpolicy.ImageResource, error) {
+// input binds the request for a body into in, a zero Input (see
+// kindInput); it returns the kind of images of the request's resource.
+func (b *imagePolicy) input(rs *reqState, in *cel.Input, reads celpolicy.Reads) (celpolicy.ImageResource, error) {
 	if b.json {
-		return cel.Input{Object: rs.obj, Libraries: rs.e.celLibs}, celpolicy.NoImages, nil
+		in.Object, in.Libraries = rs.obj, rs.e.celLibs
+		return celpolicy.NoImages, nil
 	}
-	in, err := rs.kindInput(reads)
-	if err != nil {
-		return cel.Input{}, 0, err
+	if err := rs.kindInput(in, reads); err != nil {
+		return 0, err
 	}
 	a := &rs.kindData().attrs
-	return in, celpolicy.ImageResourceOf(a.Group, a.Version, a.Resource), nil
+	return celpolicy.ImageResourceOf(a.Group, a.Version, a.Resource), nil
 }
 
 // imageExceptions returns the CEL PolicyExceptions that exempt the
@@ -320,7 +321,7 @@ func (b *imagePolicy) input(rs *reqState, reads celpolicy.Reads) (cel.Input, cel
 // every exception of the policy whose matchConditions hold (an expired
 // one never does; under failurePolicy Ignore, one whose conditions fail
 // does not either), whatever its images and allowedValues.
-func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.ImageValidating, in *cel.Input) ([]*exceptions.CELException, error) {
+func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.ImageValidating, in *cel.Input, ofRequest bool) ([]*exceptions.CELException, error) {
 	cands, err := rs.kindExceptions(p)
 	if err != nil || len(cands) == 0 {
 		return nil, err
@@ -331,7 +332,7 @@ func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.Ima
 		if x.Expired(now) {
 			continue
 		}
-		ok, err := rs.celExceptionApplies(env, x, in)
+		ok, err := rs.celExceptionApplies(env, x, in, ofRequest)
 		if err != nil {
 			if body.Ignore() && rs.ctx.Err() == nil {
 				continue

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/images"
 )
@@ -71,8 +72,8 @@ func (b *imagePolicy) pinDigests(rs *reqState, p *Policy, seen map[string]bool) 
 		if !ok {
 			continue
 		}
-		in, _, err := b.input(rs, v.body.Reads())
-		if err != nil {
+		var in cel.Input
+		if _, err := b.input(rs, &in, v.body.Reads()); err != nil {
 			fail(err)
 			return
 		}
@@ -81,7 +82,7 @@ func (b *imagePolicy) pinDigests(rs *reqState, p *Policy, seen map[string]bool) 
 			// upstream leaves an exempted resource to the validating
 			// webhook, which skips it
 			var excs []*exceptions.CELException
-			excs, err = rs.imageExceptions(b.envs.env, p, v.body, &in)
+			excs, err = rs.imageExceptions(b.envs.env, p, v.body, &in, !b.json)
 			ok = len(excs) == 0
 		}
 		switch {

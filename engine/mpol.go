@@ -266,15 +266,15 @@ func (b *mutatingPolicy) mutateTrigger(rs *reqState, p *Policy) {
 // evaluate evaluates one variant that applies, appending its result and
 // setting the request's object to the mutated one.
 func (b *mutatingPolicy) evaluate(rs *reqState, p *Policy, v *mpolVariant) {
-	in, err := rs.kindInput(v.body.Reads())
-	if err != nil {
+	var in cel.Input
+	if err := rs.kindInput(&in, v.body.Reads()); err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
 	}
 	if in.Object == nil {
 		return // nothing to mutate (a DELETE)
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, &in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, &in, true)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return

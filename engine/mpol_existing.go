@@ -81,8 +81,8 @@ func (b *mutatingPolicy) mutateTargets(rs *reqState, p *Policy) {
 // expression's (after the matchConditions) or the listed ones (when the
 // matchConditions hold).
 func (b *mutatingPolicy) targets(rs *reqState, p *Policy, v *mpolVariant) ([]existingTarget, error) {
-	in, err := rs.kindInput(v.body.Reads())
-	if err != nil {
+	var in cel.Input
+	if err := rs.kindInput(&in, v.body.Reads()); err != nil {
 		return nil, err
 	}
 	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
@@ -181,7 +181,7 @@ func (rs *reqState) labelsOfNamespace(ns string) (map[string]string, error) {
 // mutateTarget evaluates the policy on one target and appends its result.
 func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, obj, request map[string]any, schemas celpolicy.Schemas) {
 	in := &cel.Input{Object: obj, Request: request, Libraries: rs.e.celLibs}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, in, false)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
@@ -221,7 +221,7 @@ func (b *mutatingPolicy) queueExisting(rs *reqState, p *Policy) []RuleResult {
 	ok, err := v.match.Matches(&rs.kindData().attrs)
 	if err == nil && ok {
 		var in cel.Input
-		if in, err = rs.kindInput(v.body.Reads()); err == nil {
+		if err = rs.kindInput(&in, v.body.Reads()); err == nil {
 			in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
 			ok, err = v.body.Matches(rs.ctx, &in, rs.celScope())
 		}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
@@ -243,8 +244,8 @@ func (b *vapPolicy) evaluate(rs *reqState, p *Policy, params []map[string]any, p
 	}
 	matched := false
 	for _, param := range params {
-		in, err := rs.celInputFor(false, reads.Request, param)
-		if err != nil {
+		var in cel.Input
+		if err := rs.celInputFor(&in, false, reads.Request, param); err != nil {
 			rs.celKindResult(p.Name(), StatusError, err.Error(), err, props)
 			return
 		}
