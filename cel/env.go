@@ -162,8 +162,8 @@ type declaredVar struct {
 // WithVariable declares a variable of type t that every expression sees;
 // its value comes from Input.Extra (null when absent). Unlike the options
 // of WithEnvOptions, it keeps the functions of the environment pure: the
-// values of variables that do not mention it are still shared between
-// Evaluations (see NewEvaluation).
+// values of variables that do not read it are still shared between the
+// Evaluations of a Scope.
 func WithVariable(name string, t *cel.Type) EnvOption {
 	return func(c *envConfig) error {
 		if name == "" || t == nil {
@@ -176,7 +176,8 @@ func WithVariable(name string, t *cel.Type) EnvOption {
 
 // WithPureEnvOptions is WithEnvOptions for options whose functions are
 // pure (their results depend on their arguments only): the values of
-// variables stay shared between Evaluations (see NewEvaluation).
+// variables stay shared between the Evaluations of a Scope (but those of
+// the variables that read a variable the options declare).
 func WithPureEnvOptions(opts ...cel.EnvOption) EnvOption {
 	return func(c *envConfig) error {
 		c.pure = append(c.pure, opts...)

@@ -173,8 +173,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // NewEvaluation binds in for the compiler's programs. ctx bounds every
-// evaluation (cancellation is checked inside comprehensions). in is read,
-// not kept: changing it afterwards does not change the Evaluation.
+// evaluation (cancellation is checked inside comprehensions). in's fields
+// are read at once and in is not kept: setting a field of in afterwards
+// does not change the Evaluation (the maps in holds are read as the
+// expressions read them).
 //
 // s, when not nil, is the Scope of the request (see Scope): the
 // Evaluation converts its trees through it, and shares with the other

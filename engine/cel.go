@@ -54,8 +54,8 @@ type celRule struct {
 	audits      []*cel.Program
 	paramKind   *api.ParamKind
 	paramRef    *api.ParamRef
-	// needsNamespace and needsRequest are set when an expression
-	// mentions namespaceObject or request.
+	// needsNamespace and needsRequest are set when an expression reads
+	// namespaceObject or request (cel.Program.Reads).
 	needsNamespace, needsRequest bool
 	// passMessage is upstream's message of a passed CEL rule.
 	passMessage string
