@@ -126,7 +126,7 @@ func (b *deletingPolicy) cleanup(rs *reqState, p *Policy) {
 		return
 	}
 	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
-	ok, err = b.body.Evaluate(rs.ctx, in)
+	ok, err = b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch {
 	case err != nil:
 		deletionResult(rs, p, StatusError, err.Error(), err)
@@ -152,7 +152,7 @@ func (rs *reqState) anyCELException(env *cel.Env, p *Policy, in *cel.Input) ([]*
 		if x.Expired(now) {
 			continue
 		}
-		ok, err := rs.celExceptionApplies(env, x, in)
+		ok, err := rs.celExceptionApplies(env, x, in, false)
 		if err != nil {
 			return nil, fmt.Errorf("policy exception %s: %w", x.Key(), err)
 		}

@@ -167,7 +167,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, in, true)
 	if err != nil {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
@@ -178,7 +178,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		return
 	}
 	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
-	o := b.body.Evaluate(rs.ctx, in)
+	o := b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch o.Status {
 	case celpolicy.NoMatch:
 	case celpolicy.Pass:
@@ -237,7 +237,7 @@ func (b *generatingPolicy) admissionRequests(rs *reqState, p *Policy) []*api.Upd
 		}
 		// a condition that fails to evaluate queues the request: the
 		// controller evaluates the policy and reports the error
-		if ok, err := b.conds.Eval(rs.ctx, in); err == nil && !ok {
+		if ok, err := b.conds.Eval(rs.ctx, in, rs.celScope()); err == nil && !ok {
 			return nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
@@ -243,13 +244,13 @@ func (b *vapPolicy) evaluate(rs *reqState, p *Policy, params []map[string]any, p
 	}
 	matched := false
 	for _, param := range params {
-		in, err := rs.celInputFor(false, reads.Request, param)
-		if err != nil {
+		var in cel.Input
+		if err := rs.celInputFor(&in, false, reads.Request, param); err != nil {
 			rs.celKindResult(p.Name(), StatusError, err.Error(), err, props)
 			return
 		}
 		in.Namespace = ns
-		o := b.body.Evaluate(rs.ctx, in)
+		o := b.body.Evaluate(rs.ctx, &in, rs.celScope())
 		switch o.Status {
 		case celpolicy.NoMatch:
 			continue
