@@ -155,8 +155,8 @@ func (c *Controller) policy(key string) *engine.Policy {
 	return nil
 }
 
-// replacePolicy puts p in place of the policy with the same key (or adds
-// it); with remove, the policy is dropped instead.
+// replacePolicy puts p in place of the policy with the same kind and key
+// (or adds it); with remove, the policy is dropped instead.
 func (c *Controller) replacePolicy(p *engine.Policy, remove bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,7 +166,7 @@ func (c *Controller) replacePolicy(p *engine.Policy, remove bool) error {
 	var out []*engine.Policy
 	found := false
 	for _, x := range c.set.Policies() {
-		if x.Key() == p.Key() {
+		if x.Key() == p.Key() && x.Kind() == p.Kind() {
 			found = true
 			if !remove {
 				out = append(out, p)
