@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,12 @@ import (
 func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object, before func(h *Host)) (*Host, *dynfake.FakeDynamicClient) {
 	t.Helper()
 	kube := kubefake.NewClientset(kubeObjs...)
+	// gavel may read everything but Secrets (its status conditions)
+	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		rev := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview).DeepCopy()
+		rev.Status.Allowed = rev.Spec.ResourceAttributes.Resource != "secrets"
+		return true, rev, nil
+	})
 	scheme := runtime.NewScheme()
 	listKinds := map[schema.GroupVersionResource]string{
 		ClusterPolicies:                         "ClusterPolicyList",

@@ -9,14 +9,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -416,7 +412,7 @@ func (s *PolicySource) sync(key string) {
 	if cerr != nil {
 		s.h.log.Warn("policy does not compile, the previous version keeps serving", "policy", key, "err", cerr)
 	}
-	if writeStat && exists && (cerr != nil || hadErr || !ready(u)) {
+	if writeStat && exists && (cerr != nil || hadErr || !ready(u) || shapeOf(u.GetKind()) == statusCEL) {
 		s.status.Add(key)
 	}
 	s.h.metrics.SetPolicies(snap.all, failed)
@@ -492,180 +488,6 @@ func (s *PolicySource) store(snap *snapshot) *snapshot {
 	}
 	s.cur.Store(snap)
 	return snap
-}
-
-// The condition gavel writes on a policies.kyverno.io policy: upstream's
-// PolicyCached type (the policy is compiled and serves), in
-// status.conditionStatus beside the conditions upstream's controllers
-// write, with upstream's reasons.
-const celConditionType = "PolicyCached"
-
-// statusLocation returns the type of the condition gavel writes for a
-// status shape, and the path of the object that holds the conditions
-// (and ready, and for policies.kyverno.io message).
-func statusLocation(shape statusShape) (string, []string) {
-	if shape == statusCEL {
-		return celConditionType, []string{"status", "conditionStatus"}
-	}
-	return "Ready", []string{"status"}
-}
-
-// shapeOf is the status shape of a policy of a kind.
-func shapeOf(kind string) statusShape {
-	if k := kindOfPolicy(kind); k != nil {
-		return k.status
-	}
-	return statusNone
-}
-
-// readCondition returns the condition gavel writes, as the object holds
-// it (nil when it has none).
-func readCondition(obj map[string]any, shape statusShape) *metav1.Condition {
-	typ, path := statusLocation(shape)
-	m, _, _ := unstructured.NestedMap(obj, path...)
-	var st struct {
-		Conditions []metav1.Condition `json:"conditions,omitempty"`
-	}
-	if m == nil || fromObject(m, &st) != nil {
-		return nil
-	}
-	return meta.FindStatusCondition(st.Conditions, typ)
-}
-
-// setCondition sets the condition gavel writes in obj's status (keeping
-// the status' other fields and conditions), with ready and, for
-// policies.kyverno.io, the message.
-func setCondition(obj map[string]any, shape statusShape, cond metav1.Condition) error {
-	_, path := statusLocation(shape)
-	m, _, _ := unstructured.NestedMap(obj, path...)
-	if m == nil {
-		m = map[string]any{}
-	}
-	var st struct {
-		Conditions []metav1.Condition `json:"conditions,omitempty"`
-	}
-	_ = fromObject(m, &st)
-	meta.SetStatusCondition(&st.Conditions, cond)
-	conds, err := toObject(st)
-	if err != nil {
-		return err
-	}
-	m["conditions"] = conds["conditions"]
-	ready := true
-	for _, c := range st.Conditions {
-		ready = ready && c.Status == metav1.ConditionTrue
-	}
-	if shape == statusClassic {
-		ready = cond.Status == metav1.ConditionTrue
-	}
-	m["ready"] = ready
-	if shape == statusCEL {
-		m["message"] = ""
-		if cond.Status != metav1.ConditionTrue {
-			m["message"] = cond.Message
-		}
-	}
-	return unstructured.SetNestedMap(obj, m, path...)
-}
-
-// ready reports whether the policy's status shows the condition gavel
-// writes True (a kind without status always does).
-func ready(u *unstructured.Unstructured) bool {
-	shape := shapeOf(u.GetKind())
-	if shape == statusNone {
-		return true
-	}
-	c := readCondition(u.Object, shape)
-	return c != nil && c.Status == metav1.ConditionTrue
-}
-
-func (s *PolicySource) processStatus(ctx context.Context) bool {
-	key, shutdown := s.status.Get()
-	if shutdown {
-		return false
-	}
-	defer s.status.Done(key)
-	s.h.metrics.reconcile("policy-status")
-	err := s.writeStatus(ctx, key)
-	switch {
-	case err == nil || ctx.Err() != nil:
-		s.status.Forget(key)
-	case s.status.NumRequeues(key) < maxRetries:
-		s.h.metrics.requeue("policy-status", s.status.NumRequeues(key))
-		s.status.AddRateLimited(key)
-	default:
-		s.h.log.Error("policy status: giving up", "policy", key, "err", err)
-		s.h.metrics.drop("policy-status")
-		s.status.Forget(key)
-	}
-	return true
-}
-
-// maxRetries bounds the retries of an item of a controller's queue, as
-// upstream's controllers do.
-const maxRetries = 10
-
-// writeStatus writes a policy's condition (ClusterPolicy and Policy: Ready
-// in status.conditions; the policies.kyverno.io kinds: PolicyCached in
-// status.conditionStatus; True, or False with the compile error) when it
-// differs, and records a Warning event for an error. The kinds whose
-// status the API server owns get the event only.
-func (s *PolicySource) writeStatus(ctx context.Context, id string) error {
-	s.mu.Lock()
-	on, cerr := s.writeStat, s.errs[id]
-	s.mu.Unlock()
-	u, exists := s.object(id)
-	if !on || !exists {
-		return nil
-	}
-	kind, _ := splitID(id)
-	shape := shapeOf(kind)
-	if shape == statusNone {
-		if cerr != nil {
-			s.h.events.warn(u, EventReasonPolicyError, cerr.Error())
-		}
-		return nil
-	}
-	typ, _ := statusLocation(shape)
-	msg := "Ready"
-	if shape == statusCEL {
-		msg = "Policy is compiled and serving."
-	}
-	cond := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: msg, ObservedGeneration: u.GetGeneration()}
-	if cerr != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonFailed, cerr.Error()
-	}
-	if cerr == nil && sameCondition(readCondition(u.Object, shape), cond) {
-		return nil // the cache already shows it
-	}
-	ri := s.h.dyn.Resource(s.gvrs[kind]).Namespace(u.GetNamespace())
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if sameCondition(readCondition(cur.Object, shape), cond) {
-			return nil
-		}
-		if err := setCondition(cur.Object, shape, cond); err != nil {
-			return err
-		}
-		_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("writing the status of policy %s: %w", id, err)
-	}
-	if cerr != nil {
-		s.h.events.warn(u, EventReasonPolicyError, cerr.Error())
-	}
-	return nil
-}
-
-func sameCondition(c *metav1.Condition, want metav1.Condition) bool {
-	return c != nil && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message && c.ObservedGeneration == want.ObservedGeneration
 }
 
 func truncate(s string, n int) string {

@@ -202,7 +202,7 @@ func TestPolicySourceBrokenValidatingPolicy(t *testing.T) {
 		}
 		ready, _, _ := unstructured.NestedBool(u.Object, "status", "conditionStatus", "ready")
 		msg, _, _ := unstructured.NestedString(u.Object, "status", "conditionStatus", "message")
-		c := readCondition(u.Object, statusCEL)
+		c := readCondition(u.Object, statusCEL, ConditionWebhookConfigured)
 		if c == nil {
 			return ready, "", msg
 		}
@@ -219,7 +219,17 @@ func TestPolicySourceBrokenValidatingPolicy(t *testing.T) {
 	if got := deniedBy(t, src.WebhookSet(api.Fail, ""), "p", nil); got != "ValidatingPolicy.need-team" {
 		t.Errorf("the previous version does not serve: denied by %q", got)
 	}
-	eventually(t, "the status of the error", func() bool { r, s, m := cond(); return !r && s == "False" && strings.Contains(m, "spec.validations[0].expression") })
+	eventually(t, "the status of the error", func() bool {
+		r, s, m := cond()
+		return !r && s == "False" && strings.Contains(m, "spec.validations[0].expression")
+	})
+	u, err := ri.Get(t.Context(), "need-team", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := readCondition(u.Object, statusCEL, ConditionRBACPermissionsGranted); c == nil || c.Status != metav1.ConditionTrue || c.Message != "Policy is ready for reporting." {
+		t.Errorf("RBACPermissionsGranted %+v", c)
+	}
 	eventually(t, "the event", func() bool {
 		evs, err := h.Kube().CoreV1().Events("").List(t.Context(), metav1.ListOptions{})
 		if err != nil {
