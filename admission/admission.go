@@ -1,21 +1,23 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	goyaml "sigs.k8s.io/yaml/goyaml.v2"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
 
 // Request converts an admission request into an engine request. It fails
@@ -101,7 +103,7 @@ func object(ext runtime.RawExtension) (map[string]any, error) {
 		if o == nil {
 			return nil, nil
 		}
-		return runtime.DeepCopyJSON(o.Object), nil
+		return deepcopy.Object(o.Object), nil
 	default:
 		return runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	}
@@ -145,11 +147,17 @@ func Validate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admiss
 //
 //   - denied when the response is blocked (engine.Response.Blocked), with
 //     upstream's message: "resource KIND/NAMESPACE/NAME was blocked due to
-//     the following policies" followed by the YAML map of each Enforce
-//     policy's failing and erroring rules to their messages;
+//     the following policies" followed by the YAML map of the rules that
+//     did not pass of each Enforce policy and of each policy with
+//     verifyImages checks to their messages;
 //   - otherwise allowed, with a warning "policy NAME.RULE: MESSAGE" for
 //     each rule that failed, errored or warned in an Enforce policy (errors
 //     under failurePolicy Ignore) or in a policy with spec.emitWarning;
+//   - for the CEL kinds (ValidatingPolicy, ValidatingAdmissionPolicy), as
+//     upstream's handlers and the API server answer: denied when a result
+//     fails (or errors, under failurePolicy Fail) with validationActions
+//     Deny, with the messages of celMessage; a warning for each that
+//     fails or errors with Warn; Audit only reports;
 //   - denied with the error's text when err is set (a request Request
 //     could not convert, an invalid object, a cancelled context).
 func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err error) *admissionv1.AdmissionResponse {
@@ -159,16 +167,62 @@ func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, e
 	if resp == nil {
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
-	if resp.Blocked() {
-		return deny(ar, blockedMessage(resp))
-	}
-	var warnings []string
+	var warnings, celWarnings []string
 	for p, r := range resp.Rules() {
-		if notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning) {
+		switch {
+		case celKind(p.Policy):
+			if r.EmitWarning && notPassed(r) {
+				celWarnings = append(celWarnings, celWarning(p, r))
+			}
+		case notPassed(r) && (p.FailureAction.IsEnforce() || r.EmitWarning):
 			warnings = append(warnings, warning(p, r))
 		}
 	}
-	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+	if resp.Blocked() {
+		// the warnings of CEL kinds go with denials too, as the API
+		// server and upstream's handlers send them
+		out := deny(ar, blockedMessage(resp, validateBlocked))
+		out.Warnings = celWarnings
+		return out
+	}
+	return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: append(warnings, celWarnings...)}
+}
+
+// celKind reports a policy of a CEL kind (ValidatingPolicy,
+// ValidatingAdmissionPolicy), which upstream answers with the messages of
+// its own handlers.
+func celKind(p *engine.Policy) bool {
+	return p.Kind() != api.KindClusterPolicy && p.Kind() != api.KindPolicy
+}
+
+// celMessage is how upstream words a failing or erroring result of a CEL
+// kind: "Policy NAME failed: MESSAGE" (error: for errors) for a
+// ValidatingPolicy, the API server's "ValidatingAdmissionPolicy 'NAME'
+// with binding 'BINDING' denied request: MESSAGE" for a
+// ValidatingAdmissionPolicy.
+func celMessage(p *engine.PolicyResult, r *engine.RuleResult) string {
+	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
+		if b := r.Properties[engine.PropertyBinding]; b != "" {
+			return fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+		}
+		return fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", p.Policy.Name(), r.Message)
+	}
+	verb := "failed"
+	if r.Status == engine.StatusError {
+		verb = "error"
+	}
+	return fmt.Sprintf("Policy %s %s: %s", p.Policy.Name(), verb, r.Message)
+}
+
+// celWarning is the admission warning of a result of a CEL kind whose
+// validation actions hold Warn: upstream's "Policy NAME failed: MESSAGE"
+// or the API server's "Validation failed for ValidatingAdmissionPolicy
+// 'NAME' with binding 'BINDING': MESSAGE".
+func celWarning(p *engine.PolicyResult, r *engine.RuleResult) string {
+	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
+		return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Policy.Name(), r.Properties[engine.PropertyBinding], r.Message)
+	}
+	return celMessage(p, r)
 }
 
 // Mutate evaluates the mutate rules of set on the request and answers it
@@ -185,12 +239,25 @@ func Mutate(ctx context.Context, set *engine.PolicySet, ar *admissionv1.Admissio
 }
 
 // MutateResponse answers an admission request from the engine's Mutate
-// response and error, as upstream's mutating webhook does:
+// response and error, as upstream's mutating webhook does (its mutation
+// handler, then its image verification handler):
 //
-//   - denied when a policy blocks the request (a mutate rule errored in a
-//     policy whose failure policy is Fail, see engine.PolicyResult.Blocks),
-//     with upstream's message "mutation policy NAME error: failed to apply
-//     policy NAME rules [RULE: MESSAGE ...]" for the first such policy;
+//   - denied when a policy's mutate rules block the request (a mutate rule
+//     errored in a policy whose failure policy is Fail, see
+//     engine.PolicyResult.Blocks), with upstream's message "mutation
+//     policy NAME error: failed to apply policy NAME rules [RULE: MESSAGE
+//     ...]" for the first such policy;
+//   - denied when a policy's verifyImages rules block it, with upstream's
+//     blocked-resource message (as ValidateResponse's) of the verifyImages
+//     rules that did not pass, of every policy;
+//   - denied for the digest pins of ImageValidatingPolicies (with Deny),
+//     with upstream's "Policy NAME error: MESSAGE", joined with "; ";
+//   - for the mutating CEL kinds, as upstream's MutatingPolicy handler and
+//     the API server answer: denied when a result errors under
+//     failurePolicy Fail, with "Resource: NAMESPACE/NAME, Kind: KIND,
+//     Errors: [Policy NAME: MESSAGE ...]" (MutatingPolicy) or "policy
+//     'NAME' with binding 'BINDING' denied request: MESSAGE"
+//     (MutatingAdmissionPolicy), and no warnings for their other results;
 //   - otherwise allowed with the RFC 6902 patch of the mutations (patch
 //     type JSONPatch) and a warning "policy NAME.RULE: MESSAGE" for each
 //     rule that failed, errored or warned, and for each applied rule of a
@@ -206,29 +273,136 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 		return &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true}
 	}
 	for i := range resp.Policies {
-		if p := &resp.Policies[i]; p.Blocks() {
-			var failed []string
-			for j := range p.Rules {
-				if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
-					failed = append(failed, r.Name+": "+r.Message)
-				}
+		p := &resp.Policies[i]
+		if celKind(p.Policy) || !rulesOf(p, engine.Mutation).Blocks() {
+			continue
+		}
+		var failed []string
+		for j := range p.Rules {
+			if r := &p.Rules[j]; r.Type == engine.Mutation && (r.Status == engine.StatusFail || r.Status == engine.StatusError) {
+				failed = append(failed, r.Name+": "+r.Message)
 			}
-			name := p.Policy.Name()
-			return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
+		}
+		name := p.Policy.Name()
+		return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
+	}
+	for i := range resp.Policies {
+		if p := &resp.Policies[i]; !celKind(p.Policy) && rulesOf(p, engine.ImageVerify).Blocks() {
+			return deny(ar, blockedMessage(resp, func(_ *engine.PolicyResult, r *engine.RuleResult) bool {
+				return r.Type == engine.ImageVerify && notPassed(r)
+			}))
 		}
 	}
-	var warnings []string
+	if msg := celMutationDenial(resp); msg != "" {
+		return deny(ar, msg)
+	}
+	var warnings, pinWarnings, pins []string
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		if !imagePolicy(p.Policy) {
+			continue
+		}
+		for j := range p.Rules {
+			r := &p.Rules[j]
+			if p.Blocks() && (r.Status == engine.StatusFail || r.Status == engine.StatusError) {
+				pins = append(pins, celMessage(p, r))
+			}
+			if r.EmitWarning && notPassed(r) {
+				pinWarnings = append(pinWarnings, celWarning(p, r))
+			}
+		}
+	}
 	for p, r := range resp.Rules() {
-		if notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass) {
+		if !celKind(p.Policy) && (notPassed(r) || (r.EmitWarning && r.Status == engine.StatusPass)) {
 			warnings = append(warnings, warning(p, r))
 		}
 	}
-	out := &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: warnings}
+	if len(pins) > 0 {
+		// ImageValidatingPolicies' digest pins, as upstream's handler
+		// answers them
+		out := deny(ar, strings.Join(pins, "; "))
+		out.Warnings = pinWarnings
+		return out
+	}
+	out := &admissionv1.AdmissionResponse{UID: uid(ar), Allowed: true, Warnings: append(warnings, pinWarnings...)}
 	if len(resp.Patch) > 0 {
 		pt := admissionv1.PatchTypeJSONPatch
 		out.Patch, out.PatchType = resp.Patch, &pt
 	}
 	return out
+}
+
+// imagePolicy reports an ImageValidatingPolicy (of either scope).
+func imagePolicy(p *engine.Policy) bool {
+	return p.Kind() == api.KindImageValidatingPolicy || p.Kind() == api.KindNamespacedImageValidatingPolicy
+}
+
+// celMutationDenial is the message of the mutating CEL kinds' errors
+// that deny a request ("" when none does): a MutatingAdmissionPolicy's
+// first, in the API server's words, else the MutatingPolicies' together,
+// in upstream's handler's.
+func celMutationDenial(resp *engine.Response) string {
+	var mpol []string
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		k := p.Policy.Kind()
+		if k != api.KindMutatingPolicy && k != api.KindNamespacedMutatingPolicy && k != api.KindMutatingAdmissionPolicy || !p.Blocks() {
+			continue
+		}
+		for j := range p.Rules {
+			r := &p.Rules[j]
+			if r.Status != engine.StatusError {
+				continue
+			}
+			if k == api.KindMutatingAdmissionPolicy {
+				if b := r.Properties[engine.PropertyMAPBinding]; b != "" {
+					return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+				}
+				return fmt.Sprintf("policy %q denied request: %s", p.Policy.Name(), r.Message)
+			}
+			mpol = append(mpol, fmt.Sprintf("Policy %s: %s", p.Policy.Name(), r.Message))
+		}
+	}
+	if len(mpol) == 0 {
+		return ""
+	}
+	kind, _ := resp.Resource["kind"].(string)
+	md, _ := resp.Resource["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	return fmt.Sprintf("Resource: %s/%s, Kind: %s, Errors: %v", ns, name, kind, mpol)
+}
+
+// validateBlocked selects the rules upstream's validating webhook lists
+// when it blocks: those that did not pass, of the Enforce policies and of
+// the policies whose verifyImages checks it evaluates (Audit ones too).
+func validateBlocked(p *engine.PolicyResult, r *engine.RuleResult) bool {
+	if !notPassed(r) {
+		return false
+	}
+	if p.FailureAction.IsEnforce() {
+		return true
+	}
+	for i := range p.Rules {
+		if p.Rules[i].Type == engine.ImageVerify {
+			return true
+		}
+	}
+	return false
+}
+
+// rulesOf is p with only its results of rules of type t: upstream's
+// mutating webhook evaluates mutate rules and verifyImages rules apart,
+// each with its own block decision.
+func rulesOf(p *engine.PolicyResult, t engine.RuleType) *engine.PolicyResult {
+	q := *p
+	q.Rules = nil
+	for i := range p.Rules {
+		if p.Rules[i].Type == t {
+			q.Rules = append(q.Rules, p.Rules[i])
+		}
+	}
+	return &q
 }
 
 // failed is the message of a request that could not be evaluated: the
@@ -269,17 +443,54 @@ func warning(p *engine.PolicyResult, r *engine.RuleResult) string {
 	return "policy " + p.Policy.Name() + "." + r.Name + ": " + r.Message
 }
 
-// blockedMessage is upstream's message of a denied request: the resource,
-// then the YAML map of every Enforce policy's failing, erroring and warning
-// rules to their messages (policies and rules sorted by name, as yaml.v2
-// writes maps).
-func blockedMessage(resp *engine.Response) string {
-	failures := map[string]any{}
-	for p, r := range resp.Rules() {
-		if !p.FailureAction.IsEnforce() || !notPassed(r) {
+// blockedMessage is upstream's message of a denied request: for
+// ClusterPolicies and Policies, the resource, then the YAML map of each
+// policy's rules that include selects to their messages
+// (classicBlockedMessage); the denials of CEL kinds (see celMessage)
+// joined with "; ", as upstream's handlers of those kinds write them,
+// alone when only they deny, else after the former.
+func blockedMessage(resp *engine.Response, include func(*engine.PolicyResult, *engine.RuleResult) bool) string {
+	var cel []string
+	classic := false
+	for i := range resp.Policies {
+		p := &resp.Policies[i]
+		if !celKind(p.Policy) {
+			for j := range p.Rules {
+				classic = classic || include(p, &p.Rules[j])
+			}
 			continue
 		}
-		rules, _ := failures[p.Policy.Name()].(map[string]string)
+		if !p.Blocks() {
+			continue
+		}
+		for j := range p.Rules {
+			if r := &p.Rules[j]; r.Status == engine.StatusFail || r.Status == engine.StatusError {
+				cel = append(cel, celMessage(p, r))
+			}
+		}
+	}
+	if !classic {
+		return strings.Join(cel, "; ")
+	}
+	msg := classicBlockedMessage(resp, include)
+	if len(cel) > 0 {
+		msg += "\n" + strings.Join(cel, "; ")
+	}
+	return msg
+}
+
+// classicBlockedMessage is upstream's message of a request that
+// ClusterPolicies and Policies deny (GetBlockedMessages): the resource,
+// then the YAML map (yaml.v3, indent 2, as upstream writes it) of each
+// policy's rules that include selects to their messages, policies and
+// rules sorted by name.
+func classicBlockedMessage(resp *engine.Response, include func(*engine.PolicyResult, *engine.RuleResult) bool) string {
+	failures := map[string]map[string]string{}
+	for p, r := range resp.Rules() {
+		if celKind(p.Policy) || !include(p, r) {
+			continue
+		}
+		rules := failures[p.Policy.Name()]
 		if rules == nil {
 			rules = map[string]string{}
 			failures[p.Policy.Name()] = rules
@@ -290,9 +501,16 @@ func blockedMessage(resp *engine.Response) string {
 	md, _ := resp.Resource["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)
 	name, _ := md["name"].(string)
-	results, err := goyaml.Marshal(failures)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	err := enc.Encode(failures)
+	if cerr := enc.Close(); err == nil {
+		err = cerr
+	}
+	results := bytes.TrimPrefix(buf.Bytes(), []byte("---\n"))
 	if err != nil {
-		results = []byte(err.Error())
+		results = fmt.Appendf(nil, "failed to encode failures: %v\n", err)
 	}
 	return fmt.Sprintf("\n\nresource %s/%s/%s was blocked due to the following policies \n\n%s", kind, ns, name, results)
 }

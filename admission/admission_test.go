@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -208,8 +209,7 @@ func TestValidate(t *testing.T) {
 		allowed: false,
 		message: "\n\nresource Pod/shop/web was blocked due to the following policies \n\n" +
 			"require-team:\n" +
-			"  check-team: 'validation error: label ''team'' is required. rule check-team failed\n" +
-			"    at path /metadata/labels/team/'\n",
+			"  check-team: 'validation error: label ''team'' is required. rule check-team failed at path /metadata/labels/team/'\n",
 	}, {
 		name:     "Audit failures: a warning only with emitWarning",
 		req:      pod(admissionv1.Create, "web", map[string]string{"team": "a"}, nil),
@@ -219,7 +219,7 @@ func TestValidate(t *testing.T) {
 		name:    "Enforce error under failurePolicy Ignore: allowed with a warning",
 		req:     pod(admissionv1.Create, "lookup-1", all, nil),
 		allowed: true,
-		warnings: []string{"policy lenient-lookup.lookup: failed to check deny conditions: failed to resolve " +
+		warnings: []string{"policy lenient-lookup.lookup: failed to check deny conditions: failed to substitute variables in condition key: failed to resolve " +
 			`request.object.metadata.annotations.missing at path /any/0/key: JMESPath query failed: Unknown key "annotations" in path`},
 	}, {
 		name:    "denied: every Enforce policy's failures and errors, in name order",
@@ -227,11 +227,9 @@ func TestValidate(t *testing.T) {
 		allowed: false,
 		message: "\n\nresource Pod/shop/lookup-2 was blocked due to the following policies \n\n" +
 			"lenient-lookup:\n" +
-			"  lookup: 'failed to check deny conditions: failed to resolve request.object.metadata.annotations.missing\n" +
-			"    at path /any/0/key: JMESPath query failed: Unknown key \"annotations\" in path'\n" +
+			"  lookup: 'failed to check deny conditions: failed to substitute variables in condition key: failed to resolve request.object.metadata.annotations.missing at path /any/0/key: JMESPath query failed: Unknown key \"annotations\" in path'\n" +
 			"require-team:\n" +
-			"  check-team: 'validation error: label ''team'' is required. rule check-team failed\n" +
-			"    at path /metadata/labels/team/'\n",
+			"  check-team: 'validation error: label ''team'' is required. rule check-team failed at path /metadata/labels/team/'\n",
 	}, {
 		name:    "DELETE: validate rules do not apply to the old object",
 		req:     pod(admissionv1.Delete, "old", nil, nil),
@@ -387,6 +385,17 @@ func TestRequestObjects(t *testing.T) {
 	if u.GetNamespace() != "" {
 		t.Error("Request changed the caller's object")
 	}
+	// values outside encoding/json's types (which runtime.DeepCopyJSON
+	// panics on) are copied as leaves
+	u.Object["spec"] = map[string]any{"priority": 3, "ports": []int32{80}}
+	ar.Object.Object = u
+	req, err := admission.Request(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, _ := req.Object["spec"].(map[string]any); spec["priority"] != 3 {
+		t.Errorf("spec %v", req.Object["spec"])
+	}
 }
 
 func TestRequestErrors(t *testing.T) {
@@ -455,5 +464,124 @@ func TestResponses(t *testing.T) {
 	check(t, out, del, true, "", nil)
 	if out.Patch != nil {
 		t.Errorf("patch %s for a DELETE", out.Patch)
+	}
+}
+
+// unsigned is an ImageVerifier for which every image resolves and no
+// signature verifies.
+type unsigned struct{}
+
+func (unsigned) ResolveDigest(context.Context, engine.ImageVerifyRequest) (string, error) {
+	return "sha256:1111111111111111111111111111111111111111111111111111111111111111", nil
+}
+
+func (unsigned) VerifySignature(context.Context, engine.ImageVerifyRequest) error {
+	return errors.New("no matching signatures")
+}
+
+func (unsigned) FetchAttestations(context.Context, engine.ImageVerifyRequest) ([]map[string]any, error) {
+	return nil, errors.New("no matching attestations")
+}
+
+const verifyPolicies = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: signed-images
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: check-signature
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    verifyImages:
+    - imageReferences: ["registry.test/*"]
+      attestors:
+      - entries:
+        - keys:
+            publicKeys: |-
+              -----BEGIN PUBLIC KEY-----
+              MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFhKunelBZgBkqVymHhqzkX5tk2CS
+              utLhdC5iwilcRLBCs5YgqQRS47gHebUv0mBotgyrwxoo2WXzheGc5iUSTw==
+              -----END PUBLIC KEY-----
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: audited-images
+spec:
+  rules:
+  - name: audit-signature
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    verifyImages:
+    - imageReferences: ["registry.test/*"]
+      mutateDigest: false
+      attestors:
+      - entries:
+        - keys:
+            publicKeys: |-
+              -----BEGIN PUBLIC KEY-----
+              MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFhKunelBZgBkqVymHhqzkX5tk2CS
+              utLhdC5iwilcRLBCs5YgqQRS47gHebUv0mBotgyrwxoo2WXzheGc5iUSTw==
+              -----END PUBLIC KEY-----
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: add-env
+spec:
+  rules:
+  - name: env-label
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            +(env): dev
+`
+
+// TestMutateVerifyImagesBlocked checks that a verifyImages failure that
+// blocks is answered as upstream's image verification handler answers it:
+// the blocked-resource message with the verifyImages rules that did not
+// pass, of every policy (Audit ones too), not a mutation error.
+func TestMutateVerifyImagesBlocked(t *testing.T) {
+	s := &loader.Set{}
+	if err := s.Read(strings.NewReader(verifyPolicies), "policies.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.WithImageVerifier(unsigned{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(s.Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"containers":[{"name":"app","image":"registry.test/app:v1"}]}}`
+	ar := &admissionv1.AdmissionRequest{
+		UID:       "0df28fbd-5f5f-4aaf-8ad4-2d54e2c3d3a6",
+		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Name:      "web",
+		Namespace: "shop",
+		Operation: admissionv1.Create,
+		Object:    runtime.RawExtension{Raw: []byte(raw)},
+	}
+	resp, _ := admission.Mutate(context.Background(), set, ar)
+	check(t, resp, ar, false, "\n\nresource Pod/shop/web was blocked due to the following policies \n\n"+
+		"audited-images:\n"+
+		"  audit-signature: 'failed to verify image registry.test/app:v1: .attestors[0].entries[0].keys: no matching signatures'\n"+
+		"signed-images:\n"+
+		"  check-signature: 'failed to verify image registry.test/app:v1: .attestors[0].entries[0].keys: no matching signatures'\n", nil)
+	if resp.Patch != nil {
+		t.Errorf("patch %s on a denied request", resp.Patch)
 	}
 }

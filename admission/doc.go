@@ -16,7 +16,10 @@
 // namespace. RBAC roles and namespace labels are not part of an
 // AdmissionRequest: set Roles, ClusterRoles and NamespaceLabels on the
 // engine.Request (or give the engine a NamespaceLabeler) when policies
-// read them.
+// read them; nor is the kind of a subresource request's resource (pods
+// for pods/exec), which a host with discovery sets as
+// engine.Request.ResourceKind so that match blocks such as "Pod/exec"
+// select the request, as upstream's webhooks do.
 //
 // ValidateResponse and MutateResponse build the AdmissionResponse from the
 // engine's response and decision (engine.Response.Blocked): allowed or

@@ -52,7 +52,7 @@ spec:
 
 	fmt.Println(string(out))
 	// Output:
-	// {"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":"705ab4f5","allowed":false,"status":{"metadata":{},"status":"Failure","message":"\n\nresource Pod/shop/web was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label ''team'' is required. rule check-team failed\n    at path /metadata/labels/'\n"}}}
+	// {"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":"705ab4f5","allowed":false,"status":{"metadata":{},"status":"Failure","message":"\n\nresource Pod/shop/web was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label ''team'' is required. rule check-team failed at path /metadata/labels/'\n"}}}
 }
 
 // A mutating webhook answers with the JSONPatch of the mutations.

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 )
 
@@ -276,22 +276,15 @@ func decodeAll(raws []RawDocument) []decoded {
 		}
 		return out
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(raws) {
-					return
-				}
-				out[i].docs, out[i].err = raws[i].Decode()
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i := range raws {
+		g.Go(func() error {
+			out[i].docs, out[i].err = raws[i].Decode()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the errors are kept by document
 	return out
 }
 
@@ -400,7 +393,23 @@ var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 
 type fieldSet struct {
 	fields map[string]reflect.Type
+	// folded holds the fields by lower-case name: encoding/json matches a
+	// key that is not a field name exactly to a field whose name is equal
+	// under case folding (upstream's readers accept them, and so do
+	// policy tests: "isMUtatingPolicy")
+	folded map[string]reflect.Type
 	inline bool // has ",inline" map catch-all (not used by gavel types)
+}
+
+// field returns the type of the field a key decodes into, as
+// encoding/json chooses it: the exact name, else a name equal under case
+// folding.
+func (fs *fieldSet) field(k string) (reflect.Type, bool) {
+	if t, ok := fs.fields[k]; ok {
+		return t, true
+	}
+	t, ok := fs.folded[strings.ToLower(k)]
+	return t, ok
 }
 
 var fieldCache sync.Map // reflect.Type -> *fieldSet; immutable entries, safe to share
@@ -409,8 +418,11 @@ func fieldsOf(t reflect.Type) *fieldSet {
 	if fs, ok := fieldCache.Load(t); ok {
 		return fs.(*fieldSet)
 	}
-	fs := &fieldSet{fields: map[string]reflect.Type{}}
+	fs := &fieldSet{fields: map[string]reflect.Type{}, folded: map[string]reflect.Type{}}
 	collectFields(t, fs)
+	for name, ft := range fs.fields {
+		fs.folded[strings.ToLower(name)] = ft
+	}
 	fieldCache.Store(t, fs)
 	return fs
 }
@@ -459,7 +471,7 @@ func walkUnknown(v any, t reflect.Type, path string, out *[]string) {
 		}
 		fs := fieldsOf(t)
 		for k, child := range m {
-			ft, ok := fs.fields[k]
+			ft, ok := fs.field(k)
 			if !ok {
 				*out = append(*out, joinPath(path, k))
 				continue
@@ -533,7 +545,7 @@ func walkTypes(v any, t reflect.Type, path string, mismatch func(string) bool) b
 			ft := t
 			if t.Kind() == reflect.Map {
 				ft = t.Elem()
-			} else if ft, ok = fieldsOf(t).fields[k]; !ok {
+			} else if ft, ok = fieldsOf(t).field(k); !ok {
 				continue
 			}
 			if walkTypes(m[k], ft, joinPath(path, k), mismatch) {

@@ -49,3 +49,36 @@ metadata:
 	// stream.yaml[0]: skipped
 	// stream.yaml[1] PolicyException/allow-web
 }
+
+// DecodePolicy reads every policy kind into its Go type; a document of a
+// policy group with a kind gavel does not know is an error.
+func ExampleDecodePolicy() {
+	docs, err := api.ReadDocuments(strings.NewReader(`
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedValidatingPolicy
+metadata:
+  name: replicas
+  namespace: shop
+spec:
+  validations:
+  - expression: "object.spec.replicas <= 5"
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicyy
+metadata:
+  name: typo
+`), "policies.yaml")
+	if err != nil {
+		panic(err)
+	}
+	p, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		panic(err)
+	}
+	vp := p.(*api.ValidatingPolicy)
+	fmt.Println(vp.GetKind(), api.PolicyKey(vp), vp.IsNamespaced(), vp.Spec.Validations[0].Expression)
+	fmt.Println(docs[1].IsPolicy(), docs[1].CheckKind())
+	// Output:
+	// NamespacedValidatingPolicy shop/replicas true object.spec.replicas <= 5
+	// false policies.yaml[1]: unknown kind "ClusterPolicyy" of apiVersion "kyverno.io/v1"
+}

@@ -15,6 +15,8 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/internal/testshared"
 )
 
 // slowDecode is decodeOne without the fast path: the reference.
@@ -69,10 +71,14 @@ func splitDocs(t *testing.T, data []byte) [][]byte {
 }
 
 // TestDecodeFastCorpus runs the comparison on every YAML file of the
-// repository's testdata and, when present, of the shared corpus.
+// repository and, with GAVEL_SHARED, of the shared corpus.
 func TestDecodeFastCorpus(t *testing.T) {
 	var files []string
-	for _, root := range []string{"..", filepath.Join("..", "..", "shared")} {
+	roots := []string{".."}
+	if dir, ok := testshared.Optional(t, "."); ok {
+		roots = append(roots, dir)
+	}
+	for _, root := range roots {
 		filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return nil

@@ -10,16 +10,83 @@ func isKyvernoGroup(apiVersion string) bool {
 	return strings.HasPrefix(apiVersion, GroupKyverno+"/")
 }
 
+// groupOf returns the group of an apiVersion ("" for the core group).
+func groupOf(apiVersion string) string {
+	if i := strings.IndexByte(apiVersion, '/'); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
+}
+
 // policyVersions are the kyverno.io versions that serve ClusterPolicy and Policy.
 var policyVersions = map[string]bool{"kyverno.io/v1": true, "kyverno.io/v2beta1": true, "kyverno.io/v2": true}
 
 // exceptionVersions are the versions that serve PolicyException.
 var exceptionVersions = map[string]bool{"kyverno.io/v2": true, "kyverno.io/v2beta1": true, "kyverno.io/v2alpha1": true}
 
-// IsPolicy reports whether the document is a ClusterPolicy or Policy.
+// celVersions are the served versions of the policies.kyverno.io kinds.
+var celVersions = map[string]bool{"policies.kyverno.io/v1alpha1": true, "policies.kyverno.io/v1beta1": true, "policies.kyverno.io/v1": true}
+
+// vapVersions serve ValidatingAdmissionPolicy and its bindings.
+var vapVersions = map[string]bool{"admissionregistration.k8s.io/v1": true, "admissionregistration.k8s.io/v1beta1": true}
+
+// mapVersions serve MutatingAdmissionPolicy and its bindings.
+var mapVersions = map[string]bool{"admissionregistration.k8s.io/v1": true, "admissionregistration.k8s.io/v1beta1": true,
+	"admissionregistration.k8s.io/v1alpha1": true}
+
+// policyKind is a policy kind gavel decodes: the versions that serve it
+// and the Go type one document decodes into.
+type policyKind struct {
+	versions map[string]bool
+	new      func() PolicyObject
+}
+
+// policyKinds are the policy kinds by group and kind.
+var policyKinds = map[string]map[string]policyKind{
+	GroupKyverno: {
+		KindClusterPolicy:        {policyVersions, func() PolicyObject { return &ClusterPolicy{} }},
+		KindPolicy:               {policyVersions, func() PolicyObject { return &Policy{} }},
+		KindCleanupPolicy:        {cleanupVersions, func() PolicyObject { return &CleanupPolicy{} }},
+		KindClusterCleanupPolicy: {cleanupVersions, func() PolicyObject { return &CleanupPolicy{} }},
+	},
+	GroupPolicies: {
+		KindValidatingPolicy:                {celVersions, func() PolicyObject { return &ValidatingPolicy{} }},
+		KindNamespacedValidatingPolicy:      {celVersions, func() PolicyObject { return &ValidatingPolicy{} }},
+		KindImageValidatingPolicy:           {celVersions, func() PolicyObject { return &ImageValidatingPolicy{} }},
+		KindNamespacedImageValidatingPolicy: {celVersions, func() PolicyObject { return &ImageValidatingPolicy{} }},
+		KindMutatingPolicy:                  {celVersions, func() PolicyObject { return &MutatingPolicy{} }},
+		KindNamespacedMutatingPolicy:        {celVersions, func() PolicyObject { return &MutatingPolicy{} }},
+		KindGeneratingPolicy:                {celVersions, func() PolicyObject { return &GeneratingPolicy{} }},
+		KindNamespacedGeneratingPolicy:      {celVersions, func() PolicyObject { return &GeneratingPolicy{} }},
+		KindDeletingPolicy:                  {celVersions, func() PolicyObject { return &DeletingPolicy{} }},
+		KindNamespacedDeletingPolicy:        {celVersions, func() PolicyObject { return &DeletingPolicy{} }},
+	},
+	GroupAdmissionRegistration: {
+		KindValidatingAdmissionPolicy:        {vapVersions, func() PolicyObject { return &ValidatingAdmissionPolicy{} }},
+		KindValidatingAdmissionPolicyBinding: {vapVersions, func() PolicyObject { return &ValidatingAdmissionPolicyBinding{} }},
+		KindMutatingAdmissionPolicy:          {mapVersions, func() PolicyObject { return &MutatingAdmissionPolicy{} }},
+		KindMutatingAdmissionPolicyBinding:   {mapVersions, func() PolicyObject { return &MutatingAdmissionPolicyBinding{} }},
+	},
+}
+
+// resourceKinds are the other kinds of the policy groups: objects that
+// policies may validate like any resource.
+var resourceKinds = map[string]map[string]bool{
+	GroupKyverno: {KindPolicyException: true, KindUpdateRequest: true, "GlobalContextEntry": true, "AdmissionReport": true,
+		"ClusterAdmissionReport": true, "BackgroundScanReport": true, "ClusterBackgroundScanReport": true},
+	GroupPolicies:              {KindPolicyException: true},
+	GroupAdmissionRegistration: {"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true},
+}
+
+// IsPolicy reports whether the document is a policy of a kind gavel
+// decodes (DecodePolicy): a kyverno.io ClusterPolicy, Policy,
+// ClusterCleanupPolicy or CleanupPolicy, a policies.kyverno.io policy (ValidatingPolicy, ImageValidatingPolicy,
+// MutatingPolicy, GeneratingPolicy, DeletingPolicy and their Namespaced
+// kinds), or an admissionregistration.k8s.io ValidatingAdmissionPolicy,
+// MutatingAdmissionPolicy or one of their bindings.
 func (d Document) IsPolicy() bool {
-	k := d.Kind()
-	return (k == KindClusterPolicy || k == KindPolicy) && isKyvernoGroup(d.APIVersion())
+	_, ok := policyKinds[groupOf(d.APIVersion())][d.Kind()]
+	return ok
 }
 
 // IsPolicyException reports whether the document is a kyverno.io PolicyException.
@@ -27,29 +94,77 @@ func (d Document) IsPolicyException() bool {
 	return d.Kind() == KindPolicyException && isKyvernoGroup(d.APIVersion())
 }
 
-// DecodePolicy decodes a ClusterPolicy or Policy document strictly.
+// IsCELPolicyException reports whether the document is a
+// policies.kyverno.io PolicyException.
+func (d Document) IsCELPolicyException() bool {
+	return d.Kind() == KindPolicyException && groupOf(d.APIVersion()) == GroupPolicies
+}
+
+// UnknownKindError is a document of one of the policy groups (kyverno.io,
+// policies.kyverno.io, admissionregistration.k8s.io) whose kind gavel does
+// not know: a misspelt kind, or a kind of a later version.
+type UnknownKindError struct {
+	Source string
+	Index  int
+	// APIVersion and Kind are the document's.
+	APIVersion, Kind string
+}
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("%s[%d]: unknown kind %q of apiVersion %q", e.Source, e.Index, e.Kind, e.APIVersion)
+}
+
+// CheckKind returns an *UnknownKindError for a document of a policy group
+// (kyverno.io, policies.kyverno.io, admissionregistration.k8s.io) whose
+// kind is neither a policy kind nor one of the group's other known kinds
+// (PolicyException, UpdateRequest, GlobalContextEntry, webhook
+// configurations, ...), and nil for every other document. Readers call it
+// so that a misspelt policy kind is an error rather than a resource.
+func (d Document) CheckKind() error {
+	g := groupOf(d.APIVersion())
+	kinds, ok := policyKinds[g]
+	if !ok {
+		return nil
+	}
+	k := d.Kind()
+	if _, ok := kinds[k]; ok || resourceKinds[g][k] {
+		return nil
+	}
+	return &UnknownKindError{Source: d.Source, Index: d.Index, APIVersion: d.APIVersion(), Kind: k}
+}
+
+// DecodePolicy decodes a document of any policy kind (see IsPolicy)
+// strictly, into *ClusterPolicy, *Policy, *CleanupPolicy,
+// *ValidatingPolicy, *ImageValidatingPolicy, *MutatingPolicy,
+// *GeneratingPolicy, *DeletingPolicy, *ValidatingAdmissionPolicy,
+// *ValidatingAdmissionPolicyBinding, *MutatingAdmissionPolicy or
+// *MutatingAdmissionPolicyBinding. A namespaced kind without a namespace
+// is in "default".
 func DecodePolicy(d Document) (PolicyObject, error) {
-	if !d.IsPolicy() {
+	pk, ok := policyKinds[groupOf(d.APIVersion())][d.Kind()]
+	if !ok {
 		return nil, &DecodeError{Source: d.Source, Index: d.Index, Object: d.Kind(),
 			Err: fmt.Errorf("not a policy: apiVersion %q kind %q", d.APIVersion(), d.Kind())}
 	}
-	if !policyVersions[d.APIVersion()] {
+	if !pk.versions[d.APIVersion()] {
 		return nil, &DecodeError{Source: d.Source, Index: d.Index, Object: d.Kind() + "/" + d.Name(),
 			Err: fmt.Errorf("unsupported apiVersion %q", d.APIVersion())}
 	}
-	var p PolicyObject
-	if d.Kind() == KindClusterPolicy {
-		p = &ClusterPolicy{}
-	} else {
-		p = &Policy{}
-	}
+	p := pk.new()
 	if err := DecodeStrict(d, p); err != nil {
 		return nil, err
 	}
 	if p.IsNamespaced() && p.GetNamespace() == "" {
-		p.(*Policy).Namespace = "default"
+		setNamespace(p, "default")
 	}
 	return p, nil
+}
+
+// setNamespace sets the namespace of a namespaced policy.
+func setNamespace(p PolicyObject, ns string) {
+	if o, ok := p.(interface{ SetNamespace(string) }); ok {
+		o.SetNamespace(ns)
+	}
 }
 
 // DecodePolicyException decodes a PolicyException document strictly.
@@ -69,8 +184,27 @@ func DecodePolicyException(d Document) (*PolicyException, error) {
 	return &e, nil
 }
 
-// PolicyKey returns how exceptions and reports name a policy: the name of a
-// ClusterPolicy, "<namespace>/<name>" of a Policy.
+// DecodeCELPolicyException decodes a policies.kyverno.io PolicyException
+// document strictly (v1alpha1, v1beta1 or v1).
+func DecodeCELPolicyException(d Document) (*CELPolicyException, error) {
+	if !d.IsCELPolicyException() {
+		return nil, &DecodeError{Source: d.Source, Index: d.Index, Object: d.Kind(),
+			Err: fmt.Errorf("not a policies.kyverno.io PolicyException: apiVersion %q kind %q", d.APIVersion(), d.Kind())}
+	}
+	if !celVersions[d.APIVersion()] {
+		return nil, &DecodeError{Source: d.Source, Index: d.Index, Object: d.Kind() + "/" + d.Name(),
+			Err: fmt.Errorf("unsupported apiVersion %q", d.APIVersion())}
+	}
+	var e CELPolicyException
+	if err := DecodeStrict(d, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// PolicyKey returns how exceptions and reports name a policy: its name, or
+// "<namespace>/<name>" for a namespaced kind (Policy,
+// NamespacedValidatingPolicy, ...).
 func PolicyKey(p PolicyObject) string {
 	if p.IsNamespaced() {
 		return p.GetNamespace() + "/" + p.GetName()

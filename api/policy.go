@@ -16,16 +16,27 @@ const (
 	KindUpdateRequest   = "UpdateRequest"
 )
 
-// PolicyObject is implemented by ClusterPolicy and Policy.
+// PolicyObject is implemented by every policy kind gavel decodes (see
+// DecodePolicy): ClusterPolicy and Policy, the policies.kyverno.io kinds
+// and Kubernetes' admission policies and bindings.
 type PolicyObject interface {
 	GetName() string
 	GetNamespace() string
 	GetAnnotations() map[string]string
+	// GetKind returns the kind (ClusterPolicy, ValidatingPolicy,
+	// NamespacedValidatingPolicy, ValidatingAdmissionPolicy, ...).
 	GetKind() string
+	// IsNamespaced reports whether the policy is of a namespaced kind
+	// (Policy, NamespacedValidatingPolicy, ...): it applies only to
+	// resources of its namespace.
+	IsNamespaced() bool
+}
+
+// ClassicPolicy is a policy of rules: a ClusterPolicy or a Policy.
+type ClassicPolicy interface {
+	PolicyObject
 	// GetSpec returns the policy's spec; callers must not modify it.
 	GetSpec() *Spec
-	// IsNamespaced reports whether the policy is a (namespaced) Policy.
-	IsNamespaced() bool
 }
 
 // ClusterPolicy is a cluster-wide policy (kind ClusterPolicy).

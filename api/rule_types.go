@@ -356,6 +356,10 @@ type Attestor struct {
 	Attestor    *AttestorSet      `json:"attestor,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Repository  string            `json:"repository,omitempty"`
+	// SignatureAlgorithm is accepted as upstream's CRD defaults it
+	// (sha256) on every attestor read from a cluster; keys take theirs
+	// from keys.signatureAlgorithm, as upstream.
+	SignatureAlgorithm string `json:"signatureAlgorithm,omitempty"`
 }
 
 // StaticKeyAttestor verifies with public keys (PEM, several allowed), a

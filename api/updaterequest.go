@@ -9,6 +9,8 @@ type UpdateRequestType string
 const (
 	URMutate   UpdateRequestType = "mutate"
 	URGenerate UpdateRequestType = "generate"
+	// URCELGenerate is a GeneratingPolicy's (upstream's CELGenerate).
+	URCELGenerate UpdateRequestType = "cel-generate"
 )
 
 // UpdateRequestState is the lifecycle state of an UpdateRequest.

@@ -125,14 +125,14 @@ func Controllers(annotations map[string]string, spec *api.Spec) []string {
 // rules are returned as they are. The policy is never modified; the returned
 // slice is new, and policy rules in it share their bodies with the policy.
 // Rules that cannot be generated (see Error) are skipped.
-func Rules(p api.PolicyObject) []api.Rule {
+func Rules(p api.ClassicPolicy) []api.Rule {
 	rules, _ := Expand(p)
 	return rules
 }
 
 // Expand is Rules that also reports, as a *Error (several joined with
 // errors.Join), the generated rules it had to skip.
-func Expand(p api.PolicyObject) ([]api.Rule, error) {
+func Expand(p api.ClassicPolicy) ([]api.Rule, error) {
 	if p == nil || isNilPointer(p) {
 		return nil, nil
 	}

@@ -25,7 +25,7 @@ type golden struct {
 	Rules       []api.Rule `json:"rules"`
 }
 
-func loadPolicy(t testing.TB, path string) api.PolicyObject {
+func loadPolicy(t testing.TB, path string) api.ClassicPolicy {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -42,7 +42,7 @@ func loadPolicy(t testing.TB, path string) api.PolicyObject {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return p
+			return p.(api.ClassicPolicy)
 		}
 	}
 	t.Fatalf("%s: no policy", path)

@@ -37,10 +37,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	policy, err := api.DecodePolicy(docs[0])
+	decoded, err := api.DecodePolicy(docs[0])
 	if err != nil {
 		panic(err)
 	}
+	policy := decoded.(*api.ClusterPolicy)
 
 	fmt.Println("controllers:", autogen.Controllers(policy.GetAnnotations(), policy.GetSpec()))
 	for _, rule := range autogen.Rules(policy) {
@@ -72,4 +73,130 @@ func ExampleOriginal() {
 	// check-image -> check-image false
 	// autogen-check-image -> check-image true
 	// autogen-cronjob-check-image -> check-image true
+}
+
+// ValidatingPolicy returns the Pod controller variants of a
+// ValidatingPolicy: its expressions moved to the Pod template.
+func ExampleValidatingPolicy() {
+	docs, err := api.ReadDocuments(strings.NewReader(`
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: no-host-network
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [pods]
+  validations:
+  - expression: "object.spec.?hostNetwork.orValue(false) == false"
+`), "policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	p, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		panic(err)
+	}
+	variants, err := autogen.ValidatingPolicy(&p.(*api.ValidatingPolicy).Spec)
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range variants {
+		var kinds []string
+		for _, t := range v.Targets {
+			kinds = append(kinds, t.Kind)
+		}
+		fmt.Println(v.Config, kinds, v.Spec.Validations[0].Expression)
+	}
+	// Output:
+	// cronjobs [CronJob] object.spec.jobTemplate.spec.template.spec.?hostNetwork.orValue(false) == false
+	// defaults [DaemonSet Deployment ReplicaSet StatefulSet Job] object.spec.template.spec.?hostNetwork.orValue(false) == false
+}
+
+// The Pod controller variants of an ImageValidatingPolicy: matchConstraints
+// for the controllers, and object paths moved to the Pod template in
+// every expression (attestors' too).
+func ExampleImageValidatingPolicy() {
+	docs, err := api.ReadDocuments(strings.NewReader(`apiVersion: policies.kyverno.io/v1
+kind: ImageValidatingPolicy
+metadata:
+  name: signed
+spec:
+  autogen:
+    podControllers:
+      controllers: [deployments, cronjobs]
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [pods]
+  attestors:
+  - name: cosign
+    cosign:
+      key:
+        expression: object.metadata.annotations['key']
+  validations:
+  - expression: images.containers.all(i, verifyImageSignatures(i, [attestors.cosign]) > 0)
+`), "policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	p, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		panic(err)
+	}
+	variants, err := autogen.ImageValidatingPolicy(&p.(*api.ImageValidatingPolicy).Spec)
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range variants {
+		fmt.Println(v.Config, v.Targets[0].Kind, v.Spec.MatchConstraints.ResourceRules[0].Resources, v.Spec.Attestors[0].Cosign.Key.Expression)
+	}
+	// Output:
+	// cronjobs CronJob [cronjobs] object.spec.jobTemplate.spec.template.metadata.annotations['key']
+	// defaults Deployment [deployments] object.spec.template.metadata.annotations['key']
+}
+
+// The Pod controller variants of a MutatingPolicy: the controllers'
+// matchConstraints, and the ApplyConfiguration moved to the template.
+func ExampleMutatingPolicy() {
+	docs, err := api.ReadDocuments(strings.NewReader(`
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata:
+  name: pull-always
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  autogen:
+    podControllers:
+      controllers: [deployments, cronjobs]
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >-
+        Object{spec: Object.spec{containers: object.spec.containers.map(c,
+        Object.spec.containers{name: c.name, imagePullPolicy: "Always"})}}
+`), "policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	p, err := api.DecodePolicy(docs[0])
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range autogen.MutatingPolicy(&p.(*api.MutatingPolicy).Spec) {
+		fmt.Println(v.Config, v.Targets[0].Kind, v.Spec.MatchConstraints.ResourceRules[0].Resources)
+		fmt.Println(v.Spec.Mutations[0].ApplyConfiguration.Expression)
+	}
+	// Output:
+	// cronjobs CronJob [cronjobs]
+	// Object{spec: Object.spec{jobTemplate: Object.spec.jobTemplate{spec: Object.spec.jobTemplate.spec{template: Object.spec.jobTemplate.spec.template{spec: Object.spec.jobTemplate.spec.template.spec{containers: object.spec.jobTemplate.spec.template.spec.containers.map(c, Object.spec.jobTemplate.spec.template.spec.containers{name: c.name, imagePullPolicy: "Always"})}}}}}}
+	// defaults Deployment [deployments]
+	// Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: object.spec.template.spec.containers.map(c, Object.spec.template.spec.containers{name: c.name, imagePullPolicy: "Always"})}}}}
 }

@@ -3,16 +3,20 @@ package cel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
 
 	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
+	"k8s.io/apiserver/pkg/cel/mutation"
 )
 
 // Names of the variables an expression sees.
@@ -60,6 +64,20 @@ const (
 	AuditAnnotation
 	// Variable may have any type; it sees the authorizer.
 	Variable
+	// ApplyConfiguration (a mutation) must be an Object: an apply
+	// configuration built with Object{...} initializers; it sees the
+	// authorizer.
+	ApplyConfiguration
+	// JSONPatch (a mutation) must be a list of JSONPatch operations; it
+	// sees the authorizer.
+	JSONPatch
+)
+
+// The types of the mutations' results: the root of an apply configuration
+// and an operation of a JSON patch (k8s.io/apiserver's mutation types).
+var (
+	objectType    = types.NewObjectType(mutation.ObjectTypeName)
+	jsonPatchType = types.NewObjectType(mutation.JSONPatchTypeName)
 )
 
 func (k Kind) returnTypes() []*cel.Type {
@@ -70,20 +88,39 @@ func (k Kind) returnTypes() []*cel.Type {
 		return []*cel.Type{cel.StringType, cel.NullType}
 	case Variable:
 		return []*cel.Type{cel.AnyType}
+	case ApplyConfiguration:
+		return []*cel.Type{objectType}
+	case JSONPatch:
+		return []*cel.Type{cel.ListType(jsonPatchType)}
 	}
 	return []*cel.Type{cel.BoolType}
 }
 
 func (k Kind) authorizer() bool { return k != MessageExpression }
 
+// mutation tells the kinds that see the patch types.
+func (k Kind) mutation() bool { return k == ApplyConfiguration || k == JSONPatch }
+
+// patchTypeOptions declare the types of mutations, Object (with its
+// Object.<field>... types) and JSONPatch, and the jsonpatch library
+// (jsonpatch.escapeKey), as the API server declares them for the
+// mutations of a MutatingAdmissionPolicy.
+func patchTypeOptions() []cel.EnvOption {
+	return []cel.EnvOption{
+		common.ResolverEnvOption(&mutation.DynamicTypeResolver{}),
+		library.JSONPatch(),
+	}
+}
+
 // Env is the compilation environment. It is immutable and safe for
 // concurrent use; build it once and share it.
 type Env struct {
 	cfg  envConfig
 	base *environment.EnvSet
-	// variants are the environments by [params][authorizer], each built
-	// on first use (most policy sets need two of the four).
-	variants [2][2]variant
+	// variants are the environments by [params][authorizer][namespaced],
+	// each built on first use (most policy sets need two of them; the
+	// namespaced ones differ only with the resource library).
+	variants [2][2][2]variant
 }
 
 // variant is one environment: plain has the admission variables but no
@@ -101,6 +138,74 @@ type EnvOption func(*envConfig) error
 type envConfig struct {
 	ver   *version.Version
 	extra []cel.EnvOption
+	// pure are options whose functions are pure (WithPureEnvOptions)
+	pure []cel.EnvOption
+	// vars are the variables WithVariable declares
+	vars []declaredVar
+	// requestObjects declares request.object and request.oldObject
+	requestObjects bool
+	// noAuthorizer leaves the authorizer variables out
+	noAuthorizer bool
+	// libs are the libraries of WithLibraries
+	libs LibrarySet
+	// patchTypes declares the patch types in every expression
+	// (WithPatchTypes)
+	patchTypes bool
+}
+
+// declaredVar is a variable of WithVariable.
+type declaredVar struct {
+	name string
+	t    *cel.Type
+}
+
+// WithVariable declares a variable of type t that every expression sees;
+// its value comes from Input.Extra (null when absent). Unlike the options
+// of WithEnvOptions, it keeps the functions of the environment pure: the
+// values of variables that do not read it are still shared between the
+// Evaluations of a Scope.
+func WithVariable(name string, t *cel.Type) EnvOption {
+	return func(c *envConfig) error {
+		if name == "" || t == nil {
+			return errors.New("cel: WithVariable needs a name and a type")
+		}
+		c.vars = append(c.vars, declaredVar{name: name, t: t})
+		return nil
+	}
+}
+
+// WithPureEnvOptions is WithEnvOptions for options whose functions are
+// pure (their results depend on their arguments only): the values of
+// variables stay shared between the Evaluations of a Scope (but those of
+// the variables that read a variable the options declare).
+func WithPureEnvOptions(opts ...cel.EnvOption) EnvOption {
+	return func(c *envConfig) error {
+		c.pure = append(c.pure, opts...)
+		return nil
+	}
+}
+
+// WithRequestObjects declares the object and oldObject fields of the
+// request variable, as Kyverno's CEL policy kinds declare it (the API
+// server's request has no such fields).
+func WithRequestObjects() EnvOption {
+	return func(c *envConfig) error { c.requestObjects = true; return nil }
+}
+
+// WithoutAuthorizer leaves the authorizer variables out of the
+// environment (Kyverno's ValidatingPolicy does not declare them): an
+// expression that uses them does not compile.
+func WithoutAuthorizer() EnvOption {
+	return func(c *envConfig) error { c.noAuthorizer = true; return nil }
+}
+
+// WithPatchTypes declares the types of mutations (Object, its
+// Object.<field>... types and JSONPatch) and the jsonpatch library in every
+// expression of the environment, as Kyverno's MutatingPolicy declares them.
+// Without it, only the expressions of the ApplyConfiguration and JSONPatch
+// kinds see them, as in a MutatingAdmissionPolicy.
+func WithPatchTypes() EnvOption {
+	return func(c *envConfig) error { c.patchTypes = true; return nil }
 }
 
 // WithEnvOptions adds cel-go options (libraries, variables, types) to every
@@ -143,21 +248,23 @@ func NewEnv(opts ...EnvOption) (*Env, error) {
 	e := &Env{cfg: cfg, base: environment.MustBaseEnvSet(cfg.ver)}
 	// the variant of validations without params: every rule needs it, and
 	// building it now reports a broken configuration at once
-	if _, err := e.variant(false, true); err != nil {
+	if _, err := e.variant(false, true, false); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// variant returns the environment for [params][authorizer], built once.
-func (e *Env) variant(params, authz bool) (*variant, error) {
-	v := &e.variants[b2i(params)][b2i(authz)]
-	v.once.Do(func() { v.err = e.build(v, params, authz) })
+// variant returns the environment for [params][authorizer][namespaced],
+// built once.
+func (e *Env) variant(params, authz, namespaced bool) (*variant, error) {
+	namespaced = namespaced && e.cfg.libs&ResourceLibrary != 0
+	v := &e.variants[b2i(params)][b2i(authz)][b2i(namespaced)]
+	v.once.Do(func() { v.err = e.build(v, params, authz, namespaced) })
 	return v, v.err
 }
 
-func (e *Env) build(v *variant, params, authz bool) error {
-	requestType := requestType()
+func (e *Env) build(v *variant, params, authz, namespaced bool) error {
+	requestType := requestType(e.cfg.requestObjects)
 	namespaceType := namespaceType()
 	vars := []cel.EnvOption{
 		cel.Variable(ObjectVar, cel.DynType),
@@ -168,23 +275,36 @@ func (e *Env) build(v *variant, params, authz bool) error {
 	if params {
 		vars = append(vars, cel.Variable(ParamsVar, cel.DynType))
 	}
-	if authz {
+	for _, dv := range e.cfg.vars {
+		vars = append(vars, cel.Variable(dv.name, dv.t))
+	}
+	if authz && !e.cfg.noAuthorizer {
 		vars = append(vars,
 			cel.Variable(AuthorizerVar, library.AuthorizerType),
 			cel.Variable(requestResourceVar, library.ResourceCheckType))
 	}
 	set, err := e.base.Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions:        vars,
+		EnvOptions:        append(vars, orValueCompat()...),
 		DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},
 	}, environment.StrictCostOpt)
 	if err != nil {
 		return fmt.Errorf("cel: environment: %w", err)
 	}
 	v.plain = set.NewExpressionsEnv()
-	if len(e.cfg.extra) > 0 {
-		if v.plain, err = v.plain.Extend(e.cfg.extra...); err != nil {
+	if e.cfg.patchTypes {
+		if v.plain, err = v.plain.Extend(patchTypeOptions()...); err != nil {
+			return fmt.Errorf("cel: environment: patch types: %w", err)
+		}
+	}
+	if opts := append(append([]cel.EnvOption(nil), e.cfg.pure...), e.cfg.extra...); len(opts) > 0 {
+		if v.plain, err = v.plain.Extend(opts...); err != nil {
 			return fmt.Errorf("cel: environment: %w", err)
+		}
+	}
+	if e.cfg.libs != 0 {
+		if v.plain, err = v.plain.Extend(libraryOptions(e.cfg.libs, namespaced)...); err != nil {
+			return fmt.Errorf("cel: environment: libraries: %w", err)
 		}
 	}
 	v.shared, _, err = e.withVariables(v.plain, nil)
@@ -228,19 +348,50 @@ func (e *CompileError) Error() string { return e.Detail }
 // Program is a compiled expression: immutable, safe for concurrent use.
 type Program struct {
 	prog cel.Program
-	expr string
-	kind Kind
+	// lazy programs are instantiated on first use (Compiler.Lazy): ast
+	// and celEnv until then, once guards it, progErr is its error
+	ast     *cel.Ast
+	celEnv  *cel.Env
+	popts   []cel.ProgramOption
+	once    sync.Once
+	progErr error
+	expr    string
+	kind    Kind
 	// name is the variable name for Kind Variable.
 	name string
 	out  *cel.Type
 	// env and shared are set for variables: shared when the value
-	// depends on object and oldObject only (see memo).
+	// depends on object and oldObject only (see Scope).
 	env    *Env
 	shared bool
+	// reads are the top-level variables the expression reads, directly
+	// or through the variables it reads (see Reads).
+	reads []string
+	// bound is set when the expression calls a library function bound
+	// to the Evaluation (the clock, randomness, image verification).
+	bound bool
 }
 
 // Expression returns the expression's text.
 func (p *Program) Expression() string { return p.expr }
+
+// Reads tells whether the expression reads the top-level variable name
+// (ObjectVar, OldObjectVar, RequestVar, ParamsVar, NamespaceVar,
+// AuthorizerVar, VariablesVar, a variable of WithVariable or of the
+// options of WithEnvOptions, or a library's, such as "resource"), directly
+// or through the variables.<x> it reads. It is decided on the checked
+// expression, once, at compilation: a name in a string literal, a field
+// of that name (object.request) and a comprehension variable that shadows
+// it are no reads. Callers bind only what their programs read.
+func (p *Program) Reads(name string) bool {
+	if name == requestResourceVar {
+		name = AuthorizerVar
+	}
+	return slices.Contains(p.reads, name)
+}
+
+// OutputType returns the type the expression was checked to have.
+func (p *Program) OutputType() *cel.Type { return p.out }
 
 // Compiler compiles the expressions of one unit that shares variables.
 // AddVariable and Compile must not be called concurrently; the Programs
@@ -248,18 +399,50 @@ func (p *Program) Expression() string { return p.expr }
 type Compiler struct {
 	env    *Env
 	params bool
-	envs   [2]*cel.Env // by authorizer
-	vars   *apiservercel.DeclType
+	// namespace is the namespace of a namespaced policy (InNamespace).
+	namespace string
+	envs      [2]*cel.Env // by authorizer
+	// patchEnv is envs[1] with the patch types, for the mutations of an
+	// environment without WithPatchTypes (built on first use)
+	patchEnv *cel.Env
+	vars     *apiservercel.DeclType
 	// variables are the compiled variables, in order.
 	variables []*Program
-	// shared is set when a variable may be shared (Program.shared).
-	shared bool
+	// lazy defers the instantiation of programs (Lazy)
+	lazy bool
+}
+
+// Lazy makes the compiler's programs instantiated on their first
+// evaluation: Compile still parses and type-checks every expression (and
+// reports its errors), only cel-go's program, which holds a dispatcher of
+// every function of the environment, waits until it is needed. For units
+// that may never run, such as the Pod controller variants of a policy
+// checked on Pods only. It returns c.
+func (c *Compiler) Lazy() *Compiler {
+	c.lazy = true
+	return c
+}
+
+// CompilerOption configures a Compiler.
+type CompilerOption func(*Compiler)
+
+// InNamespace compiles the expressions of a namespaced policy of
+// namespace ns: the resource library's functions then take no namespace
+// argument (it is ns), generator.Apply generates in ns only and http
+// calls need Libraries.AllowHTTPInNamespacedPolicies, as upstream's
+// namespaced policies.
+func InNamespace(ns string) CompilerOption {
+	return func(c *Compiler) { c.namespace = ns }
 }
 
 // NewCompiler returns a compiler for a unit whose expressions see params
 // when hasParams is set (a paramKind is declared).
-func (e *Env) NewCompiler(hasParams bool) *Compiler {
-	return &Compiler{env: e, params: hasParams}
+func (e *Env) NewCompiler(hasParams bool, opts ...CompilerOption) *Compiler {
+	c := &Compiler{env: e, params: hasParams}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 func b2i(b bool) int {
@@ -278,7 +461,7 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	if c.vars == nil {
 		// variables see the authorizer: extend that environment now,
 		// the other one (message expressions) when it is first needed
-		v, err := c.env.variant(c.params, true)
+		v, err := c.env.variant(c.params, true, c.namespace != "")
 		if err != nil {
 			return nil, err
 		}
@@ -286,7 +469,7 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.envs[0], c.envs[1], c.vars = nil, env, t
+		c.envs[0], c.envs[1], c.vars, c.patchEnv = nil, env, t, nil
 	}
 	for _, v := range c.variables {
 		if v.name == name {
@@ -300,9 +483,10 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	p.name = name
 	p.env = c.env
 	// the functions of Kubernetes' environment are pure (but the
-	// authorizer's); those of WithEnvOptions may not be
-	p.shared = len(c.env.cfg.extra) == 0 && readsOnlyObjects(expr)
-	c.shared = c.shared || p.shared
+	// authorizer's, a variable); those of WithEnvOptions may not be, and
+	// those of the libraries are but the ones of hosts (variables too)
+	// and the ones bound to the Evaluation
+	p.shared = len(c.env.cfg.extra) == 0 && !p.bound && c.env.readsOnlyObjects(p)
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
 	return p, nil
@@ -311,9 +495,10 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 // Compile type-checks expr as an expression of kind k and makes its
 // program.
 func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
-	a := b2i(k.authorizer())
+	authz := k.authorizer() || c.env.cfg.noAuthorizer // one environment without authorizer
+	a := b2i(authz)
 	if c.envs[a] == nil {
-		v, err := c.env.variant(c.params, k.authorizer())
+		v, err := c.env.variant(c.params, authz, c.namespace != "")
 		if err != nil {
 			return nil, err
 		}
@@ -326,6 +511,16 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		c.envs[a] = env
 	}
 	env := c.envs[a]
+	if k.mutation() && !c.env.cfg.patchTypes {
+		if c.patchEnv == nil {
+			pe, err := env.Extend(patchTypeOptions()...)
+			if err != nil {
+				return nil, fmt.Errorf("cel: environment: patch types: %w", err)
+			}
+			c.patchEnv = pe
+		}
+		env = c.patchEnv
+	}
 	ast, issues := env.Compile(expr)
 	if issues != nil && issues.Err() != nil {
 		return nil, &CompileError{Expression: expr, Detail: "compilation failed: " + issues.String()}
@@ -347,11 +542,54 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		}
 		return nil, &CompileError{Expression: expr, Detail: reason}
 	}
-	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+	popts := []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency)}
+	p := &Program{expr: expr, kind: k, out: ast.OutputType()}
+	if c.env.cfg.libs&boundLibraries != 0 {
+		p.bound = callsBound(ast)
+		popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
+	}
+	c.noteReads(p, readsOf(ast))
+	if c.lazy {
+		p.ast, p.celEnv, p.popts = ast, env, popts
+		return p, nil
+	}
+	prog, err := env.Program(ast, popts...)
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
 	}
-	return &Program{prog: prog, expr: expr, kind: k, out: ast.OutputType()}, nil
+	p.prog = prog
+	return p, nil
+}
+
+// noteReads records on p what its expression reads (r), with what the
+// variables it reads read.
+func (c *Compiler) noteReads(p *Program, r reads) {
+	p.reads = r.names
+	for _, v := range c.variables {
+		if r.allVars || slices.Contains(r.vars, v.name) {
+			for _, n := range v.reads {
+				if !slices.Contains(p.reads, n) {
+					p.reads = append(p.reads, n)
+				}
+			}
+		}
+	}
+}
+
+// program returns the cel-go program, instantiating a lazy one.
+func (p *Program) program() (cel.Program, error) {
+	if p.ast == nil {
+		return p.prog, nil
+	}
+	p.once.Do(func() {
+		prog, err := p.celEnv.Program(p.ast, p.popts...)
+		if err != nil {
+			p.progErr = &CompileError{Expression: p.expr, Detail: "program instantiation failed: " + err.Error()}
+			return
+		}
+		p.prog = prog
+	})
+	return p.prog, p.progErr
 }
 
 // declTypeOf converts a checked type into the declaration of a variable's

@@ -70,8 +70,12 @@ type RequestResource struct {
 // (float64, as encoding/json decodes them, or int64) within the int64
 // range are CEL ints, as the API server reads JSON, other numbers
 // doubles. Request has the fields of an AdmissionRequest (kind, resource,
-// operation, userInfo, ...). An Input may serve several Evaluations (see
-// NewEvaluation).
+// operation, userInfo, ...).
+//
+// An Input is plain data: NewEvaluation reads it and keeps nothing in it,
+// so one Input may serve several Evaluations, concurrent ones included,
+// and may be changed between them. What the Evaluations of a request
+// share is in a Scope.
 type Input struct {
 	Object, OldObject map[string]any
 	Params            map[string]any
@@ -85,18 +89,29 @@ type Input struct {
 	// Budget bounds the total cost of the Evaluation's expressions
 	// (variables included); 0 means RuntimeCostBudget.
 	Budget int64
-
-	// memo holds the variables shared by its Evaluations, conv the
-	// trees' CEL values, both attached by NewEvaluation.
-	memo *memo
-	conv *converter
+	// Extra holds the values of the variables WithVariable (or the
+	// options of WithEnvOptions) declare, by name: JSON-like trees, CEL
+	// values or other Go values (converted by the environment's
+	// adapter); a declared variable that is absent is null.
+	Extra map[string]any
+	// Libraries is the host side of Kyverno's CEL libraries
+	// (WithLibraries) for the Evaluations of this Input; nil leaves
+	// every host unconfigured, the clock time.Now and the randomness
+	// crypto/rand.
+	Libraries *Libraries
 }
 
 // Evaluation evaluates programs of one Compiler on one Input. It is not
 // safe for concurrent use.
 type Evaluation struct {
-	ctx       context.Context
-	memo      *memo
+	ctx context.Context
+	// scope is the request's Scope, nil when there is none; trees are
+	// those bound to object and oldObject, which key the values of
+	// shared variables in it.
+	scope *Scope
+	trees trees
+	// conv is the converter of an Evaluation without a Scope.
+	conv      converter
 	act       activation
 	remaining int64
 	// varCost is the cost of variables evaluated since the last Eval.
@@ -113,6 +128,13 @@ type activation struct {
 	object, oldObject, params, request, namespace any
 	authorizer, requestResource                   any
 	variables                                     ref.Val
+	extra                                         map[string]any
+	conv                                          *converter
+	// declared are the variables of WithVariable, null when absent
+	declared []declaredVar
+	// libs resolves the names of the libraries' variables; nil in
+	// environments without libraries.
+	libs *libBinding
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -134,50 +156,65 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case VariablesVar:
 		return a.variables, true
 	}
+	if v, ok := a.extra[name]; ok {
+		return a.conv.NativeToValue(v), true
+	}
+	for _, dv := range a.declared {
+		if dv.name == name {
+			return types.NullValue, true
+		}
+	}
+	if a.libs != nil {
+		return a.libs.resolve(name)
+	}
 	return nil, false
 }
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // NewEvaluation binds in for the compiler's programs. ctx bounds every
-// evaluation (cancellation is checked inside comprehensions).
+// evaluation (cancellation is checked inside comprehensions). in's fields
+// are read at once and in is not kept: setting a field of in afterwards
+// does not change the Evaluation (the maps in holds are read as the
+// expressions read them).
 //
-// The Evaluations of one Input (of any Compiler) share the values of the
-// variables that read nothing but object and oldObject, in environments
-// without WithEnvOptions (whose functions may not be pure): a variable whose
-// expression another such Evaluation already evaluated successfully on
-// the same Object and OldObject trees is not evaluated again, its value
+// s, when not nil, is the Scope of the request (see Scope): the
+// Evaluation converts its trees through it, and shares with the other
+// Evaluations of s the values of the variables that read nothing but
+// object and oldObject (and the libraries' constants), in environments
+// without WithEnvOptions (whose functions may not be pure): a variable
+// whose expression another Evaluation of s already evaluated successfully
+// on the same Object and OldObject trees is not evaluated again, its value
 // and cost are taken over (as the same expression on the same data has
-// the same value and cost). NewEvaluation keeps them in in: an Input must
-// not be used by concurrent calls, and its trees must not change while it
-// is in use.
-func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
-	ev := &Evaluation{ctx: ctx, remaining: in.Budget}
-	if c.shared {
-		if in.memo == nil || !in.memo.holds(in) {
-			in.memo = newMemo(in)
-		}
-		ev.memo = in.memo
-	}
+// the same value and cost). With a nil s the Evaluation shares nothing.
+func (c *Compiler) NewEvaluation(ctx context.Context, in *Input, s *Scope) *Evaluation {
+	ev := &Evaluation{ctx: ctx, remaining: in.Budget, scope: s}
 	if ev.remaining <= 0 {
 		ev.remaining = RuntimeCostBudget
 	}
-	if in.conv == nil || !in.conv.holds(in) {
-		in.conv = newConverter(in)
+	conv := &ev.conv
+	if s != nil {
+		conv = &s.conv
+		ev.trees = treesOf(in.Object, in.OldObject)
 	}
-	conv := in.conv
 	ev.act = activation{
 		object:    conv.value(in.Object),
 		oldObject: conv.value(in.OldObject),
 		params:    conv.value(in.Params),
 		request:   conv.value(in.Request),
 		namespace: conv.value(in.Namespace),
+		extra:     in.Extra,
+		conv:      conv,
+		declared:  c.env.cfg.vars,
 	}
 	if in.Authorizer != nil {
 		u := &user.DefaultInfo{Name: in.User.Username, UID: in.User.UID, Groups: in.User.Groups, Extra: in.User.Extra}
 		a := authorizerAdapter{a: in.Authorizer, ctx: ctx}
 		ev.act.authorizer = library.NewAuthorizerVal(u, a)
 		ev.act.requestResource = library.NewResourceAuthorizerVal(u, a, resourceAttrs(in.Resource))
+	}
+	if c.env.cfg.libs != 0 {
+		ev.act.libs = &libBinding{ctx: ctx, libs: in.Libraries, namespace: c.namespace, objects: conv}
 	}
 	if n := len(c.variables); n > 0 {
 		ev.vars = variables{ev: ev, progs: c.variables[:n:n], vals: ev.varBuf[:0]}
@@ -192,10 +229,24 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 	return ev
 }
 
+// SetObject rebinds the object variable of the Evaluation to obj, the
+// result of a mutation that the next one sees. The variables evaluated so
+// far keep their values, as the API server keeps them for the mutations of
+// one invocation of a mutating admission policy; those evaluated later see
+// obj (and are shared, through the Scope, with the Evaluations on obj).
+// obj is read, never modified.
+func (ev *Evaluation) SetObject(obj map[string]any) {
+	ev.act.object = ev.act.conv.value(obj)
+	if ev.scope != nil {
+		ev.trees = treesOf(obj, ev.trees.oldObjectMap)
+	}
+}
+
 // variable evaluates the variable p, adding its cost to the next Eval's.
 func (ev *Evaluation) variable(p *Program) ref.Val {
-	if p.shared {
-		if e := ev.memo.find(p); e != nil {
+	share := p.shared && ev.scope != nil
+	if share {
+		if e := ev.scope.find(p, &ev.trees); e != nil {
 			ev.varCost = addCost(ev.varCost, e.cost)
 			return e.val
 		}
@@ -208,8 +259,8 @@ func (ev *Evaluation) variable(p *Program) ref.Val {
 			ev.varCost = addCost(ev.varCost, cost)
 		}
 	}
-	if err == nil && p.shared && details != nil {
-		ev.memo.add(p, v, cost)
+	if err == nil && share && details != nil {
+		ev.scope.add(p, &ev.trees, v, cost)
 	}
 	if err != nil {
 		if isCostErr(err) && ev.costErr == nil {
@@ -283,10 +334,14 @@ func (ev *Evaluation) Eval(p *Program) (ref.Val, error) {
 // channel) needs none of ContextEval's interruption checks, which cost a
 // cancellable context per evaluation.
 func (ev *Evaluation) run(p *Program) (ref.Val, *cel.EvalDetails, error) {
-	if ev.ctx.Done() == nil {
-		return p.prog.Eval(&ev.act)
+	prog, err := p.program()
+	if err != nil {
+		return nil, nil, err
 	}
-	return p.prog.ContextEval(ev.ctx, &ev.act)
+	if ev.ctx.Done() == nil {
+		return prog.Eval(&ev.act)
+	}
+	return prog.ContextEval(ev.ctx, &ev.act)
 }
 
 // authorizerAdapter puts an Authorizer behind the API server's interface.

@@ -24,8 +24,9 @@ func stringList() *apiservercel.DeclType {
 	return apiservercel.NewListType(apiservercel.StringType, -1)
 }
 
-// requestType declares kubernetes.AdmissionRequest.
-func requestType() *apiservercel.DeclType {
+// requestType declares kubernetes.AdmissionRequest; with objects, also
+// its object and oldObject fields (dyn), as Kyverno declares it.
+func requestType(objects bool) *apiservercel.DeclType {
 	gvk := apiservercel.NewObjectType("kubernetes.GroupVersionKind", fieldsOf(
 		declField("group", apiservercel.StringType, true),
 		declField("version", apiservercel.StringType, true),
@@ -42,7 +43,7 @@ func requestType() *apiservercel.DeclType {
 		declField("groups", stringList(), false),
 		declField("extra", apiservercel.NewMapType(apiservercel.StringType, stringList(), -1), false),
 	))
-	return apiservercel.NewObjectType("kubernetes.AdmissionRequest", fieldsOf(
+	fs := fieldsOf(
 		declField("kind", gvk, true),
 		declField("resource", gvr, true),
 		declField("subResource", apiservercel.StringType, false),
@@ -55,7 +56,12 @@ func requestType() *apiservercel.DeclType {
 		declField("userInfo", userInfo, true),
 		declField("dryRun", apiservercel.BoolType, false),
 		declField("options", apiservercel.DynType, false),
-	))
+	)
+	if objects {
+		fs["object"] = declField("object", apiservercel.DynType, false)
+		fs["oldObject"] = declField("oldObject", apiservercel.DynType, false)
+	}
+	return apiservercel.NewObjectType("kubernetes.AdmissionRequest", fs)
 }
 
 // namespaceType declares kubernetes.Namespace.

@@ -238,7 +238,7 @@ func TestCELThroughTheHost(t *testing.T) {
 			deny: "image-prefix:\n  prefix-from-configmap: images must start with registry.b/\n"},
 		{name: "no ConfigMap, Deny",
 			req:  podRequest(t, "bob", "nowhere", "p", nil, "registry.a/x"),
-			deny: "image-prefix:\n  prefix-from-configmap: 'error in parameterized resource: configmaps \"image-rules\"\n    not found'\n"},
+			deny: "image-prefix:\n  prefix-from-configmap: 'error in parameterized resource: configmaps \"image-rules\" not found'\n"},
 		{name: "the selected Limit",
 			req:  podRequest(t, "bob", "team-a", "p", nil, "registry.a/x", "registry.a/y", "registry.a/z"),
 			deny: "container-limits:\n  per-namespace: at most 2 containers (two)\n"},

@@ -2,22 +2,19 @@ package cluster
 
 import (
 	"context"
-	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/generate"
-	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/report"
 )
 
@@ -34,40 +31,54 @@ type ControllerOptions struct {
 	// Report are the options of the reports (clock, source...); the clock
 	// defaults to time.Now.
 	Report report.Options
-	// StateConfigMap is the ConfigMap, in the host's namespace, where the
-	// leader records the version of each policy it has applied (default
-	// DefaultStateConfigMap), so that a new leader applies the policy
-	// changes made while none ran.
-	StateConfigMap string
 }
 
 // Controller is the background side of gavel in a cluster: it drains the
 // durable UpdateRequest queue with a generate.Controller, applies policy
 // changes and edits of generated resources and of clone sources through
 // the generate controller's handlers (upstream's synchronize), and keeps
-// the policy reports (Reporter.Run). Run it
-// on the leader only (Host.RunLeader); every replica builds one so that a
-// new leader starts at once.
+// the policy reports (Reporter.Run). Run it on the leader only
+// (Host.RunLeader); every replica builds one so that a new leader starts
+// at once.
+//
+// Its parts are controllers in client-go's sample-controller shape: the
+// event handlers (policy changes, informers of generated resources and
+// clone sources) only put keys in rate-limited queues; workers do the
+// API calls, retrying failures with backoff (up to 10 times), and no API
+// call is made under a lock. The leader records, per policy, the version
+// it applied (a ConfigMap per policy, see StateConfigMapName), so that a
+// new leader applies the changes made while none ran.
 type Controller struct {
 	h    *Host
 	src  *PolicySource
 	gen  *generate.Controller
 	rep  *Reporter
 	opts ControllerOptions
+	log  *slog.Logger
 
-	// polMu orders the policy changes of a leader: the replay when it
-	// starts leading, then each change; state is the durable record of the
-	// applied policies (controller_state.go).
-	polMu sync.Mutex
-	state policyState
-
-	mu      sync.Mutex
-	leadCtx context.Context // nil when not leading
-	watched map[schema.GroupVersionResource]bool
-	sources map[schema.GroupVersionResource]bool
-	dynInf  dynamicinformer.DynamicSharedInformerFactory // generated resources
-	srcInf  dynamicinformer.DynamicSharedInformerFactory // clone sources
+	mu   sync.Mutex
+	lead *leadTerm // nil when not leading
+	// gpolKinds are the kinds GeneratingPolicies generate, as the
+	// generate controller learns them (generate.WithDownstreamKinds):
+	// watched like the kinds of generate rules, and as clone sources
+	gpolKinds map[[2]string]bool
+	// sched runs the deleting policies on their schedules
+	sched *Scheduler
 }
+
+// leadTerm is the state of one leadership.
+type leadTerm struct {
+	ctx      context.Context
+	policies workqueue.TypedRateLimitingInterface[string]
+	prev     map[string]*engine.Policy // the version serving before a change not processed yet, by key
+	states   *stateStore
+	gens     *changeWatcher // generated resources
+	sources  *changeWatcher // clone sources
+}
+
+// watchKey is the key of the policies queue that makes the worker start
+// the informers of the kinds the generate rules create and clone.
+const watchKey = "\x00watch"
 
 // NewController returns the controller of the policies of src. Call it
 // before Host.Start.
@@ -81,11 +92,9 @@ func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controll
 	if opts.Report.Clock == nil {
 		opts.Report.Clock = time.Now
 	}
-	if opts.StateConfigMap == "" {
-		opts.StateConfigMap = DefaultStateConfigMap
-	}
-	c := &Controller{h: h, src: src, opts: opts}
-	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue))
+	c := &Controller{h: h, src: src, opts: opts, log: h.log.With("controller", "background"), gpolKinds: map[[2]string]bool{}}
+	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue), generate.WithDownstreamKinds(c.downstreamKind))
+	c.sched = NewScheduler(h, src, SchedulerOptions{})
 	c.gen = generate.NewController(src.Set(), h.client, gopts...)
 	c.rep = NewReporter(h, src, opts.Report)
 	src.Subscribe(c.policyChanged)
@@ -98,45 +107,21 @@ func (c *Controller) Generate() *generate.Controller { return c.gen }
 // Reporter returns the reporter of the background scans.
 func (c *Controller) Reporter() *Reporter { return c.rep }
 
-// policyChanged runs on every change of the serving set: the leader
-// applies it (synchronize, generateExisting, deleted rules) through the
-// generate controller's OnPolicyUpdate and OnPolicyDelete, and records the
-// version it applied.
+// policyChanged is the policy source's handler: the generate controller
+// sees the new set, and a leader queues the policy's key (with the
+// version that served before, for a policy without record).
 func (c *Controller) policyChanged(ch PolicyChange) {
-	c.polMu.Lock()
-	defer c.polMu.Unlock()
+	c.gen.SetPolicies(ch.Set)
 	c.mu.Lock()
-	ctx := c.leadCtx
-	c.mu.Unlock()
-	if ctx == nil || ctx.Err() != nil || c.state == nil {
-		c.gen.SetPolicies(ch.Set)
+	defer c.mu.Unlock()
+	if c.lead == nil {
 		return
 	}
-	changes := map[string]*policyRecord{}
-	var urs []*api.UpdateRequest
-	var err error
-	switch {
-	case ch.New != nil:
-		k := stateKey(ch.New.Key())
-		rec, had := c.state[k]
-		urs, err = c.apply(ctx, ch.New, ch.Old, rec, had)
-		if rerr := c.recordApplied(ch.New, rec, had, changes); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	case ch.Old != nil:
-		urs, err = c.gen.OnPolicyDelete(ctx, ch.Old)
-		if _, had := c.state[stateKey(ch.Old.Key())]; had {
-			changes[stateKey(ch.Old.Key())] = nil
-		}
+	if _, ok := c.lead.prev[ch.Key]; !ok {
+		c.lead.prev[ch.Key] = ch.Old
 	}
-	c.gen.SetPolicies(ch.Set)
-	c.handled("policy change", urs, err)
-	if ctx.Err() == nil {
-		if err := c.commit(ctx, changes); err != nil {
-			c.h.logf("policy change: %v", err)
-		}
-	}
-	c.watchDownstream(ctx, ch.Set)
+	c.lead.policies.Add(ch.Key)
+	c.lead.policies.Add(watchKey)
 }
 
 // handled logs what an event handler of the generate controller did: the
@@ -144,77 +129,151 @@ func (c *Controller) policyChanged(ch PolicyChange) {
 // others put them in the durable queue.
 func (c *Controller) handled(what string, urs []*api.UpdateRequest, err error) {
 	if err != nil {
-		c.h.logf("%s: %v", what, err)
+		c.log.Error(what, "err", err)
 	}
 	for _, ur := range urs {
 		if ur.Status.State == api.URFailed {
-			c.h.logf("%s: policy %s: %s", what, ur.Spec.Policy, ur.Status.Message)
+			c.log.Warn(what, "policy", ur.Spec.Policy, "message", ur.Status.Message)
 		}
 	}
 }
 
-// Run does the leader's work until ctx is done: first the policy changes
-// made while no leader ran (from the record in StateConfigMap), then
-// UpdateRequests, watches of generated resources and clone sources,
+// Run does the leader's work until ctx is done, and returns when every
+// goroutine it started has stopped: first the policy changes made while
+// no leader ran (each policy, and each recorded one, against its record),
+// then UpdateRequests, watches of generated resources and clone sources,
 // background scans.
 func (c *Controller) Run(ctx context.Context) {
 	if !c.src.WaitForSync(ctx) {
 		return
 	}
 	c.gen.SetPolicies(c.src.Set())
-	c.mu.Lock()
-	c.leadCtx = ctx
-	c.watched = map[schema.GroupVersionResource]bool{}
-	c.sources = map[schema.GroupVersionResource]bool{}
-	c.dynInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = genlabel.PolicyName })
-	c.srcInf = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.h.dyn, 0, metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = genlabel.CloneSource })
-	c.mu.Unlock()
-	c.src.SetReportStatus(true)
-	defer func() {
-		c.src.SetReportStatus(false)
-		c.mu.Lock()
-		c.leadCtx = nil
-		c.mu.Unlock()
-		c.polMu.Lock()
-		c.state = nil
-		c.polMu.Unlock()
-	}()
-	// the snapshot is taken before polMu: PolicySource calls policyChanged
-	// with its own lock held, which Errors takes
-	set, broken := c.src.Set(), c.src.Errors()
-	c.polMu.Lock()
-	if err := c.replay(ctx, set, broken); err != nil {
-		c.h.logf("applying the policy changes made while no controller ran: %v", err)
+	t := &leadTerm{ctx: ctx, prev: map[string]*engine.Policy{}, states: newStateStore(c),
+		policies: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "policy-changes", MetricsProvider: c.h.metrics.queueMetrics()})}
+	defer t.policies.ShutDown()
+	t.gens = newChangeWatcher(c.h, "downstream", generate.LabelPolicyName, func(ctx context.Context, old, cur map[string]any) error {
+		urs, err := c.gen.OnDownstreamChange(ctx, old, cur)
+		c.handled("downstream change", urs, err)
+		return err
+	})
+	t.sources = newChangeWatcher(c.h, "clone-sources", generate.LabelCloneSource, func(ctx context.Context, old, cur map[string]any) error {
+		urs, err := c.gen.OnSourceChange(ctx, old, cur)
+		c.handled("clone source change", urs, err)
+		return err
+	})
+	defer t.states.shutdown()
+	if !t.states.start(ctx) {
+		return
 	}
-	c.polMu.Unlock()
-	c.watchDownstream(ctx, c.src.Set())
+	migrated, err := t.states.migrate(ctx)
+	if err != nil {
+		c.log.Error("controller state", "err", err)
+	}
+	c.src.SetReportStatus(true)
+	defer c.src.SetReportStatus(false)
+	c.mu.Lock()
+	c.lead = t
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.lead = nil
+		c.mu.Unlock()
+	}()
+	// every policy serving, failing or recorded is checked against its
+	// record: the changes made while no leader ran
+	keys := append(append(keysOf(c.src.Errors()), t.states.keys()...), migrated...)
+	for _, p := range c.src.Set().Policies() {
+		keys = append(keys, idOf(p))
+	}
+	for _, k := range keys {
+		t.policies.Add(k)
+	}
+	// the kinds the GeneratingPolicies generate, for their informers
+	if err := c.gen.Restore(ctx); err != nil {
+		c.log.Error("generating policies", "err", err)
+	}
+	t.policies.Add(watchKey)
 
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-ctx.Done()
+		t.policies.ShutDown()
+	})
+	wg.Go(func() {
+		for c.processPolicy(t) {
+		}
+	})
+	wg.Go(func() { t.gens.run(ctx) })
+	wg.Go(func() { t.sources.run(ctx) })
 	wg.Go(func() { c.h.queue.Drain(ctx, c.gen, c.opts.Workers) })
+	wg.Go(func() { c.sched.Run(ctx) })
 	if c.opts.ScanInterval > 0 {
 		wg.Go(func() { c.rep.Run(ctx, c.opts.ScanInterval) })
 	}
-	<-ctx.Done()
-	c.dynInf.Shutdown()
-	c.srcInf.Shutdown()
 	wg.Wait()
 }
 
-// watchDownstream starts informers on the kinds the generate rules of set
-// create, labelled as generated, so that an edit or a deletion of a
-// synchronized downstream resource is reverted; and on the kinds they
-// clone, labelled as clone sources (the controller labels a source when it
-// first clones it), so that a change of a source reaches its copies.
-func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dynInf == nil {
-		return
+// processPolicy applies one policy's change (or starts the informers of
+// new generated kinds), retrying failures with backoff.
+func (c *Controller) processPolicy(t *leadTerm) bool {
+	key, shutdown := t.policies.Get()
+	if shutdown {
+		return false
 	}
-	started := false
-	for _, p := range set.Policies() {
+	defer t.policies.Done(key)
+	if key == watchKey {
+		c.watchDownstream(t)
+		t.policies.Forget(key)
+		return true
+	}
+	c.mu.Lock()
+	prev := t.prev[key]
+	delete(t.prev, key)
+	c.mu.Unlock()
+	c.h.metrics.reconcile("policy-changes")
+	err := c.syncPolicy(t.ctx, t.states, key, prev)
+	switch {
+	case err == nil || t.ctx.Err() != nil:
+		t.policies.Forget(key)
+	case t.policies.NumRequeues(key) < maxRetries:
+		c.log.Warn("applying a policy change, will retry", "policy", key, "err", err)
+		c.h.metrics.requeue("policy-changes", t.policies.NumRequeues(key))
+		c.mu.Lock()
+		if _, ok := t.prev[key]; !ok && prev != nil {
+			t.prev[key] = prev
+		}
+		c.mu.Unlock()
+		t.policies.AddRateLimited(key)
+	default:
+		c.log.Error("applying a policy change: giving up", "policy", key, "err", err)
+		c.h.metrics.drop("policy-changes")
+		t.policies.Forget(key)
+	}
+	return true
+}
+
+// watchDownstream starts informers on the kinds the generate rules of the
+// serving set create, labelled as generated, so that an edit or a
+// deletion of a synchronized downstream resource is reverted; and on the
+// kinds they clone, labelled as clone sources (the controller labels a
+// source when it first clones it), so that a change of a source reaches
+// its copies.
+func (c *Controller) watchDownstream(t *leadTerm) {
+	c.mu.Lock()
+	gpol := make([][2]string, 0, len(c.gpolKinds))
+	for k := range c.gpolKinds {
+		gpol = append(gpol, k)
+	}
+	c.mu.Unlock()
+	for _, k := range gpol {
+		// GeneratingPolicies clone objects of the kinds they generate
+		if gvr, ok := c.resourceOf(k[0], k[1]); ok {
+			t.gens.watch(t.ctx, gvr)
+			t.sources.watch(t.ctx, gvr)
+		}
+	}
+	for _, p := range c.src.Set().Policies() {
 		for _, r := range p.Rules() {
 			g := r.Generation
 			if g == nil {
@@ -228,121 +287,67 @@ func (c *Controller) watchDownstream(ctx context.Context, set *engine.PolicySet)
 				if s.Kind == "" {
 					continue
 				}
-				gvr, ok := c.resourceOf(s.APIVersion, s.Kind)
-				if !ok || c.watched[gvr] {
-					continue
+				if gvr, ok := c.resourceOf(s.APIVersion, s.Kind); ok {
+					t.gens.watch(t.ctx, gvr)
 				}
-				c.watched[gvr] = true
-				inf := c.dynInf.ForResource(gvr).Informer()
-				_, _ = inf.AddEventHandler(changeHandler(func(old, cur map[string]any) {
-					c.downstreamChanged(ctx, old, cur)
-				}))
-				started = true
+			}
+			for _, k := range cloneKinds(g) {
+				if gvr, ok := c.resourceOf(k[0], k[1]); ok {
+					t.sources.watch(t.ctx, gvr)
+				}
 			}
 		}
 	}
-	if started {
-		c.dynInf.Start(ctx.Done())
-	}
-	c.watchSources(ctx, set)
 }
 
-// changeHandler calls changed with the old and new object of each update
-// that changes an object's resourceVersion, with the old object and nil
-// for each deletion, and with the object as old and new for each object of
-// the informer's initial list: a change made while no controller watched
-// is handled as an update.
-func changeHandler(changed func(old, cur map[string]any)) cache.ResourceEventHandlerDetailedFuncs {
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			if u, ok := obj.(*unstructured.Unstructured); ok && initial {
-				changed(u.Object, u.Object)
-			}
-		},
-		UpdateFunc: func(old, cur any) {
-			ou, _ := old.(*unstructured.Unstructured)
-			nu, _ := cur.(*unstructured.Unstructured)
-			if ou == nil || nu == nil || ou.GetResourceVersion() == nu.GetResourceVersion() {
-				return
-			}
-			changed(ou.Object, nu.Object)
-		},
-		DeleteFunc: func(old any) {
-			if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
-				old = d.Obj
-			}
-			if ou, ok := old.(*unstructured.Unstructured); ok {
-				changed(ou.Object, nil)
-			}
-		},
+// downstreamKind is told each kind a GeneratingPolicy generates: it is
+// watched from then on (and by the next leaders of this process).
+func (c *Controller) downstreamKind(apiVersion, kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := [2]string{apiVersion, kind}
+	if c.gpolKinds[k] {
+		return
+	}
+	c.gpolKinds[k] = true
+	if c.lead != nil {
+		c.lead.policies.Add(watchKey)
 	}
 }
 
-// watchSources starts the informers of clone sources; c.mu is held.
-func (c *Controller) watchSources(ctx context.Context, set *engine.PolicySet) {
-	started := false
-	for _, p := range set.Policies() {
-		for _, r := range p.Rules() {
-			g := r.Generation
-			if g == nil {
-				continue
+// cloneKinds returns the apiVersion and kind of the sources a generate
+// rule clones.
+func cloneKinds(g *api.Generation) [][2]string {
+	var kinds [][2]string
+	if g.Clone != nil && g.Clone.Name != "" {
+		kinds = append(kinds, [2]string{g.APIVersion, g.Kind})
+	}
+	if g.CloneList != nil {
+		for _, k := range g.CloneList.Kinds {
+			grp, ver, kind := splitKind(k)
+			av := ver
+			if grp != "" {
+				av = grp + "/" + ver
 			}
-			var kinds [][2]string
-			if g.Clone != nil && g.Clone.Name != "" {
-				kinds = append(kinds, [2]string{g.APIVersion, g.Kind})
-			}
-			if g.CloneList != nil {
-				for _, k := range g.CloneList.Kinds {
-					grp, ver, kind := splitKind(k)
-					av := ver
-					if grp != "" {
-						av = grp + "/" + ver
-					}
-					kinds = append(kinds, [2]string{av, kind})
-				}
-			}
-			for _, k := range kinds {
-				gvr, ok := c.resourceOf(k[0], k[1])
-				if !ok || c.sources[gvr] {
-					continue
-				}
-				c.sources[gvr] = true
-				_, _ = c.srcInf.ForResource(gvr).Informer().AddEventHandler(changeHandler(func(old, cur map[string]any) {
-					c.sourceChanged(ctx, old, cur)
-				}))
-				started = true
-			}
+			kinds = append(kinds, [2]string{av, kind})
 		}
 	}
-	if started {
-		c.srcInf.Start(ctx.Done())
-	}
-}
-
-// sourceChanged and downstreamChanged put the UpdateRequests of an event
-// in the durable queue (generate.WithQueue), where equal ones coalesce.
-func (c *Controller) sourceChanged(ctx context.Context, old, cur map[string]any) {
-	urs, err := c.gen.OnSourceChange(ctx, old, cur)
-	c.handled("clone source change", urs, err)
-}
-
-func (c *Controller) downstreamChanged(ctx context.Context, old, cur map[string]any) {
-	urs, err := c.gen.OnDownstreamChange(ctx, old, cur)
-	c.handled("downstream change", urs, err)
+	return kinds
 }
 
 func (c *Controller) resourceOf(apiVersion, kind string) (schema.GroupVersionResource, bool) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return schema.GroupVersionResource{}, false
-	}
 	if strings.Contains(kind, "*") {
 		return schema.GroupVersionResource{}, false
 	}
-	m, err := c.h.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+	m, err := c.h.client.Mapping(apiVersion, kind)
 	if err != nil {
-		c.h.logf("generated kind %s %s: %v", apiVersion, kind, err)
+		c.log.Warn("a generated kind is not served", "apiVersion", apiVersion, "kind", kind, "err", err)
 		return schema.GroupVersionResource{}, false
 	}
 	return m.Resource, true
+}
+
+// labelSelector selects the objects carrying a label.
+func labelSelector(label string) func(*metav1.ListOptions) {
+	return func(o *metav1.ListOptions) { o.LabelSelector = label }
 }

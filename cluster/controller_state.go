@@ -8,20 +8,44 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
-// DefaultStateConfigMap is the ConfigMap, in the host's namespace, where a
-// Controller records the policy versions it has applied
-// (ControllerOptions.StateConfigMap).
+// The controller's record of the policies it applied is one ConfigMap per
+// policy in the host's namespace, labelled LabelControllerState, named
+// after a hash of the policy's key (StateConfigMapName), which its
+// annotation AnnotationStatePolicy holds. One object per policy keeps
+// each record small (a ConfigMap holds 1 MiB) and the number of policies
+// unbounded; a record outlives its policy's deletion, and writing it is
+// no change of the policy for the replicas' informers.
+const (
+	LabelControllerState  = "gavel.io/controller-state"
+	AnnotationStatePolicy = "gavel.io/policy"
+	stateDataKey          = "record"
+)
+
+// DefaultStateConfigMap is the one ConfigMap where earlier versions kept
+// every record (one data key per policy): a leader moves its records into
+// per-policy ConfigMaps and deletes it.
 const DefaultStateConfigMap = "gavel-controller-state"
+
+// StateConfigMapName is the name of the ConfigMap of a policy's record.
+func StateConfigMapName(policyKey string) string {
+	sum := sha256.Sum256([]byte(policyKey))
+	return "gavel-state-" + hex.EncodeToString(sum[:10])
+}
 
 // policyRecord is what the leader last applied of one policy: its UID and
 // a hash of its spec (a policy deleted and created again has a new UID),
@@ -36,13 +60,13 @@ type policyRecord struct {
 	Policy     json.RawMessage `json:"policy,omitempty"`
 }
 
-// stateKey is a policy key as a ConfigMap data key: "ns_name" for a
-// Policy, the name for a ClusterPolicy (names and namespaces hold no "_").
-func stateKey(policyKey string) string { return strings.ReplaceAll(policyKey, "/", "_") }
-
 // needsRecord reports whether the controller has anything to do for the
-// policy when it changes: generate rules, or mutate-existing rules.
+// policy when it changes: generate rules, mutate-existing rules, or a
+// MutatingPolicy with mutateExisting.
 func needsRecord(p *engine.Policy) bool {
+	if mp, ok := p.Source().(*api.MutatingPolicy); ok {
+		return mp.Spec.MutateExistingEnabled()
+	}
 	for _, r := range p.Rules() {
 		if r.Generation != nil || (r.Mutation != nil && len(r.Mutation.Targets) > 0) {
 			return true
@@ -54,7 +78,7 @@ func needsRecord(p *engine.Policy) bool {
 // recordOf returns the record of the applied policy p.
 func recordOf(p *engine.Policy) (policyRecord, error) {
 	src := p.Source()
-	spec, err := json.Marshal(src.GetSpec())
+	spec, err := specJSON(src)
 	if err != nil {
 		return policyRecord{}, err
 	}
@@ -74,75 +98,148 @@ func recordOf(p *engine.Policy) (policyRecord, error) {
 	return rec, nil
 }
 
-// policyState is the durable record of the applied policies, by stateKey.
-type policyState map[string]policyRecord
-
-// loadState reads the records; a missing ConfigMap is an empty state.
-func (c *Controller) loadState(ctx context.Context) (policyState, error) {
-	cm, err := c.h.kube.CoreV1().ConfigMaps(c.h.opts.Namespace).Get(ctx, c.opts.StateConfigMap, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return policyState{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the controller's state: %w", err)
-	}
-	st := policyState{}
-	for k, v := range cm.Data {
-		var rec policyRecord
-		if err := json.Unmarshal([]byte(v), &rec); err != nil {
-			c.h.logf("controller state: record %s: %v (ignored)", k, err)
-			continue
-		}
-		st[k] = rec
-	}
-	return st, nil
+// stateStore reads the records from an informer of the labelled
+// ConfigMaps and writes them one by one.
+type stateStore struct {
+	c       *Controller
+	factory informers.SharedInformerFactory
+	lister  corelisters.ConfigMapLister
+	inf     cache.SharedIndexInformer
 }
 
-// saveState writes the records of the given keys (nil: removed) into the
-// ConfigMap, creating it when needed.
-func (c *Controller) saveState(ctx context.Context, changes map[string]*policyRecord) error {
-	if len(changes) == 0 {
-		return nil
+func newStateStore(c *Controller) *stateStore {
+	f := informers.NewSharedInformerFactoryWithOptions(c.h.kube, 0, informers.WithNamespace(c.h.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelControllerState }))
+	cms := f.Core().V1().ConfigMaps()
+	return &stateStore{c: c, factory: f, lister: cms.Lister(), inf: cms.Informer()}
+}
+
+// start starts the informer and waits for its list.
+func (s *stateStore) start(ctx context.Context) bool {
+	s.factory.Start(ctx.Done())
+	for _, ok := range s.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return false
+		}
 	}
-	cms := c.h.kube.CoreV1().ConfigMaps(c.h.opts.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, c.opts.StateConfigMap, metav1.GetOptions{})
-		create := apierrors.IsNotFound(err)
-		switch {
-		case create:
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.opts.StateConfigMap, Namespace: c.h.opts.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "gavel"}}}
-		case err != nil:
-			return err
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		for k, rec := range changes {
-			if rec == nil {
-				delete(cm.Data, k)
-				continue
-			}
-			data, err := json.Marshal(rec)
-			if err != nil {
-				return err
-			}
-			cm.Data[k] = string(data)
-		}
-		if create {
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, err)
-			}
-			return err
-		}
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+	return true
+}
+
+func (s *stateStore) shutdown() { s.factory.Shutdown() }
+
+// get returns the record of a policy.
+func (s *stateStore) get(key string) (policyRecord, bool) {
+	cm, err := s.lister.ConfigMaps(s.c.h.opts.Namespace).Get(StateConfigMapName(key))
 	if err != nil {
-		return fmt.Errorf("writing the controller's state: %w", err)
+		return policyRecord{}, false
 	}
-	return nil
+	var rec policyRecord
+	if err := json.Unmarshal([]byte(cm.Data[stateDataKey]), &rec); err != nil {
+		s.c.log.Warn("controller state: unreadable record ignored", "policy", key, "err", err)
+		return policyRecord{}, false
+	}
+	return rec, true
+}
+
+// keys returns the keys of the recorded policies.
+func (s *stateStore) keys() []string {
+	cms, _ := s.lister.ConfigMaps(s.c.h.opts.Namespace).List(labels.Everything())
+	var out []string
+	for _, cm := range cms {
+		if k := cm.Annotations[AnnotationStatePolicy]; k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// put writes the record of a policy (nil: deletes it).
+func (s *stateStore) put(ctx context.Context, key string, rec *policyRecord) error {
+	cms := s.c.h.kube.CoreV1().ConfigMaps(s.c.h.opts.Namespace)
+	name := StateConfigMapName(key)
+	cur, err := s.lister.ConfigMaps(s.c.h.opts.Namespace).Get(name)
+	exists := err == nil
+	if rec == nil {
+		var opts metav1.DeleteOptions
+		if exists {
+			opts.Preconditions = &metav1.Preconditions{ResourceVersion: &cur.ResourceVersion}
+		}
+		// deleted even when the cache does not show it (yet)
+		err := cms.Delete(ctx, name, opts)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.c.h.opts.Namespace,
+			Labels:      map[string]string{LabelControllerState: "policy", "app.kubernetes.io/managed-by": "gavel"},
+			Annotations: map[string]string{AnnotationStatePolicy: key}},
+		Data: map[string]string{stateDataKey: string(data)},
+	}
+	if !exists {
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}
+	cm.ResourceVersion = cur.ResourceVersion
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+// migrate moves the records of the single ConfigMap of earlier versions
+// (DefaultStateConfigMap) into per-policy ConfigMaps, those a policy has
+// not already, and deletes it. It returns the keys of the policies it
+// found there (the informer may not show their new records yet).
+func (s *stateStore) migrate(ctx context.Context) ([]string, error) {
+	cms := s.c.h.kube.CoreV1().ConfigMaps(s.c.h.opts.Namespace)
+	old, err := cms.Get(ctx, DefaultStateConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", DefaultStateConfigMap, err)
+	}
+	var errs []error
+	var keys []string
+	for k, v := range old.Data {
+		// the old data keys are policy keys with "_" for "/" (names and
+		// namespaces hold no "_")
+		key := strings.Replace(k, "_", "/", 1)
+		keys = append(keys, key)
+		if _, ok := s.get(key); ok {
+			continue
+		}
+		var rec policyRecord
+		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+			s.c.log.Warn("controller state: unreadable record not migrated", "policy", key, "err", err)
+			continue
+		}
+		if err := s.put(ctx, key, &rec); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return keys, fmt.Errorf("migrating %s: %w", DefaultStateConfigMap, errors.Join(errs...))
+	}
+	s.c.log.Info("controller state migrated to one ConfigMap per policy", "records", len(old.Data))
+	// the records are read from the informer: wait until it shows them
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		for _, k := range keys {
+			if _, ok := s.get(k); !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	err = cms.Delete(ctx, DefaultStateConfigMap, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &old.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return keys, err
+	}
+	return keys, nil
 }
 
 // recordedPolicy compiles the policy kept in a record, or returns nil when
@@ -162,68 +259,57 @@ func (c *Controller) recordedPolicy(rec policyRecord) (*engine.Policy, error) {
 	return c.src.eng.CompilePolicy(po)
 }
 
-// replay brings the cluster in line with the policies serving now, from
-// the state the last leader recorded: each policy created or changed since
-// is applied (OnPolicyUpdate with the recorded version as the old one:
-// generateExisting, synchronized data, deleted rules), each policy deleted
-// since is removed (OnPolicyDelete), as if the controller had seen the
-// events. Policies that do not compile now keep their record.
-// c.polMu is held.
-func (c *Controller) replay(ctx context.Context, set *engine.PolicySet, broken map[string]error) error {
-	st, err := c.loadState(ctx)
-	if err != nil {
-		c.state = policyState{} // changes from now on are still applied
-		return err
-	}
-	c.state = st
-	changes := map[string]*policyRecord{}
-	var errs []error
-	present := map[string]bool{}
-	for _, p := range set.Policies() {
-		k := stateKey(p.Key())
-		present[k] = true
-		rec, had := st[k]
-		urs, err := c.apply(ctx, p, nil, rec, had)
-		c.handled("policy "+p.Key(), urs, err)
-		if ctx.Err() != nil {
-			break
+// syncPolicy brings the cluster in line with one policy, from the record
+// of what was applied before: a policy created or changed since is
+// applied (OnPolicyUpdate with the recorded version as the old one:
+// generateExisting, synchronized data, deleted rules; prev, the version
+// that served before when the change was seen live, stands in for a
+// missing record), a policy deleted since is removed (OnPolicyDelete),
+// as if the controller had seen the events; then the record is written.
+// A policy whose latest version does not compile keeps its record.
+func (c *Controller) syncPolicy(ctx context.Context, st *stateStore, key string, prev *engine.Policy) error {
+	cur, broken := c.src.lookup(key)
+	rec, had := st.get(key)
+	if cur == nil {
+		if broken {
+			return nil
 		}
-		if err := c.recordApplied(p, rec, had, changes); err != nil {
-			errs = append(errs, err)
+		old := prev
+		if had {
+			recorded, err := c.recordedPolicy(rec)
+			if err != nil {
+				return fmt.Errorf("recorded version of deleted policy %s: %w", key, err)
+			}
+			old = recorded
 		}
-	}
-	for key := range broken {
-		present[stateKey(key)] = true
-	}
-	for k, rec := range st {
-		if present[k] || ctx.Err() != nil {
-			continue
-		}
-		if old, err := c.recordedPolicy(rec); err != nil {
-			errs = append(errs, fmt.Errorf("deleted policy %s: %w", k, err))
-		} else if old != nil {
+		if old != nil {
 			urs, err := c.gen.OnPolicyDelete(ctx, old)
-			c.handled("deleted policy "+old.Key(), urs, err)
+			c.handled("deleted policy "+key, urs, err)
+			if err != nil {
+				return err
+			}
 		}
-		changes[k] = nil
+		return st.put(ctx, key, nil)
 	}
-	errs = append(errs, c.commit(ctx, changes))
-	return errors.Join(errs...)
-}
-
-// commit saves changes and applies them to c.state; c.polMu is held.
-func (c *Controller) commit(ctx context.Context, changes map[string]*policyRecord) error {
-	if err := c.saveState(ctx, changes); err != nil {
+	urs, err := c.apply(ctx, cur, prev, rec, had)
+	c.handled("policy "+key, urs, err)
+	if err != nil {
 		return err
 	}
-	for k, rec := range changes {
-		if rec == nil {
-			delete(c.state, k)
-		} else {
-			c.state[k] = *rec
+	if !needsRecord(cur) {
+		if had {
+			return st.put(ctx, key, nil)
 		}
+		return nil
 	}
-	return nil
+	want, err := recordOf(cur)
+	if err != nil {
+		return err
+	}
+	if had && rec.UID == want.UID && rec.SpecHash == want.SpecHash {
+		return nil
+	}
+	return st.put(ctx, key, &want)
 }
 
 // apply runs the generate controller's policy handlers for p, given the
@@ -262,23 +348,18 @@ func (c *Controller) apply(ctx context.Context, p, prev *engine.Policy, rec poli
 	return append(urs, u...), errors.Join(append(errs, err)...)
 }
 
-// recordApplied adds to changes the record of p, now applied, when it
-// differs from the one kept.
-func (c *Controller) recordApplied(p *engine.Policy, rec policyRecord, had bool, changes map[string]*policyRecord) error {
-	k := stateKey(p.Key())
-	if !needsRecord(p) {
-		if had {
-			changes[k] = nil
-		}
-		return nil
+// specJSON is the JSON of a policy's spec.
+func specJSON(src api.PolicyObject) ([]byte, error) {
+	if cp, ok := src.(api.ClassicPolicy); ok {
+		return json.Marshal(cp.GetSpec())
 	}
-	cur, err := recordOf(p)
+	raw, err := json.Marshal(src)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if had && rec.UID == cur.UID && rec.SpecHash == cur.SpecHash {
-		return nil
+	var obj struct {
+		Spec json.RawMessage `json:"spec"`
 	}
-	changes[k] = &cur
-	return nil
+	err = json.Unmarshal(raw, &obj)
+	return obj.Spec, err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,10 +25,13 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/genlabel"
+	"github.com/gavelpolicy/gavel/generate"
 )
 
-var schemaConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+var (
+	schemaConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	mutatingPolicies = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "mutatingpolicies"}
+)
 
 // replica is one process of gavel: a host with its policy source and
 // controller, on clients it may share with other replicas.
@@ -35,16 +39,25 @@ type replica struct {
 	h    *Host
 	src  *PolicySource
 	ctrl *Controller
+	stop func()
 }
 
 // newReplica starts a host on the clients, with a controller that does no
 // background scans.
 func newReplica(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynamicClient) *replica {
 	t.Helper()
+	return newReplicaOn(t, kube, dyn, ControllerOptions{ScanInterval: -1})
+}
+
+// newReplicaOn starts a host on the clients with a controller of the
+// options; r.stop ends it (called at the test's end too).
+func newReplicaOn(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynamicClient, opts ControllerOptions) *replica {
+	t.Helper()
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logf: t.Logf})
+	mapper.AddSpecific(schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "MutatingPolicy"}, mutatingPolicies, mutatingPolicies, meta.RESTScopeRoot)
+	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +65,16 @@ func newReplica(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDynami
 	if r.src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.ctrl = NewController(h, r.src, ControllerOptions{ScanInterval: -1})
+	r.ctrl = NewController(h, r.src, opts)
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			h.Shutdown()
+		})
+	}
+	t.Cleanup(r.stop)
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +110,8 @@ func fakeClients(objs ...runtime.Object) (*kubefake.Clientset, *dynfake.FakeDyna
 		ClusterPolicies: "ClusterPolicyList", Policies: "PolicyList", PolicyExceptions: "PolicyExceptionList",
 		UpdateRequests: "UpdateRequestList", PolicyReports: "PolicyReportList", ClusterPolicyReports: "ClusterPolicyReportList",
 		schemaConfigMaps: "ConfigMapList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
+		crds: "CustomResourceDefinitionList", EphemeralReports: "EphemeralReportList", ClusterEphemeralReports: "ClusterEphemeralReportList",
+		mutatingPolicies: "MutatingPolicyList",
 	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
 	var seq, rv atomic.Int64
@@ -334,19 +356,25 @@ func TestEditWhileNoLeaderIsReverted(t *testing.T) {
 }
 
 // The state the controller records of the policies it applied.
+// state returns the controller's records, by policy key.
+// state returns the controller's records, by policy key.
 func state(t *testing.T, kube kubernetes.Interface) map[string]policyRecord {
 	t.Helper()
-	cm, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), DefaultStateConfigMap, metav1.GetOptions{})
+	l, err := kube.CoreV1().ConfigMaps("gavel").List(t.Context(), metav1.ListOptions{LabelSelector: LabelControllerState})
 	if err != nil {
-		return nil
+		t.Fatal(err)
 	}
 	out := map[string]policyRecord{}
-	for k, v := range cm.Data {
+	for _, cm := range l.Items {
 		var rec policyRecord
-		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		if err := json.Unmarshal([]byte(cm.Data[stateDataKey]), &rec); err != nil {
 			t.Fatal(err)
 		}
-		out[k] = rec
+		key := cm.Annotations[AnnotationStatePolicy]
+		if cm.Name != StateConfigMapName(key) {
+			t.Errorf("record of %s named %s", key, cm.Name)
+		}
+		out[key] = rec
 	}
 	return out
 }
@@ -517,7 +545,7 @@ func TestSourceChangedWhileNoLeaderIsSynced(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		_, ok := u.GetLabels()[genlabel.CloneSource]
+		_, ok := u.GetLabels()[generate.LabelCloneSource]
 		return ok
 	})
 	stop()
@@ -536,4 +564,118 @@ func TestSourceChangedWhileNoLeaderIsSynced(t *testing.T) {
 	}
 	r.lead(t)
 	eventually(t, "the clone synchronized by the next leader", func() bool { return level() == "2" })
+}
+
+// The single ConfigMap of earlier versions becomes one ConfigMap per
+// policy when a leader starts, and is deleted; a policy its record shows
+// applied is not applied again.
+func TestStateMigratedFromTheSingleConfigMap(t *testing.T) {
+	kube, dyn := fakeClients(policyWith("gavel", true), nsObject("a"))
+	r := newReplica(t, kube, dyn)
+	p := r.src.Set().Policies()[0]
+	rec, err := recordOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(rec)
+	old := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultStateConfigMap, Namespace: "gavel"},
+		Data:       map[string]string{"provisioner": string(data), "ns_gone": `{"specHash":"x"}`},
+	}
+	if _, err := kube.CoreV1().ConfigMaps("gavel").Create(t.Context(), old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.lead(t)
+	eventually(t, "the old ConfigMap deleted", func() bool {
+		_, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), DefaultStateConfigMap, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	eventually(t, "one record per policy", func() bool {
+		st := state(t, kube)
+		_, gone := st["ns/gone"]
+		return len(st) == 1 && st["provisioner"].SpecHash == rec.SpecHash && !gone
+	})
+	// recorded as applied: generateExisting did not run again
+	if owner(t, dyn, "a") != "<absent>" {
+		t.Errorf("the policy was applied again: downstream owner %s", owner(t, dyn, "a"))
+	}
+}
+
+// labelConfigMaps is a MutatingPolicy that labels the ConfigMaps of the
+// cluster when a Namespace is created, and when it is created or changed
+// itself (mutateExisting).
+func labelConfigMaps(t *testing.T, value string) *unstructured.Unstructured {
+	return objectOf(t, `apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: label-configmaps, uid: mpol-1}
+spec:
+  evaluation:
+    mutateExisting: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}
+  targetMatchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'checked': '`+value+`'}}}"
+`)
+}
+
+func checkedLabel(t *testing.T, dyn *dynfake.FakeDynamicClient, ns, name string) string {
+	t.Helper()
+	u, err := dyn.Resource(schemaConfigMaps).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetLabels()["checked"]
+}
+
+// A MutatingPolicy with mutateExisting in the cluster: the leader applies
+// it to the existing targets when it starts (and records it), again when
+// the policy changes, and the UpdateRequests queued at admission are
+// processed by the leader's generate controller.
+func TestMutatingPolicyMutatesExisting(t *testing.T) {
+	kube, dyn := fakeClients(labelConfigMaps(t, "v1"), configMap("a", "one", nil), configMap("b", "two", nil))
+	r := newReplica(t, kube, dyn)
+	stop := r.lead(t)
+	defer stop()
+	eventually(t, "the existing ConfigMaps labelled", func() bool {
+		return checkedLabel(t, dyn, "a", "one") == "v1" && checkedLabel(t, dyn, "b", "two") == "v1"
+	})
+	eventually(t, "the policy's record", func() bool {
+		_, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), StateConfigMapName("MutatingPolicy.label-configmaps"), metav1.GetOptions{})
+		return err == nil
+	})
+
+	// a new version is applied to the existing targets again
+	p := labelConfigMaps(t, "v2")
+	p.SetGeneration(2)
+	if _, err := dyn.Resource(mutatingPolicies).Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ConfigMaps labelled by the new version", func() bool {
+		return checkedLabel(t, dyn, "a", "one") == "v2" && checkedLabel(t, dyn, "b", "two") == "v2"
+	})
+
+	// admission of a trigger queues an UpdateRequest, which the leader
+	// processes
+	if _, err := dyn.Resource(schemaConfigMaps).Namespace("c").Create(t.Context(), configMap("c", "three", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(), nsObject("c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := r.src.WebhookSet(api.Fail, "").Generate(t.Context(), &engine.Request{Operation: api.Create, Object: nsObject("c").Object})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.UpdateRequests) != 1 || resp.UpdateRequests[0].Spec.Type != api.URMutate {
+		t.Fatalf("admission queued %+v, want one mutate request", resp.UpdateRequests)
+	}
+	eventually(t, "the new ConfigMap labelled through the UpdateRequest", func() bool {
+		return checkedLabel(t, dyn, "c", "three") == "v2" && len(updateRequests(t, dyn)) == 0
+	})
 }

@@ -13,9 +13,21 @@
 //     CEL's authorizer variable on SubjectAccessReviews
 //     (engine.Authorizer).
 //   - PolicySource: ClusterPolicy and Policy objects watched, each
-//     compiled when it changes, the PolicySet swapped atomically; a policy
-//     that does not compile keeps its previous version serving and gets a
-//     Ready condition False with the reason and a Warning event.
+//     compiled when it changes (by a worker: the informers only queue
+//     keys), the PolicySet swapped atomically, with the subsets each
+//     webhook path serves (WebhookSet); a policy that does not compile
+//     keeps its previous version serving and gets a Ready condition False
+//     with the reason and a Warning event.
+//   - WebhookConfigurations and WebhookController: the Mutating- and
+//     ValidatingWebhookConfiguration the policies need, derived as
+//     upstream derives them (kinds, operations, failure policies, a
+//     policy's own webhooks), written by the leader when a policy or a
+//     CRD changes.
+//   - Metrics: upstream's Prometheus metrics (admission requests and
+//     review duration, policy results and execution duration, rule info,
+//     policy changes, controller reconciles, requeues and drops, HTTP
+//     requests) and the work queues', on the caller's registry.
+//   - DetectKyverno: gavel refuses to run where Kyverno does.
 //   - Queue: the durable UpdateRequest queue. The engine's UpdateRequests
 //     become kyverno.io/v2 UpdateRequest objects, Pending, written at
 //     admission; Drain processes them with a generate.Controller and
@@ -26,8 +38,8 @@
 //   - RunLeader: leader election on a coordination.k8s.io Lease, for the
 //     work one replica does: Controller (UpdateRequests; synchronize of
 //     generated resources and clone sources, through the queue; policy
-//     changes, recorded in a ConfigMap so that a new leader applies those
-//     made while none ran) and Reporter
+//     changes, recorded in a ConfigMap per policy so that a new leader
+//     applies those made while none ran) and Reporter
 //     (resources evaluated as they are admitted or change, and all again at
 //     an interval and when policies change, into wgpolicyk8s.io/v1alpha2
 //     PolicyReports and ClusterPolicyReports, or openreports.io/v1alpha1
@@ -46,7 +58,12 @@
 //     one starts.
 //
 // A webhook replica builds a Host and a PolicySource and answers admission
-// requests with PolicySource.Set; the engine writes the UpdateRequests.
+// requests with PolicySource.Set (or WebhookSet); the engine writes the
+// UpdateRequests. Everything that watches the cluster has client-go's
+// sample-controller shape (handlers queue keys, workers make the API calls
+// with rate-limited retries), logs through log/slog (Options.Logger) and
+// records events through client-go's recorder; Host.Shutdown waits for
+// every goroutine the host started.
 // Every replica also builds a Controller and campaigns with RunLeader; the
 // leader runs it. The engine package itself never imports client-go.
 //

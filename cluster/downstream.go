@@ -8,7 +8,6 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/generate"
-	"github.com/gavelpolicy/gavel/internal/genlabel"
 )
 
 // DownstreamAdmissionOptions configure DownstreamAdmission.
@@ -73,10 +72,10 @@ func (d *DownstreamAdmission) Handle(ctx context.Context, set *engine.PolicySet,
 		cur = nil
 	}
 	var handle func(*generate.Controller) ([]*api.UpdateRequest, error)
-	labels := genlabel.Of(old)
-	_, source := labels[genlabel.CloneSource]
+	labels := labelsOf(old)
+	_, source := labels[generate.LabelCloneSource]
 	switch {
-	case labels[genlabel.ManagedBy] == genlabel.ManagedByValue && labels[genlabel.PolicyName] != "":
+	case labels[generate.LabelManagedBy] == generate.ManagedByKyverno && labels[generate.LabelPolicyName] != "":
 		handle = func(g *generate.Controller) ([]*api.UpdateRequest, error) { return g.OnDownstreamChange(ctx, old, cur) }
 	case source:
 		handle = func(g *generate.Controller) ([]*api.UpdateRequest, error) { return g.OnSourceChange(ctx, old, cur) }
@@ -101,3 +100,16 @@ func (d *DownstreamAdmission) Enqueued() uint64 { return d.enqueued.Load() }
 // Failed returns the number of admission requests whose UpdateRequests
 // could not all be built or written.
 func (d *DownstreamAdmission) Failed() uint64 { return d.failed.Load() }
+
+// labelsOf returns an object's labels whose values are strings.
+func labelsOf(obj map[string]any) map[string]string {
+	md, _ := obj["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}

@@ -26,6 +26,14 @@ func generated(t *testing.T) (*replica, *dynfake.FakeDynamicClient) {
 	eventually(t, "the downstream", func() bool { return owner(t, dyn, "a") == "gavel" })
 	eventually(t, "the admission request done", func() bool { return len(updateRequests(t, dyn)) == 0 })
 	stop()
+	// the leader's informers may have queued a resync of the downstream
+	// (their initial list counts as updates) after the check above and
+	// before they stopped: the tests start from an empty queue
+	for _, u := range updateRequests(t, dyn) {
+		if err := dyn.Resource(UpdateRequests).Namespace("gavel").Delete(t.Context(), u.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return r, dyn
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	ireport "github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/report"
 )
 
@@ -40,6 +39,9 @@ const (
 	// request (RFC 3339 with nanoseconds): the leader keeps, per
 	// resource, the results of the latest admission.
 	annotationAdmittedAt = "reports.gavel.io/admitted-at"
+	// annotationRequest holds the UID of the admission request: the
+	// reports of one request's webhooks (one per failure policy) merge.
+	annotationRequest = "reports.gavel.io/request"
 )
 
 // AdmissionReportsOptions configure AdmissionReports.
@@ -66,7 +68,7 @@ type AdmissionReportsOptions struct {
 // merged by the next leader. It is safe for concurrent use.
 type AdmissionReports struct {
 	h       *Host
-	opts    ireport.Options
+	opts    report.Options
 	workers int
 	queue   chan admitted
 
@@ -80,6 +82,7 @@ type AdmissionReports struct {
 type admitted struct {
 	at        time.Time
 	requestID string
+	part      string
 	operation api.AdmissionOperation
 	owner     map[string]any // apiVersion, kind, name, namespace, uid
 	policies  []engine.PolicyResult
@@ -94,16 +97,16 @@ func NewAdmissionReports(h *Host, opts AdmissionReportsOptions) *AdmissionReport
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
-	return &AdmissionReports{h: h, opts: internalOptions(opts.Report), workers: opts.Workers, queue: make(chan admitted, opts.QueueSize)}
+	return &AdmissionReports{h: h, opts: withClock(opts.Report), workers: opts.Workers, queue: make(chan admitted, opts.QueueSize)}
 }
 
-// internalOptions are the report package's options with the clock
-// defaulted to time.Now.
-func internalOptions(o report.Options) ireport.Options {
+// withClock returns the report options with the clock defaulted to
+// time.Now (the ephemeral reports read it).
+func withClock(o report.Options) report.Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return ireport.Options{Clock: o.Clock, Source: o.Source, AuditWarn: o.AuditWarn, Format: ireport.Format(o.Format)}
+	return o
 }
 
 // Record queues the validate results of an admitted request (resp is
@@ -118,7 +121,12 @@ func internalOptions(o report.Options) ireport.Options {
 // requests (resp.Blocked), and requests without results of admission-only
 // policies. It never blocks: when the queue is full the results are
 // dropped, counted and logged (at most once a second, with the count).
-func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bool {
+//
+// part names the webhook that answered (its failure policy, "fail" or
+// "ignore", or "" for one that serves every policy): the ephemeral report
+// is named after the request and the part, and the leader merges the
+// parts of one request.
+func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response, part string) bool {
 	if req == nil || resp == nil || req.DryRun || req.Operation == api.Delete || req.SubResource != "" || req.Object == nil {
 		return false
 	}
@@ -138,6 +146,7 @@ func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bo
 	item := admitted{
 		at:        a.opts.Clock(),
 		requestID: req.UID,
+		part:      part,
 		operation: req.Operation,
 		owner: map[string]any{
 			"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "name": u.GetName(),
@@ -156,8 +165,8 @@ func (a *AdmissionReports) Record(req *engine.Request, resp *engine.Response) bo
 	if now.Sub(a.lastLog) >= time.Second {
 		a.lastLog = now
 		a.logMu.Unlock()
-		a.h.logf("admission reports: queue full (%d): dropped the results of %s %s/%s (%d dropped so far)",
-			cap(a.queue), u.GetKind(), u.GetNamespace(), u.GetName(), n)
+		a.h.log.Warn("admission reports: queue full, results dropped", "queue", cap(a.queue),
+			"kind", u.GetKind(), "namespace", u.GetNamespace(), "name", u.GetName(), "dropped", n)
 		return false
 	}
 	a.logMu.Unlock()
@@ -184,7 +193,8 @@ func (a *AdmissionReports) Run(ctx context.Context) {
 					return
 				case item := <-a.queue:
 					if err := a.write(ctx, &item); err != nil && ctx.Err() == nil {
-						a.h.logf("admission reports: %s %s/%s: %v", item.owner["kind"], item.owner["namespace"], item.owner["name"], err)
+						a.h.log.Warn("admission reports: writing an ephemeral report", "kind", item.owner["kind"],
+							"namespace", item.owner["namespace"], "name", item.owner["name"], "err", err)
 					}
 				}
 			}
@@ -196,7 +206,7 @@ func (a *AdmissionReports) Run(ctx context.Context) {
 // write creates the ephemeral report of one admission.
 func (a *AdmissionReports) write(ctx context.Context, item *admitted) error {
 	uid, _ := item.owner["uid"].(string)
-	results, err := ireport.AdmissionEntries(item.policies, uid, a.opts)
+	results, err := report.AdmissionEntries(item.policies, uid, a.opts)
 	if err != nil || len(results) == 0 {
 		return err
 	}
@@ -255,14 +265,17 @@ func ephemeralObject(item *admitted, results []api.PolicyReportResult) (map[stri
 	}
 	md := map[string]any{
 		"labels": map[string]any{
-			ireport.LabelManagedBy: ireport.ManagedByKyverno,
-			labelResourceUID:       str("uid"),
-			labelReportSource:      "admission",
+			report.LabelManagedBy: report.ManagedByKyverno,
+			labelResourceUID:      str("uid"),
+			labelReportSource:     "admission",
 		},
-		"annotations": map[string]any{annotationAdmittedAt: item.at.UTC().Format(time.RFC3339Nano)},
+		"annotations": map[string]any{annotationAdmittedAt: item.at.UTC().Format(time.RFC3339Nano), annotationRequest: item.requestID},
 	}
 	if item.requestID != "" {
 		md["name"] = item.requestID
+		if item.part != "" {
+			md["name"] = item.requestID + "-" + item.part
+		}
 	} else {
 		md["generateName"] = "admission-"
 	}
@@ -292,19 +305,20 @@ type ephemeral struct {
 	gvr             schema.GroupVersionResource
 	namespace, name string
 	resourceUID     string
-	at              int64 // admission time in ns
+	request         string // the admission request's UID
+	at              int64  // admission time in ns
 	owner           metav1.OwnerReference
 	results         []api.PolicyReportResult
 }
 
 // touches reports whether the ephemeral report's results go to one of the
 // reports.
-func (e *ephemeral) touches(reports map[ireport.ReportKey]bool) bool {
+func (e *ephemeral) touches(reports map[report.ReportKey]bool) bool {
 	if len(reports) == 0 {
 		return false
 	}
 	for i := range e.results {
-		if reports[ireport.ReportKey{Namespace: e.namespace, Name: ireport.ReportName(e.results[i].Policy)}] {
+		if reports[report.ReportKey{Namespace: e.namespace, Name: report.ReportName(e.results[i].Source, e.results[i].Policy)}] {
 			return true
 		}
 	}
@@ -330,6 +344,7 @@ func readEphemeral(u *unstructured.Unstructured) (*ephemeral, error) {
 	if e.resourceUID == "" {
 		return e, fmt.Errorf("ephemeral report %s/%s: no resource UID", e.namespace, e.name)
 	}
+	e.request = u.GetAnnotations()[annotationRequest]
 	if t, err := time.Parse(time.RFC3339Nano, u.GetAnnotations()[annotationAdmittedAt]); err == nil {
 		e.at = t.UnixNano()
 	} else {

@@ -28,7 +28,7 @@ func ExampleAdmissionReports() {
 		log.Fatal(err)
 	}
 	if !resp.Blocked() {
-		reports.Record(req, resp) // queued; never waits
+		reports.Record(req, resp, "") // queued; never waits
 	}
 	if n := reports.Dropped(); n > 0 {
 		log.Printf("%d admissions not reported: the queue was full", n)

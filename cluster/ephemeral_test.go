@@ -93,7 +93,7 @@ func TestAdmissionReportsRecord(t *testing.T) {
 		if c.edit != nil {
 			c.edit(req)
 		}
-		if got := a.Record(req, resp); got != c.want {
+		if got := a.Record(req, resp, ""); got != c.want {
 			t.Errorf("%s: recorded %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -105,7 +105,7 @@ func TestAdmissionReportsRecord(t *testing.T) {
 	// their admission results are not recorded
 	h, src, _ = reportsHost(t, auditPolicy("bg-only", "team", true))
 	a = NewAdmissionReports(h, AdmissionReportsOptions{})
-	if a.Record(admissionOf(t, src, api.Create, podObject("p", nil).Object)) {
+	if a.recordAll(admissionOf(t, src, api.Create, podObject("p", nil).Object)) {
 		t.Error("the results of a background policy are recorded")
 	}
 }
@@ -119,7 +119,7 @@ func TestAdmissionReportsQueueFullDoesNotBlock(t *testing.T) {
 	start := time.Now()
 	recorded := 0
 	for range 1000 {
-		if a.Record(req, resp) {
+		if a.Record(req, resp, "") {
 			recorded++
 		}
 	}
@@ -194,7 +194,7 @@ func TestAdmissionReportsReachThePolicyReport(t *testing.T) {
 			if got := reportSummary(t, dyn, gvr, "cpol-need-team"); got != "none" {
 				t.Fatalf("report before the admission: %s", got)
 			}
-			if !a.Record(admissionOf(t, src, api.Create, p.Object)) {
+			if !a.recordAll(admissionOf(t, src, api.Create, p.Object)) {
 				t.Fatal("not recorded")
 			}
 			eventually(t, "the admission's fail entry", func() bool {
@@ -237,7 +237,7 @@ func TestReporterMergeRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.Record(admissionOf(t, src, api.Create, bad.Object)) {
+	if !a.recordAll(admissionOf(t, src, api.Create, bad.Object)) {
 		t.Fatal("not recorded")
 	}
 	eventually(t, "the admission's entries", func() bool {
@@ -260,7 +260,7 @@ func TestReporterMergeRules(t *testing.T) {
 	// webhook denied it after ours): dropped and deleted
 	ghost := podObject("ghost", nil)
 	ghost.SetNamespace("default")
-	if !a.Record(admissionOf(t, src, api.Create, ghost.Object)) {
+	if !a.recordAll(admissionOf(t, src, api.Create, ghost.Object)) {
 		t.Fatal("not recorded")
 	}
 	eventually(t, "the ghost's ephemeral report deleted", func() bool { return a.Written() == 2 && ephemeralCount(t, dyn) == 0 })
@@ -286,7 +286,7 @@ func TestReporterMergeRules(t *testing.T) {
 	}
 	editRule(2, func(rule map[string]any) { rule["validate"].(map[string]any)["message"] = "a team, please" })
 	eventually(t, "the stale entry gone", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "none" })
-	if !a.Record(admissionOf(t, src, api.Update, fixed.Object)) {
+	if !a.recordAll(admissionOf(t, src, api.Update, fixed.Object)) {
 		t.Fatal("not recorded")
 	}
 	eventually(t, "the new version's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=1 fail=0" })
@@ -313,7 +313,7 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { first.Run(ctx, time.Hour) })
-	a.Record(admissionOf(t, src, api.Create, p.Object))
+	a.recordAll(admissionOf(t, src, api.Create, p.Object))
 	eventually(t, "the entry", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=0 fail=1" })
 	stop()
 	wg.Wait()
@@ -325,8 +325,8 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
 		t.Errorf("after a new leader's first write: %s", got)
 	}
-	if second.store.Len() != 1 {
-		t.Errorf("%d resources in the new leader's store", second.store.Len())
+	if len(second.store.UIDs()) != 1 {
+		t.Errorf("%d resources in the new leader's store", len(second.store.UIDs()))
 	}
 	rep, _ := dyn.Resource(PolicyReports).Namespace("default").Get(t.Context(), "cpol-adm", metav1.GetOptions{})
 	msg, _, _ := unstructured.NestedSlice(rep.Object, "results")
@@ -359,7 +359,7 @@ func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
 	if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a.Record(admissionOf(t, src, api.Create, p.Object))
+	a.recordAll(admissionOf(t, src, api.Create, p.Object))
 	eventually(t, "the ephemeral report", func() bool { return a.Written() == 1 })
 	time.Sleep(6 * testFlush)
 	if n := ephemeralCount(t, dyn); n != 1 {
@@ -371,4 +371,71 @@ func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
 	if got := reportSummary(t, dyn, PolicyReports, "cpol-other"); got != "none" {
 		t.Errorf("cpol-other: %s", got)
 	}
+}
+
+// recordAll records the results of a webhook that serves every policy.
+func (a *AdmissionReports) recordAll(req *engine.Request, resp *engine.Response) bool {
+	return a.Record(req, resp, "")
+}
+
+// The admission results of admission-only CEL policies reach their
+// reports through the ephemeral reports: a ValidatingPolicy's (from
+// Validate) and a MutatingPolicy's (from Mutate), with upstream's
+// sources, though their results name no rule of the policy.
+func TestAdmissionReportsOfCELKinds(t *testing.T) {
+	vpol := objectOf(t, `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: need-owner}
+spec:
+  validationActions: [Audit]
+  evaluation:
+    background: {enabled: false}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
+    message: owner label required
+`)
+	mpol := objectOf(t, `apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: add-team}
+spec:
+  evaluation:
+    background: {enabled: false}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"
+`)
+	h, src, dyn := reportsHost(t, vpol, mpol)
+	eventually(t, "both policies", func() bool { return len(src.Set().Policies()) == 2 })
+	a := NewAdmissionReports(h, AdmissionReportsOptions{})
+	runAdmissionReports(t, a)
+	r := NewReporter(h, src, report.Options{})
+	r.flushEvery = testFlush
+	runReporter(t, r)
+
+	p := podObject("bad", nil)
+	if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	req := &engine.Request{Operation: api.Create, Object: p.Object, UID: "req-cel"}
+	m, err := src.Set().Mutate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := src.Set().Validate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Record(req, m, "mutate-fail") || !a.Record(req, v, "fail") {
+		t.Fatal("not recorded")
+	}
+	eventually(t, "the ValidatingPolicy's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "vpol-need-owner") == "pass=0 fail=1" })
+	eventually(t, "the MutatingPolicy's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "mpol-add-team") == "pass=1 fail=0" })
+	eventually(t, "the ephemeral reports deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log"
 	"os"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -94,4 +95,28 @@ func ExampleRoleBindings() {
 	if req.Roles, req.ClusterRoles, err = roles.Of(req.Namespace, req.UserInfo); err != nil {
 		log.Print(err)
 	}
+}
+
+// A Controller runs its Scheduler on the leader; a host may run one on its
+// own (on its leader only): it runs the deleting policies when they are
+// due, until ctx ends.
+func ExampleScheduler() {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := cluster.New(cfg, cluster.Options{Namespace: "gavel"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	src, err := cluster.NewPolicySource(h, cluster.PolicySourceOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sched := cluster.NewScheduler(h, src, cluster.SchedulerOptions{MaxWait: 30 * time.Second})
+	if err := h.Start(ctx); err != nil || !src.WaitForSync(ctx) {
+		log.Fatal(err)
+	}
+	_ = h.RunLeader(ctx, cluster.LeaderOptions{Name: "gavel-cleanup", Identity: os.Getenv("POD_NAME")}, sched.Run)
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,8 +55,12 @@ type Options struct {
 	// EngineOptions are added after the host's own when the host builds its
 	// engine (limits, clock, registry client...).
 	EngineOptions []engine.Option
-	// Logf receives log lines (default log.Printf).
-	Logf func(format string, args ...any)
+	// Logger receives the structured logs of the host and of what runs on
+	// it (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics, when set, receive the host's Prometheus metrics (see
+	// Metrics); the engine then times each policy (engine.WithPolicyTiming).
+	Metrics *Metrics
 }
 
 // Host implements gavel's host interfaces on a Kubernetes cluster:
@@ -71,22 +76,32 @@ type Host struct {
 	kube   kubernetes.Interface
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
-	client *Client
-	queue  *Queue
-	authz  *Authorizer
+	disc   discovery.CachedDiscoveryInterface
+	log    *slog.Logger
+	// metrics may be nil: its methods then record nothing
+	metrics *Metrics
+	events  *eventRecorder
+	client  *Client
+	queue   *Queue
+	authz   *Authorizer
 
 	factory    informers.SharedInformerFactory
 	dynFactory dynamicinformer.DynamicSharedInformerFactory
 	configMaps corelisters.ConfigMapLister
 	namespaces corelisters.NamespaceLister
 	excInf     cache.SharedIndexInformer
+	// celExcInf watches the policies.kyverno.io PolicyExceptions (nil
+	// when the cluster does not serve them)
+	celExcInf cache.SharedIndexInformer
 
 	excMu  sync.Mutex // serializes recompilations
 	excSet atomic.Pointer[exceptions.Set]
 	excErr atomic.Pointer[error]
 
-	// ctx is Start's context, for the writes informer handlers start.
-	ctx context.Context
+	// ctx is Start's context; wg joins the workers Start starts
+	ctx     context.Context
+	wg      sync.WaitGroup
+	workers []func(context.Context)
 
 	engOnce sync.Once
 	eng     *engine.Engine
@@ -115,32 +130,56 @@ func New(cfg *rest.Config, opts Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	return NewForClients(kube, dyn, mapper, opts)
+	cached := memory.NewMemCacheClient(disc)
+	h, err := newHost(kube, dyn, restmapper.NewDeferredDiscoveryRESTMapper(cached), opts)
+	if err != nil {
+		return nil, err
+	}
+	h.disc = cached
+	return h, nil
 }
 
-// NewForClients returns a Host on the given clients (fakes in tests).
+// NewForClients returns a Host on the given clients (fakes in tests); its
+// discovery reads kube.Discovery(), cached in memory.
 func NewForClients(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, opts Options) (*Host, error) {
+	h, err := newHost(kube, dyn, mapper, opts)
+	if err != nil {
+		return nil, err
+	}
+	h.disc = memory.NewMemCacheClient(kube.Discovery())
+	return h, nil
+}
+
+func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, opts Options) (*Host, error) {
 	if opts.Namespace == "" {
 		return nil, errors.New("cluster: Options.Namespace is required")
 	}
-	if opts.Logf == nil {
-		opts.Logf = log.Printf
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: NewClient(dyn, mapper),
+		log: opts.Logger, metrics: opts.Metrics,
 		authz: NewAuthorizer(kube.AuthorizationV1().SubjectAccessReviews(), opts.Authorizer)}
+	h.events = newEventRecorder(kube, h.log)
 	h.factory = informers.NewSharedInformerFactory(kube, opts.Resync)
 	h.configMaps = h.factory.Core().V1().ConfigMaps().Lister()
 	h.namespaces = h.factory.Core().V1().Namespaces().Lister()
 	h.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.Resync)
 	h.excInf = h.dynFactory.ForResource(PolicyExceptions).Informer()
+	infs := []cache.SharedIndexInformer{h.excInf}
+	if m, err := mapper.RESTMapping(schema.GroupKind{Group: api.GroupPolicies, Kind: api.KindPolicyException}, policiesVersions...); err == nil {
+		h.celExcInf = h.dynFactory.ForResource(m.Resource).Informer()
+		infs = append(infs, h.celExcInf)
+	}
 	recompile := func(any) { h.compileExceptions() }
-	if _, err := h.excInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    recompile,
-		UpdateFunc: func(_, _ any) { h.compileExceptions() },
-		DeleteFunc: recompile,
-	}); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+	for _, inf := range infs {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    recompile,
+			UpdateFunc: func(_, _ any) { h.compileExceptions() },
+			DeleteFunc: recompile,
+		}); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
 	}
 	empty, _ := exceptions.Compile(nil)
 	h.excSet.Store(empty)
@@ -170,12 +209,29 @@ func (h *Host) Queue() *Queue { return h.queue }
 // Namespace returns Options.Namespace.
 func (h *Host) Namespace() string { return h.opts.Namespace }
 
-func (h *Host) logf(format string, args ...any) { h.opts.Logf(format, args...) }
+// Logger returns the host's logger.
+func (h *Host) Logger() *slog.Logger { return h.log }
+
+// Metrics returns the host's metrics (nil when none).
+func (h *Host) Metrics() *Metrics { return h.metrics }
+
+// Discovery returns the host's discovery client, cached in memory.
+func (h *Host) Discovery() discovery.CachedDiscoveryInterface { return h.disc }
+
+// goWorker registers a worker that Start runs until its context is done
+// (the policy source's); call it before Start.
+func (h *Host) goWorker(f func(context.Context)) { h.workers = append(h.workers, f) }
 
 // Start starts the informers (ConfigMaps, Namespaces, PolicyExceptions,
-// UpdateRequests) and waits until their caches are filled.
+// UpdateRequests, and those of the PolicySource) and the workers of what
+// was built on the host, and waits until the caches are filled. When ctx
+// is done they stop; Shutdown waits for them.
 func (h *Host) Start(ctx context.Context) error {
 	h.ctx = ctx
+	h.events.start(ctx)
+	for _, w := range h.workers {
+		h.wg.Go(func() { w(ctx) })
+	}
 	h.factory.Core().V1().ConfigMaps().Informer()
 	h.factory.Core().V1().Namespaces().Informer()
 	h.queue.informer()
@@ -195,6 +251,15 @@ func (h *Host) Start(ctx context.Context) error {
 	return nil
 }
 
+// Shutdown waits, once Start's context is done, for every goroutine the
+// host started (informers, workers, the event broadcaster).
+func (h *Host) Shutdown() {
+	h.factory.Shutdown()
+	h.dynFactory.Shutdown()
+	h.wg.Wait()
+	h.events.shutdown()
+}
+
 // EngineOptions returns the engine options of every host interface.
 func (h *Host) EngineOptions() []engine.Option {
 	return []engine.Option{
@@ -212,7 +277,11 @@ func (h *Host) EngineOptions() []engine.Option {
 // then Options.EngineOptions.
 func (h *Host) Engine() (*engine.Engine, error) {
 	h.engOnce.Do(func() {
-		h.eng, h.engErr = engine.New(append(h.EngineOptions(), h.opts.EngineOptions...)...)
+		opts := h.EngineOptions()
+		if h.metrics != nil {
+			opts = append(opts, engine.WithPolicyTiming())
+		}
+		h.eng, h.engErr = engine.New(append(opts, h.opts.EngineOptions...)...)
 	})
 	return h.eng, h.engErr
 }
@@ -240,6 +309,37 @@ func (h *Host) NamespaceLabels(_ context.Context, namespace string) (map[string]
 		return nil, wrap(err)
 	}
 	return ns.Labels, nil
+}
+
+// SetResourceKind sets, for a subresource request, req.ResourceKind to
+// the kind of its resource as the RESTMapper knows it (pods/exec: v1 Pod,
+// whose request Kind is PodExecOptions), so that match blocks such as
+// "Pod/exec" select it as upstream's webhooks do (they read the top-level
+// kind from discovery). Other requests, and resources the mapper does not
+// know, are left as they are.
+func (h *Host) SetResourceKind(req *engine.Request) {
+	if req == nil || req.SubResource == "" || req.Resource.Resource == "" {
+		return
+	}
+	gvk, err := h.mapper.KindFor(schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource})
+	if err != nil {
+		return
+	}
+	req.ResourceKind = engine.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+}
+
+// SecretData returns the data of a Secret, read from the API server on
+// each call (no informer: gavel does not keep the cluster's Secrets in
+// memory, and needs only get on them, not list). It is the SecretReader
+// of image verification (verify.WithSecrets): the keys of attestors given
+// as Secrets and the resources' imagePullSecrets. A missing Secret is an
+// error wrapping engine.ErrNotFound.
+func (h *Host) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	s, err := h.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return s.Data, nil
 }
 
 // RawAbsPath implements engine.APIClient through the REST client: GET or
@@ -273,15 +373,9 @@ func (h *Host) compileExceptions() {
 	h.excMu.Lock()
 	defer h.excMu.Unlock()
 	var list []*api.PolicyException
+	var cel []*api.CELPolicyException
 	var errs []error
-	for _, o := range h.excInf.GetStore().List() {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		if !namespaceAllowed(h.opts.ExceptionNamespaces, u.GetNamespace()) {
-			continue
-		}
+	for _, u := range h.exceptionObjects(h.excInf) {
 		pe, err := api.DecodePolicyException(document(u))
 		if err != nil {
 			errs = append(errs, err)
@@ -289,7 +383,15 @@ func (h *Host) compileExceptions() {
 		}
 		list = append(list, pe)
 	}
-	set, err := exceptions.Compile(list)
+	for _, u := range h.exceptionObjects(h.celExcInf) {
+		pe, err := api.DecodeCELPolicyException(document(u))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cel = append(cel, pe)
+	}
+	set, err := exceptions.Compile(list, exceptions.CEL(cel...))
 	if err != nil {
 		// leave out the invalid exceptions, keep the others in force
 		errs = append(errs, err)
@@ -299,7 +401,13 @@ func (h *Host) compileExceptions() {
 				valid = append(valid, pe)
 			}
 		}
-		if set, err = exceptions.Compile(valid); err != nil {
+		var validCEL []*api.CELPolicyException
+		for _, pe := range cel {
+			if _, err := exceptions.Compile(nil, exceptions.CEL(pe)); err == nil {
+				validCEL = append(validCEL, pe)
+			}
+		}
+		if set, err = exceptions.Compile(valid, exceptions.CEL(validCEL...)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -308,10 +416,26 @@ func (h *Host) compileExceptions() {
 	}
 	if err := errors.Join(errs...); err != nil {
 		h.excErr.Store(&err)
-		h.logf("policy exceptions: %v", err)
+		h.log.Warn("invalid policy exceptions are left out", "err", err)
 	} else {
 		h.excErr.Store(nil)
 	}
+}
+
+// exceptionObjects returns the exceptions of an informer (none for nil)
+// in the allowed namespaces.
+func (h *Host) exceptionObjects(inf cache.SharedIndexInformer) []*unstructured.Unstructured {
+	if inf == nil {
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range inf.GetStore().List() {
+		u, ok := o.(*unstructured.Unstructured)
+		if ok && namespaceAllowed(h.opts.ExceptionNamespaces, u.GetNamespace()) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func namespaceAllowed(allowed []string, ns string) bool {

@@ -142,3 +142,23 @@ func TestClientUpdateRetriesConflicts(t *testing.T) {
 		t.Error("unknown kind: no error")
 	}
 }
+
+// A subresource request gets its resource's kind from the mapper.
+func TestSetResourceKind(t *testing.T) {
+	h, _ := fakeHost(t, nil, nil, nil)
+	for _, tt := range []struct {
+		req  engine.Request
+		want string
+	}{
+		{engine.Request{SubResource: "exec", Kind: engine.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
+			Resource: engine.GroupVersionResource{Version: "v1", Resource: "pods"}}, "Pod"},
+		{engine.Request{Kind: engine.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource: engine.GroupVersionResource{Version: "v1", Resource: "pods"}}, ""},
+		{engine.Request{SubResource: "scale", Resource: engine.GroupVersionResource{Group: "unknown.io", Version: "v1", Resource: "things"}}, ""},
+	} {
+		h.SetResourceKind(&tt.req)
+		if tt.req.ResourceKind.Kind != tt.want {
+			t.Errorf("%s/%s: ResourceKind %q, want %q", tt.req.Resource.Resource, tt.req.SubResource, tt.req.ResourceKind.Kind, tt.want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,10 +51,12 @@ func (h *Host) RunLeader(ctx context.Context, opts LeaderOptions, run func(ctx c
 		Client:     h.kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: opts.Identity},
 	}
-	// runMu keeps two runs apart: client-go starts run in a goroutine of
-	// its own and does not wait for it when the leadership is lost.
-	var runMu sync.Mutex
+	// client-go starts OnStartedLeading in a goroutine of its own and
+	// does not wait for it: the callback only hands the leader's context
+	// over, and run runs here, so that it is over before RunLeader
+	// campaigns again or returns
 	for ctx.Err() == nil {
+		started := make(chan context.Context)
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
 			LeaseDuration:   opts.LeaseDuration,
@@ -65,13 +66,10 @@ func (h *Host) RunLeader(ctx context.Context, opts LeaderOptions, run func(ctx c
 			Name:            opts.Name,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
-					runMu.Lock()
-					defer runMu.Unlock()
-					if lctx.Err() != nil {
-						return
+					select {
+					case started <- lctx:
+					case <-lctx.Done():
 					}
-					h.logf("leader election: %s leads %s", opts.Identity, opts.Name)
-					run(lctx)
 				},
 				OnStoppedLeading: func() {},
 				OnNewLeader: func(id string) {
@@ -84,9 +82,18 @@ func (h *Host) RunLeader(ctx context.Context, opts LeaderOptions, run func(ctx c
 		if err != nil {
 			return err
 		}
-		le.Run(ctx)
-		runMu.Lock() // wait for run to return before campaigning again
-		runMu.Unlock()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			le.Run(ctx)
+		}()
+		select {
+		case lctx := <-started:
+			h.log.Info("leading", "lease", opts.Name, "identity", opts.Identity)
+			run(lctx)
+			<-done
+		case <-done:
+		}
 	}
 	return ctx.Err()
 }

@@ -4,18 +4,16 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -33,31 +31,72 @@ const (
 // PolicyChange tells a PolicySource's subscribers about one policy: Old is
 // the compiled policy that was serving (nil for a new policy), New the one
 // serving now (nil when the policy was deleted), Set the policy set now
-// serving.
+// serving. Key is the policy's key (namespace/name, or name).
 type PolicyChange struct {
+	Key      string
 	Old, New *engine.Policy
 	Set      *engine.PolicySet
 }
 
-// PolicySource keeps a PolicySet compiled from the cluster's ClusterPolicy
-// and Policy objects. A policy is compiled when it changes and the set is
-// swapped atomically, so that a request is answered by one set from start
-// to end. A policy that does not compile is reported (its Ready condition
-// set to False with the reason, and a Warning event) and the version that
-// was serving before keeps serving. It is safe for concurrent use.
+// snapshot is what a PolicySource serves at one time: every policy, and
+// the subsets each webhook path serves.
+type snapshot struct {
+	all *engine.PolicySet
+	// admission: the policies the webhooks serve (not the kinds the API
+	// server evaluates itself)
+	admission *engine.PolicySet
+	// by failure policy, without the policies that have webhooks of
+	// their own
+	fail, ignore *engine.PolicySet
+	// the policies with webhooks of their own (match conditions) or of
+	// their selectors' group, by the webhook's key (webhookGroup)
+	fine map[string]*engine.PolicySet
+	// backgroundMutate: the CEL mutating kinds, whose background results
+	// come from PolicySet.Mutate
+	backgroundMutate *engine.PolicySet
+}
+
+// PolicySource keeps a PolicySet compiled from the cluster's policies of
+// every kind the engine evaluates: ClusterPolicy and Policy,
+// ValidatingPolicy, ImageValidatingPolicy and MutatingPolicy with their
+// Namespaced kinds, and Kubernetes' ValidatingAdmissionPolicy (and
+// MutatingAdmissionPolicy, PolicySourceOptions.MutatingAdmissionPolicies)
+// with their bindings; the kinds of policies.kyverno.io and
+// admissionregistration.k8s.io are watched when the cluster serves them
+// at start. The API server evaluates its admission policies itself: the
+// webhooks do not serve them (WebhookSet), only the background scans
+// report on them (Set), as upstream's reports controller does.
+//
+// It is a controller in client-go's sample-controller shape: the
+// informers' handlers only put the policy's ID in a queue (its key,
+// prefixed by its kind for the kinds other than ClusterPolicy and
+// Policy); a worker compiles the policy and swaps the set atomically, so
+// that a request is answered by one set from start to end. A policy that
+// does not compile is reported (with PolicySourceOptions.ReportStatus:
+// its status set not ready with the reason, and a Warning event, written
+// by a second queue's worker with rate-limited retries) and the version
+// that was serving before keeps serving. The workers run from Host.Start
+// to the end of its context. It is safe for concurrent use.
 type PolicySource struct {
 	h   *Host
 	eng *engine.Engine
 
-	cur atomic.Pointer[engine.PolicySet]
+	cur atomic.Pointer[snapshot]
+
+	queue   workqueue.TypedRateLimitingInterface[string] // policy IDs to compile
+	status  workqueue.TypedRateLimitingInterface[string] // policy IDs whose status to write
+	infs    map[string]cache.SharedIndexInformer         // by kind
+	gvrs    map[string]schema.GroupVersionResource       // by kind
+	regs    []cache.ResourceEventHandlerRegistration
+	synced  chan struct{}
+	syncKey string
 
 	mu        sync.Mutex
-	good      map[string]*engine.Policy
+	good      map[string]*engine.Policy // by ID
 	errs      map[string]error
+	compiled  map[string]string // the generation and annotations of the version compiled, by ID
 	listeners []func(PolicyChange)
-	failed    map[string]*unstructured.Unstructured // the versions in errs
 	writeStat bool
-	regs      []cache.ResourceEventHandlerRegistration
 }
 
 // PolicySourceOptions configure NewPolicySource.
@@ -67,140 +106,323 @@ type PolicySourceOptions struct {
 	// process (the controller's leader, or the single webhook), not in
 	// every replica.
 	ReportStatus bool
+	// NoValidatingAdmissionPolicies leaves out the
+	// ValidatingAdmissionPolicies and their bindings, which the
+	// background scans otherwise report on (upstream's reports controller
+	// with --validatingAdmissionPolicyReports=false).
+	NoValidatingAdmissionPolicies bool
+	// MutatingAdmissionPolicies watches the MutatingAdmissionPolicies and
+	// their bindings, for the background scans' reports (upstream's
+	// --mutatingAdmissionPolicyReports, off by default).
+	MutatingAdmissionPolicies bool
 }
 
 // NewPolicySource returns a source of policies that compiles with the
-// host's engine. Call it before Host.Start: its informers start with the
-// host's.
+// host's engine. Call it before Host.Start: its informers and workers
+// start with the host's.
 func NewPolicySource(h *Host, opts PolicySourceOptions) (*PolicySource, error) {
 	eng, err := h.Engine()
 	if err != nil {
 		return nil, err
 	}
+	newQueue := func(name string) workqueue.TypedRateLimitingInterface[string] {
+		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: h.metrics.queueMetrics()})
+	}
 	s := &PolicySource{h: h, eng: eng, good: map[string]*engine.Policy{}, errs: map[string]error{},
-		failed: map[string]*unstructured.Unstructured{}, writeStat: opts.ReportStatus}
-	s.cur.Store(eng.NewPolicySet())
-	for _, gvr := range []schema.GroupVersionResource{ClusterPolicies, Policies} {
+		compiled: map[string]string{}, writeStat: opts.ReportStatus,
+		queue: newQueue("policies"), status: newQueue("policy-status"),
+		infs: map[string]cache.SharedIndexInformer{}, gvrs: map[string]schema.GroupVersionResource{},
+		synced: make(chan struct{}), syncKey: "\x00synced"}
+	s.store(&snapshot{all: eng.NewPolicySet()})
+	for i := range hostKinds {
+		k := &hostKinds[i]
+		gvr, ok := k.served(h.mapper, &opts)
+		if !ok {
+			if k.enabled == nil || k.enabled(&opts) {
+				h.log.Info("policy kind not served, not watched", "group", k.group, "kind", k.kind)
+			}
+			continue
+		}
 		inf := h.dynFactory.ForResource(gvr).Informer()
+		s.infs[k.kind], s.gvrs[k.kind] = inf, gvr
+		enqueue := s.enqueuer(k.kind)
 		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { s.changed(o, false) },
-			UpdateFunc: func(old, o any) { s.updated(old, o) },
-			DeleteFunc: func(o any) { s.changed(o, true) },
+			AddFunc:    enqueue,
+			UpdateFunc: func(_, o any) { enqueue(o) },
+			DeleteFunc: enqueue,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		s.regs = append(s.regs, reg)
 	}
+	h.goWorker(s.run)
 	return s, nil
+}
+
+// enqueuer returns the informers' handler of a kind: it queues the
+// policy's ID, nothing more.
+func (s *PolicySource) enqueuer(kind string) func(o any) {
+	return func(o any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
+			s.queue.Add(policyID(kind, key))
+		}
+	}
+}
+
+// Kinds returns the kinds of policy the source watches.
+func (s *PolicySource) Kinds() []string {
+	out := make([]string, 0, len(s.infs))
+	for i := range hostKinds {
+		if s.infs[hostKinds[i].kind] != nil {
+			out = append(out, hostKinds[i].kind)
+		}
+	}
+	return out
+}
+
+// run compiles the queued policies and writes the statuses until ctx is
+// done.
+func (s *PolicySource) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+		s.status.ShutDown()
+	})
+	wg.Go(func() {
+		// once the informers delivered the initial lists, a marker after
+		// them tells when their policies are compiled (the queue is FIFO)
+		fns := make([]cache.InformerSynced, len(s.regs))
+		for i, r := range s.regs {
+			fns[i] = r.HasSynced
+		}
+		if cache.WaitForCacheSync(ctx.Done(), fns...) {
+			s.queue.Add(s.syncKey)
+		}
+	})
+	wg.Go(func() {
+		for s.processNext() {
+		}
+	})
+	wg.Go(func() {
+		for s.processStatus(ctx) {
+		}
+	})
+	wg.Wait()
+}
+
+func (s *PolicySource) processNext() bool {
+	key, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(key)
+	if key == s.syncKey {
+		close(s.synced)
+		return true
+	}
+	s.h.metrics.reconcile("policies")
+	s.sync(key)
+	s.queue.Forget(key)
+	return true
 }
 
 // WaitForSync waits until the policies that existed when the host started
 // have all been compiled (or ctx is done, then it returns false).
 func (s *PolicySource) WaitForSync(ctx context.Context) bool {
-	fns := make([]cache.InformerSynced, len(s.regs))
-	for i, r := range s.regs {
-		fns[i] = r.HasSynced
+	select {
+	case <-s.synced:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	return cache.WaitForCacheSync(ctx.Done(), fns...)
 }
 
-// Set returns the policy set serving now.
-func (s *PolicySource) Set() *engine.PolicySet { return s.cur.Load() }
+// Synced reports whether the policies that existed when the host started
+// have all been compiled (readiness).
+func (s *PolicySource) Synced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Set returns the policy set serving now: every policy, those the API
+// server evaluates itself too (the background scans' set).
+func (s *PolicySource) Set() *engine.PolicySet { return s.cur.Load().all }
+
+// WebhookSet returns the policies a webhook path serves: with key "", the
+// policies of failure policy fp that have no webhook of their own (fp "":
+// every policy the webhooks serve); with a key, the policies of that
+// webhook (the key of a policy with webhooks of its own, or of a group
+// of CEL policies with the same selectors: see WebhookConfigurations),
+// nil when there is none now.
+func (s *PolicySource) WebhookSet(fp api.FailurePolicyType, key string) *engine.PolicySet {
+	snap := s.cur.Load()
+	switch {
+	case key != "":
+		return snap.fine[key]
+	case fp == api.Ignore:
+		return snap.ignore
+	case fp == "":
+		return snap.admission
+	}
+	return snap.fail
+}
+
+// lookup returns the version of a policy serving now (nil when none), and
+// whether its latest version does not compile.
+func (s *PolicySource) lookup(id string) (*engine.Policy, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.good[id], s.errs[id] != nil
+}
 
 // Errors returns the compile error of each policy that failed to compile
-// in its latest version, by policy key.
+// in its latest version, by policy ID: the policy's key (name, or
+// namespace/name), prefixed by its kind and a dot for the kinds other
+// than ClusterPolicy and Policy ("ValidatingPolicy.name").
 func (s *PolicySource) Errors() map[string]error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]error, len(s.errs))
-	for k, v := range s.errs {
-		out[k] = v
+	return maps.Clone(s.errs)
+}
+
+// SetReportStatus turns the writing of the policies' status and events on
+// or off (PolicySourceOptions.ReportStatus); turned on, it queues the
+// status of every policy, written when it differs. A Controller turns it
+// on while it leads.
+func (s *PolicySource) SetReportStatus(on bool) {
+	s.mu.Lock()
+	s.writeStat = on
+	var keys []string
+	if on {
+		keys = append(keysOf(s.good), keysOf(s.errs)...)
+	}
+	s.mu.Unlock()
+	for _, k := range keys {
+		s.status.Add(k)
+	}
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
 	return out
 }
 
-// SetReportStatus turns the writing of the policies' status and events on
-// or off (PolicySourceOptions.ReportStatus); turned on, it reports the
-// policies that fail to compile now. A Controller turns it on while it
-// leads.
-func (s *PolicySource) SetReportStatus(on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writeStat = on
-	if !on {
-		return
-	}
-	for key, u := range s.failed {
-		go s.report(u.DeepCopy(), s.errs[key])
-	}
-}
-
 // Subscribe registers f to be called, in order and never concurrently,
-// after every change of the serving set.
+// after every change of the serving set. f runs on the source's worker
+// and must not block (queue what it has to do).
 func (s *PolicySource) Subscribe(f func(PolicyChange)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listeners = append(s.listeners, f)
 }
 
-func (s *PolicySource) updated(old, o any) {
-	ou, ok1 := old.(*unstructured.Unstructured)
-	nu, ok2 := o.(*unstructured.Unstructured)
-	if ok1 && ok2 && ou.GetGeneration() == nu.GetGeneration() && ou.GetGeneration() != 0 &&
-		maps.Equal(ou.GetAnnotations(), nu.GetAnnotations()) {
-		// a status write or a resync: the spec is unchanged (annotations,
-		// which give report categories and severities, do not bump the
-		// generation)
-		return
+// object returns the policy of an ID from the informers' caches.
+func (s *PolicySource) object(id string) (*unstructured.Unstructured, bool) {
+	kind, key := splitID(id)
+	inf := s.infs[kind]
+	if inf == nil {
+		return nil, false
 	}
-	s.changed(o, false)
-}
-
-func (s *PolicySource) changed(o any, deleted bool) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
+	o, ok, err := inf.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil, false
 	}
 	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
-		return
+	if ok && u.GetKind() == "" {
+		// informers' objects carry their kind; a fake's may not
+		u = u.DeepCopy()
+		u.SetKind(kind)
 	}
-	key := u.GetName()
-	if u.GetNamespace() != "" {
-		key = u.GetNamespace() + "/" + u.GetName()
+	return u, ok
+}
+
+// version identifies what of a policy object compiles to the same policy:
+// its UID and generation and its annotations (report categories and
+// severities do not bump the generation); "" for objects without a
+// generation (not written through the API server), always compiled.
+func version(u *unstructured.Unstructured) string {
+	if u.GetGeneration() == 0 {
+		return ""
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := s.good[key]
-	var cur *engine.Policy
-	if deleted {
-		delete(s.good, key)
-		delete(s.errs, key)
-		delete(s.failed, key)
-	} else {
-		p, err := s.compile(u)
-		if err != nil {
-			s.errs[key] = err
-			s.failed[key] = u
-			s.h.logf("policy %s does not compile, the previous version keeps serving: %v", key, err)
-			if s.writeStat {
-				go s.report(u.DeepCopy(), err)
-			}
+	ann := u.GetAnnotations()
+	keys := keysOf(ann)
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%d", u.GetUID(), u.GetGeneration())
+	for _, k := range keys {
+		b.WriteString("\x00" + k + "=" + ann[k])
+	}
+	return b.String()
+}
+
+// sync compiles the current version of a policy (or forgets a deleted
+// one), swaps the serving set and tells the subscribers. A status write
+// or a resync of an unchanged policy does nothing.
+func (s *PolicySource) sync(key string) {
+	u, exists := s.object(key)
+	var p *engine.Policy
+	var cerr error
+	ver := ""
+	if exists {
+		ver = version(u)
+		s.mu.Lock()
+		same := ver != "" && s.compiled[key] == ver
+		s.mu.Unlock()
+		if same {
 			return
 		}
-		_, failed := s.errs[key]
-		delete(s.errs, key)
-		delete(s.failed, key)
-		s.good[key] = p
-		cur = p
-		if s.writeStat && (failed || !ready(u)) {
-			go s.report(u.DeepCopy(), nil)
-		}
+		p, cerr = s.compile(u)
 	}
-	set := s.build()
-	s.cur.Store(set)
-	for _, f := range s.listeners {
-		f(PolicyChange{Old: old, New: cur, Set: set})
+	s.mu.Lock()
+	old, hadErr := s.good[key], s.errs[key] != nil
+	switch {
+	case !exists:
+		delete(s.good, key)
+		delete(s.errs, key)
+		delete(s.compiled, key)
+	case cerr != nil:
+		s.errs[key] = cerr
+		s.compiled[key] = ver
+	default:
+		delete(s.errs, key)
+		s.good[key] = p
+		s.compiled[key] = ver
+	}
+	writeStat := s.writeStat
+	var snap *snapshot
+	if exists && cerr != nil {
+		snap = s.cur.Load() // the previous version keeps serving
+	} else {
+		snap = s.store(s.build())
+	}
+	listeners := slices.Clone(s.listeners)
+	failed := maps.Clone(s.errs)
+	s.mu.Unlock()
+
+	if cerr != nil {
+		s.h.log.Warn("policy does not compile, the previous version keeps serving", "policy", key, "err", cerr)
+	}
+	if writeStat && exists && (cerr != nil || hadErr || !ready(u) || shapeOf(u.GetKind()) == statusCEL) {
+		s.status.Add(key)
+	}
+	s.h.metrics.SetPolicies(snap.all, failed)
+	if exists && cerr != nil {
+		return
+	}
+	ch := PolicyChange{Key: key, Old: old, New: p, Set: snap.all}
+	s.h.metrics.PolicyChange(ch)
+	for _, f := range listeners {
+		f(ch)
 	}
 }
 
@@ -212,90 +434,60 @@ func (s *PolicySource) compile(u *unstructured.Unstructured) (*engine.Policy, er
 	return s.eng.CompilePolicy(po)
 }
 
-// build returns the set of the good policies, in key order.
-func (s *PolicySource) build() *engine.PolicySet {
-	keys := make([]string, 0, len(s.good))
-	for k := range s.good {
-		keys = append(keys, k)
-	}
+// build returns the sets of the good policies, in key order; s.mu is
+// held.
+func (s *PolicySource) build() *snapshot {
+	keys := keysOf(s.good)
 	sort.Strings(keys)
-	ps := make([]*engine.Policy, len(keys))
-	for i, k := range keys {
-		ps[i] = s.good[k]
+	var all, admission, fail, ignore, bgMutate []*engine.Policy
+	groups := map[string][]*engine.Policy{}
+	for _, k := range keys {
+		p := s.good[k]
+		all = append(all, p)
+		if backgroundMutator(p.Kind()) {
+			bgMutate = append(bgMutate, p)
+		}
+		if !admissionKind(p.Kind()) {
+			continue
+		}
+		admission = append(admission, p)
+		switch g := webhookGroup(p); {
+		case g.key != "":
+			groups[g.key] = append(groups[g.key], p)
+		case p.FailurePolicy() == api.Ignore:
+			ignore = append(ignore, p)
+		default:
+			fail = append(fail, p)
+		}
 	}
-	return s.eng.NewPolicySet(ps...)
+	fine := make(map[string]*engine.PolicySet, len(groups))
+	for k, ps := range groups {
+		fine[k] = s.eng.NewPolicySet(ps...)
+	}
+	return &snapshot{all: s.eng.NewPolicySet(all...), admission: s.eng.NewPolicySet(admission...),
+		fail: s.eng.NewPolicySet(fail...), ignore: s.eng.NewPolicySet(ignore...), fine: fine,
+		backgroundMutate: s.eng.NewPolicySet(bgMutate...)}
 }
 
-// ready reports whether the object's Ready condition is True.
-func ready(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
-			return m["status"] == string(metav1.ConditionTrue)
-		}
+// backgroundMutator reports the CEL mutating kinds (and bindings), whose
+// background results come from PolicySet.Mutate: a policy that would
+// change an existing resource fails ("mutation is not applied").
+func backgroundMutator(kind string) bool {
+	switch kind {
+	case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy, api.KindMutatingAdmissionPolicy, api.KindMutatingAdmissionPolicyBinding:
+		return true
 	}
 	return false
 }
 
-// report writes the policy's Ready condition and, for an error, a Warning
-// event.
-func (s *PolicySource) report(u *unstructured.Unstructured, cerr error) {
-	ctx, cancel := context.WithTimeout(s.h.ctx, 30*time.Second)
-	defer cancel()
-	gvr := ClusterPolicies
-	if u.GetNamespace() != "" {
-		gvr = Policies
+func (s *PolicySource) store(snap *snapshot) *snapshot {
+	if snap.fail == nil {
+		empty := s.eng.NewPolicySet()
+		snap = &snapshot{all: snap.all, admission: snap.all, fail: empty, ignore: empty,
+			fine: map[string]*engine.PolicySet{}, backgroundMutate: empty}
 	}
-	ri := s.h.dyn.Resource(gvr).Namespace(u.GetNamespace())
-	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: "Ready", ObservedGeneration: u.GetGeneration()}
-	if cerr != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonFailed, cerr.Error()
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		var st api.PolicyStatus
-		if m, ok := cur.Object["status"].(map[string]any); ok {
-			_ = fromObject(m, &st)
-		}
-		meta.SetStatusCondition(&st.Conditions, cond)
-		r := cerr == nil
-		st.Ready = &r
-		obj, err := toObject(st)
-		if err != nil {
-			return err
-		}
-		cur.Object["status"] = obj
-		_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		s.h.logf("policy %s: writing status: %v", u.GetName(), err)
-	}
-	if cerr == nil {
-		return
-	}
-	ns := u.GetNamespace()
-	if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
-	now := metav1.NewTime(time.Now())
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: u.GetName() + ".", Namespace: ns},
-		InvolvedObject: corev1.ObjectReference{
-			APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(),
-			UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
-		},
-		Reason: EventReasonPolicyError, Message: truncate(cerr.Error(), 1024), Type: corev1.EventTypeWarning,
-		Source: corev1.EventSource{Component: "gavel"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		ReportingController: "gavel", ReportingInstance: "gavel",
-	}
-	if _, err := s.h.kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		s.h.logf("policy %s: writing event: %v", u.GetName(), err)
-	}
+	s.cur.Store(snap)
+	return snap
 }
 
 func truncate(s string, n int) string {

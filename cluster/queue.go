@@ -109,6 +109,7 @@ func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	if err != nil {
 		return err
 	}
+	requiredFields(obj)
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion("kyverno.io/v2")
 	u.SetKind("UpdateRequest")
@@ -156,6 +157,22 @@ func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	return nil
 }
 
+// requiredFields writes the fields upstream's UpdateRequest schema
+// requires that the spec leaves out when empty: deleteDownstream, rule,
+// context, resource.
+func requiredFields(obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	for k, v := range map[string]any{"deleteDownstream": false, "rule": "", "context": map[string]any{}, "resource": map[string]any{}} {
+		if _, ok := spec[k]; !ok {
+			spec[k] = v
+		}
+	}
+}
+
 // requeue sets the existing request named as u Pending again with u's spec
 // and status, bumping its AnnotationURRequeued so that its resourceVersion
 // changes even when nothing else does. gone reports that the request was
@@ -176,7 +193,19 @@ func (q *Queue) requeue(ctx context.Context, u *unstructured.Unstructured) (gone
 		cur.SetAnnotations(ann)
 		cur.Object["spec"] = u.Object["spec"]
 		cur.Object["status"] = u.Object["status"]
-		_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		out, err := ri.Update(ctx, cur, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		// upstream's CRD has a status subresource: the status is
+		// written on its own (a CRD without one took it above)
+		out.Object["status"] = u.Object["status"]
+		_, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, gerr := ri.Get(ctx, u.GetName(), metav1.GetOptions{}); gerr == nil {
+				return nil // no status subresource: Update wrote it
+			}
+		}
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -247,7 +276,8 @@ func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers in
 	if workers < 1 {
 		workers = 1
 	}
-	wq := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	wq := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "updaterequests", MetricsProvider: q.h.metrics.queueMetrics()})
 	q.mu.Lock()
 	q.wq = wq
 	// the informer saw requests before Drain: queue them all
@@ -255,14 +285,14 @@ func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers in
 		q.add(wq, o)
 	}
 	q.mu.Unlock()
-	go func() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		<-ctx.Done()
 		q.mu.Lock()
 		q.wq = nil
 		q.mu.Unlock()
 		wq.ShutDown()
-	}()
-	var wg sync.WaitGroup
+	})
 	for range workers {
 		wg.Go(func() {
 			for {
@@ -270,8 +300,10 @@ func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers in
 				if shutdown {
 					return
 				}
+				q.h.metrics.reconcile("updaterequests")
 				if err := q.process(ctx, ctrl, key); err != nil && ctx.Err() == nil {
-					q.h.logf("update request %s: %v", key, err)
+					q.h.log.Warn("update request, will retry", "key", key, "err", err)
+					q.h.metrics.requeue("updaterequests", wq.NumRequeues(key))
 					wq.AddRateLimited(key)
 				} else {
 					wq.Forget(key)
@@ -339,7 +371,11 @@ func (q *Queue) record(ctx context.Context, u *unstructured.Unstructured, st *ap
 			return nil // requeued meanwhile
 		}
 		cur.Object["status"] = status
-		_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			// a CRD without the status subresource
+			_, err = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		}
 		return err
 	})
 }

@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,10 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	ireport "github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/report"
 )
 
@@ -57,8 +60,8 @@ var (
 type Reporter struct {
 	h     *Host
 	src   *PolicySource
-	opts  ireport.Options
-	store *ireport.Store
+	opts  report.Options
+	store *report.Store
 
 	policiesChanged atomic.Bool
 	changedMu       sync.Mutex
@@ -66,8 +69,8 @@ type Reporter struct {
 	toRemove        []string             // updated policies whose admission entries are stale
 
 	writeMu sync.Mutex
-	written map[ireport.ReportKey]writtenReport // nil: list the cluster's
-	merged  []*ephemeral                        // deleted after the next successful write
+	written map[report.ReportKey]writtenReport // nil: list the cluster's
+	merged  []*ephemeral                       // deleted after the next successful write
 
 	ephemeralWait time.Duration // see defaultEphemeralWait
 	flushEvery    time.Duration // period of the writes (1s)
@@ -76,8 +79,8 @@ type Reporter struct {
 // NewReporter returns a Reporter for the policies of src. opts gives the
 // entries' clock and source and the reports' format (report.Options).
 func NewReporter(h *Host, src *PolicySource, opts report.Options) *Reporter {
-	io := internalOptions(opts)
-	r := &Reporter{h: h, src: src, opts: io, store: ireport.NewStore(io), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
+	opts = withClock(opts)
+	r := &Reporter{h: h, src: src, opts: opts, store: report.NewStore(opts), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
 	src.Subscribe(r.policyChanged)
 	return r
 }
@@ -122,13 +125,16 @@ func (r *Reporter) stale(policyKey string, at int64) bool {
 }
 
 // scanKinds returns the resources to watch: the kinds matched by the
-// validate rules, as resources the API server serves. Those of
-// admission-only policies are watched too, for the deletions of the
-// resources their entries are about.
+// validate rules, and the resources the CEL kinds' matchConstraints name
+// (their Pod controller variants' too), as resources the API server
+// serves. Those of admission-only policies are watched too, for the
+// deletions of the resources their entries are about. Wildcard kinds and
+// resources ("*") are not scanned: their cost is unbounded.
 func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 	wanted := map[string]bool{}
-	all := false
+	var rules []admv1.RuleWithOperations
 	for _, p := range set.Policies() {
+		rules = append(rules, scanRules(p)...)
 		for _, rule := range p.Rules() {
 			if rule.Validation == nil && len(rule.VerifyImages) == 0 {
 				continue
@@ -139,15 +145,13 @@ func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 				kinds = append(kinds, f.Kinds...)
 			}
 			for _, k := range kinds {
-				if strings.Contains(k, "*") {
-					all = true
-					continue
+				if !strings.Contains(k, "*") {
+					wanted[k] = true
 				}
-				wanted[k] = true
 			}
 		}
 	}
-	if len(wanted) == 0 {
+	if len(wanted) == 0 && len(rules) == 0 {
 		return nil, nil
 	}
 	_, lists, err := r.h.kube.Discovery().ServerGroupsAndResources()
@@ -166,11 +170,10 @@ func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 				continue
 			}
 			names := []string{res.Kind, gv.Version + "/" + res.Kind, gv.Group + "/" + gv.Version + "/" + res.Kind, gv.Group + "/*/" + res.Kind}
-			match := false
+			match := rulesName(rules, gv.Group, gv.Version, res.Name)
 			for _, n := range names {
 				match = match || wanted[n]
 			}
-			_ = all // wildcard kinds are not scanned (their cost is unbounded)
 			key := gv.Group + "/" + res.Kind
 			if !match || seen[key] {
 				continue
@@ -180,6 +183,43 @@ func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 		}
 	}
 	return out, nil
+}
+
+// scanRules returns the resource rules of a policy of a CEL kind: its
+// matchConstraints' and its Pod controller variants' (none for a
+// ClusterPolicy or Policy, or a ValidatingPolicy of the JSON mode).
+func scanRules(p *engine.Policy) []admv1.RuleWithOperations {
+	if h := celHookOf(p); h != nil {
+		return h.rules
+	}
+	var m *admv1.MatchResources
+	switch src := p.Source().(type) {
+	case *api.ValidatingAdmissionPolicy:
+		m = src.Spec.MatchConstraints
+	case *api.MutatingAdmissionPolicy:
+		m = src.Spec.MatchConstraints
+	}
+	if m == nil {
+		return nil
+	}
+	out := make([]admv1.RuleWithOperations, 0, len(m.ResourceRules))
+	for _, r := range m.ResourceRules {
+		out = append(out, r.RuleWithOperations)
+	}
+	return out
+}
+
+// rulesName reports whether resource rules name a resource (not through
+// a resource "*": wildcard resources are not scanned).
+func rulesName(rules []admv1.RuleWithOperations, group, version, resource string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.Resources, resource) &&
+			(slices.Contains(r.APIGroups, group) || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.APIVersions, version) || slices.Contains(r.APIVersions, "*")) {
+			return true
+		}
+	}
+	return false
 }
 
 type gvk struct {
@@ -201,8 +241,8 @@ func hasVerb(verbs []string, v string) bool {
 // policies and rules that no longer exist and, when every kind could be
 // listed, those of resources that are gone, and writes the reports.
 func (r *Reporter) Scan(ctx context.Context) error {
-	set := r.src.Set()
-	kinds, err := r.scanKinds(set)
+	snap := r.src.cur.Load()
+	kinds, err := r.scanKinds(snap.all)
 	if err != nil {
 		return fmt.Errorf("cluster: discovery: %w", err)
 	}
@@ -213,7 +253,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 	for _, k := range kinds {
 		l, err := r.h.dyn.Resource(k.gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			r.h.logf("scan: listing %s: %v", k.gvr, err)
+			r.h.log.Warn("scan: listing", "resource", k.gvr.String(), "err", err)
 			complete = false
 			continue
 		}
@@ -222,7 +262,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 			obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
 			uid := string(l.Items[i].GetUID())
 			seen[uid] = true
-			resp, err := set.Validate(ctx, &engine.Request{Object: obj, Background: true})
+			resp, err := r.evaluate(ctx, snap, &engine.Request{Object: obj, Background: true})
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -230,7 +270,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 				continue
 			}
 			if err := r.store.Update(uid, resp.Policies, true); err != nil {
-				r.h.logf("scan: %v", err)
+				r.h.log.Warn("scan", "err", err)
 			}
 		}
 	}
@@ -244,6 +284,24 @@ func (r *Reporter) Scan(ctx context.Context) error {
 	return r.Write(ctx)
 }
 
+// evaluate evaluates a resource in a background request with the
+// policies of a snapshot: Validate with every policy, and Mutate with the
+// CEL mutating kinds, which fail when they would change the resource
+// (upstream's background scanner).
+func (r *Reporter) evaluate(ctx context.Context, snap *snapshot, req *engine.Request) (*engine.Response, error) {
+	resp, err := snap.all.Validate(ctx, req)
+	if err != nil || len(snap.backgroundMutate.Policies()) == 0 {
+		return resp, err
+	}
+	m, err := snap.backgroundMutate.Mutate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := *resp
+	out.Policies = append(slices.Clip(resp.Policies), m.Policies...)
+	return &out, nil
+}
+
 // Write makes the cluster's reports (those labelled managed by kyverno)
 // what the store holds: the reports that changed since the last Write are
 // rendered, and created, updated (timestamps alone are no change) or,
@@ -253,13 +311,13 @@ func (r *Reporter) Scan(ctx context.Context) error {
 func (r *Reporter) Write(ctx context.Context) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	var keys []ireport.ReportKey
+	var keys []report.ReportKey
 	if r.written == nil {
 		if err := r.list(ctx); err != nil {
 			return err
 		}
 		r.store.TakeChanged()
-		seen := map[ireport.ReportKey]bool{}
+		seen := map[report.ReportKey]bool{}
 		for _, k := range r.store.Keys() {
 			seen[k] = true
 			keys = append(keys, k)
@@ -273,7 +331,7 @@ func (r *Reporter) Write(ctx context.Context) error {
 		keys = r.store.TakeChanged()
 	}
 	var errs []error
-	failed := map[ireport.ReportKey]bool{}
+	failed := map[report.ReportKey]bool{}
 	for _, key := range keys {
 		if err := r.writeOne(ctx, key); err != nil {
 			r.store.MarkChanged(key)
@@ -290,7 +348,7 @@ func (r *Reporter) Write(ctx context.Context) error {
 		}
 		err := r.h.dyn.Resource(e.gvr).Namespace(e.namespace).Delete(ctx, e.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			r.h.logf("reports: deleting ephemeral report %s/%s: %v", e.namespace, e.name, err)
+			r.h.log.Warn("reports: deleting an ephemeral report", "namespace", e.namespace, "name", e.name, "err", err)
 		}
 	}
 	clear(r.merged[len(kept):])
@@ -310,7 +368,7 @@ func (r *Reporter) unlisted() bool {
 }
 
 // writeOne makes one report in the cluster what the store renders.
-func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
+func (r *Reporter) writeOne(ctx context.Context, key report.ReportKey) error {
 	prev, ok := r.written[key]
 	rep, exists := r.store.Render(key)
 	if !exists {
@@ -324,7 +382,7 @@ func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
 		delete(r.written, key)
 		return nil
 	}
-	summary, results := reportParts(rep)
+	summary, results := rep.Summary, rep.Results
 	if ok && prev.fp != "" && prev.fp == fingerprint(summary, results) {
 		// listed from the cluster, and saying the same
 		r.written[key] = writtenReport{rv: prev.rv, gvr: prev.gvr}
@@ -338,7 +396,7 @@ func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
 		// written last: one encoding, no map of the report
 		var p reportPatch
 		p.Metadata.ResourceVersion = prev.rv
-		p.Metadata.Labels = map[string]string{ireport.LabelManagedBy: ireport.ManagedByKyverno}
+		p.Metadata.Labels = map[string]string{report.LabelManagedBy: report.ManagedByKyverno}
 		p.Summary, p.Results = summary, results
 		data, err := json.Marshal(&p)
 		if err != nil {
@@ -349,7 +407,7 @@ func (r *Reporter) writeOne(ctx context.Context, key ireport.ReportKey) error {
 			return err
 		}
 	} else {
-		obj, err := toObject(rep)
+		obj, err := toObject(rep.Object())
 		if err != nil {
 			return err
 		}
@@ -373,21 +431,6 @@ type reportPatch struct {
 	Results []api.PolicyReportResult `json:"results"`
 }
 
-// reportParts returns the summary and results of a rendered report.
-func reportParts(rep any) (api.PolicyReportSummary, []api.PolicyReportResult) {
-	switch v := rep.(type) {
-	case *api.PolicyReport:
-		return v.Summary, v.Results
-	case *api.ClusterPolicyReport:
-		return v.Summary, v.Results
-	case *api.OpenReport:
-		return v.Summary, v.Results
-	case *api.OpenClusterReport:
-		return v.Summary, v.Results
-	}
-	return api.PolicyReportSummary{}, nil
-}
-
 // writtenReport is what the Reporter knows of a report in the cluster:
 // its version, and for a report listed from the cluster a fingerprint of
 // its content (those the Reporter wrote are what the store held).
@@ -400,8 +443,8 @@ type writtenReport struct {
 // gives the store back the entries of admission-only policies that it
 // does not hold (a new leader's).
 func (r *Reporter) list(ctx context.Context) error {
-	written := map[ireport.ReportKey]writtenReport{}
-	sel := metav1.ListOptions{LabelSelector: ireport.LabelManagedBy + "=" + ireport.ManagedByKyverno}
+	written := map[report.ReportKey]writtenReport{}
+	sel := metav1.ListOptions{LabelSelector: report.LabelManagedBy + "=" + report.ManagedByKyverno}
 	live := livePolicies(r.src.Set())
 	admissionOnly := map[string][]api.PolicyReportResult{}
 	for _, cluster := range []bool{true, false} {
@@ -414,10 +457,10 @@ func (r *Reporter) list(ctx context.Context) error {
 			cur := &l.Items[i]
 			var obj api.PolicyReport // every kind of report has these fields
 			_ = fromObject(cur.Object, &obj)
-			key := ireport.ReportKey{Namespace: cur.GetNamespace(), Name: cur.GetName()}
+			key := report.ReportKey{Namespace: cur.GetNamespace(), Name: cur.GetName()}
 			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fingerprint(obj.Summary, obj.Results), gvr: gvr}
 			for _, res := range obj.Results {
-				if p, ok := live[res.Policy]; ok && !p.background && p.rules[res.Rule] && len(res.Resources) > 0 && res.Resources[0].UID != "" {
+				if p, ok := live[res.Policy]; ok && !p.background && p.has(res.Rule) && len(res.Resources) > 0 && res.Resources[0].UID != "" {
 					uid := res.Resources[0].UID
 					admissionOnly[uid] = append(admissionOnly[uid], res)
 				}
@@ -436,9 +479,9 @@ func (r *Reporter) list(ctx context.Context) error {
 // reportResource is the resource of the reports of the Reporter's format.
 func (r *Reporter) reportResource(cluster bool) schema.GroupVersionResource {
 	switch {
-	case r.opts.Format == ireport.OpenReports && cluster:
+	case r.opts.Format == report.OpenReports && cluster:
 		return OpenClusterReports
-	case r.opts.Format == ireport.OpenReports:
+	case r.opts.Format == report.OpenReports:
 		return OpenReports
 	case cluster:
 		return ClusterPolicyReports
@@ -466,15 +509,29 @@ func fingerprint(summary api.PolicyReportSummary, results []api.PolicyReportResu
 type livePolicy struct {
 	background bool
 	rules      map[string]bool
+	// anyRule: a CEL kind's results carry no rule of the policy's (""
+	// or names of their own)
+	anyRule bool
 }
 
-// livePolicies indexes the policies of a set by key.
+// has reports whether the policy makes entries of the rule.
+func (lp livePolicy) has(rule string) bool { return lp.anyRule || lp.rules[rule] }
+
+// livePolicies indexes the policies of a set by key, as report entries
+// name them (policies of different kinds with one key share an entry).
 func livePolicies(set *engine.PolicySet) map[string]livePolicy {
 	out := map[string]livePolicy{}
 	for _, p := range set.Policies() {
-		lp := livePolicy{background: p.Background(), rules: map[string]bool{}}
+		lp, ok := out[p.Key()]
+		if !ok {
+			lp.rules = map[string]bool{}
+		}
+		lp.background = lp.background || p.Background()
 		for _, n := range p.RuleNames() {
 			lp.rules[n] = true
+		}
+		if _, classic := p.Source().(api.ClassicPolicy); !classic {
+			lp.anyRule = true
 		}
 		out[p.Key()] = lp
 	}
@@ -488,7 +545,7 @@ func (r *Reporter) prune() {
 	live := livePolicies(r.src.Set())
 	r.store.Prune(func(policy, rule string) (bool, bool) {
 		p, ok := live[policy]
-		return ok && p.rules[rule], p.background
+		return ok && p.has(rule), p.background
 	})
 }
 
@@ -511,8 +568,21 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 		watched: map[schema.GroupVersionResource]gvk{},
 		infs:    map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 		pending: map[string]*ephemeral{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[objectKey](),
+			workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "reports", MetricsProvider: r.h.metrics.queueMetrics()}),
+		deletedUID: map[objectKey]string{},
+		ephKeys:    map[objectKey]bool{},
 	}
-	defer rs.factory.Shutdown()
+	var wg sync.WaitGroup
+	defer func() {
+		rs.queue.ShutDown()
+		wg.Wait()
+		rs.factory.Shutdown()
+	}()
+	wg.Go(func() {
+		for rs.processNext() {
+		}
+	})
 	rs.watch()
 	ephFactory := rs.watchEphemeral()
 	if ephFactory != nil {
@@ -540,61 +610,91 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 		rs.mergePending()
 		if rs.dirty.Swap(false) || r.unlisted() {
 			if err := r.Write(ctx); err != nil && ctx.Err() == nil {
-				r.h.logf("%v", err)
+				r.h.log.Error("writing the policy reports", "err", err)
 				rs.dirty.Store(true)
 			}
 		}
 	}
 }
 
-// reporterRun is the state of one Run.
+// reporterRun is the state of one Run. The informers' handlers only queue
+// the keys of the resources (and note the UIDs of deleted ones); a worker
+// evaluates each from the informer's cache. The ephemeral reports'
+// handlers only note their keys; Run's loop reads and merges them.
 type reporterRun struct {
 	r       *Reporter
 	ctx     context.Context
 	factory dynamicinformer.DynamicSharedInformerFactory
 	dirty   atomic.Bool
+	queue   workqueue.TypedRateLimitingInterface[objectKey]
 
-	// watched and infs are used by Run's goroutine only
-	watched map[schema.GroupVersionResource]gvk
-	infs    map[schema.GroupVersionResource]cache.SharedIndexInformer
+	// missing is used by Run's goroutine only
 	missing map[string]bool // resources with entries absent from the informers at the last sweep
 
-	mu      sync.Mutex
-	pending map[string]*ephemeral // by namespace/name of the ephemeral report
+	mu         sync.Mutex
+	watched    map[schema.GroupVersionResource]gvk
+	infs       map[schema.GroupVersionResource]cache.SharedIndexInformer
+	deletedUID map[objectKey]string // UIDs of deleted resources not processed yet
+	ephInfs    map[schema.GroupVersionResource]cache.SharedIndexInformer
+	ephKeys    map[objectKey]bool    // ephemeral reports not read yet
+	pending    map[string]*ephemeral // read, waiting for their resource, by namespace/name of the ephemeral report
 }
 
-func (rs *reporterRun) eval(k gvk, o any) {
-	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
-		return
+func (rs *reporterRun) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.infs[gvr]
+}
+
+// processNext evaluates (or forgets) one queued resource.
+func (rs *reporterRun) processNext() bool {
+	k, shutdown := rs.queue.Get()
+	if shutdown {
+		return false
 	}
+	defer rs.queue.Done(k)
+	rs.r.h.metrics.reconcile("reports")
+	rs.mu.Lock()
+	inf, kind := rs.infs[k.gvr], rs.watched[k.gvr]
+	uid, deleted := rs.deletedUID[k]
+	delete(rs.deletedUID, k)
+	rs.mu.Unlock()
+	if inf != nil {
+		if o, ok, _ := inf.GetStore().GetByKey(k.key); ok {
+			if u, _ := o.(*unstructured.Unstructured); u != nil && (!deleted || string(u.GetUID()) != uid) {
+				rs.eval(kind, u)
+			}
+		}
+	}
+	if deleted {
+		rs.r.store.Delete(uid)
+		rs.dirty.Store(true)
+	}
+	rs.queue.Forget(k)
+	return true
+}
+
+// eval evaluates a resource with the background policies into the store.
+func (rs *reporterRun) eval(k gvk, u *unstructured.Unstructured) {
 	obj := u.DeepCopy().Object
 	obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
-	resp, err := rs.r.src.Set().Validate(rs.ctx, &engine.Request{Object: obj, Background: true})
+	req := &engine.Request{Object: obj, Background: true}
+	resp, err := rs.r.evaluate(rs.ctx, rs.r.src.cur.Load(), req)
 	if err != nil {
 		return
 	}
+	rs.r.h.metrics.Results(req, resp, true)
 	if err := rs.r.store.Update(string(u.GetUID()), resp.Policies, true); err != nil {
-		rs.r.h.logf("reports: %v", err)
+		rs.r.h.log.Warn("reports", "err", err)
 	}
 	rs.dirty.Store(true)
-}
-
-func (rs *reporterRun) forget(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	if u, ok := o.(*unstructured.Unstructured); ok {
-		rs.r.store.Delete(string(u.GetUID()))
-		rs.dirty.Store(true)
-	}
 }
 
 // watch starts the informers of the kinds the policies match.
 func (rs *reporterRun) watch() {
 	kinds, err := rs.r.scanKinds(rs.r.src.Set())
 	if err != nil {
-		rs.r.h.logf("reports: discovery: %v", err)
+		rs.r.h.log.Warn("reports: discovery", "err", err)
 	}
 	for _, k := range kinds {
 		rs.watchKind(k)
@@ -604,24 +704,43 @@ func (rs *reporterRun) watch() {
 }
 
 // watchKind adds the informer of a kind; watch or mergePending start it.
+// Its handlers queue the resources' keys.
 func (rs *reporterRun) watchKind(k gvk) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	if _, ok := rs.watched[k.gvr]; ok {
 		return
 	}
 	rs.watched[k.gvr] = k
 	inf := rs.factory.ForResource(k.gvr).Informer()
 	_ = inf.SetTransform(dropManagedFields)
+	enqueue := func(o any) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			rs.queue.Add(objectKey{k.gvr, keyOf(u)})
+		}
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { rs.eval(k, o) },
+		AddFunc: enqueue,
 		UpdateFunc: func(old, o any) {
 			ou, _ := old.(*unstructured.Unstructured)
 			nu, _ := o.(*unstructured.Unstructured)
 			if ou != nil && nu != nil && ou.GetResourceVersion() == nu.GetResourceVersion() {
 				return
 			}
-			rs.eval(k, o)
+			enqueue(o)
 		},
-		DeleteFunc: rs.forget,
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				key := objectKey{k.gvr, keyOf(u)}
+				rs.mu.Lock()
+				rs.deletedUID[key] = string(u.GetUID())
+				rs.mu.Unlock()
+				rs.queue.Add(key)
+			}
+		},
 	})
 	rs.infs[k.gvr] = inf
 }
@@ -630,10 +749,13 @@ func (rs *reporterRun) watchKind(k gvk) {
 // drops the entries of resources that two sweeps in a row did not find.
 func (rs *reporterRun) rescan(sweep bool) {
 	present := map[string]bool{}
-	for gvr, inf := range rs.infs {
+	rs.mu.Lock()
+	infs := maps.Clone(rs.infs)
+	rs.mu.Unlock()
+	for gvr, inf := range infs {
 		for _, o := range inf.GetStore().List() {
-			rs.eval(rs.watched[gvr], o)
 			if u, ok := o.(*unstructured.Unstructured); ok {
+				rs.queue.Add(objectKey{gvr, keyOf(u)})
 				present[string(u.GetUID())] = true
 			}
 		}
@@ -669,46 +791,71 @@ func dropManagedFields(o any) (any, error) {
 }
 
 // watchEphemeral starts the informers of the ephemeral reports, when the
-// API server serves them, and returns their factory.
+// API server serves them, and returns their factory. Their handlers note
+// the reports' keys; mergePending reads them.
 func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFactory {
 	gk := schema.GroupKind{Group: EphemeralReports.Group, Kind: "EphemeralReport"}
 	if _, err := rs.r.h.mapper.RESTMapping(gk, EphemeralReports.Version); err != nil {
-		rs.r.h.logf("reports: admission results are not merged: %v", err)
+		rs.r.h.log.Warn("reports: admission results are not merged", "err", err)
 		return nil
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(rs.r.h.dyn, 0)
-	add := func(o any) {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		e, err := readEphemeral(u)
-		if err != nil {
-			rs.r.h.logf("reports: %v", err)
-		}
-		rs.mu.Lock()
-		rs.pending[e.namespace+"/"+e.name] = e
-		rs.mu.Unlock()
-	}
+	rs.mu.Lock()
+	rs.ephInfs = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+	rs.mu.Unlock()
 	for _, gvr := range []schema.GroupVersionResource{EphemeralReports, ClusterEphemeralReports} {
 		inf := f.ForResource(gvr).Informer()
 		_ = inf.SetTransform(dropManagedFields)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: add,
+			AddFunc: func(o any) {
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					rs.mu.Lock()
+					rs.ephKeys[objectKey{gvr, keyOf(u)}] = true
+					rs.mu.Unlock()
+				}
+			},
 			DeleteFunc: func(o any) {
 				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 					o = d.Obj
 				}
 				if u, ok := o.(*unstructured.Unstructured); ok {
 					rs.mu.Lock()
+					delete(rs.ephKeys, objectKey{gvr, keyOf(u)})
 					delete(rs.pending, u.GetNamespace()+"/"+u.GetName())
 					rs.mu.Unlock()
 				}
 			},
 		})
+		rs.mu.Lock()
+		rs.ephInfs[gvr] = inf
+		rs.mu.Unlock()
 	}
 	f.Start(rs.ctx.Done())
 	return f
+}
+
+// readEphemerals decodes the ephemeral reports noted since the last call
+// into pending.
+func (rs *reporterRun) readEphemerals() {
+	rs.mu.Lock()
+	keys := rs.ephKeys
+	rs.ephKeys = map[objectKey]bool{}
+	infs := rs.ephInfs
+	rs.mu.Unlock()
+	for k := range keys {
+		o, ok, _ := infs[k.gvr].GetStore().GetByKey(k.key)
+		u, _ := o.(*unstructured.Unstructured)
+		if !ok || u == nil {
+			continue
+		}
+		e, err := readEphemeral(u)
+		if err != nil {
+			rs.r.h.log.Warn("reports: ephemeral report", "err", err)
+		}
+		rs.mu.Lock()
+		rs.pending[e.namespace+"/"+e.name] = e
+		rs.mu.Unlock()
+	}
 }
 
 // mergePending merges the ephemeral reports whose resources the informers
@@ -718,6 +865,7 @@ func (rs *reporterRun) watchEphemeral() dynamicinformer.DynamicSharedInformerFac
 // rules, of admissions after the policy's last update, are merged. Merged and dropped reports are deleted after the next
 // successful Write.
 func (rs *reporterRun) mergePending() {
+	rs.readEphemerals()
 	rs.mu.Lock()
 	batch := make([]*ephemeral, 0, len(rs.pending))
 	for _, e := range rs.pending {
@@ -737,19 +885,19 @@ func (rs *reporterRun) mergePending() {
 			switch {
 			case !ok:
 				done = true // a kind the API server does not serve
-			case rs.infs[k.gvr] == nil:
+			case rs.informer(k.gvr) == nil:
 				rs.watchKind(k)
 				started = true
 			default:
 				if rs.has(k.gvr, e.namespace, e.owner.Name, e.resourceUID) {
 					results := e.results[:0:0]
 					for _, res := range e.results {
-						if p, ok := live[res.Policy]; ok && p.rules[res.Rule] && !rs.r.stale(res.Policy, e.at) {
+						if p, ok := live[res.Policy]; ok && p.has(res.Rule) && !rs.r.stale(res.Policy, e.at) {
 							results = append(results, res)
 						}
 					}
-					if _, err := rs.r.store.SetAdmission(e.resourceUID, e.at, results); err != nil {
-						rs.r.h.logf("reports: %v", err)
+					if _, err := rs.r.store.MergeAdmission(e.resourceUID, e.request, e.at, results); err != nil {
+						rs.r.h.log.Warn("reports", "err", err)
 					}
 					rs.dirty.Store(true)
 					done = true
@@ -781,7 +929,7 @@ func (rs *reporterRun) has(gvr schema.GroupVersionResource, namespace, name, uid
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	o, ok, _ := rs.infs[gvr].GetStore().GetByKey(key)
+	o, ok, _ := rs.informer(gvr).GetStore().GetByKey(key)
 	if !ok {
 		return false
 	}

@@ -93,7 +93,7 @@ func celScenario(t *testing.T, e *env) {
 		}
 		return err != nil && strings.Contains(err.Error(), "priority-label")
 	})
-	want := denial("cel", "bob-priority", "priority-label:\n  priority-creators: only users who may create PriorityClasses may set gavel.io/priority\n    in restricted namespaces\n")
+	want := denial("cel", "bob-priority", "priority-label:\n  priority-creators: only users who may create PriorityClasses may set gavel.io/priority in restricted namespaces\n")
 	if err.Error() != want {
 		t.Errorf("denial:\n%q\nwant\n%q", err.Error(), want)
 	}
@@ -131,7 +131,7 @@ func celScenario(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	_, err = bob.Create(ctx, pod("bob-no-params", nil, "mirror.example/nginx"), metav1.CreateOptions{})
-	want = denial("cel", "bob-no-params", "image-prefix:\n  prefix-from-configmap: 'error in parameterized resource: configmaps \"image-rules\"\n    not found'\n")
+	want = denial("cel", "bob-no-params", "image-prefix:\n  prefix-from-configmap: 'error in parameterized resource: configmaps \"image-rules\" not found'\n")
 	if err == nil || err.Error() != want {
 		t.Errorf("without the ConfigMap:\n%v\nwant\n%q", err, want)
 	}

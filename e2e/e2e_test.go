@@ -173,7 +173,7 @@ func TestScenarios(t *testing.T) {
 			}
 			return err != nil
 		})
-		want := "admission webhook \"validate.gavel.io\" denied the request: \n\nresource Pod/e2e/no-team was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label `team` is required. rule check-team failed\n    at path /metadata/labels/team/'\n"
+		want := "admission webhook \"validate.gavel.io\" denied the request: \n\nresource Pod/e2e/no-team was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label `team` is required. rule check-team failed at path /metadata/labels/team/'\n"
 		if err.Error() != want {
 			t.Errorf("denial:\n%q\nwant\n%q", err.Error(), want)
 		}

@@ -11,7 +11,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -20,12 +19,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,7 @@ type env struct {
 	dyn       dynamic.Interface
 	mapper    meta.RESTMapper
 	binary    string // gavel's cluster example
+	helm      string
 	whCert    string // webhook TLS files
 	whKey     string
 	procs     []*proc
@@ -182,17 +184,18 @@ func setup() (*env, error) {
 		return e, err
 	}
 
-	// the example's manifests, as a user applies them
-	for _, f := range []string{"crds.yaml", "rbac.yaml", "deployment.yaml"} {
-		if err := e.applyFile(filepath.Join(root, "examples", "webhook", "cluster", "manifests", f)); err != nil {
-			return e, fmt.Errorf("%s: %w", f, err)
-		}
+	// the chart, rendered by helm as a user installs it (the Deployment
+	// stays without Pods: no kubelet runs; the suite runs gavel's
+	// processes itself)
+	e.helm = filepath.Join(cache, helmVersion, "helm")
+	if err := e.namespaceObject("gavel"); err != nil {
+		return e, err
+	}
+	if err := e.applyChart(); err != nil {
+		return e, err
 	}
 	if err := e.waitCRDs(); err != nil {
 		return e, err
-	}
-	if err := e.checkWebhookManifest(filepath.Join(root, "examples", "webhook", "cluster", "manifests", "webhooks.yaml")); err != nil {
-		return e, fmt.Errorf("webhooks.yaml: %w", err)
 	}
 	if err := gobuild.Wait(); err != nil {
 		return e, fmt.Errorf("building the example: %w", err)
@@ -200,16 +203,28 @@ func setup() (*env, error) {
 	return e, nil
 }
 
-// checkWebhookManifest applies the example's webhook configurations with
-// the CA filled in, as the certs subcommand does, then deletes them: the suite
-// registers its own, pointing at 127.0.0.1.
-func (e *env) checkWebhookManifest(path string) error {
-	data, err := os.ReadFile(path)
+// helmVersion is the version e2e/build.sh builds helm at.
+const helmVersion = "v3.22.0"
+
+// renderChart renders charts/gavel with helm template, CRDs included, with
+// extra arguments (--set ...).
+func (e *env) renderChart(args ...string) ([]api.Document, error) {
+	cmd := exec.Command(e.helm, append([]string{"template", "gavel", filepath.Join(e.root, "charts", "gavel"),
+		"--namespace", "gavel", "--include-crds"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("helm template: %w: %s", err, stderr.String())
 	}
-	data = bytes.ReplaceAll(data, []byte("CA_BUNDLE"), []byte(base64.StdEncoding.EncodeToString(e.caPEM)))
-	docs, err := api.ReadDocuments(bytes.NewReader(data), path)
+	return api.ReadDocuments(bytes.NewReader(out), "helm template")
+}
+
+// applyChart applies the rendered chart, then does the work of the
+// controller manager's ClusterRole aggregation, which the suite does not
+// run (aggregate).
+func (e *env) applyChart() error {
+	docs, err := e.renderChart()
 	if err != nil {
 		return err
 	}
@@ -218,11 +233,52 @@ func (e *env) checkWebhookManifest(path string) error {
 			return fmt.Errorf("%s: %w", d, err)
 		}
 	}
-	ar := e.kube.AdmissionregistrationV1()
-	if err := ar.MutatingWebhookConfigurations().Delete(context.Background(), "gavel", metav1.DeleteOptions{}); err != nil {
+	return e.aggregate("gavel")
+}
+
+// aggregate fills an aggregated ClusterRole with the rules of the
+// ClusterRoles its aggregationRule selects, as the controller manager's
+// clusterrole-aggregation controller does (a stand-in: the suite runs no
+// controller manager).
+func (e *env) aggregate(name string) error {
+	ctx := context.Background()
+	rbac := e.kube.RbacV1().ClusterRoles()
+	agg, err := rbac.Get(ctx, name, metav1.GetOptions{})
+	if err != nil || agg.AggregationRule == nil {
 		return err
 	}
-	return ar.ValidatingWebhookConfigurations().Delete(context.Background(), "gavel", metav1.DeleteOptions{})
+	var rules []rbacv1.PolicyRule
+	seen := map[string]bool{}
+	for _, sel := range agg.AggregationRule.ClusterRoleSelectors {
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil {
+			return err
+		}
+		l, err := rbac.List(ctx, metav1.ListOptions{LabelSelector: s.String()})
+		if err != nil {
+			return err
+		}
+		for _, cr := range l.Items {
+			if seen[cr.Name] || cr.Name == name {
+				continue
+			}
+			seen[cr.Name] = true
+			rules = append(rules, cr.Rules...)
+		}
+	}
+	agg.Rules = rules
+	_, err = rbac.Update(ctx, agg, metav1.UpdateOptions{})
+	return err
+}
+
+// chartCRDs are the chart's CRD files.
+func chartCRDs() []string {
+	files, _ := filepath.Glob(filepath.Join("..", "charts", "gavel", "crds", "*.yaml"))
+	return files
+}
+
+func (e *env) namespaceObject(name string) error {
+	return e.apply(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}})
 }
 
 func (e *env) resetMapper() {
@@ -501,7 +557,7 @@ func (e *env) waitCRDs() error {
 					}
 				}
 			}
-			if established >= 6 {
+			if established >= len(chartCRDs()) {
 				e.resetMapper()
 				return nil
 			}
@@ -520,12 +576,16 @@ func (e *env) gavel(t testing.TB, name string, args ...string) *proc {
 	base := []string{"-kubeconfig", e.kubeconfig(), "-namespace", "gavel", "-identity", name,
 		"-tls-cert", e.whCert, "-tls-key", e.whKey,
 		"-lease-duration", "8s", "-renew-deadline", "6s", "-retry-period", "1s",
-		"-scan-interval", "2s", "-kube-api-qps", "500"}
+		"-scan-interval", "2s", "-kube-api-qps", "500", "-metrics-listen", ""}
+	if !slices.Contains(args, "-webhook-url") {
+		// the test registers its webhooks itself (env.webhooks)
+		base = append(base, "-manage-webhooks=false")
+	}
 	p, err := e.start(name, exec.Command(e.binary, append(base, args...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, e, name, "started:")
+	waitLog(t, e, name, "msg=started")
 	return p
 }
 

@@ -2,18 +2,14 @@ package engine_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/testshared"
 	"github.com/gavelpolicy/gavel/loader"
 )
-
-// benchDir is the shared performance workload (42 policies, 1,000 Pods),
-// beside the repository in CI and development checkouts.
-var benchDir = filepath.Join("..", "..", "shared", "bench")
 
 // loadBench loads the 42 bench policies and the 1,000 Pods.
 func loadBench(b *testing.B) ([]api.PolicyObject, []map[string]any) {
@@ -22,11 +18,11 @@ func loadBench(b *testing.B) ([]api.PolicyObject, []map[string]any) {
 
 // loadBenchPolicies loads the bench policies of folder dir and the 1,000
 // Pods.
-func loadBenchPolicies(b *testing.B, dir string) ([]api.PolicyObject, []map[string]any) {
+func loadBenchPolicies(b testing.TB, dir string) ([]api.PolicyObject, []map[string]any) {
 	b.Helper()
-	if _, err := os.Stat(benchDir); err != nil {
-		b.Skip("shared bench workload not found")
-	}
+	// the shared performance workload (42 policies, 1,000 Pods), with
+	// GAVEL_SHARED
+	benchDir := testshared.Dir(b, "bench")
 	ps, err := loader.Load(filepath.Join(benchDir, dir))
 	if err != nil {
 		b.Fatal(err)

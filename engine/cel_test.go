@@ -161,6 +161,13 @@ func TestCELRules(t *testing.T) {
 		{name: "pattern rule after celPreconditions", req: engine.Request{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 			"metadata": map[string]any{"name": "s", "namespace": "apps"}, "type": "Opaque"}},
 			policy: "cel-pattern-precondition", rule: "team-label", status: engine.StatusFail, message: "validation error: label team is required"},
+		{name: "orValue on values", req: engine.Request{Object: celPod("apps", false, false)}, policy: "cel-orvalue", rule: "mounts",
+			status: engine.StatusPass},
+		{name: "orValue on values fails", req: engine.Request{Object: func() map[string]any {
+			p := celPod("apps", false, false)
+			p["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["name"] = "forbidden"
+			return p
+		}()}, policy: "cel-orvalue", rule: "mounts", status: engine.StatusFail, message: "a container is named forbidden"},
 		{name: "autogen rule", req: engine.Request{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 			"metadata": map[string]any{"name": "d", "namespace": "apps"},
 			"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"namespace": "apps"}, "spec": celPod("apps", false, false)["spec"]}}}},

@@ -5,13 +5,17 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
 // ClientKinds returns the kinds of the objects the set's rules may read
 // through the Client: generate targets (read to find existing downstream
 // resources) and clone sources, cloneList kinds, and mutate-existing
-// targets, the parameter objects of CEL rules (paramKind) and Namespaces
-// for CEL expressions that read namespaceObject. A host that keeps objects only to serve the Client (as the CLI's
+// targets, the parameter objects of CEL rules and
+// ValidatingAdmissionPolicies (paramKind), Namespaces for CEL
+// expressions that read namespaceObject or policies that select
+// namespaces, and any kind for GeneratingPolicies and DeletingPolicies
+// that call the resource library. A host that keeps objects only to serve the Client (as the CLI's
 // in-memory cluster does) may keep just these kinds. all is true when a
 // kind is known only at evaluation (it holds a variable, or is empty): then
 // any object may be read.
@@ -41,6 +45,9 @@ func (s *PolicySet) ClientKinds() (kinds []string, all bool) {
 		}
 	}
 	for _, p := range s.policies {
+		for _, k := range p.bodyClientKinds() {
+			add(k)
+		}
 		for _, r := range p.rules {
 			switch {
 			case r.src.Generation != nil:
@@ -74,4 +81,74 @@ func (s *PolicySet) ClientKinds() (kinds []string, all bool) {
 	}
 	sort.Strings(kinds)
 	return kinds, all
+}
+
+// bodyClientKinds are the kinds a policy of a CEL kind reads through the
+// Client: its parameter objects, and Namespaces when its expressions read
+// namespaceObject or its constraints select namespaces.
+func (p *Policy) bodyClientKinds() []string {
+	var out []string
+	switch b := p.body.(type) {
+	case *validatingPolicy:
+		for _, v := range b.variants {
+			if v.body.Reads().Namespace || v.match.SelectsNamespaces() {
+				out = append(out, "Namespace")
+				break
+			}
+		}
+	case *generatingPolicy:
+		out = append(out, celKindsRead(b.body.Reads(), b.match.SelectsNamespaces())...)
+	case *deletingPolicy:
+		out = append(out, celKindsRead(b.body.Reads(), b.match.SelectsNamespaces())...)
+	case *vapPolicy:
+		if b.paramKind != nil {
+			out = append(out, b.paramKind.Kind)
+		}
+		if b.body.Reads().Namespace || b.match.SelectsNamespaces() {
+			out = append(out, "Namespace")
+		}
+		for _, bp := range b.bindings {
+			if bb := bp.body.(*vapBinding); bb.match.SelectsNamespaces() {
+				out = append(out, "Namespace")
+			}
+		}
+	case *mutatingPolicy:
+		if b.existing {
+			// the targets are listed by resource: any kind may be read
+			out = append(out, "")
+		}
+		for _, v := range b.variants {
+			if v.body.Reads().Namespace || v.match.SelectsNamespaces() {
+				out = append(out, "Namespace")
+				break
+			}
+		}
+	case *mapPolicy:
+		if b.paramKind != nil {
+			out = append(out, b.paramKind.Kind)
+		}
+		if b.body.Reads().Namespace || b.match.SelectsNamespaces() {
+			out = append(out, "Namespace")
+		}
+		for _, bp := range b.bindings {
+			if bb := bp.body.(*mapBinding); bb.match.SelectsNamespaces() {
+				out = append(out, "Namespace")
+			}
+		}
+	}
+	return out
+}
+
+// celKindsRead are the kinds the expressions of a CEL kind read through
+// the Client: Namespaces for namespaceObject and namespace selectors, and
+// any kind (the empty kind) when they may call the resource library.
+func celKindsRead(r celpolicy.Reads, selectsNamespaces bool) []string {
+	var out []string
+	if r.Namespace || selectsNamespaces {
+		out = append(out, "Namespace")
+	}
+	if r.Resources {
+		out = append(out, "")
+	}
+	return out
 }

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"reflect"
 	"testing"
+
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 func TestClientKinds(t *testing.T) {
@@ -96,5 +98,42 @@ spec:
 				t.Errorf("ClientKinds() = %v, %v; want %v, %v", kinds, all, tc.kinds, tc.all)
 			}
 		})
+	}
+}
+
+// A GeneratingPolicy that calls the resource library may read any kind;
+// one that reads namespaceObject reads Namespaces.
+func TestClientKindsGeneratingPolicy(t *testing.T) {
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = `apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata:
+  name: p
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}
+  generate:
+`
+	for _, c := range []struct {
+		expr  string
+		kinds []string
+		all   bool
+	}{
+		{`generator.Apply(object.metadata.name, [resource.Get("v1", "secrets", "default", "regcred")])`, nil, true},
+		{`generator.Apply(object.metadata.name, namespaceObject == null ? [] : [])`, []string{"Namespace"}, false},
+		{`generator.Apply(object.metadata.name, [])`, nil, false},
+	} {
+		set, err := eng.Compile(decodeExample(head + "  - expression: '" + c.expr + "'\n")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds, all := set.ClientKinds()
+		if !reflect.DeepEqual(kinds, c.kinds) || all != c.all {
+			t.Errorf("%s: kinds %v all %v, want %v %v", c.expr, kinds, all, c.kinds, c.all)
+		}
 	}
 }

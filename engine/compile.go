@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -16,9 +17,11 @@ import (
 	"github.com/gavelpolicy/gavel/match"
 )
 
-// Policy is a compiled policy: immutable and safe for concurrent use.
+// Policy is a compiled policy of any kind: immutable and safe for
+// concurrent use.
 type Policy struct {
 	src           api.PolicyObject
+	kind          string
 	key           string
 	annotations   map[string]string
 	background    bool
@@ -35,6 +38,13 @@ type Policy struct {
 	kinds           []match.KindSelector // union of rule kinds, for the index
 	// types holds one bit per rule type present (see typeBit)
 	types uint8
+	// failurePolicy is how a webhook treats the policy's errors
+	failurePolicy api.FailurePolicyType
+	// timeout is the webhook timeout in seconds (0: not set)
+	timeout int32
+	// body evaluates a policy of a CEL kind (kinds.go); nil for
+	// ClusterPolicy and Policy, whose rules are evaluated
+	body kindBody
 }
 
 // Source returns the policy as it was given to Compile.
@@ -43,7 +53,15 @@ func (p *Policy) Source() api.PolicyObject { return p.src }
 // Name returns the policy name.
 func (p *Policy) Name() string { return p.src.GetName() }
 
-// Namespace returns the namespace of a Policy ("" for a ClusterPolicy).
+// Kind returns the policy's kind: ClusterPolicy, Policy,
+// ValidatingPolicy, NamespacedValidatingPolicy, ValidatingAdmissionPolicy,
+// MutatingPolicy, NamespacedMutatingPolicy, MutatingAdmissionPolicy (or
+// one of the bindings).
+func (p *Policy) Kind() string { return p.kind }
+
+// Namespace returns the namespace of a namespaced kind (Policy,
+// NamespacedValidatingPolicy, NamespacedMutatingPolicy), "" for the
+// others.
 func (p *Policy) Namespace() string {
 	if p.src.IsNamespaced() {
 		return p.src.GetNamespace()
@@ -51,7 +69,7 @@ func (p *Policy) Namespace() string {
 	return ""
 }
 
-// Key returns "name" for a ClusterPolicy and "namespace/name" for a Policy.
+// Key returns "name", or "namespace/name" for a namespaced kind.
 func (p *Policy) Key() string { return p.key }
 
 // Annotations returns the policy's annotations.
@@ -70,9 +88,18 @@ func (p *Policy) EmitWarning() bool { return p.emitWarning }
 // FailurePolicy returns how a webhook treats errors of this policy:
 // api.Fail (the default) or api.Ignore, from
 // spec.webhookConfiguration.failurePolicy or the deprecated
-// spec.failurePolicy (see Response.Blocked).
-func (p *Policy) FailurePolicy() api.FailurePolicyType {
-	spec := p.src.GetSpec()
+// spec.failurePolicy, or the spec.failurePolicy of a CEL kind (see
+// Response.Blocked).
+func (p *Policy) FailurePolicy() api.FailurePolicyType { return p.failurePolicy }
+
+// TimeoutSeconds returns the policy's webhook timeout
+// (spec.webhookConfiguration.timeoutSeconds, or the deprecated
+// spec.webhookTimeoutSeconds of a ClusterPolicy or Policy) and whether it
+// is set. The engine does not enforce it; an admission host does.
+func (p *Policy) TimeoutSeconds() (int32, bool) { return p.timeout, p.timeout != 0 }
+
+// classicFailurePolicy is FailurePolicy of a ClusterPolicy or Policy.
+func classicFailurePolicy(spec *api.Spec) api.FailurePolicyType {
 	if wc := spec.WebhookConfiguration; wc != nil && wc.FailurePolicy != nil {
 		return *wc.FailurePolicy
 	}
@@ -80,6 +107,17 @@ func (p *Policy) FailurePolicy() api.FailurePolicyType {
 		return *spec.FailurePolicy
 	}
 	return api.Fail
+}
+
+// classicTimeout is TimeoutSeconds of a ClusterPolicy or Policy.
+func classicTimeout(spec *api.Spec) int32 {
+	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
+		return *wc.TimeoutSeconds
+	}
+	if spec.WebhookTimeoutSeconds != nil {
+		return *spec.WebhookTimeoutSeconds
+	}
+	return 0
 }
 
 func webhookFailurePolicy(spec *api.Spec) *api.FailurePolicyType {
@@ -124,6 +162,8 @@ func typeBit(t RuleType) uint8 {
 		return 4
 	case ImageVerify:
 		return 8
+	case Deletion:
+		return 16
 	}
 	return 0
 }
@@ -144,11 +184,33 @@ func (e *CompileError) Error() string {
 	return fmt.Sprintf("policy %s: %s", e.Policy, e.Errs.ToAggregate().Error())
 }
 
-// CompilePolicy validates and compiles one policy.
+// CompilePolicy validates and compiles one policy of any kind gavel
+// evaluates: ClusterPolicy, Policy, ValidatingPolicy,
+// NamespacedValidatingPolicy, ImageValidatingPolicy,
+// NamespacedImageValidatingPolicy, MutatingPolicy, NamespacedMutatingPolicy,
+// GeneratingPolicy, NamespacedGeneratingPolicy, DeletingPolicy,
+// NamespacedDeletingPolicy, CleanupPolicy, ClusterCleanupPolicy,
+// ValidatingAdmissionPolicy and MutatingAdmissionPolicy with their bindings
+// (a binding compiled on its own binds the policy of its kind and name
+// when both are in a PolicySet). Invalid policies are a *CompileError.
 func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
+	if p == nil || isNil(p) {
+		return nil, &CompileError{Errs: field.ErrorList{field.Required(nil, "no policy")}}
+	}
+	if cp, ok := p.(api.ClassicPolicy); ok {
+		return e.compileClassic(cp)
+	}
+	return e.compileKind(p)
+}
+
+// compileClassic compiles a ClusterPolicy or a Policy.
+func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 	spec := p.GetSpec()
 	cp := &Policy{
 		src:           p,
+		kind:          p.GetKind(),
+		failurePolicy: classicFailurePolicy(spec),
+		timeout:       classicTimeout(spec),
 		key:           api.PolicyKey(p),
 		annotations:   p.GetAnnotations(),
 		background:    spec.BackgroundEnabled(),
@@ -225,6 +287,12 @@ func (e *Engine) CompilePolicy(p api.PolicyObject) (*Policy, error) {
 	return cp, nil
 }
 
+// isNil reports whether p is a nil pointer in an interface.
+func isNil(p api.PolicyObject) bool {
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // originalIndex finds the position of a rule (or of the rule an autogen
 // rule came from) in the policy, for error paths.
 func originalIndex(spec *api.Spec, name string, fallback int) int {
@@ -289,18 +357,6 @@ func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(mp, "", "exactly one of patchStrategicMerge, patchesJson6902 or foreach must be set"))
 		}
 	}
-	if g := r.Generation; g != nil {
-		gp := path.Child("generate")
-		n := 0
-		for _, has := range []bool{g.RawData != nil, g.Clone != nil && (g.Clone.Name != "" || g.Clone.Namespace != ""), g.CloneList != nil && len(g.CloneList.Kinds) > 0, len(g.ForEachGeneration) > 0} {
-			if has {
-				n++
-			}
-		}
-		if n != 1 {
-			errs = append(errs, field.Invalid(gp, "", "exactly one of data, clone, cloneList or foreach must be set"))
-		}
-	}
 	for _, part := range []struct {
 		name string
 		m    *api.MatchResources
@@ -332,6 +388,9 @@ type PolicySet struct {
 	maxResults atomic.Int32
 	// kinds caches which rules may match a kind (see candidates)
 	kinds kindIndex
+	// mutatingKinds is set when the set holds policies of CEL kinds that
+	// mutate (see mutateKinds)
+	mutatingKinds bool
 }
 
 // reqState returns a request state for a Validate or Mutate call, reusing
@@ -387,11 +446,17 @@ func (s *PolicySet) noteResults(rs *reqState, resp *Response) {
 	rs.results = exact
 }
 
+// newPolicySet groups compiled policies; the bindings among them are
+// attached to the policies they bind (see attachBindings).
 func newPolicySet(e *Engine, policies []*Policy) *PolicySet {
+	policies = attachBindings(policies)
 	s := &PolicySet{eng: e, policies: policies}
 	for _, p := range policies {
 		if p.HasRuleType(Validation) || p.HasRuleType(ImageVerify) {
 			s.validatePolicies++
+		}
+		if _, ok := p.body.(mutator); ok {
+			s.mutatingKinds = true
 		}
 		for _, r := range p.rules {
 			if r.needsImages {
@@ -424,26 +489,17 @@ func (e *Engine) Compile(policies ...api.PolicyObject) (*PolicySet, error) {
 		return newPolicySet(e, compiled), nil
 	}
 	panics := make([]any, len(policies))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(policies) {
-					return
-				}
-				func() {
-					// a panic goes back to the caller's goroutine
-					defer func() { panics[i] = recover() }()
-					compiled[i], errs[i] = e.CompilePolicy(policies[i])
-				}()
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i, p := range policies {
+		g.Go(func() error {
+			// a panic goes back to the caller's goroutine
+			defer func() { panics[i] = recover() }()
+			compiled[i], errs[i] = e.CompilePolicy(p)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the errors are kept by policy, in order
 	for i := range policies {
 		if panics[i] != nil {
 			panic(panics[i])

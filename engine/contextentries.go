@@ -389,14 +389,20 @@ func (s *scope) loadAPICall(ce *contextEntry) (any, error) {
 // the call's error, marked as a *LimitError when the limit (not the
 // request's own context) stopped the call.
 func (rs *reqState) hostContext() (ctx context.Context, done func(error) error) {
-	ctx, cancel := context.WithTimeout(rs.ctx, rs.e.cfg.limits.HostCallTimeout)
+	return rs.e.hostContext(rs.ctx)
+}
+
+// hostContext is rs.hostContext on parent: a call that is not one
+// request's (a verification shared by concurrent requests).
+func (e *Engine) hostContext(parent context.Context) (ctx context.Context, done func(error) error) {
+	ctx, cancel := context.WithTimeout(parent, e.cfg.limits.HostCallTimeout)
 	return ctx, func(err error) error {
-		timedOut := err != nil && ctx.Err() != nil && rs.ctx.Err() == nil
+		timedOut := err != nil && ctx.Err() != nil && parent.Err() == nil
 		cancel()
 		if !timedOut || errors.Is(err, ErrLimitExceeded) {
 			return err
 		}
-		d := rs.e.cfg.limits.HostCallTimeout
+		d := e.cfg.limits.HostCallTimeout
 		return fmt.Errorf("%w (%w)", err, &LimitError{Limit: "HostCallTimeout", msg: "host call exceeded HostCallTimeout of " + d.String(), err: context.DeadlineExceeded})
 	}
 }

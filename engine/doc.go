@@ -1,5 +1,5 @@
-// Package engine evaluates Kyverno-language policies against Kubernetes
-// resources.
+// Package engine evaluates Kyverno-language policies (and Kubernetes'
+// ValidatingAdmissionPolicies) against Kubernetes resources.
 //
 // An Engine holds configuration and host dependencies (ConfigMap lookups,
 // Kubernetes API calls, image registries, namespace labels, exceptions). It
@@ -17,6 +17,18 @@
 // body runs, for each parameter object, its celPreconditions and then
 // every CEL expression, on the API server's CEL environment (package cel);
 // its expressions are type-checked at Compile.
+//
+// A set may mix policy kinds: ValidatingPolicy and
+// NamespacedValidatingPolicy (policies.kyverno.io) are evaluated as
+// upstream's CEL engine evaluates them (matchConstraints, CEL
+// PolicyExceptions, matchConditions, variables, validations in order,
+// auditAnnotations; Pod controller variants; JSON payloads with
+// ValidatePayload), ValidatingAdmissionPolicy with its bindings as the API
+// server does; their results join the same Response. Policy.Kind tells the
+// kinds apart. ValidatingPolicy expressions reach Kyverno's CEL libraries
+// (resource, http, image, imagedata, globalContext, ...), whose hosts are
+// the engine's (WithCELLibraries completes them).
+//
 // Results are plain data (RuleResult, read with Response.Rules) that the
 // report package turns into PolicyReports. Response.Blocked is upstream's
 // decision to deny an admission request, which the admission package turns

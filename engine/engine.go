@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/gavelpolicy/gavel/cel"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
+	"github.com/gavelpolicy/gavel/internal/verifycache"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 
@@ -14,8 +16,11 @@ import (
 // for concurrent use.
 type Engine struct {
 	cfg config
-	jp  *jmespath.Interpreter
+	jp  *jpcore.Interpreter
 	psa *podsecurity.Evaluator
+	// the public interpreter of JMESPath(), built on first use
+	jpOnce sync.Once
+	jpPub  *jmespath.Interpreter
 	// excConds caches compiled PolicyException conditions by exception.
 	excConds sync.Map
 	// states holds request states of finished Validate and Mutate calls
@@ -26,8 +31,31 @@ type Engine struct {
 	celOnce sync.Once
 	celEnvV *cel.Env
 	celErr  error
-	// vcache keeps image verification outcomes (verifycache.go).
-	vcache *verifyCache
+	// vcache keeps image verification outcomes (verifyimages.go).
+	vcache *verifycache.Cache[verifyOutcome]
+	// the environment of ValidatingPolicy expressions, built on first
+	// use (vpolEnv)
+	vpolOnce sync.Once
+	vpolEnvV *cel.Env
+	vpolErr  error
+	// the environments of ImageValidatingPolicies, built on first use
+	// (ivpolEnvs)
+	ivpolOnce  sync.Once
+	ivpolEnvsV *imageEnvs
+	ivpolErr   error
+	// the environment of MutatingPolicy expressions, built on first use
+	// (mpolEnv)
+	mpolOnce sync.Once
+	mpolEnvV *cel.Env
+	mpolErr  error
+	// celLibs are the hosts of Kyverno's CEL libraries (celhosts.go)
+	celLibs *cel.Libraries
+	// celExcConds caches the compiled matchConditions of CEL
+	// PolicyExceptions by exception and environment (vpol.go)
+	celExcConds sync.Map
+	// kindEnvs are the environments of CEL policy kinds by library set
+	// (kindenv.go)
+	kindEnvs sync.Map
 }
 
 // New builds an Engine.
@@ -51,7 +79,13 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	// the limit comes first: an explicit WithJMESPathOptions overrides it
 	jpOpts := append([]jmespath.Option{jmespath.WithMaxResultSize(c.limits.MaxJMESPathResultBytes)}, c.jpOpts...)
-	jp, err := jmespath.New(jpOpts...)
+	coreOpts := make([]jpcore.Option, len(jpOpts))
+	for i, o := range jpOpts {
+		if o != nil {
+			coreOpts[i] = jpcore.Option(o)
+		}
+	}
+	jp, err := jpcore.New(coreOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +93,22 @@ func New(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: c, jp: jp, psa: psa, vcache: newVerifyCache(c.verifyCache, c.now)}, nil
+	return &Engine{cfg: c, jp: jp, psa: psa, vcache: verifycache.New[verifyOutcome](verifycache.Options{
+		Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now}), celLibs: c.celLibraries()}, nil
 }
 
-// JMESPath returns the engine's JMESPath interpreter.
-func (e *Engine) JMESPath() *jmespath.Interpreter { return e.jp }
+// JMESPath returns an interpreter with the engine's JMESPath options (its
+// clock, randomness, default registry and size limit), for a host that
+// evaluates expressions as the engine's policies do. It is built on first
+// use; it does not share the engine's caches.
+func (e *Engine) JMESPath() *jmespath.Interpreter {
+	e.jpOnce.Do(func() {
+		// the options of New's interpreter, which did not fail
+		opts := append([]jmespath.Option{jmespath.WithMaxResultSize(e.cfg.limits.MaxJMESPathResultBytes)}, e.cfg.jpOpts...)
+		e.jpPub, _ = jmespath.New(opts...)
+	})
+	return e.jpPub
+}
 
 // Now returns the engine clock's current time.
 func (e *Engine) Now() time.Time { return e.cfg.now() }

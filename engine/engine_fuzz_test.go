@@ -85,6 +85,7 @@ func FuzzEngine(f *testing.F) {
 	f.Add([]byte(rbNestedForeach(2)), []byte(rbPod))
 	f.Add([]byte(rbConcurrentPolicies), []byte(rbPod))
 	f.Add([]byte(rbHostilePolicies), []byte(strings.Replace(rbPod, "app: web", "app: \"{{ request.object.metadata.name }}\"", 1)))
+	f.Add([]byte(fuzzImagePolicy), []byte(rbPod))
 	f.Fuzz(func(t *testing.T, policyYAML, resourceYAML []byte) {
 		if len(policyYAML) > 16<<10 || len(resourceYAML) > 16<<10 {
 			return
@@ -291,3 +292,38 @@ func TestFuzzSeedCorpora(t *testing.T) {
 		}
 	}
 }
+
+// fuzzImagePolicy is an ImageValidatingPolicy seed: images, attestors with
+// expressions, attestations, the image functions.
+const fuzzImagePolicy = `apiVersion: policies.kyverno.io/v1
+kind: ImageValidatingPolicy
+metadata:
+  name: iv
+spec:
+  validationConfigurations: {verifyDigest: false}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  matchImageReferences:
+  - glob: "*"
+  - expression: image(ref).registry() != ''
+  images:
+  - name: labels
+    expression: "has(object.metadata.labels) ? object.metadata.labels.map(k, k) : []"
+  attestors:
+  - name: a
+    cosign:
+      key:
+        expression: "object.metadata.name"
+  - name: n
+    notary:
+      certs:
+        expression: "string(object.metadata.labels)"
+  attestations:
+  - name: sbom
+    referrer: {type: sbom}
+  validations:
+  - expression: images.containers.all(i, verifyImageSignatures(i, [attestors.a]) > 0)
+  - expression: images.containers.all(i, verifyAttestationSignatures(i, attestations.sbom, [attestors.n]) > 0)
+  - expression: images.containers.all(i, extractPayload(i, attestations.sbom) != null && getImageData(i) != null)
+`

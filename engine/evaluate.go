@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
+	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
 )
@@ -44,8 +47,15 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
+		if p.body != nil {
+			resp.Policies = s.eng.runBody(rs, p, resp.Policies, func(out []PolicyResult) []PolicyResult {
+				return p.body.validate(rs, p, out)
+			})
+			continue
+		}
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Validation, s.eng.validateRule, cands.policy(i)))
 	}
+	s.finishImagePolicies(rs, resp)
 	s.noteResults(rs, resp)
 	s.putReqState(rs)
 	// a cancellation during the last policy leaves rules unevaluated
@@ -55,12 +65,79 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	return resp, nil
 }
 
+// ValidatePayload evaluates the policies of the set that evaluate JSON
+// payloads (ValidatingPolicies and ImageValidatingPolicies in JSON
+// evaluation mode) on a payload that
+// need not be a Kubernetes object, as upstream's CLI does with --json:
+// their matchConditions select the payloads, object is the payload and
+// the other variables are null. The set's other policies are not
+// evaluated. The response has a PolicyResult for each such policy.
+func (s *PolicySet) ValidatePayload(ctx context.Context, payload map[string]any) (*Response, error) {
+	if payload == nil {
+		return nil, ErrNoObject
+	}
+	if !mutate.CanonicalTree(payload) {
+		n, err := jpcore.Canonical(payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: payload: %v", ErrInvalidObject, err)
+		}
+		payload, _ = n.(map[string]any)
+	}
+	rs := s.reqState(ctx, &Request{Object: payload}, payload, nil)
+	resp := &Response{Resource: payload}
+	rs.results = make([]RuleResult, 0, 4)
+	for _, p := range s.policies {
+		pb, ok := p.body.(payloadBody)
+		if !ok || !p.body.jsonMode() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return resp, err
+		}
+		resp.Policies = s.eng.runBody(rs, p, resp.Policies, func(out []PolicyResult) []PolicyResult {
+			return pb.validatePayload(rs, p, out)
+		})
+	}
+	s.finishImagePolicies(rs, resp)
+	s.noteResults(rs, resp)
+	s.putReqState(rs)
+	return resp, ctx.Err()
+}
+
+// payloadBody is a body that evaluates JSON payloads (in JSON mode).
+type payloadBody interface {
+	validatePayload(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult
+}
+
+// runBody evaluates a policy of a CEL kind (kinds.go) and appends its
+// results to out. A panic becomes an error result of the policy.
+func (e *Engine) runBody(rs *reqState, p *Policy, out []PolicyResult, validate func([]PolicyResult) []PolicyResult) (res []PolicyResult) {
+	n, start := len(out), len(rs.results)
+	defer func() {
+		if v := recover(); v != nil {
+			// the results stay in the request's array (see noteResults)
+			rs.results = rs.results[:start]
+			rr := rs.celKindResult("", StatusError, "policy evaluation panicked", fmt.Errorf("%v\n%s", v, firstFrames(debug.Stack())), nil)
+			if p.HasRuleType(Mutation) {
+				rr.Type = Mutation
+			}
+			res = append(out[:n], PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction,
+				Rules: rs.results[start : start+1 : start+1]})
+		}
+	}()
+	return validate(out)
+}
+
 // runPolicy evaluates the rules of one type of a policy on the request.
 // cands, when it has an index, tells the rules that may match the kind of
 // the request's resource (see kindCands): the others are jumped over
 // while the resource keeps that kind.
-func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands policyCands) PolicyResult {
-	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
+func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands policyCands) (pr PolicyResult) {
+	pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
+	if e.cfg.timing {
+		start := time.Now()
+		defer func() { pr.Duration = time.Since(start) }()
+	}
 	if rs.req.Background && !p.background {
 		return pr
 	}
@@ -285,7 +362,7 @@ func (e *Engine) exceptionConditions(x *exceptions.Exception, c *api.AnyAllCondi
 	if v, ok := e.excConds.Load(x); ok {
 		return v.(*condSet), nil
 	}
-	cs := &condSet{anyPresent: c.AnyConditions != nil}
+	cs := &condSet{exception: true}
 	var errs field.ErrorList
 	path := field.NewPath("spec", "conditions")
 	for i, cd := range c.AnyConditions {

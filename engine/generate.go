@@ -14,6 +14,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"github.com/gavelpolicy/gavel/match"
@@ -398,8 +399,15 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
+		if gb, ok := p.body.(generatingBody); ok {
+			pr, urs := gb.generate(rs, p, admission)
+			resp.Policies = append(resp.Policies, pr)
+			enqueueErrs = e.enqueue(ctx, p, resp, urs, enqueueErrs)
+			continue
+		}
 		hasGen := p.HasRuleType(Generation)
-		hasMutEx := admission && p.hasMutateExisting()
+		mpol, _ := p.body.(*mutatingPolicy)
+		hasMutEx := admission && (p.hasMutateExisting() || (mpol != nil && mpol.existing))
 		if !hasGen && !hasMutEx {
 			continue
 		}
@@ -415,23 +423,40 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 			if !hasGen {
 				pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
 			}
-			pr.Rules = append(pr.Rules, e.runMutateExisting(rs, p)...)
+			if mpol != nil {
+				if !p.src.IsNamespaced() || match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
+					pr.Rules = append(pr.Rules, mpol.queueExisting(rs, p)...)
+				}
+			} else {
+				pr.Rules = append(pr.Rules, e.runMutateExisting(rs, p)...)
+			}
 		}
 		resp.Policies = append(resp.Policies, pr)
 		if !admission {
 			continue
 		}
-		for _, ur := range e.updateRequests(rs, p, pr.Rules) {
-			resp.UpdateRequests = append(resp.UpdateRequests, ur)
-			if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
-				enqueueErrs = append(enqueueErrs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
-			}
+		urs := e.updateRequests(rs, p, pr.Rules)
+		if mpol != nil {
+			urs = e.existingUpdateRequest(rs, p, pr.Rules)
 		}
+		enqueueErrs = e.enqueue(ctx, p, resp, urs, enqueueErrs)
 	}
 	if err := ctx.Err(); err != nil {
 		return resp, err
 	}
 	return resp, errors.Join(enqueueErrs...)
+}
+
+// enqueue queues the UpdateRequests of a policy and adds them to the
+// response; the errors are appended to errs.
+func (e *Engine) enqueue(ctx context.Context, p *Policy, resp *Response, urs []*api.UpdateRequest, errs []error) []error {
+	for _, ur := range urs {
+		resp.UpdateRequests = append(resp.UpdateRequests, ur)
+		if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
+			errs = append(errs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
+		}
+	}
+	return errs
 }
 
 // runMutateExisting evaluates the mutate-existing rules of a policy at
@@ -658,7 +683,7 @@ func (e *Engine) generateData(rs *reqState, p *Policy, r *rule, sc *scope, gp *g
 		}
 		return nil, fmt.Errorf("generate.data must be an object, got %T", v)
 	}
-	obj := copyTree(data).(map[string]any)
+	obj := deepcopy.Object(data)
 	return e.desired(rs, p, r, e.cfg.client, target, obj)
 }
 
@@ -782,7 +807,7 @@ func (e *Engine) cloneOne(rs *reqState, p *Policy, r *rule, client Client, targe
 // manageClone: tracking labels of the source, server-set metadata dropped,
 // owner references dropped across namespaces.
 func (e *Engine) cloneFrom(rs *reqState, p *Policy, r *rule, client Client, target genTarget, src map[string]any) ([]map[string]any, error) {
-	obj := copyTree(src).(map[string]any)
+	obj := deepcopy.Object(src)
 	md := metaOf(obj)
 	sav, _ := src["apiVersion"].(string)
 	skind, _ := src["kind"].(string)
@@ -940,25 +965,6 @@ func copyShallow(m map[string]any) map[string]any {
 	return out
 }
 
-// copyTree deep-copies a JSON-like value.
-func copyTree(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = copyTree(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = copyTree(x)
-		}
-		return s
-	}
-	return v
-}
-
 // ruleMatchesOperation reports whether the rule's match block names the
 // operation explicitly (upstream's MatchDeleteOperation for DELETE).
 func ruleMatchesOperation(r *api.Rule, op api.AdmissionOperation) bool {
@@ -1051,7 +1057,7 @@ func (e *Engine) newUpdateRequest(rs *reqState, p *Policy, typ api.UpdateRequest
 	ur.Kind = api.KindUpdateRequest
 	ur.GenerateName = "ur-"
 	ur.Namespace = "kyverno"
-	if typ == api.URGenerate {
+	if typ != api.URMutate {
 		ur.Labels = map[string]string{genlabel.URGeneratePolicy: p.src.GetName()}
 	} else {
 		ur.Labels = map[string]string{genlabel.URMutatePolicy: p.src.GetName(), genlabel.URMutateTriggerNS: trigger.Namespace, genlabel.URMutateTriggerKind: trigger.Kind}
@@ -1098,10 +1104,10 @@ func (e *Engine) updateRequestContext(rs *reqState) api.UpdateRequestContext {
 		ar["dryRun"] = true
 	}
 	if req.Object != nil {
-		ar["object"] = copyTree(normalize(req.Object))
+		ar["object"] = deepcopy.Value(normalize(req.Object))
 	}
 	if req.OldObject != nil {
-		ar["oldObject"] = copyTree(normalize(req.OldObject))
+		ar["oldObject"] = deepcopy.Value(normalize(req.OldObject))
 	}
 	return api.UpdateRequestContext{
 		UserRequestInfo: api.RequestInfo{

@@ -69,6 +69,20 @@ func TestCompileGenerate(t *testing.T) {
         name: cm
         namespace: "{{ element }}"
         data: {data: {k: v}}`, ""},
+		// upstream rejects only more than one source: none compiles and
+		// generates nothing
+		{"no source", `
+      apiVersion: v1
+      kind: ConfigMap
+      name: cm
+      namespace: "{{request.object.metadata.name}}"`, ""},
+		{"two sources", `
+      apiVersion: v1
+      kind: Secret
+      name: s
+      namespace: ns
+      data: {}
+      clone: {namespace: default, name: s}`, "spec.rules[0].generate: Forbidden: only one of generate patterns(data, clone, cloneList and foreach) can be specified"},
 		{"kind required", `
       apiVersion: v1
       name: cm

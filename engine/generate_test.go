@@ -131,6 +131,33 @@ func TestGenerateModes(t *testing.T) {
 			t.Fatalf("policies %+v", resp.Policies)
 		}
 	})
+	t.Run("a rule without data, clone, cloneList or foreach generates nothing", func(t *testing.T) {
+		set := genSet(t, `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: nothing
+spec:
+  rules:
+  - name: no-source
+    match:
+      any:
+      - resources:
+          kinds: [Secret]
+    generate:
+      apiVersion: v1
+      kind: ConfigMap
+      name: cm
+      namespace: "{{ request.object.metadata.namespace }}"
+`, engine.WithClient(inmem.New()))
+		resp, err := set.Generate(engine.ControllerContext(ctx), &engine.Request{Object: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr := resp.Policies[0].Rules[0]
+		if rr.Status != engine.StatusPass || len(rr.GeneratedResources) != 0 {
+			t.Fatalf("result %+v", rr)
+		}
+	})
 	t.Run("no object", func(t *testing.T) {
 		set := genSet(t, genOnDeletePolicy)
 		if _, err := set.Generate(ctx, &engine.Request{}); !errors.Is(err, engine.ErrNoObject) {

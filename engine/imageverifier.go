@@ -50,8 +50,9 @@ type ImageVerifyRequest struct {
 	Credentials *api.ImageRegistryCredentials
 	// PullSecrets are the image pull secrets of the resource, as
 	// "namespace/name" (a Pod's spec.imagePullSecrets), which upstream
-	// uses as registry credentials too. They are not part of the cache
-	// key: a signature's validity does not depend on who reads it.
+	// uses as registry credentials too. Like Credentials, they are part
+	// of the engine's cache key: an outcome obtained with some
+	// credentials answers only requests that carry the same.
 	PullSecrets []string
 	// CosignOCI11 asks for signatures stored as OCI 1.1 referrers.
 	CosignOCI11 bool
@@ -82,9 +83,13 @@ func WithImageVerifier(v ImageVerifier) Option {
 }
 
 // WithImageVerifyCache sizes the verification cache: successful
-// verifications are kept by image digest and attestor, so that many
-// resources carrying one image cost one verification, and concurrent
-// verifications of one image and attestor are made once.
+// verifications are kept by image digest, attestor and credentials (the
+// entry's imageRegistryCredentials, the resource's pull secrets), so that
+// many resources carrying one image cost one verification, and
+// concurrent verifications of one key are made once. Each request waits
+// for a shared verification on its own context: one whose context ends
+// stops waiting, the verification goes on for the others (bounded by
+// Limits.HostCallTimeout), and it is cancelled when no request waits.
 func WithImageVerifyCache(o ImageVerifyCacheOptions) Option {
 	return func(c *config) error {
 		if o.MaxEntries < 0 || o.TTL < 0 {

@@ -2,16 +2,12 @@ package engine
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
-	"fmt"
-	"regexp"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/manifests"
 )
 
 // ManifestVerifier is the host side of validate.manifests rules: it reads
@@ -95,7 +91,7 @@ type manifestSpec struct {
 	// ignore are the policy's ignoreFields, then the defaults of
 	// k8s-manifest-sigstore and upstream, then the signature annotations
 	// of the domain
-	ignore []ignoreBinding
+	ignore []manifests.IgnoreBinding
 	dryRun bool
 	dryNS  string
 }
@@ -111,13 +107,6 @@ type manifestNode struct {
 	// (".keys", ".certificates", ".keyless")
 	attestor api.Attestor
 	path     string
-}
-
-// ignoreBinding is an ignoreFields entry: the fields, as upstream's
-// patterns, that may differ on the objects it selects.
-type ignoreBinding struct {
-	objects []api.ManifestObjectReference
-	fields  []*regexp.Regexp
 }
 
 func (e *Engine) compileManifests(m *api.Manifests, path *field.Path, errs field.ErrorList) (*manifestSpec, field.ErrorList) {
@@ -141,22 +130,17 @@ func (e *Engine) compileManifests(m *api.Manifests, path *field.Path, errs field
 		ms.sets = append(ms.sets, set)
 	}
 	for i, b := range m.IgnoreFields {
-		ib, err := compileIgnoreBinding(b)
+		ib, err := manifests.CompileIgnore(b)
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Child("ignoreFields").Index(i).Child("fields"), b.Fields, err.Error()))
 		}
 		ms.ignore = append(ms.ignore, ib)
 	}
-	ms.ignore = append(ms.ignore, defaultIgnoreFields()...)
-	domainFields := make([]string, 0, 5)
-	for _, base := range []string{"message", "signature", "certificate", "bundle", "resourceBundleRef"} {
-		domainFields = append(domainFields, "metadata.annotations."+ms.domain+"/"+base+"*")
-	}
-	ib, err := compileIgnoreBinding(api.ObjectFieldBinding{Fields: domainFields, Objects: []api.ManifestObjectReference{{Kind: "*"}}})
+	defaults, err := manifests.DefaultIgnore(ms.domain)
 	if err != nil {
 		errs = append(errs, field.Invalid(path.Child("annotationDomain"), m.AnnotationDomain, err.Error()))
 	}
-	ms.ignore = append(ms.ignore, ib)
+	ms.ignore = append(ms.ignore, defaults...)
 	return ms, errs
 }
 
@@ -182,152 +166,4 @@ func compileManifestSet(as api.AttestorSet, path *field.Path) (*manifestSet, fie
 		set.entries = append(set.entries, manifestNode{attestor: a, path: attestorPath(a)})
 	}
 	return set, errs
-}
-
-// checkAttestorPEM checks that the keys and certificates an attestor
-// gives in PEM parse.
-func checkAttestorPEM(a api.Attestor, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	certs := func(p *field.Path, s string) {
-		if s == "" {
-			return
-		}
-		if _, err := parsePEMBlocks(s, "CERTIFICATE", func(b []byte) error { _, err := x509.ParseCertificate(b); return err }); err != nil {
-			errs = append(errs, field.Invalid(p, "", err.Error()))
-		}
-	}
-	switch {
-	case a.Keys != nil:
-		// a key reference (k8s://namespace/name, a KMS URI) is the
-		// verifier's to resolve
-		s := strings.TrimSpace(a.Keys.PublicKeys)
-		if s != "" && !strings.Contains(s, "://") {
-			if _, err := parsePEMBlocks(s, "PUBLIC KEY", func(b []byte) error {
-				if _, err := x509.ParsePKIXPublicKey(b); err != nil {
-					return errors.New("not a PKIX public key")
-				}
-				return nil
-			}); err != nil {
-				errs = append(errs, field.Invalid(path.Child("keys", "publicKeys"), "", err.Error()))
-			}
-		}
-	case a.Certificates != nil:
-		certs(path.Child("certificates", "cert"), a.Certificates.Certificate)
-		certs(path.Child("certificates", "certChain"), a.Certificates.CertificateChain)
-	case a.Keyless != nil:
-		certs(path.Child("keyless", "roots"), a.Keyless.Roots)
-		for name, re := range map[string]string{"issuerRegExp": a.Keyless.IssuerRegExp, "subjectRegExp": a.Keyless.SubjectRegExp} {
-			if _, err := regexp.Compile(re); err != nil {
-				errs = append(errs, field.Invalid(path.Child("keyless", name), re, err.Error()))
-			}
-		}
-	}
-	return errs
-}
-
-// parsePEMBlocks checks that s is one or more PEM blocks of the type,
-// each accepted by parse.
-func parsePEMBlocks(s, typ string, parse func([]byte) error) (int, error) {
-	rest := []byte(strings.TrimSpace(s))
-	n := 0
-	for len(rest) > 0 {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			return n, fmt.Errorf("invalid PEM: want %s blocks", typ)
-		}
-		if b.Type != typ {
-			return n, fmt.Errorf("invalid PEM: block %s, want %s", b.Type, typ)
-		}
-		if err := parse(b.Bytes); err != nil {
-			return n, fmt.Errorf("invalid %s: %w", strings.ToLower(typ), err)
-		}
-		n++
-		rest = []byte(strings.TrimSpace(string(rest)))
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("invalid PEM: no %s", typ)
-	}
-	return n, nil
-}
-
-// compileIgnoreBinding compiles fields as upstream matches them: a field
-// matches a difference's key that contains it as a regular expression, with
-// "*" standing for ".*" (a prefix of the key in practice).
-func compileIgnoreBinding(b api.ObjectFieldBinding) (ignoreBinding, error) {
-	ib := ignoreBinding{objects: b.Objects}
-	var errs []error
-	for _, f := range b.Fields {
-		re, err := regexp.Compile(strings.ReplaceAll(f+"*", "*", ".*"))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("field %q: %w", f, err))
-			continue
-		}
-		ib.fields = append(ib.fields, re)
-	}
-	return ib, errors.Join(errs...)
-}
-
-// ignoredFor returns the field patterns of the bindings that select the
-// object.
-func ignoredFor(bindings []ignoreBinding, obj map[string]any) []*regexp.Regexp {
-	ref := objectRef(obj)
-	var out []*regexp.Regexp
-	for _, b := range bindings {
-		if refsMatch(b.objects, ref) {
-			out = append(out, b.fields...)
-		}
-	}
-	return out
-}
-
-func objectRef(obj map[string]any) api.ManifestObjectReference {
-	apiVersion, _ := obj["apiVersion"].(string)
-	group, version := "", apiVersion
-	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
-		group, version = apiVersion[:i], apiVersion[i+1:]
-	}
-	kind, _ := obj["kind"].(string)
-	meta, _ := obj["metadata"].(map[string]any)
-	name, _ := meta["name"].(string)
-	ns, _ := meta["namespace"].(string)
-	return api.ManifestObjectReference{Group: group, Version: version, Kind: kind, Name: name, Namespace: ns}
-}
-
-// refsMatch is upstream's ObjectReferenceList.Match: an empty list selects
-// every object.
-func refsMatch(refs []api.ManifestObjectReference, o api.ManifestObjectReference) bool {
-	if len(refs) == 0 {
-		return true
-	}
-	for _, r := range refs {
-		if matchRefPattern(r.Group, o.Group) && matchRefPattern(r.Version, o.Version) && matchRefPattern(r.Kind, o.Kind) &&
-			matchRefPattern(r.Name, o.Name) && matchRefPattern(r.Namespace, o.Namespace) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchRefPattern is k8s-manifest-sigstore's MatchPattern: empty and "*"
-// match anything, "-" an empty value, "x*" a prefix, "a,b" either.
-func matchRefPattern(pattern, value string) bool {
-	pattern = strings.TrimSpace(pattern)
-	switch {
-	case pattern == "", pattern == "*":
-		return true
-	case pattern == "-" && value == "":
-		return true
-	case strings.HasSuffix(pattern, "*"):
-		return strings.HasPrefix(value, strings.TrimRight(pattern, "*"))
-	case pattern == value:
-		return true
-	case strings.Contains(pattern, ","):
-		for _, p := range strings.Split(pattern, ",") {
-			if matchRefPattern(p, value) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -3,12 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
+	"github.com/gavelpolicy/gavel/internal/manifests"
 )
 
 // validateManifests is the handler of validate.manifests rules, with
@@ -31,7 +31,7 @@ func (e *Engine) validateManifests(rs *reqState, r *rule) []RuleResult {
 			fmt.Errorf("no manifest verifier (an ImageVerifier that implements engine.ManifestVerifier): %w", ErrNotConfigured)))
 	}
 	mc := &manifestCheck{e: e, rs: rs, ms: ms, mv: mv, obj: normalizeObject(rs.obj)}
-	mc.ignored = ignoredFor(ms.ignore, mc.obj)
+	mc.ignored = manifests.Ignored(ms.ignore, mc.obj)
 	mc.annotations = objectAnnotations(mc.obj)
 	var msgs []string
 	for i, set := range ms.sets {
@@ -157,7 +157,7 @@ func (mc *manifestCheck) verifyEntry(n manifestNode, path string) (bool, string,
 	}
 	docs := make([]map[string]any, 0, len(signed.Manifests))
 	for i, d := range signed.Manifests {
-		m, err := jmespathx.Canonical(d)
+		m, err := jpcore.Canonical(d)
 		if err != nil {
 			return false, "", fmt.Errorf("%s: signed manifest %d: %w", path, i, err)
 		}
@@ -165,12 +165,12 @@ func (mc *manifestCheck) verifyEntry(n manifestNode, path string) (bool, string,
 			docs = append(docs, m)
 		}
 	}
-	candidates := findManifests(docs, mc.obj, mc.ignored)
+	candidates := manifests.Find(docs, mc.obj, mc.ignored)
 	if len(candidates) == 0 {
 		kind, _ := mc.obj["kind"].(string)
 		return false, fmt.Sprintf("%s: YAML manifest not found for this resource: no signed manifest of kind %s", path, kind), nil
 	}
-	var first []manifestDiff
+	var first []manifests.Diff
 	for i, c := range candidates {
 		diffs, err := mc.match(c)
 		if err != nil {
@@ -183,17 +183,14 @@ func (mc *manifestCheck) verifyEntry(n manifestNode, path string) (bool, string,
 			first = diffs
 		}
 	}
-	return false, fmt.Sprintf("%s: failed to verify signature. diff found; %s", path, diffJSON(first)), nil
+	return false, fmt.Sprintf("%s: failed to verify signature. diff found; %s", path, manifests.DiffJSON(first)), nil
 }
 
 // match compares the resource with a signed manifest: directly, then, with
 // dryRun, with the manifest as the API server creates it. It returns the
 // remaining differences (none: it matches).
-func (mc *manifestCheck) match(manifest map[string]any) ([]manifestDiff, error) {
-	before, after := map[string]any{}, map[string]any{}
-	ravel(manifest, "", before)
-	ravel(mc.obj, "", after)
-	diffs := dropIgnored(dropCanonicalImages(diffFlat(before, after)), mc.ignored)
+func (mc *manifestCheck) match(manifest map[string]any) ([]manifests.Diff, error) {
+	diffs := manifests.Compare(manifest, mc.obj, mc.ignored)
 	if len(diffs) == 0 || !mc.ms.dryRun {
 		return diffs, nil
 	}
@@ -201,60 +198,10 @@ func (mc *manifestCheck) match(manifest map[string]any) ([]manifestDiff, error) 
 	if !ok {
 		return nil, fmt.Errorf("error occurred during dryrun create match: dryRun needs a Client that implements engine.DryRunCreator: %w", ErrNotConfigured)
 	}
-	ns := objectRef(mc.obj).Namespace
-	sim := maps.Clone(manifest)
-	meta, _ := sim["metadata"].(map[string]any)
-	meta = maps.Clone(meta)
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	delete(meta, "namespace")
-	if ns != "" {
-		meta["namespace"] = mc.ms.dryNS
-	}
-	// renamed as upstream's dry run does, so that it never meets the
-	// object itself: NAME-dry-run, or for a CRD simNAME and the kinds and
-	// names of its resource prefixed with Sim/sim
-	name, _ := meta["name"].(string)
-	crd := false
-	if k, _ := sim["kind"].(string); k == "CustomResourceDefinition" {
-		crd = true
-		if spec, ok := sim["spec"].(map[string]any); ok {
-			if names, ok := spec["names"].(map[string]any); ok {
-				names = maps.Clone(names)
-				for key, prefix := range map[string]string{"kind": "Sim", "listKind": "Sim", "singular": "sim", "plural": "sim"} {
-					if v, ok := names[key].(string); ok {
-						names[key] = prefix + v
-					}
-				}
-				spec = maps.Clone(spec)
-				spec["names"] = names
-				sim["spec"] = spec
-			}
-		}
-	}
-	if name != "" {
-		if crd {
-			meta["name"] = "sim" + name
-		} else {
-			meta["name"] = name + "-dry-run"
-		}
-	}
-	sim["metadata"] = meta
 	ctx, done := mc.rs.hostContext()
-	created, err := dr.DryRunCreate(ctx, sim)
+	created, err := dr.DryRunCreate(ctx, manifests.DryRunObject(manifest, mc.obj, mc.ms.dryNS))
 	if err = done(err); err != nil {
 		return nil, fmt.Errorf("error occurred during dryrun create match: failed to dryrun with the found YAML: %w", err)
 	}
-	masked := []string{"metadata.name"}
-	if ns != "" {
-		masked = append(masked, "metadata.namespace")
-	}
-	if k, _ := mc.obj["kind"].(string); k == "CustomResourceDefinition" {
-		masked = append(masked, "spec.names.kind", "spec.names.listKind", "spec.names.singular", "spec.names.plural")
-	}
-	simFlat := map[string]any{}
-	ravel(normalizeObject(created), "", simFlat)
-	diffs = diffFlat(mask(simFlat, masked...), mask(after, masked...))
-	return dropIgnored(dropCanonicalImages(diffs), mc.ignored), nil
+	return manifests.CompareDryRun(normalizeObject(created), mc.obj, mc.ignored), nil
 }

@@ -299,6 +299,15 @@ func (e *Engine) compileForeachMutate(list []api.ForEachMutation, path *field.Pa
 // Mutate applies the mutate rules of every policy in order; each rule sees
 // the result of the ones before. The response holds the final object and
 // one RFC 6902 patch from the request object to it.
+//
+// The order is upstream's CLI's: the mutate rules of ClusterPolicies and
+// Policies, their verifyImages rules, then the MutatingAdmissionPolicies
+// and then the MutatingPolicies of the set, each in the set's order. A
+// policy of the last two kinds with reinvocationPolicy IfNeeded is
+// evaluated once more, after them all, when a policy evaluated after it
+// changed the object, as the API server reinvokes mutating admission
+// policies and webhooks (at most once); its PolicyResults are then those
+// of the last evaluation.
 func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil || (req.Object == nil && req.OldObject == nil) {
 		return nil, ErrNoObject
@@ -329,7 +338,7 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	resp := &Response{}
 	cands := s.candidates(&rs.matchRes)
 	for i, p := range s.policies {
-		if !p.HasRuleType(Mutation) {
+		if !p.HasRuleType(Mutation) || p.body != nil {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -343,6 +352,15 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 		resp.Policies = append(resp.Policies, s.eng.runPolicy(rs, p, Mutation, s.eng.mutateRule, cands.policy(i)))
 	}
 	if err := s.verifyImages(rs, resp); err != nil {
+		return resp, err
+	}
+	if s.mutatingKinds {
+		if err := s.mutateKinds(rs, resp); err != nil {
+			return resp, err
+		}
+	}
+	// ImageValidatingPolicies pin the images the mutations left
+	if err := s.pinImageDigests(rs, resp); err != nil {
 		return resp, err
 	}
 	resp.Resource = rs.obj

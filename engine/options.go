@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 
@@ -34,6 +35,13 @@ type config struct {
 	// verifyImages (imageverifier.go)
 	imageVerifier ImageVerifier
 	verifyCache   ImageVerifyCacheOptions
+	// celLibs are the hosts of the CEL libraries (celhosts.go)
+	celLibs cel.Libraries
+	// ivpolNoMutation turns the digest pins of ImageValidatingPolicies
+	// off (imagepolicydigest.go)
+	ivpolNoMutation bool
+	// timing sets PolicyResult.Duration (WithPolicyTiming)
+	timing bool
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().
@@ -67,6 +75,17 @@ var defaultLimits = Limits{
 	MaxSubstitutionDepth:   16,
 	MaxJMESPathResultBytes: 8 << 20,
 	HostCallTimeout:        10 * time.Second,
+}
+
+// WithPolicyTiming makes each PolicyResult carry the time its policy's
+// rules took to evaluate (PolicyResult.Duration, read from the monotonic
+// clock, not WithClock's), for a host's metrics. Without it Duration is
+// zero and evaluation reads no clock for it.
+func WithPolicyTiming() Option {
+	return func(c *config) error {
+		c.timing = true
+		return nil
+	}
 }
 
 // WithClock sets the clock used by time functions and reports.

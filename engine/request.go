@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 )
 
@@ -36,6 +36,14 @@ type Request struct {
 	Resource GroupVersionResource
 	// SubResource such as "status", "exec", "ephemeralcontainers".
 	SubResource string
+	// ResourceKind is the kind of the request's resource when it is not
+	// Kind: for a subresource request, its parent's (pods/exec: v1 Pod,
+	// where Kind is PodExecOptions; deployments/scale: apps/v1 Deployment,
+	// where Kind is Scale). Match blocks select it, as upstream's webhooks
+	// read it from discovery ("Pod/exec" selects an exec); the request
+	// variable's kind stays Kind. Empty: Kind. A host with discovery sets
+	// it (the cluster host does).
+	ResourceKind GroupVersionKind
 	// Name and Namespace of the request; default to the object's.
 	Name      string
 	Namespace string
@@ -48,6 +56,12 @@ type Request struct {
 	// NamespaceLabels are the labels of the object's namespace. When nil,
 	// the engine asks its NamespaceLabeler if a rule needs them.
 	NamespaceLabels map[string]string
+	// NamespaceObject is the object's Namespace as the CEL policy kinds
+	// (ValidatingPolicy, ValidatingAdmissionPolicy) see it:
+	// namespaceObject, and the labels of namespace selectors when
+	// NamespaceLabels is nil. When nil, the engine reads it through the
+	// Client. ClusterPolicy and Policy rules do not read it.
+	NamespaceObject map[string]any
 	// Variables are extra context variables (keys may be dotted paths).
 	Variables map[string]any
 }
@@ -98,7 +112,7 @@ func (r *Request) checkMemo(memo *mutate.Memo) (object, oldObject map[string]any
 			// Normalize would return it as it is
 			obj, canonical[i] = o.obj, true
 		} else {
-			n, err := jmespathx.Canonical(o.obj)
+			n, err := jpcore.Canonical(o.obj)
 			if err != nil {
 				return nil, nil, canonical, fmt.Errorf("%w: request.%s: %v", ErrInvalidObject, o.name, err)
 			}
@@ -145,6 +159,9 @@ func (r *Request) resourceObject() map[string]any {
 }
 
 func (r *Request) gvk(obj map[string]any) GroupVersionKind {
+	if r.ResourceKind.Kind != "" {
+		return r.ResourceKind
+	}
 	if r.Kind.Kind != "" {
 		return r.Kind
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"iter"
+	"time"
 
 	"github.com/gavelpolicy/gavel/api"
 )
@@ -31,6 +32,10 @@ const (
 
 // RuleResult is the result of one rule for one resource.
 type RuleResult struct {
+	// Name is the rule's; for the CEL kinds upstream's: "" for a
+	// ValidatingPolicy's results (RuleException, RuleEvaluation,
+	// RuleMatch for the others), the policy's name for a
+	// ValidatingAdmissionPolicy's.
 	Name    string
 	Type    RuleType
 	Status  Status
@@ -42,9 +47,13 @@ type RuleResult struct {
 	// of one response that report the same checks share the slice (and
 	// the Images in it): read only.
 	PodSecurityChecks []PodSecurityCheck
-	// EmitWarning is set when the rule asks for an admission warning.
+	// EmitWarning is set when the rule asks for an admission warning
+	// (for the CEL kinds: a failure or error under validationActions
+	// Warn).
 	EmitWarning bool
-	// Properties are the rule's reportProperties.
+	// Properties are the rule's reportProperties; for the CEL kinds the
+	// audit annotations, cel.validationIndex (the failing validation) and
+	// binding (PropertyBinding).
 	Properties map[string]string
 	// GeneratedResources are the resources a generate rule produced (when
 	// evaluated with a client that can produce them).
@@ -80,17 +89,23 @@ type PolicyResult struct {
 	// mutate; otherwise equal to Resource).
 	PatchedResource map[string]any
 	// FailureAction is the effective action for this resource after
-	// overrides (Audit or Enforce).
+	// overrides (Audit or Enforce); for the CEL kinds, Enforce when the
+	// validation actions hold Deny.
 	FailureAction api.ValidationFailureAction
 	// Rules are the results of the rules that applied, in order.
 	Rules []RuleResult
+	// Duration is the time the policy's rules took, with the engine
+	// option WithPolicyTiming (zero without it).
+	Duration time.Duration
 }
 
 // Response is the result of a Validate, Mutate, Generate or Scan call.
 type Response struct {
 	// Policies holds one entry per policy of the set that has rules of the
 	// call's type, in order, also when none of its rules applied (Rules is
-	// then empty): PatchedResource and FailureAction are still set. Scan
+	// then empty): PatchedResource and FailureAction are still set. A
+	// ValidatingAdmissionPolicy has one entry per binding that selects the
+	// resource (each binding's actions make its FailureAction). Scan
 	// keeps only the entries with rule results. Use Response.Rules to
 	// visit only the rule results.
 	Policies []PolicyResult
@@ -150,6 +165,10 @@ func (r *Response) Blocked() bool {
 //
 // Audit policies' validate results never block (upstream evaluates them
 // after admission), nor do generate results (applied in the background).
+//
+// For the CEL kinds, FailureAction is Enforce when the validation actions
+// (of the policy, or of the binding of a ValidatingAdmissionPolicy) hold
+// Deny: a failure blocks, and so does an error under failurePolicy Fail.
 func (p *PolicyResult) Blocks() bool {
 	if p.Policy == nil {
 		return false

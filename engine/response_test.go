@@ -185,3 +185,106 @@ func TestFailurePolicyValues(t *testing.T) {
 		}
 	}
 }
+
+// With WithPolicyTiming each policy's result carries the time its rules
+// took; without it the field stays zero.
+func TestPolicyTiming(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: p
+spec:
+  rules:
+  - name: r
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      pattern:
+        metadata:
+          name: "?*"
+`
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "a", "namespace": "n"}}
+	for _, timing := range []bool{false, true} {
+		var opts []engine.Option
+		if timing {
+			opts = append(opts, engine.WithPolicyTiming())
+		}
+		eng, err := engine.New(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := eng.Compile(decode(src).Policies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Policies) != 1 || len(resp.Policies[0].Rules) != 1 {
+			t.Fatalf("timing %v: %d policy results", timing, len(resp.Policies))
+		}
+		if d := resp.Policies[0].Duration; (d > 0) != timing {
+			t.Errorf("timing %v: Duration = %v", timing, d)
+		}
+	}
+}
+
+// A subresource request is selected by its parent's kind when the host
+// gives it (ResourceKind): "Pod/exec" selects a CONNECT whose Kind is
+// PodExecOptions; the request variable keeps the request's kind.
+func TestResourceKindSelectsSubresources(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: no-exec
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: no-exec
+    match:
+      any:
+      - resources:
+          kinds: [Pod/exec]
+          operations: [CONNECT]
+    validate:
+      message: "{{ request.kind.kind }} on {{ request.subResource }}"
+      deny: {}
+`
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(decode(src).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"ls"}}
+	for _, tt := range []struct {
+		resourceKind engine.GroupVersionKind
+		want         string
+	}{
+		{engine.GroupVersionKind{}, ""},
+		{engine.GroupVersionKind{Version: "v1", Kind: "Pod"}, "fail: PodExecOptions on exec"},
+	} {
+		resp, err := set.Validate(context.Background(), &engine.Request{
+			Operation: api.Connect, Object: opts, Name: "p", Namespace: "n", SubResource: "exec",
+			Kind:         engine.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
+			Resource:     engine.GroupVersionResource{Version: "v1", Resource: "pods"},
+			ResourceKind: tt.resourceKind,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, r := range resp.Rules() {
+			got = string(r.Status) + ": " + r.Message
+		}
+		if got != tt.want {
+			t.Errorf("ResourceKind %v: %q, want %q", tt.resourceKind, got, tt.want)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Scan evaluates a resource the way `gavel apply` and upstream's CLI do:
 // the mutate rules first (Mutate), then the validate rules (Validate) and
@@ -13,7 +16,9 @@ import "context"
 // req.Background set the request is a background scan: no admission data,
 // and the rules of policies with background: false are not evaluated. The
 // request's object is never modified. An error stops the scan: the
-// response then holds the steps evaluated so far.
+// response then holds the steps evaluated so far. A verifyImages rule
+// that could not verify for want of an ImageVerifier is one error result
+// (Mutate's): its checks at validation (digest, annotation) are left out.
 func (s *PolicySet) Scan(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		return nil, ErrNoObject
@@ -40,6 +45,7 @@ func (s *PolicySet) Scan(ctx context.Context, req *Request) (*Response, error) {
 	}
 	v, err := s.Validate(ctx, &next)
 	if v != nil {
+		dropUnverifiable(v, m)
 		keep(v)
 	}
 	if err != nil {
@@ -51,4 +57,36 @@ func (s *PolicySet) Scan(ctx context.Context, req *Request) (*Response, error) {
 		out.UpdateRequests = g.UpdateRequests
 	}
 	return out, err
+}
+
+// dropUnverifiable removes from v (a Validate response) the results of
+// the verifyImages rules whose results in m (the Mutate response before
+// it) are errors for want of an ImageVerifier.
+func dropUnverifiable(v, m *Response) {
+	type key struct {
+		p    *Policy
+		rule string
+	}
+	var skip map[key]bool
+	for p, r := range m.Rules() {
+		if r.Type == ImageVerify && r.Status == StatusError && errors.Is(r.Err, ErrNotConfigured) {
+			if skip == nil {
+				skip = map[key]bool{}
+			}
+			skip[key{p.Policy, r.Name}] = true
+		}
+	}
+	if skip == nil {
+		return
+	}
+	for i := range v.Policies {
+		pr := &v.Policies[i]
+		kept := pr.Rules[:0:0]
+		for _, r := range pr.Rules {
+			if r.Type != ImageVerify || !skip[key{pr.Policy, r.Name}] {
+				kept = append(kept, r)
+			}
+		}
+		pr.Rules = kept
+	}
 }

@@ -128,3 +128,61 @@ func TestScan(t *testing.T) {
 		}
 	}
 }
+
+// TestScanWithoutVerifier: a verifyImages rule that cannot verify for want
+// of an ImageVerifier is one error result, not also a "missing digest"
+// failure at validation; Validate alone still checks the digest.
+func TestScanWithoutVerifier(t *testing.T) {
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := eng.Compile(decode(`apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: signed
+spec:
+  rules:
+  - name: check-signature
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    verifyImages:
+    - imageReferences: ["registry.test/*"]
+      attestors:
+      - entries:
+        - keys:
+            publicKeys: |-
+              -----BEGIN PUBLIC KEY-----
+              MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFhKunelBZgBkqVymHhqzkX5tk2CS
+              utLhdC5iwilcRLBCs5YgqQRS47gHebUv0mBotgyrwxoo2WXzheGc5iUSTw==
+              -----END PUBLIC KEY-----
+`).Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := object("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  containers:\n  - name: app\n    image: registry.test/app:v1\n")
+	results := func(resp *engine.Response) []string {
+		var got []string
+		for p, r := range resp.Rules() {
+			got = append(got, fmt.Sprintf("%s.%s=%s: %s", p.Policy.Name(), r.Name, r.Status, r.Message))
+		}
+		return got
+	}
+	resp, err := set.Scan(context.Background(), &engine.Request{Object: pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[signed.check-signature=error: failed to verify image registry.test/app:v1: no image verifier: not configured]"
+	if got := fmt.Sprint(results(resp)); got != want {
+		t.Errorf("Scan: %s\nwant %s", got, want)
+	}
+	v, err := set.Validate(context.Background(), &engine.Request{Object: pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(results(v)), "[signed.check-signature=fail: missing digest for registry.test/app:v1]"; got != want {
+		t.Errorf("Validate: %s\nwant %s", got, want)
+	}
+}

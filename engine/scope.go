@@ -9,7 +9,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/images"
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
+	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/match"
@@ -64,6 +64,8 @@ type reqState struct {
 
 	// celIn is the request's data for CEL rules (see celData).
 	celIn *celInput
+	// kinds is the request's data for CEL policy kinds (see kindData).
+	kinds *kindData
 
 	// results backs the rule results of the request's policies (see
 	// runPolicy).
@@ -76,6 +78,9 @@ type reqState struct {
 	// verified holds the outcomes of verifyImages rules by image, for
 	// the verify-images annotation (see noteImage).
 	verified map[string]string
+	// images is what the request's ImageValidatingPolicies share
+	// (imagepolicyhost.go).
+	images *imagePolicyState
 }
 
 // canonical reports mutate.CanonicalTree(m), remembered for the request's
@@ -547,8 +552,8 @@ func (s *scope) query(expr string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !jmespathx.Memoizable(q) {
-		return jmespathx.SearchCanonical(q, s.data)
+	if !q.Memoizable() {
+		return q.SearchCanonical(s.data)
 	}
 	// Pure queries are remembered while the data does not change: on the
 	// request's base (shared by every rule of the request) or on this
@@ -560,12 +565,12 @@ func (s *scope) query(expr string) (any, error) {
 	case s.owned:
 		memo = &s.memo
 	default:
-		return jmespathx.SearchCanonical(q, s.data)
+		return q.SearchCanonical(s.data)
 	}
 	if r, ok := memo.get(expr); ok {
 		return r.v, r.err
 	}
-	v, err := jmespathx.SearchCanonical(q, s.data)
+	v, err := q.SearchCanonical(s.data)
 	switch n := len(*memo); {
 	case n == 0 && cap(*memo) == 0:
 		// a few results per scope: one allocation instead of growing
@@ -678,7 +683,7 @@ func normalizeAgainst(v, prev any) (out any, changed bool, err error) {
 	case nil, string, bool, float64:
 		return v, false, nil
 	}
-	n, err := jmespathx.Canonical(v)
+	n, err := jpcore.Canonical(v)
 	if err != nil {
 		return nil, false, err
 	}
@@ -701,7 +706,7 @@ func sameValue(n, v any) bool {
 // normalize converts host data to the canonical JSON-like form (float64
 // numbers) that queries run on; canonical data is returned as is.
 func normalize(v any) any {
-	n, err := jmespathx.Canonical(v)
+	n, err := jpcore.Canonical(v)
 	if err != nil {
 		return v
 	}

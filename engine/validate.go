@@ -150,33 +150,22 @@ func (e *Engine) validateBody(rs *reqState, r *rule, sc *scope, b *validateBody,
 }
 
 func (e *Engine) validateDeny(r *rule, sc *scope, deny *condSet) (outcome, bool) {
-	denied, _, err := sc.checkConditions(deny)
+	denied, held, err := sc.checkConditionsMessages(deny)
 	if err != nil {
 		return failedTo("failed to check deny conditions", err), true
 	}
 	if !denied {
 		return decided(StatusPass, r.passMessage), true
 	}
-	return decided(StatusFail, e.denyMessage(r, sc)), true
-}
-
-func (e *Engine) denyMessage(r *rule, sc *scope) string {
-	v := r.validate
-	if v.rawMessage == "" {
-		return fmt.Sprintf("validation error: rule %s failed", r.name)
+	var msg *template
+	if r.validate.rawMessage != "" {
+		msg = r.validate.message
 	}
-	if text, ok := v.message.Literal(); ok {
-		return text
-	}
-	out, err := v.message.Render(sc, sc.evalOpts()...)
-	if err != nil {
-		return v.rawMessage
-	}
-	s, ok := out.(string)
+	text, ok := sc.denyMessage(msg, held)
 	if !ok {
-		return "the produced message didn't resolve to a string, check your policy definition."
+		text = fmt.Sprintf("validation error: rule %s failed", r.name)
 	}
-	return s
+	return decided(StatusFail, text), true
 }
 
 func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateBody) (outcome, bool) {

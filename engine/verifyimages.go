@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -223,7 +224,7 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 		if t.HasVariables() {
 			ent.tree = t
 		} else {
-			plan, perrs := buildVerifyPlan(iv, p)
+			plan, perrs := buildVerifyPlan(iv, p, true)
 			errs = append(errs, perrs...)
 			ent.static = plan
 		}
@@ -233,8 +234,9 @@ func (e *Engine) compileVerifyImages(r *api.Rule, path *field.Path, errs field.E
 }
 
 // buildVerifyPlan checks an entry's attestors as upstream validates them
-// and turns them into host requests.
-func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, field.ErrorList) {
+// (with checkPEM, their key material too: see checkAttestorPEM) and turns
+// them into host requests.
+func buildVerifyPlan(iv api.ImageVerification, path *field.Path, checkPEM bool) (*verifyPlan, field.ErrorList) {
 	var errs field.ErrorList
 	plan := &verifyPlan{}
 	base := ImageVerifyRequest{Type: iv.Type, Repository: iv.Repository, Annotations: iv.Annotations,
@@ -243,7 +245,7 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 		base.Type = "Cosign"
 	}
 	for i, as := range iv.Attestors {
-		set, serrs := buildAttestorSet(as, base, path.Child("attestors").Index(i))
+		set, serrs := buildAttestorSet(as, base, path.Child("attestors").Index(i), checkPEM)
 		errs = append(errs, serrs...)
 		plan.attestors = append(plan.attestors, set)
 	}
@@ -262,7 +264,7 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 		req := base
 		req.PredicateType = pt
 		for j, as := range sets {
-			set, serrs := buildAttestorSet(as, req, ap.Child("attestors").Index(j))
+			set, serrs := buildAttestorSet(as, req, ap.Child("attestors").Index(j), checkPEM)
 			if len(a.Attestors) > 0 {
 				errs = append(errs, serrs...)
 			}
@@ -273,68 +275,24 @@ func buildVerifyPlan(iv api.ImageVerification, path *field.Path) (*verifyPlan, f
 	return plan, errs
 }
 
-// attestorPath is the part of an attestor entry's path in upstream's
-// messages: ".keys", ".certificates" or ".keyless".
-func attestorPath(a api.Attestor) string {
-	switch {
-	case a.Keys != nil:
-		return ".keys"
-	case a.Certificates != nil:
-		return ".certificates"
-	case a.Keyless != nil:
-		return ".keyless"
-	}
-	return ""
-}
-
-// expandAttestors returns the entries of an attestor set, several PEM
-// keys in one entry split into one attestor each (upstream's
-// ExpandStaticKeys: count applies across them), and how many must
-// verify, with upstream's checks of count and entries.
-func expandAttestors(as api.AttestorSet, path *field.Path) ([]api.Attestor, int, field.ErrorList) {
-	var errs field.ErrorList
-	var entries []api.Attestor
-	for _, a := range as.Entries {
-		if a.Keys != nil {
-			if keys := splitPEMKeys(a.Keys.PublicKeys); len(keys) > 1 {
-				for _, k := range keys {
-					c, kc := a, *a.Keys
-					kc.PublicKeys = k
-					c.Keys = &kc
-					entries = append(entries, c)
-				}
-				continue
-			}
-		}
-		entries = append(entries, a)
-	}
-	required := len(entries)
-	if as.Count != nil && *as.Count > 0 {
-		required = *as.Count
-		if *as.Count > len(entries) {
-			errs = append(errs, field.Invalid(path.Child("count"), *as.Count, "Count cannot exceed length of entries"))
-		}
-	}
-	if len(entries) == 0 {
-		errs = append(errs, field.Invalid(path, "", "An entry is required"))
-	}
-	return entries, required, errs
-}
-
-func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.Path) (*attestorSet, field.ErrorList) {
+func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.Path, checkPEM bool) (*attestorSet, field.ErrorList) {
 	entries, required, errs := expandAttestors(as, path)
 	set := &attestorSet{required: required}
 	for i, a := range entries {
 		ep := path.Child("entries").Index(i)
 		n := attestorNode{}
 		if a.Attestor != nil {
-			nested, nerrs := buildAttestorSet(*a.Attestor, base, ep.Child("attestor"))
+			nested, nerrs := buildAttestorSet(*a.Attestor, base, ep.Child("attestor"), checkPEM)
 			errs = append(errs, nerrs...)
 			n.nested, n.path = nested, ".attestor"
 			set.entries = append(set.entries, n)
 			continue
 		}
-		errs = append(errs, checkAttestor(a, ep)...)
+		aerrs := checkAttestor(a, ep)
+		if len(aerrs) == 0 && checkPEM {
+			aerrs = checkAttestorPEM(a, ep)
+		}
+		errs = append(errs, aerrs...)
 		req := base
 		req.Attestor = a
 		if a.Repository != "" {
@@ -356,50 +314,6 @@ func buildAttestorSet(as api.AttestorSet, base ImageVerifyRequest, path *field.P
 		set.entries = append(set.entries, n)
 	}
 	return set, errs
-}
-
-// checkAttestor applies upstream's validation of one attestor.
-func checkAttestor(a api.Attestor, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	n := 0
-	for _, set := range []bool{a.Keys != nil, a.Certificates != nil, a.Keyless != nil, a.Attestor != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return append(errs, field.Invalid(path, "", "keys, certificates, keyless, or a nested attestor is required"))
-	}
-	switch {
-	case a.Keys != nil:
-		k := a.Keys
-		if k.PublicKeys == "" && k.KMS == "" && k.Secret == nil {
-			errs = append(errs, field.Invalid(path.Child("keys"), "", "A public key, kms key or secret is required"))
-		}
-		if k.SignatureAlgorithm != "" && k.SignatureAlgorithm != "sha256" && k.SignatureAlgorithm != "sha512" {
-			errs = append(errs, field.Invalid(path.Child("keys", "signatureAlgorithm"), k.SignatureAlgorithm, "Invalid signature algorithm provided"))
-		}
-	case a.Certificates != nil:
-		if a.Certificates.Certificate == "" && a.Certificates.CertificateChain == "" {
-			errs = append(errs, field.Invalid(path.Child("certificates"), "", "cert or certChain required"))
-		}
-	case a.Keyless != nil:
-		if a.Keyless.Rekor == nil && a.Keyless.Roots == "" {
-			errs = append(errs, field.Invalid(path.Child("keyless"), "", "Either Rekor URL or roots are required"))
-		}
-	}
-	return errs
-}
-
-// splitPEMKeys splits several PEM public keys; a text with one key (or
-// none) gives itself.
-func splitPEMKeys(s string) []string {
-	const end = "-----END PUBLIC KEY-----"
-	if strings.Count(s, end) < 2 {
-		return []string{s}
-	}
-	parts := strings.SplitAfter(s, end)
-	return parts[:len(parts)-1]
 }
 
 // ruleImages returns the images of the rule's resource in a stable order
@@ -452,7 +366,9 @@ func (ent *verifyEntry) plan(sc *scope, info images.Info) (*verifyPlan, error) {
 	if err := remarshal(doc, &iv); err != nil {
 		return nil, &substError{err}
 	}
-	plan, errs := buildVerifyPlan(iv, field.NewPath("verifyImages").Index(ent.index))
+	// key material from variables is checked by the verifier, which fails
+	// the image with its parser's message, as upstream
+	plan, errs := buildVerifyPlan(iv, field.NewPath("verifyImages").Index(ent.index), false)
 	if len(errs) > 0 {
 		return nil, &substError{errs.ToAggregate()}
 	}
@@ -739,20 +655,16 @@ func (e *Engine) verifyImage(rs *reqState, p *Policy, sc *scope, ent *verifyEntr
 			c.data[k] = v
 		}
 		c.memo = nil
-		holds, condMsg, err := c.checkConditions(ent.deny)
+		holds, held, err := c.checkConditionsMessages(ent.deny)
 		if err != nil {
-			return verification{status: StatusError, msg: "validation in verifyImages failed: failed to check deny conditions: " + err.Error(), err: err}
+			// upstream's validate error is the rule's failure
+			return verification{status: StatusFail, msg: "validation in verifyImages failed: failed to check deny conditions: " + err.Error(), err: err}
 		}
 		if holds {
-			msg, err := c.renderString(ent.message)
-			if err != nil {
-				return verification{status: StatusError, msg: "validation in verifyImages failed: failed to substitute variables in the message: " + err.Error(), err: err}
-			}
-			if msg == "" {
-				msg = condMsg
-			}
-			if msg == "" {
-				msg = "validation error: imageVerify failed"
+			msg, ok := c.denyMessage(ent.message, held)
+			if !ok {
+				// upstream's default names the (empty) message: two spaces
+				msg = "validation error: imageVerify  failed"
 			}
 			return verification{status: StatusFail, msg: "validation in verifyImages failed: " + msg}
 		}
@@ -790,10 +702,10 @@ func (e *Engine) verifyAttestorSet(rs *reqState, ent *verifyEntry, set *attestor
 		if n.nested != nil {
 			err = e.verifyAttestorSet(rs, ent, n.nested, image, pullSecrets, fmt.Sprintf("%s.entries[%d]%s", path, i, n.path))
 		} else {
-			_, err = e.vcache.do("s\x00"+image+"\x00"+n.key, ent.cache, func() (verifyOutcome, error) {
+			_, err = e.vcache.Do(rs.ctx, cacheKey('s', image, n.key, pullSecrets), ent.cache, func(ctx context.Context) (verifyOutcome, error) {
 				req := n.req
 				req.Image, req.PullSecrets = image, pullSecrets
-				ctx, done := rs.hostContext()
+				ctx, done := e.hostContext(ctx)
 				return verifyOutcome{}, done(e.cfg.imageVerifier.VerifySignature(ctx, req))
 			})
 			if err != nil {
@@ -818,10 +730,10 @@ func (e *Engine) fetchAttestations(rs *reqState, ent *verifyEntry, n attestorNod
 	if n.nested != nil {
 		return nil, errors.New("nested attestors are not supported in attestations")
 	}
-	out, err := e.vcache.do("a\x00"+image+"\x00"+n.key, ent.cache, func() (verifyOutcome, error) {
+	out, err := e.vcache.Do(rs.ctx, cacheKey('a', image, n.key, pullSecrets), ent.cache, func(ctx context.Context) (verifyOutcome, error) {
 		req := n.req
 		req.Image, req.PullSecrets = image, pullSecrets
-		ctx, done := rs.hostContext()
+		ctx, done := e.hostContext(ctx)
 		st, err := e.cfg.imageVerifier.FetchAttestations(ctx, req)
 		err = done(err)
 		if err != nil {
@@ -843,8 +755,8 @@ func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string, pul
 	if e.cfg.imageVerifier == nil {
 		return "", fmt.Errorf("no image verifier to resolve the digest of %s: %w", image, ErrNotConfigured)
 	}
-	out, err := e.vcache.do("d\x00"+image+"\x00"+ent.credKey, ent.cache, func() (verifyOutcome, error) {
-		ctx, done := rs.hostContext()
+	out, err := e.vcache.Do(rs.ctx, cacheKey('d', image, ent.credKey, pullSecrets), ent.cache, func(ctx context.Context) (verifyOutcome, error) {
+		ctx, done := e.hostContext(ctx)
 		d, err := e.cfg.imageVerifier.ResolveDigest(ctx, ImageVerifyRequest{Image: image, Credentials: ent.creds, PullSecrets: pullSecrets})
 		err = done(err)
 		if err != nil {
@@ -853,12 +765,45 @@ func (e *Engine) resolveDigest(rs *reqState, ent *verifyEntry, image string, pul
 		if !strings.Contains(d, ":") {
 			return verifyOutcome{}, fmt.Errorf("registry returned an invalid digest %q for %s", d, image)
 		}
-		return verifyOutcome{statements: []map[string]any{{"digest": d}}}, nil
+		return verifyOutcome{digest: d}, nil
 	})
 	if err != nil {
 		return "", err
 	}
-	return out.statements[0]["digest"].(string), nil
+	return out.digest, nil
+}
+
+// verifyOutcome is what the verification cache keeps: the verified
+// statements of an attestation fetch (none for a signature), or the
+// digest of a resolution.
+type verifyOutcome struct {
+	statements []map[string]any
+	digest     string
+}
+
+// cacheKey is the key of a verification outcome: the kind of question
+// (d: digest, s: signature, a: attestations), the image, the attestor
+// (a hash of the request but the image, which holds the entry's
+// imageRegistryCredentials; for a digest, the credentials alone) and the
+// resource's pull secrets. Credentials are part of the key: an outcome
+// obtained with one tenant's credentials answers no other's request.
+func cacheKey(kind byte, image, attestor string, pullSecrets []string) string {
+	n := 3 + len(image) + len(attestor)
+	for _, s := range pullSecrets {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte(kind)
+	b.WriteByte(0)
+	b.WriteString(image)
+	b.WriteByte(0)
+	b.WriteString(attestor)
+	for _, s := range pullSecrets {
+		b.WriteByte(0)
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // checkStatements checks the statements of the predicate type: there must
@@ -884,14 +829,12 @@ func (e *Engine) checkStatements(sc *scope, info images.Info, blocks []*condSet,
 			c.data[k] = v
 		}
 		c.memo = nil
-		for _, cs := range blocks {
-			holds, _, err := c.checkConditions(cs)
-			if err != nil {
-				return true, false, fmt.Errorf("failed to substitute variables in attestation conditions: %w", err)
-			}
-			if !holds {
-				return true, false, nil
-			}
+		holds, err := c.checkConditionsEagerly(blocks)
+		if err != nil {
+			return true, false, fmt.Errorf("failed to substitute variables in attestation conditions: %w", err)
+		}
+		if !holds {
+			return true, false, nil
 		}
 	}
 	return found, found, nil

@@ -28,6 +28,12 @@ type fakeVerifier struct {
 	statements map[string]map[string][]map[string]any
 	down       bool
 	delay      time.Duration
+	// block, when set, holds VerifySignature until it is closed or the
+	// call's context ends; entered receives a token per call
+	block   chan struct{}
+	entered chan struct{}
+	// pullSecrets are those of each VerifySignature call
+	pullSecrets [][]string
 
 	resolves, verifies, fetches atomic.Int64
 }
@@ -39,8 +45,10 @@ func newFake() *fakeVerifier {
 const (
 	digestApp   = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	digestOther = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
-	keyA        = "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----"
-	keyB        = "-----BEGIN PUBLIC KEY-----\nBBBB\n-----END PUBLIC KEY-----"
+	// ECDSA P-256 public keys (the fake compares their text; the engine
+	// checks at Compile that they parse)
+	keyA = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFhKunelBZgBkqVymHhqzkX5tk2CS\nutLhdC5iwilcRLBCs5YgqQRS47gHebUv0mBotgyrwxoo2WXzheGc5iUSTw==\n-----END PUBLIC KEY-----"
+	keyB = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEg4Ho4P+1JDJA7gOwSSI+3PGcvxSo\n6/cNKO1lNdfUdgdVUF6MFj5bFROHeeofmQmtmAtYzgrq20FUeDItpbTOkQ==\n-----END PUBLIC KEY-----"
 )
 
 func (f *fakeVerifier) ResolveDigest(ctx context.Context, req engine.ImageVerifyRequest) (string, error) {
@@ -60,8 +68,19 @@ func (f *fakeVerifier) ResolveDigest(ctx context.Context, req engine.ImageVerify
 
 func (f *fakeVerifier) VerifySignature(ctx context.Context, req engine.ImageVerifyRequest) error {
 	f.verifies.Add(1)
+	f.mu.Lock()
+	f.pullSecrets = append(f.pullSecrets, req.PullSecrets)
+	f.mu.Unlock()
 	if f.delay > 0 {
 		time.Sleep(f.delay)
+	}
+	if f.block != nil {
+		f.entered <- struct{}{}
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	if f.down {
 		return fmt.Errorf("dial tcp: connection refused: %w", engine.ErrRegistryUnavailable)
@@ -314,6 +333,15 @@ func TestVerifyImagesAttestations(t *testing.T) {
 	holds := "          - key: '{{ repo.branch }}'\n            operator: Equals\n            value: main\n          - key: '{{ reviewers }}'\n            operator: AnyIn\n            value: [ana, bob]\n"
 	fails := "          - key: '{{ repo.branch }}'\n            operator: Equals\n            value: release\n"
 	image := "          - key: '{{ image.name }}'\n            operator: Equals\n            value: app\n"
+	unknown := "          - key: '{{ missing.key }}'\n            operator: Equals\n            value: x\n"
+	named := func(message, conds string) string {
+		v := "      validate:\n"
+		if message != "" {
+			v += "        message: " + message + "\n"
+		}
+		v += "        deny:\n          conditions:\n" + conds
+		return v + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1)
+	}
 	tests := []struct{ name, entry, want string }{
 		{"conditions hold", attest(keyA, holds), "pass: verified image attestations for registry.test/app:v1"},
 		{"image variable", attest(keyA, image), "pass: verified image attestations for registry.test/app:v1"},
@@ -323,6 +351,14 @@ func TestVerifyImagesAttestations(t *testing.T) {
 		{"named, validate deny holds", "      validate:\n        message: 'reviewed by {{ review.author }}, not allowed'\n        deny:\n          conditions:\n            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: alice\n" + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1), "fail: validation in verifyImages failed: reviewed by alice, not allowed"},
 		{"named, validate deny does not hold", "      validate:\n        deny:\n          conditions:\n            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: mallory\n" + strings.Replace(attest(keyA, holds), "      - predicateType:", "      - name: review\n        predicateType:", 1), "pass: verified image attestations for registry.test/app:v1"},
 		{"signature and attestation", keysEntry("", keyA) + attest(keyA, holds), "pass: verified image attestations for registry.test/app:v1"},
+		// attestation conditions are substituted all at once (upstream's
+		// SubstituteAllInConditions): an unknown variable is an error even
+		// after a condition that does not hold
+		{"attestation conditions substituted eagerly", attest(keyA, fails+unknown), "fail: image attestations verification failed, verifiedCount: 0, requiredCount: 1, error: .attestations[0].attestors[0].entries[0].keys: failed to check attestations: failed to substitute variables in attestation conditions: failed to resolve missing.key at path /all/1/key: JMESPath query failed: Unknown key \"missing\" in path"},
+		// validate.deny is lazy, its held conditions' messages follow the message
+		{"named, validate deny lazy", named("'reviewed by {{ review.author }}'", "            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: alice\n              message: 'author {{ review.author }}'\n            - key: '{{ review.missing }}'\n              operator: Equals\n              value: x\n"), "fail: validation in verifyImages failed: reviewed by alice; author alice"},
+		{"named, validate deny unresolved", named("x", "            all:\n            - key: '{{ review.missing }}'\n              operator: Equals\n              value: x\n"), "fail: validation in verifyImages failed: failed to check deny conditions: failed to substitute variables in condition key: failed to resolve review.missing at path /all/0/key: JMESPath query failed: Unknown key \"missing\" in path"},
+		{"named, validate deny default message", named("", "            any:\n            - key: '{{ review.author }}'\n              operator: Equals\n              value: alice\n"), "fail: validation in verifyImages failed: validation error: imageVerify  failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,6 +413,25 @@ func TestVerifyImagesCompileErrors(t *testing.T) {
 		{"no attestor kind", "      attestors:\n      - entries:\n        - repository: x\n", "keys, certificates, keyless, or a nested attestor is required"},
 		{"bad algorithm", "      attestors:\n      - entries:\n        - keys:\n            publicKeys: k\n            signatureAlgorithm: md5\n", "Invalid signature algorithm provided"},
 		{"bad type", "      type: Magic\n", "Unsupported value"},
+		// key material is checked at Compile: the error names the policy,
+		// the rule and the field
+		{"malformed PEM key", keysEntry("", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----"),
+			`policy p: spec.rules[0].verifyImages[0].attestors[0].entries[0].keys.publicKeys: Invalid value: "": invalid public key: not a PKIX public key`},
+		{"second of two keys", keysEntry("count: 1\n        ", keyA, "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----"),
+			`spec.rules[0].verifyImages[0].attestors[0].entries[1].keys.publicKeys: Invalid value: "": invalid public key`},
+		{"not PEM", keysEntry("", "cosign.pub"), `attestors[0].entries[0].keys.publicKeys: Invalid value: "": invalid PEM: want PUBLIC KEY or RSA PUBLIC KEY blocks`},
+		{"certificate for a key", keysEntry("", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"), `invalid PEM: block CERTIFICATE, want PUBLIC KEY or RSA PUBLIC KEY`},
+		{"nested attestor", "      attestors:\n      - entries:\n        - attestor:\n            entries:\n            - keys:\n                publicKeys: nope\n",
+			`spec.rules[0].verifyImages[0].attestors[0].entries[0].attestor.entries[0].keys.publicKeys: Invalid value: "": invalid PEM`},
+		{"attestation attestor", "      attestations:\n      - predicateType: https://example.com/v1\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: nope\n",
+			`spec.rules[0].verifyImages[0].attestations[0].attestors[0].entries[0].keys.publicKeys: Invalid value: "": invalid PEM`},
+		{"rekor key", keysEntry("", keyA) + "            rekor:\n              pubkey: nope\n", `entries[0].keys.rekor.pubkey: Invalid value: "": invalid PEM`},
+		{"ctlog key", keysEntry("", keyA) + "            ctlog:\n              pubkey: nope\n", `entries[0].keys.ctlog.pubkey: Invalid value: "": invalid PEM`},
+		{"TSA chain", keysEntry("", keyA) + "            ctlog:\n              tsaCertChain: nope\n", `entries[0].keys.ctlog.tsaCertChain: Invalid value: "": invalid PEM: want CERTIFICATE blocks`},
+		{"certificate", "      attestors:\n      - entries:\n        - certificates:\n            cert: |-\n              -----BEGIN CERTIFICATE-----\n              AAAA\n              -----END CERTIFICATE-----\n",
+			`entries[0].certificates.cert: Invalid value: "": invalid certificate`},
+		{"keyless roots", "      attestors:\n      - entries:\n        - keyless:\n            roots: nope\n", `entries[0].keyless.roots: Invalid value: "": invalid PEM`},
+		{"keyless regexp", "      attestors:\n      - entries:\n        - keyless:\n            issuerRegExp: '('\n            rekor:\n              url: https://rekor.test\n", `entries[0].keyless.issuerRegExp: Invalid value: "("`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,6 +446,17 @@ func TestVerifyImagesCompileErrors(t *testing.T) {
 	_, err := eng.Compile(decode(strings.Replace(verifyPolicy("p", "", keysEntry("", keyA)), `["registry.test/*"]`, `["{{ request.object.x }}"]`, 1)).Policies...)
 	if err == nil || !strings.Contains(err.Error(), "variables are not allowed in image references") {
 		t.Errorf("err = %v", err)
+	}
+	// key references, an ignored log's key and keys from variables are
+	// not checked at Compile
+	for _, entry := range []string{
+		keysEntry("", "k8s://kyverno/cosign-key"), keysEntry("", "awskms://alias/signer"),
+		keysEntry("", keyA) + "            rekor:\n              ignoreTlog: true\n              pubkey: unused\n",
+		keysEntry("", "{{ request.object.metadata.annotations.key }}"),
+	} {
+		if _, err := eng.Compile(decode(verifyPolicy("p", "", entry)).Policies...); err != nil {
+			t.Errorf("%s: %v", entry, err)
+		}
 	}
 }
 
@@ -523,6 +589,71 @@ func TestVerifyImagesCache(t *testing.T) {
 	mutateRules(t, set, pod("registry.test/app:v1"))
 	if v := f4.verifies.Load(); v != 2 {
 		t.Errorf("TTL: verifies %d, want 2", v)
+	}
+}
+
+// TestVerifyImagesCacheOwnContext: a request whose context ends while it
+// waits for a verification shared with another request gets its own
+// error; the verification goes on and the other request passes (the
+// cache used to run the verification on the first caller's context, so
+// that its timeout failed every request waiting on the image).
+func TestVerifyImagesCacheOwnContext(t *testing.T) {
+	f := signedFake()
+	f.block, f.entered = make(chan struct{}), make(chan struct{}, 4)
+	set := compileVerify(t, f, verifyPolicy("p", "", keysEntry("", keyA)))
+	first, cancelFirst := context.WithCancel(context.Background())
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := set.Mutate(first, &engine.Request{Operation: api.Create, Object: pod("registry.test/app:v1")})
+		firstDone <- err
+	}()
+	<-f.entered
+	secondDone := make(chan []engine.RuleResult, 1)
+	go func() {
+		_, rules := mutateRules(t, set, pod("registry.test/app:v1"))
+		secondDone <- rules
+	}()
+	// the second request joins the verification in flight (were it late,
+	// it would start its own, and still pass)
+	time.Sleep(50 * time.Millisecond)
+	cancelFirst()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("first request: %v, want its own context's error", err)
+	}
+	close(f.block)
+	wantResults(t, <-secondDone, "pass: verified image signatures for registry.test/app:v1")
+	if v := f.verifies.Load(); v > 2 {
+		t.Errorf("%d verifications", v)
+	}
+}
+
+// TestVerifyImagesCacheCredentials: credentials are part of the cache
+// key: the outcome verified with some pull secrets answers requests with
+// the same secrets only.
+func TestVerifyImagesCacheCredentials(t *testing.T) {
+	f := signedFake()
+	set := compileVerify(t, f, verifyPolicy("p", "", keysEntry("", keyA)))
+	withSecrets := func(names ...string) map[string]any {
+		p := pod("registry.test/app:v1")
+		var refs []any
+		for _, n := range names {
+			refs = append(refs, map[string]any{"name": n})
+		}
+		if refs != nil {
+			p["spec"].(map[string]any)["imagePullSecrets"] = refs
+		}
+		return p
+	}
+	for _, obj := range []map[string]any{withSecrets(), withSecrets("team-a"), withSecrets("team-a"), withSecrets("team-b"), withSecrets(), withSecrets("team-a", "team-b")} {
+		_, rules := mutateRules(t, set, obj)
+		wantResults(t, rules, "pass: verified image signatures for registry.test/app:v1")
+	}
+	want := [][]string{nil, {"default/team-a"}, {"default/team-b"}, {"default/team-a", "default/team-b"}}
+	if !slices.EqualFunc(f.pullSecrets, want, slices.Equal) {
+		t.Errorf("verified with pull secrets %q, want %q", f.pullSecrets, want)
+	}
+	if r := f.resolves.Load(); r != 4 {
+		t.Errorf("%d digest resolutions, want 4 (one per set of credentials)", r)
 	}
 }
 

@@ -15,6 +15,10 @@
 // comparison is exact, so an exception naming "p" does not apply to a Policy
 // "ns/p". Rule names in ruleNames take the wildcards '*' and '?'.
 //
+// policies.kyverno.io PolicyExceptions (the CEL kind) join a Set with the
+// CEL option; CELCandidates finds them by the kind and name of the policy
+// their policyRefs name, and the engine evaluates their matchConditions.
+//
 // A Set and its Exceptions are immutable and safe for concurrent use. The
 // PolicyExceptions given to Compile are referenced, never modified, and must
 // not be modified afterwards.

@@ -45,3 +45,38 @@ spec:
 	// Output:
 	// rule is skipped due to policy exception: delta/delta-exception
 }
+
+// CEL adds policies.kyverno.io PolicyExceptions to a set; the engine
+// evaluates their matchConditions for the policies they name.
+func ExampleCEL() {
+	docs, err := api.ReadDocuments(strings.NewReader(`
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata:
+  name: tools
+  namespace: ops
+  labels: {polex.kyverno.io/priority: "2"}
+spec:
+  policyRefs:
+  - {name: no-latest, kind: ValidatingPolicy}
+  images: [busybox:latest]
+`), "exception.yaml")
+	if err != nil {
+		panic(err)
+	}
+	x, err := api.DecodeCELPolicyException(docs[0])
+	if err != nil {
+		panic(err)
+	}
+	set, err := exceptions.Compile(nil, exceptions.CEL(x))
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range set.CELCandidates("ValidatingPolicy", "no-latest") {
+		fmt.Println(e.Key(), e.Priority(), e.FullExemption(), e.ReportsPass())
+	}
+	fmt.Println(len(set.CELCandidates("NamespacedValidatingPolicy", "no-latest")))
+	// Output:
+	// ops/tools 2 false false
+	// 0
+}

@@ -17,6 +17,7 @@ type Option func(*options)
 type options struct {
 	namespaces []string
 	autogen    bool
+	cel        []*api.CELPolicyException
 }
 
 // Namespaces accepts only exceptions living in one of the given namespaces
@@ -86,6 +87,10 @@ type Set struct {
 	byPolicy map[string][]candidate
 	all      []*Exception
 	autogen  bool
+	// celByRef holds the CEL exceptions by "kind/name" of the policies
+	// they name; celAll in order
+	celByRef map[string][]*CELException
+	celAll   []*CELException
 }
 
 // candidate is an exception and the rule-name patterns it gives one policy.
@@ -109,7 +114,7 @@ func Compile(excs []*api.PolicyException, opts ...Option) (*Set, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Set{byPolicy: map[string][]candidate{}, autogen: o.autogen}
+	s := &Set{byPolicy: map[string][]candidate{}, autogen: o.autogen, celByRef: map[string][]*CELException{}}
 	var errs []error
 	for i, pe := range excs {
 		if pe == nil {
@@ -137,6 +142,7 @@ func Compile(excs []*api.PolicyException, opts ...Option) (*Set, error) {
 				candidate{exc: e, rules: append([]string(nil), item.RuleNames...)})
 		}
 	}
+	errs = append(errs, s.addCEL(&o)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -189,8 +195,9 @@ func (s *Set) Exceptions() []*Exception {
 	return append([]*Exception(nil), s.all...)
 }
 
-// Len returns the number of compiled exceptions.
-func (s *Set) Len() int { return len(s.all) }
+// Len returns the number of compiled exceptions (CEL exceptions
+// included).
+func (s *Set) Len() int { return len(s.all) + len(s.celAll) }
 
 // SkipMessage is the message of a rule result skipped because of exceptions,
 // as upstream writes it: "rule is skipped due to policy exception: " followed

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
@@ -86,6 +88,14 @@ func WithQueue(q engine.UpdateRequestQueue) Option {
 	return func(c *Controller) { c.queue = q }
 }
 
+// WithDownstreamKinds sets a hook called with each kind the controller
+// learns a GeneratingPolicy generates (once per policy and kind): a host
+// that watches downstream resources starts watching the kind. The hook
+// must not block.
+func WithDownstreamKinds(f func(apiVersion, kind string)) Option {
+	return func(c *Controller) { c.onKind = f }
+}
+
 // Controller processes UpdateRequests through the host Client. It is safe
 // for concurrent use; one UpdateRequest must not be processed concurrently
 // with itself.
@@ -97,16 +107,22 @@ type Controller struct {
 	onGC       func(*api.UpdateRequest)
 	observer   Observer
 	queue      engine.UpdateRequestQueue // nil: handlers process at once
+	onKind     func(apiVersion, kind string)
 
 	mu  sync.RWMutex
 	set *engine.PolicySet
+
+	// gpolKinds are the downstream kinds of each GeneratingPolicy (by
+	// key) the controller has seen (gpol.go)
+	kindsMu   sync.Mutex
+	gpolKinds map[string]map[kindRef]bool
 }
 
 // NewController returns a controller for the policies of set (an empty
 // set is fine; it must not be nil) that writes through client (the
 // engine's client when nil).
 func NewController(set *engine.PolicySet, client engine.Client, opts ...Option) *Controller {
-	c := &Controller{client: client, set: set, maxRetries: DefaultMaxRetries, workers: 1}
+	c := &Controller{client: client, set: set, maxRetries: DefaultMaxRetries, workers: 1, gpolKinds: map[string]map[kindRef]bool{}}
 	if c.client == nil && set != nil {
 		c.client = set.Engine().Client()
 	}
@@ -139,22 +155,27 @@ func (c *Controller) SetPolicies(set *engine.PolicySet) {
 	c.set = set
 }
 
-// policy returns the current policy with the key, or nil.
-func (c *Controller) policy(key string) *engine.Policy {
+// policy returns the current ClusterPolicy or Policy with the key, or nil.
+func (c *Controller) policy(key string) *engine.Policy { return c.policyOf(key, false) }
+
+// policyOf returns the current policy with the key, or nil: a
+// GeneratingPolicy (or NamespacedGeneratingPolicy) when gpol, else a
+// ClusterPolicy or Policy (the kinds may share names).
+func (c *Controller) policyOf(key string, gpol bool) *engine.Policy {
 	set := c.Policies()
 	if set == nil {
 		return nil
 	}
 	for _, p := range set.Policies() {
-		if p.Key() == key {
+		if p.Key() == key && isGenerating(p) == gpol {
 			return p
 		}
 	}
 	return nil
 }
 
-// replacePolicy puts p in place of the policy with the same key (or adds
-// it); with remove, the policy is dropped instead.
+// replacePolicy puts p in place of the policy with the same kind and key
+// (or adds it); with remove, the policy is dropped instead.
 func (c *Controller) replacePolicy(p *engine.Policy, remove bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -164,7 +185,7 @@ func (c *Controller) replacePolicy(p *engine.Policy, remove bool) error {
 	var out []*engine.Policy
 	found := false
 	for _, x := range c.set.Policies() {
-		if x.Key() == p.Key() {
+		if x.Key() == p.Key() && x.Kind() == p.Kind() {
 			found = true
 			if !remove {
 				out = append(out, p)
@@ -259,28 +280,20 @@ func (c *Controller) Run(ctx context.Context, queue Queue) error {
 	if queue == nil {
 		return errors.New("update request controller: nil queue")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, c.workers)
-	for i := 0; i < c.workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	// the first worker whose queue fails stops the others
+	g, gctx := errgroup.WithContext(ctx)
+	for range c.workers {
+		g.Go(func() error {
 			for {
-				ur, err := queue.Next(ctx)
+				ur, err := queue.Next(gctx)
 				if err != nil {
-					errc <- err
-					cancel()
-					return
+					return err
 				}
-				_ = c.Process(ctx, ur)
+				_ = c.Process(gctx, ur)
 			}
-		}()
+		})
 	}
-	wg.Wait()
-	close(errc)
-	err := <-errc
+	err := g.Wait()
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return ctxErr
 	}

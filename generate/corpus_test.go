@@ -83,3 +83,90 @@ func labelsOf(obj map[string]any) map[string]any {
 	l, _ := md["labels"].(map[string]any)
 	return l
 }
+
+// A MutatingPolicy with mutateExisting labels the existing Namespaces when
+// it is created (a request naming no trigger), those its
+// targetMatchConditions keep, and writes only those that change; a
+// Namespace admitted later queues the labelling of every Namespace again.
+func TestMutatingPolicyExistingNamespaces(t *testing.T) {
+	dir := filepath.Join("testdata", "mpol-label-namespaces")
+	h := newHarness(t, "", readObjects(t, filepath.Join(dir, "cluster.yaml"))...)
+	p := h.compile(readFile(t, filepath.Join(dir, "policy.yaml")))
+	before := h.get("v1", "Namespace", "", "team-b")["metadata"].(map[string]any)["resourceVersion"]
+	urs, err := h.ctrl.OnPolicyUpdate(h.ctx, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(urs) != 1 || urs[0].Spec.Type != api.URMutate || urs[0].Status.State != api.URCompleted {
+		t.Fatalf("update requests %+v", urs)
+	}
+	owner := func(name string) any { return labelsOf(h.get("v1", "Namespace", "", name))["owner"] }
+	if owner("team-a") != "platform" || owner("kube-system") != nil {
+		t.Errorf("owners: team-a %v, kube-system %v", owner("team-a"), owner("kube-system"))
+	}
+	if after := h.get("v1", "Namespace", "", "team-b")["metadata"].(map[string]any)["resourceVersion"]; after != before {
+		t.Errorf("team-b written (resourceVersion %v, was %v) though unchanged", after, before)
+	}
+	h2 := newHarness(t, readFile(t, filepath.Join(dir, "policy.yaml")), readObjects(t, filepath.Join(dir, "cluster.yaml"))...)
+	urs = h2.admit(api.Create, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-c"}}, nil)
+	if len(urs) != 1 || urs[0].Status.State != api.URCompleted {
+		t.Fatalf("admission update requests %+v", urs)
+	}
+	for _, ns := range []string{"team-a", "team-c"} {
+		if o := labelsOf(h2.get("v1", "Namespace", "", ns))["owner"]; o != "platform" {
+			t.Errorf("%s owner %v after the admission", ns, o)
+		}
+	}
+}
+
+// A MutatingPolicy whose target expression resolves the targets from a
+// trigger: on a policy event each existing trigger (the objects its
+// matchConstraints name) is processed as an update of it, as upstream's
+// policy controller does; the targets of triggers the matchConditions
+// leave out are not written.
+func TestMutatingPolicyExistingTriggers(t *testing.T) {
+	cm := func(ns, name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}}
+	}
+	h := newHarness(t, "", cm("a", "trigger"), cm("a", "target"), cm("b", "other"), cm("b", "target"))
+	p := h.compile(`apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: label-target}
+spec:
+  evaluation:
+    mutateExisting: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [UPDATE], resources: [configmaps]}
+  matchConditions:
+  - {name: trigger, expression: "object.metadata.name == 'trigger'"}
+  targetMatchConstraints:
+    expression: resource.Get("v1", "configmaps", object.metadata.namespace, "target")
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'mutated-by': request.object.metadata.name}}}"
+`)
+	urs, err := h.ctrl.OnPolicyUpdate(h.ctx, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed := 0
+	for _, ur := range urs {
+		if ur.Spec.Type != api.URMutate || ur.Spec.RuleContext[0].Trigger.Kind != "ConfigMap" {
+			t.Errorf("update request %+v", ur.Spec)
+		}
+		if ur.Status.State == api.URCompleted {
+			completed++
+		}
+	}
+	if completed == 0 {
+		t.Fatalf("no request completed: %+v", urs)
+	}
+	if l := labelsOf(h.get("v1", "ConfigMap", "a", "target"))["mutated-by"]; l != "trigger" {
+		t.Errorf("a/target mutated-by %v, want trigger", l)
+	}
+	if l := labelsOf(h.get("v1", "ConfigMap", "b", "target"))["mutated-by"]; l != nil {
+		t.Errorf("b/target mutated-by %v: b has no trigger", l)
+	}
+}

@@ -54,6 +54,27 @@
 // generateExistingOnPolicyUpdate) and mutateExistingOnPolicyUpdate rules to
 // the existing triggers.
 //
+// # GeneratingPolicies
+//
+// GeneratingPolicy and NamespacedGeneratingPolicy requests have upstream's
+// type cel-generate (api.URCELGenerate): one rule context per trigger,
+// named after the policy. The controller evaluates the policy on the
+// trigger and writes what generator.Apply generated: a missing object is
+// created, the policy's own downstream of the trigger updated, another
+// owner's object of the same name left alone. Synchronize follows
+// upstream's tables for GeneratingPolicies: an edited or deleted
+// downstream is written again, an updated trigger is evaluated again (its
+// downstream goes when the policy no longer applies, as it does on a
+// policy that matches CREATE only; what the policy no longer generates
+// goes too), a deleted trigger's downstream goes, a clone follows its
+// source (and goes with it), a changed policy syncs the downstream of
+// its triggers, a deleted one takes its downstream with it but for the
+// clones, unless orphanDownstreamOnPolicyDelete. generateExisting applies
+// a created or changed policy to the existing triggers. As a
+// GeneratingPolicy does not say which kinds it generates, the controller
+// learns them from what it writes and from Restore (WithDownstreamKinds
+// tells a host about each new one).
+//
 // The engine the PolicySet was compiled with must have the same cluster as
 // its Client (engine.WithClient): it reads clone sources, existing
 // downstream resources and mutate targets through it, while the controller

@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
@@ -42,6 +44,9 @@ func (c *Controller) OnPolicyUpdate(ctx context.Context, old, cur *engine.Policy
 	}
 	if err := c.replacePolicy(cur, false); err != nil {
 		return nil, err
+	}
+	if isGenerating(cur) {
+		return c.gpolPolicyUpdate(ctx, old, cur)
 	}
 	var urs []*api.UpdateRequest
 	var errs []error
@@ -76,6 +81,9 @@ func (c *Controller) OnPolicyDelete(ctx context.Context, p *engine.Policy) ([]*a
 	}
 	if err := c.replacePolicy(p, true); err != nil {
 		return nil, err
+	}
+	if isGenerating(p) {
+		return c.gpolPolicyDelete(ctx, p)
 	}
 	return c.deleteRulesDownstream(ctx, p, p.Rules())
 }
@@ -175,7 +183,10 @@ func (c *Controller) ruleDownstreams(ctx context.Context, p *engine.Policy, r *a
 // rules to the existing triggers. Triggers the rule does not apply to give
 // Skip requests, which are not returned.
 func (c *Controller) applyExisting(ctx context.Context, p *engine.Policy) ([]*api.UpdateRequest, error) {
-	spec := p.Source().GetSpec()
+	if mutatingPolicy(p) {
+		return c.mutateExisting(ctx, p)
+	}
+	spec := classicSpec(p)
 	var urs []*api.UpdateRequest
 	var errs []error
 	for _, r := range p.Rules() {
@@ -214,6 +225,86 @@ func (c *Controller) applyExisting(ctx context.Context, p *engine.Policy) ([]*ap
 			}
 			urs = append(urs, ur)
 			errs = append(errs, err)
+		}
+	}
+	return urs, errors.Join(errs...)
+}
+
+// mutateExisting applies a MutatingPolicy with mutateExisting to the
+// existing resources it selects, as upstream's policy controller does when
+// the policy is created or updated: one request naming no rule and no
+// trigger (engine.PolicySet.MutateExisting); with a target expression,
+// which resolves the targets from a trigger, one request per existing
+// trigger, as an update of it. A policy without mutateExisting gives
+// none.
+func (c *Controller) mutateExisting(ctx context.Context, p *engine.Policy) ([]*api.UpdateRequest, error) {
+	if mp, ok := p.Source().(*api.MutatingPolicy); ok && mp.Spec.MutateExistingEnabled() && !existingMutator(p) {
+		return c.mutateExistingTriggers(ctx, p, mp)
+	}
+	if !existingMutator(p) {
+		return nil, nil
+	}
+	ur := newRequest(p.Key(), api.URMutate, api.RuleContext{})
+	err := c.Process(ctx, ur)
+	if ur.Status.State == api.URSkip {
+		return nil, err
+	}
+	return []*api.UpdateRequest{ur}, err
+}
+
+// mutateExistingTriggers processes a request per existing trigger of a
+// MutatingPolicy with a target expression: the objects of the resources
+// its matchConstraints name (in its namespace for a namespaced policy),
+// listed through the client's resource listing (cel.ResourceClient);
+// resources with wildcards and subresources are not listed.
+func (c *Controller) mutateExistingTriggers(ctx context.Context, p *engine.Policy, mp *api.MutatingPolicy) ([]*api.UpdateRequest, error) {
+	m := mp.Spec.MatchConstraints
+	if m == nil {
+		return nil, nil
+	}
+	rc, ok := c.client.(cel.ResourceClient)
+	if !ok {
+		return nil, fmt.Errorf("listing the triggers of %s: the client lists no resources: %w", p.Key(), engine.ErrNotConfigured)
+	}
+	var urs []*api.UpdateRequest
+	var errs []error
+	seen := map[string]bool{}
+	for _, r := range m.ResourceRules {
+		for _, g := range r.APIGroups {
+			for _, v := range r.APIVersions {
+				for _, res := range r.Resources {
+					if g == "*" || v == "*" || strings.ContainsAny(res, "*/") {
+						continue
+					}
+					av := v
+					if g != "" {
+						av = g + "/" + v
+					}
+					if seen[av+" "+res] {
+						continue
+					}
+					seen[av+" "+res] = true
+					list, err := rc.ListResources(ctx, av, res, p.Namespace(), nil)
+					if err != nil {
+						errs = append(errs, fmt.Errorf("listing %s %s: %w", av, res, err))
+						continue
+					}
+					items, _ := list["items"].([]any)
+					for _, it := range items {
+						t, ok := it.(map[string]any)
+						if !ok {
+							continue
+						}
+						ur := newRequest(p.Key(), api.URMutate, api.RuleContext{Trigger: engine.TriggerSpec(t)})
+						ur.Spec.Context.AdmissionRequestInfo.Operation = api.Update
+						err := c.Process(ctx, ur)
+						if ur.Status.State == api.URSkip {
+							continue
+						}
+						urs, errs = append(urs, ur), append(errs, err)
+					}
+				}
+			}
 		}
 	}
 	return urs, errors.Join(errs...)
@@ -281,8 +372,8 @@ func (c *Controller) OnTriggerDelete(ctx context.Context, trigger map[string]any
 	}
 	spec := engine.TriggerSpec(trigger)
 	adm := map[string]any{"operation": string(api.Delete), "oldObject": trigger, "object": trigger, "name": spec.Name, "namespace": spec.Namespace}
-	var urs []*api.UpdateRequest
-	var errs []error
+	urs, err := c.gpolTriggerEvent(ctx, set, api.Delete, trigger, trigger)
+	errs := []error{err}
 	for _, pr := range resp.Policies {
 		var rcs []api.RuleContext
 		for _, res := range pr.Rules {
@@ -325,8 +416,8 @@ func (c *Controller) OnTriggerUpdate(ctx context.Context, old, cur map[string]an
 		return nil, err
 	}
 	newSpec, oldSpec := engine.TriggerSpec(cur), engine.TriggerSpec(old)
-	var urs []*api.UpdateRequest
-	var errs []error
+	urs, err := c.gpolTriggerEvent(ctx, set, api.Update, old, cur)
+	errs := []error{err}
 	for _, pr := range resp.Policies {
 		var gen, del []api.RuleContext
 		for _, res := range pr.Rules {
@@ -427,6 +518,14 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 		if ns := labels[genlabel.PolicyNamespace]; ns != "" {
 			key = ns + "/" + key
 		}
+		if _, rule := labels[genlabel.RuleName]; !rule {
+			ur, err := c.resyncGpol(ctx, key, changed, labels, deleteDownstream)
+			if ur != nil {
+				urs = append(urs, ur)
+			}
+			errs = append(errs, err)
+			continue
+		}
 		p := c.policy(key)
 		if p == nil {
 			continue
@@ -440,7 +539,7 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 		}
 		ur := newRequest(key, api.URGenerate, api.RuleContext{Rule: r.Name, Trigger: triggerFromLabels(labels), DeleteDownstream: deleteDownstream, Synchronize: true})
 		if deleteDownstream {
-			old := copyObject(changed)
+			old := deepcopy.Object(changed)
 			md, _ := old["metadata"].(map[string]any)
 			l, _ := md["labels"].(map[string]any)
 			if md != nil {
@@ -550,27 +649,4 @@ func newRequest(policyKey string, typ api.UpdateRequestType, rcs ...api.RuleCont
 	}
 	ur.Status.State = api.URPending
 	return ur
-}
-
-func copyObject(v map[string]any) map[string]any {
-	out, _ := copyAny(v).(map[string]any)
-	return out
-}
-
-func copyAny(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = copyAny(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = copyAny(x)
-		}
-		return s
-	}
-	return v
 }

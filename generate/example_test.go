@@ -137,3 +137,59 @@ spec:
 	// 1 Pending 1 map[owner:someone]
 	// Completed map[owner:platform]
 }
+
+// A GeneratingPolicy takes the same path: the engine queues a
+// cel-generate request at admission, the controller evaluates the policy
+// and writes what generator.Apply generated; WithDownstreamKinds tells the
+// host the kinds the policy generates (to watch them), and Restore learns
+// them again from the existing triggers when a host starts.
+func ExampleWithDownstreamKinds() {
+	const policy = `apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata:
+  name: default-quota
+spec:
+  evaluation:
+    synchronize:
+      enabled: true
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["namespaces"]
+  generate:
+  - expression: >-
+      generator.Apply(object.metadata.name, [{"kind": dyn("ResourceQuota"), "apiVersion": dyn("v1"),
+        "metadata": dyn({"name": "quota"}), "spec": dyn({"hard": {"pods": "10"}})}])
+`
+	ctx := context.Background()
+	cluster := inmem.New()
+	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(cluster))
+	s := &loader.Set{}
+	_ = s.Read(strings.NewReader(policy), "policy.yaml")
+	set, err := eng.Compile(s.Policies...)
+	if err != nil {
+		panic(err)
+	}
+	ctrl := generate.NewController(set, cluster, generate.WithDownstreamKinds(func(apiVersion, kind string) {
+		fmt.Println("watch", apiVersion, kind)
+	}))
+
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a", "uid": "1"}}
+	cluster.Add(ns)
+	if _, err := set.Generate(ctx, &engine.Request{Operation: api.Create, Object: ns}); err != nil {
+		panic(err)
+	}
+	urs := cluster.Dequeue()
+	if err := ctrl.ProcessAll(ctx, urs); err != nil {
+		panic(err)
+	}
+	fmt.Println(urs[0].Spec.Type, urs[0].Status.State, urs[0].Status.GeneratedResources)
+	quota, _ := cluster.Get(ctx, "v1", "ResourceQuota", "team-a", "quota")
+	fmt.Println(quota["spec"])
+	// Output:
+	// watch v1 ResourceQuota
+	// cel-generate Completed [{v1 ResourceQuota team-a quota }]
+	// map[hard:map[pods:10]]
+}

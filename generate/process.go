@@ -31,6 +31,8 @@ func (c *Controller) processOnce(ctx context.Context, ur *api.UpdateRequest) ([]
 	switch ur.Spec.Type {
 	case api.URMutate:
 		results, applied, err = c.processMutate(ctx, ur)
+	case api.URCELGenerate:
+		results, specs, applied, err = c.processCELGenerate(ctx, ur)
 	default:
 		results, specs, applied, err = c.processGenerate(ctx, ur)
 	}
@@ -129,7 +131,7 @@ func (c *Controller) applyGenerate(ctx context.Context, policy *engine.Policy, r
 	default:
 		return resp.Policies, nil, errDoesNotApply
 	}
-	ssa := policy.Source().GetSpec().UseServerSideApply
+	ssa := classicSpec(policy).UseServerSideApply
 	var specs []api.ResourceSpec
 	var errs []error
 	for _, obj := range res.GeneratedResources {
@@ -563,7 +565,7 @@ func copyLabels(m map[string]string) map[string]string {
 // processMutate applies the mutate-existing rules of a request to their
 // targets and writes the patched targets.
 func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) ([]engine.PolicyResult, bool, error) {
-	policy := c.policy(ur.Spec.Policy)
+	policy := c.mutatePolicy(ur)
 	if policy == nil {
 		return nil, false, nil
 	}
@@ -573,13 +575,20 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		applied  bool
 	)
 	for _, rc := range ruleContexts(ur) {
-		trigger, err := c.trigger(ctx, ur, rc)
-		if err != nil {
-			failures = append(failures, fmt.Errorf("rule %s failed: failed to fetch trigger resource: %w", rc.Rule, err))
-			continue
-		}
 		set := c.engine().NewPolicySet(policy)
-		resp, err := set.Mutate(engine.ControllerContext(ctx), c.request(ur, trigger))
+		var resp *engine.Response
+		var err error
+		if mutatingPolicy(policy) && rc.Trigger.Kind == "" {
+			// a policy event: every existing resource the policy selects
+			resp, err = set.MutateExisting(engine.ControllerContext(ctx), policy)
+		} else {
+			trigger, terr := c.trigger(ctx, ur, rc)
+			if terr != nil {
+				failures = append(failures, fmt.Errorf("rule %s failed: failed to fetch trigger resource: %w", rc.Rule, terr))
+				continue
+			}
+			resp, err = set.Mutate(engine.ControllerContext(ctx), c.request(ur, trigger))
+		}
 		if err != nil {
 			failures = append(failures, fmt.Errorf("rule %s failed: %w", rc.Rule, err))
 			continue
@@ -588,7 +597,9 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 			pr := &resp.Policies[pi]
 			for ri := range pr.Rules {
 				res := &pr.Rules[ri]
-				if res.Name != rc.Rule {
+				// a MutatingPolicy's results are the policy's, whatever
+				// their names
+				if res.Name != rc.Rule && !mutatingPolicy(policy) {
 					continue
 				}
 				applied = true
@@ -615,4 +626,48 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		}
 	}
 	return results, applied, errors.Join(failures...)
+}
+
+// mutatingPolicy tells a MutatingPolicy, whose UpdateRequests name no
+// rule.
+// mutatePolicy returns the policy of a mutate request. A MutatingPolicy's
+// requests name no rule, a ClusterPolicy's or Policy's do: that tells
+// them apart when a MutatingPolicy has the key of another policy.
+func (c *Controller) mutatePolicy(ur *api.UpdateRequest) *engine.Policy {
+	cel := true
+	for _, rc := range ruleContexts(ur) {
+		cel = cel && rc.Rule == ""
+	}
+	if set := c.Policies(); set != nil {
+		for _, p := range set.Policies() {
+			if p.Key() == ur.Spec.Policy && mutatingPolicy(p) == cel {
+				return p
+			}
+		}
+	}
+	return c.policy(ur.Spec.Policy)
+}
+
+func mutatingPolicy(p *engine.Policy) bool {
+	return p.Kind() == api.KindMutatingPolicy || p.Kind() == api.KindNamespacedMutatingPolicy
+}
+
+// existingMutator tells a MutatingPolicy with mutateExisting whose
+// targets need no trigger (no target expression).
+func existingMutator(p *engine.Policy) bool {
+	mp, ok := p.Source().(*api.MutatingPolicy)
+	if !ok || !mp.Spec.MutateExistingEnabled() {
+		return false
+	}
+	t := mp.Spec.TargetMatchConstraints
+	return t == nil || t.Expression == ""
+}
+
+// classicSpec returns the spec of a ClusterPolicy or Policy (the kinds
+// with generate and mutate-existing rules), an empty one for other kinds.
+func classicSpec(p *engine.Policy) *api.Spec {
+	if cp, ok := p.Source().(api.ClassicPolicy); ok {
+		return cp.GetSpec()
+	}
+	return &api.Spec{}
 }

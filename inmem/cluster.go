@@ -23,12 +23,14 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
 
 // Cluster is a concurrency-safe in-memory object store.
 type Cluster struct {
 	mu      sync.RWMutex
 	objects map[key]map[string]any
+	names   resourceNames
 	rv      int
 	queue   []*api.UpdateRequest
 	// Deny, when set, is consulted before every write; a non-nil error
@@ -44,7 +46,7 @@ type key struct {
 func New(objs ...map[string]any) *Cluster {
 	c := &Cluster{objects: map[key]map[string]any{}}
 	for _, o := range objs {
-		c.put(deepCopy(o))
+		c.put(deepcopy.Object(o))
 	}
 	return c
 }
@@ -66,7 +68,7 @@ func (c *Cluster) AddOwned(objs ...map[string]any) {
 	defer c.mu.Unlock()
 	for _, o := range objs {
 		if o == nil {
-			c.put(deepCopy(o))
+			c.put(deepcopy.Object(o))
 			continue
 		}
 		top := make(map[string]any, len(o)+1)
@@ -110,6 +112,7 @@ func (c *Cluster) put(obj map[string]any) {
 	}
 	md["resourceVersion"] = fmt.Sprint(c.rv)
 	c.objects[keyOf(obj)] = obj
+	c.names.learn(obj)
 }
 
 // Add stores (or replaces) objects.
@@ -117,7 +120,7 @@ func (c *Cluster) Add(objs ...map[string]any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range objs {
-		c.put(deepCopy(o))
+		c.put(deepcopy.Object(o))
 	}
 }
 
@@ -141,7 +144,7 @@ func (c *Cluster) Objects() []map[string]any {
 	})
 	out := make([]map[string]any, len(keys))
 	for i, k := range keys {
-		out[i] = deepCopy(c.objects[k])
+		out[i] = deepcopy.Object(c.objects[k])
 	}
 	return out
 }
@@ -151,14 +154,14 @@ func (c *Cluster) Get(_ context.Context, apiVersion, kind, namespace, name strin
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if o, ok := c.objects[key{apiVersion, kind, namespace, name}]; ok {
-		return deepCopy(o), nil
+		return deepcopy.Object(o), nil
 	}
 	// match any version of the same group when the exact one is absent
 	g, _ := splitAPIVersion(apiVersion)
 	for k, o := range c.objects {
 		kg, _ := splitAPIVersion(k.apiVersion)
 		if kg == g && k.kind == kind && k.namespace == namespace && k.name == name {
-			return deepCopy(o), nil
+			return deepcopy.Object(o), nil
 		}
 	}
 	return nil, fmt.Errorf("%s %s/%s: %w", kind, namespace, name, engine.ErrNotFound)
@@ -186,7 +189,7 @@ func (c *Cluster) List(_ context.Context, apiVersion, kind, namespace string, se
 		if !sel.Matches(labels.Set(stringMap(md["labels"]))) {
 			continue
 		}
-		out = append(out, deepCopy(o))
+		out = append(out, deepcopy.Object(o))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := keyOf(out[i]), keyOf(out[j])
@@ -211,9 +214,9 @@ func (c *Cluster) Create(_ context.Context, obj map[string]any) (map[string]any,
 	if _, ok := c.objects[k]; ok {
 		return nil, fmt.Errorf("%s %s/%s already exists", k.kind, k.namespace, k.name)
 	}
-	cp := deepCopy(obj)
+	cp := deepcopy.Object(obj)
 	c.put(cp)
-	return deepCopy(cp), nil
+	return deepcopy.Object(cp), nil
 }
 
 // Update implements engine.Client.
@@ -229,9 +232,9 @@ func (c *Cluster) Update(_ context.Context, obj map[string]any) (map[string]any,
 	if _, ok := c.objects[k]; !ok {
 		return nil, fmt.Errorf("%s %s/%s: %w", k.kind, k.namespace, k.name, engine.ErrNotFound)
 	}
-	cp := deepCopy(obj)
+	cp := deepcopy.Object(obj)
 	c.put(cp)
-	return deepCopy(cp), nil
+	return deepcopy.Object(cp), nil
 }
 
 // Delete implements engine.Client.
@@ -285,7 +288,9 @@ func (c *Cluster) Dequeue() []*api.UpdateRequest {
 
 // RawAbsPath implements engine.APIClient for GET requests on the paths
 // of the Kubernetes API: /api/v1[/namespaces/NS]/RESOURCE[/NAME] and
-// /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE[/NAME].
+// /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE[/NAME]. RESOURCE is a
+// built-in kind's plural, one a stored CustomResourceDefinition declares,
+// or the plural of a stored object's kind.
 func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte) ([]byte, error) {
 	if method != "" && method != "GET" {
 		return nil, fmt.Errorf("in-memory cluster: method %s not supported on %s", method, path)
@@ -312,7 +317,7 @@ func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte)
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("in-memory cluster: unsupported path %s", path)
 	}
-	kind := kindFor(parts[0])
+	kind := c.kindOf(apiVersion, parts[0])
 	var selector *metav1.LabelSelector
 	for _, kv := range strings.Split(query, "&") {
 		if v, ok := strings.CutPrefix(kv, "labelSelector="); ok {
@@ -367,29 +372,4 @@ func stringMap(v any) map[string]string {
 		}
 	}
 	return out
-}
-
-func deepCopy(o map[string]any) map[string]any {
-	if o == nil {
-		return nil
-	}
-	return copyValue(o).(map[string]any)
-}
-
-func copyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = copyValue(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = copyValue(x)
-		}
-		return s
-	}
-	return v
 }

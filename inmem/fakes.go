@@ -7,18 +7,25 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
 
 // Registry is an in-memory engine.RegistryClient: image data by reference.
+// It also answers the CEL image.GetMetadata (cel.ImageDataClient): the
+// metadata set for a reference (SetMetadata), else the image data in the
+// CEL libraries' shape.
 type Registry struct {
-	mu     sync.RWMutex
-	images map[string]map[string]any
+	mu       sync.RWMutex
+	images   map[string]map[string]any
+	metadata map[string]map[string]any
 }
 
 var _ engine.RegistryClient = (*Registry)(nil)
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{images: map[string]map[string]any{}} }
+func NewRegistry() *Registry {
+	return &Registry{images: map[string]map[string]any{}, metadata: map[string]map[string]any{}}
+}
 
 // Set stores the image data returned for reference (upstream's ImageData
 // shape: image, resolvedImage, registry, repository, identifier, manifest,
@@ -26,7 +33,17 @@ func NewRegistry() *Registry { return &Registry{images: map[string]map[string]an
 func (r *Registry) Set(reference string, data map[string]any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.images[reference] = deepCopy(data)
+	r.images[reference] = deepcopy.Object(data)
+}
+
+// SetMetadata stores the metadata image.GetMetadata returns for
+// reference, as it is (upstream's shape: image, resolvedImage, registry,
+// repository, tag, digest, imageIndex, manifest, config), in place of the
+// one derived from the image data.
+func (r *Registry) SetMetadata(reference string, data map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.metadata[reference] = deepcopy.Object(data)
 }
 
 // ImageData implements engine.RegistryClient.
@@ -37,7 +54,7 @@ func (r *Registry) ImageData(_ context.Context, reference string, _ *api.ImageRe
 	if !ok {
 		return nil, fmt.Errorf("image %s: %w", reference, engine.ErrNotFound)
 	}
-	return deepCopy(d), nil
+	return deepcopy.Object(d), nil
 }
 
 // Services is an in-memory engine.ServiceCaller: a handler per URL.
@@ -86,7 +103,7 @@ func NewGlobalContext() *GlobalContext { return &GlobalContext{entries: map[stri
 func (g *GlobalContext) Set(name string, v any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.entries[name] = copyValue(v)
+	g.entries[name] = deepcopy.Value(v)
 }
 
 // GlobalContextEntry implements engine.GlobalContext.
@@ -97,5 +114,5 @@ func (g *GlobalContext) GlobalContextEntry(_ context.Context, name string) (any,
 	if !ok {
 		return nil, fmt.Errorf("global context entry %s: %w", name, engine.ErrNotFound)
 	}
-	return copyValue(v), nil
+	return deepcopy.Value(v), nil
 }

@@ -1,6 +1,8 @@
 package inmem
 
 import (
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
+
 	"context"
 	"reflect"
 	"testing"
@@ -12,7 +14,7 @@ func TestNewOwned(t *testing.T) {
 		"metadata": map[string]any{"name": "cm", "namespace": "default"},
 		"data":     map[string]any{"k": "v"},
 	}
-	before := deepCopy(obj)
+	before := deepcopy.Object(obj)
 	c := NewOwned(obj)
 	if !reflect.DeepEqual(obj, before) {
 		t.Fatalf("NewOwned modified the object: %v", obj)

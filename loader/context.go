@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -93,4 +94,20 @@ func (im ContextImage) RegistryData() map[string]any {
 		d["configData"] = im.ConfigData
 	}
 	return d
+}
+
+// Metadata is the image's data as the upstream CLI gives it to the CEL
+// image.GetMetadata from a context file: the entry's fields by their JSON
+// names (tag, digest, imageIndex, manifest and config only when set), as
+// encoding/json decodes them (numbers are float64).
+func (im ContextImage) Metadata() (map[string]any, error) {
+	raw, err := json.Marshal(im)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Image, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Image, err)
+	}
+	return out, nil
 }

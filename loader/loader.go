@@ -13,21 +13,27 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gavelpolicy/gavel/api"
 )
 
 // Set is what was read: policies, exceptions and every other document.
 type Set struct {
+	// Policies are the policies of every kind (see api.DecodePolicy),
+	// bindings of admission policies included.
 	Policies   []api.PolicyObject
 	Exceptions []*api.PolicyException
+	// CELExceptions are the policies.kyverno.io PolicyExceptions.
+	CELExceptions []*api.CELPolicyException
 	// Resources are the documents that are neither policies nor exceptions.
 	Resources []api.Document
 }
 
-// Add decodes one document into the set.
+// Add decodes one document into the set. A document of a policy group
+// whose kind gavel does not know is an *api.UnknownKindError (see
+// api.Document.CheckKind).
 func (s *Set) Add(d api.Document) error {
 	switch {
 	case d.IsPolicy():
@@ -42,7 +48,16 @@ func (s *Set) Add(d api.Document) error {
 			return err
 		}
 		s.Exceptions = append(s.Exceptions, e)
+	case d.IsCELPolicyException():
+		e, err := api.DecodeCELPolicyException(d)
+		if err != nil {
+			return err
+		}
+		s.CELExceptions = append(s.CELExceptions, e)
 	default:
+		if err := d.CheckKind(); err != nil {
+			return err
+		}
 		s.Resources = append(s.Resources, d)
 	}
 	return nil
@@ -117,26 +132,20 @@ func Load(paths ...string) (*Set, error) {
 	}
 	parts := make([]Set, len(files))
 	errs := make([]error, len(files))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := min(runtime.GOMAXPROCS(0), len(files)); w > 0; w-- {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(files) {
-					return
-				}
-				errs[i] = parts[i].ReadFile(files[i])
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range files {
+		g.Go(func() error {
+			errs[i] = parts[i].ReadFile(files[i])
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the errors are kept by file, in order
 	s := &Set{}
 	for i := range parts {
 		s.Policies = append(s.Policies, parts[i].Policies...)
 		s.Exceptions = append(s.Exceptions, parts[i].Exceptions...)
+		s.CELExceptions = append(s.CELExceptions, parts[i].CELExceptions...)
 		s.Resources = append(s.Resources, parts[i].Resources...)
 	}
 	return s, errors.Join(errs...)

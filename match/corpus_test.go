@@ -12,18 +12,15 @@ import (
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/internal/testshared"
 )
 
-// The shared conformance corpus (real policies and upstream CLI tests). The
-// tests below are skipped when it is not present.
-const corpusDir = "../../shared/conformance"
-
+// corpusRoot is the shared conformance corpus (real policies and upstream
+// CLI tests) that the tests below sweep: they run with GAVEL_SHARED set.
 func corpusRoot(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skip("conformance corpus not available")
-	}
-	return corpusDir
+	return testshared.Dir(t, "conformance")
 }
 
 func readDocs(t *testing.T, file string) []api.Document {
@@ -38,7 +35,7 @@ func readDocs(t *testing.T, file string) []api.Document {
 	return docs
 }
 
-func compileRule(p api.PolicyObject, i int) (*Rule, field.ErrorList) {
+func compileRule(p api.ClassicPolicy, i int) (*Rule, field.ErrorList) {
 	spec := p.GetSpec()
 	r := &spec.Rules[i]
 	return Compile(r.MatchResources, r.ExcludeResources, field.NewPath("spec", "rules").Index(i),
@@ -58,9 +55,13 @@ func TestCorpusPoliciesCompile(t *testing.T) {
 			if !doc.IsPolicy() {
 				continue
 			}
-			p, err := api.DecodePolicy(doc)
+			po, err := api.DecodePolicy(doc)
 			if err != nil {
 				continue // decoding is the api package's business
+			}
+			p, ok := po.(api.ClassicPolicy)
+			if !ok {
+				continue
 			}
 			for i := range p.GetSpec().Rules {
 				rules++
@@ -189,15 +190,17 @@ func TestCorpusCLIResults(t *testing.T) {
 			req.Roles, req.ClusterRoles = u.Roles, u.ClusterRoles
 			req.Username, req.Groups = u.UserInfo.Username, u.UserInfo.Groups
 		}
-		policies := map[string]api.PolicyObject{}
+		policies := map[string]api.ClassicPolicy{}
 		for _, pf := range ct.Policies {
 			for _, doc := range readDocs(t, filepath.Join(dir, pf)) {
 				if !doc.IsPolicy() {
 					continue
 				}
-				if p, err := api.DecodePolicy(doc); err == nil {
-					policies[api.PolicyKey(p)] = p
-					policies[p.GetName()] = p
+				if po, err := api.DecodePolicy(doc); err == nil {
+					if p, ok := po.(api.ClassicPolicy); ok {
+						policies[api.PolicyKey(p)] = p
+						policies[p.GetName()] = p
+					}
 				}
 			}
 		}

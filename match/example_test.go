@@ -88,3 +88,21 @@ func ExampleFilter_Matches() {
 	fmt.Println(ok, err)
 	// Output: true <nil>
 }
+
+func ExampleWildcard() {
+	for _, c := range [][2]string{
+		{"require-*", "require-labels"},
+		{"require-*", "disallow-latest"},
+		{"kube-?ublic", "kube-public"},
+		{"*", ""},
+		{"[ab]", "a"}, // no character classes
+	} {
+		fmt.Println(c[0], c[1], match.Wildcard(c[0], c[1]))
+	}
+	// Output:
+	// require-* require-labels true
+	// require-* disallow-latest false
+	// kube-?ublic kube-public true
+	// *  true
+	// [ab] a false
+}

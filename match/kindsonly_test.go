@@ -77,8 +77,12 @@ func TestKindsOnlyAgreesWithMatches(t *testing.T) {
 		}
 		for _, doc := range readDocs(t, path) {
 			if doc.IsPolicy() {
-				p, err := api.DecodePolicy(doc)
+				po, err := api.DecodePolicy(doc)
 				if err != nil {
+					continue
+				}
+				p, ok := po.(api.ClassicPolicy)
+				if !ok {
 					continue
 				}
 				for i := range p.GetSpec().Rules {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gavelpolicy/gavel/inmem"
 	"github.com/gavelpolicy/gavel/policytest"
 )
 
@@ -23,28 +24,43 @@ func TestFeatures(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
-			tc, err := policytest.Load(f)
+			tcs, err := policytest.LoadAll(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := 0
-			for _, r := range tc.Results {
-				want += len(r.Resources)
-			}
-			// a trigger gives a row per result of the rule (one per
-			// mutate-existing target), so a resource may give several
-			if len(rows) < want {
-				t.Errorf("%d rows, want at least %d", len(rows), want)
-			}
-			for _, r := range rows {
-				if !r.Passed {
-					t.Errorf("%s %s %s/%s: want %s, got %s: %s (%s)", r.Policy, r.Rule, r.Kind, r.Resource, r.Expected, r.Got, r.Reason, r.Message)
+			for _, tc := range tcs {
+				rows, err := policytest.Run(context.Background(), tc, featureOptions(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := 0
+				for _, r := range tc.Results {
+					want += max(len(r.Resources), 1)
+				}
+				// a trigger gives a row per result of the rule (one per
+				// mutate-existing target), so a resource may give several
+				if len(rows) < want {
+					t.Errorf("%s: %d rows, want at least %d", tc.TestName(), len(rows), want)
+				}
+				for _, r := range rows {
+					if !r.Passed {
+						t.Errorf("%s %s %s/%s: want %s, got %s: %s (%s)", r.Policy, r.Rule, r.Kind, r.Resource, r.Expected, r.Got, r.Reason, r.Message)
+					}
 				}
 			}
 		})
 	}
+}
+
+// featureOptions run the features with a fake network: the CEL http
+// library's host answers https://network.test/status, the registries
+// ghcr.io/acme/net:1.
+func featureOptions(t *testing.T) policytest.Options {
+	net := inmem.NewHTTP()
+	if err := net.Respond("GET", "https://network.test/status", map[string]any{"up": true}); err != nil {
+		t.Fatal(err)
+	}
+	reg := inmem.NewRegistry()
+	reg.SetMetadata("ghcr.io/acme/net:1", map[string]any{"image": "ghcr.io/acme/net:1", "config": map[string]any{"os": "linux"}})
+	return policytest.Options{Strict: true, HTTP: net, ImageData: reg}
 }

@@ -3,6 +3,8 @@ package policytest
 import (
 	"fmt"
 
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/loader"
 )
 
@@ -27,4 +29,23 @@ func (e *env) loadCloneSources() error {
 		}
 	}
 	return nil
+}
+
+// cliGenerated is a generated resource as upstream's CLI compares it: a
+// GeneratingPolicy's generator runs in a CLI mode that writes no
+// annotations (the tracking labels are dropped by the comparison for
+// every kind).
+func cliGenerated(p *engine.Policy, obj map[string]any) map[string]any {
+	if k := p.Kind(); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
+		return obj
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	if _, ok := md["annotations"]; !ok {
+		return obj
+	}
+	out := copyMap(obj)
+	md = copyMap(md)
+	delete(md, "annotations")
+	out["metadata"] = md
+	return out
 }

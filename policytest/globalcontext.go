@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gavelpolicy/gavel/internal/jmespathx"
-	"github.com/gavelpolicy/gavel/jmespath"
+	"github.com/gavelpolicy/gavel/internal/jmespath"
 )
 
 // GlobalContextEntryValue is one entry of a test's globalContextEntries:
@@ -50,6 +49,28 @@ func (m mockGlobalContext) GlobalContextEntry(_ context.Context, name string) (a
 		return nil, fmt.Errorf("global context entry %q not found in globalContextEntries", name)
 	}
 	return e.value, e.err
+}
+
+// GlobalReference implements cel.GlobalContextReader, as upstream's CLI
+// answers globalContext.Get from the mocks: an entry no mock names is
+// null, a projection a key of the entry's object.
+func (m mockGlobalContext) GlobalReference(_ context.Context, name, projection string) (any, error) {
+	e, ok := m[name]
+	if !ok {
+		return nil, nil
+	}
+	if e.err != nil || projection == "" {
+		return e.value, e.err
+	}
+	obj, ok := e.value.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("projection %q not found in global context entry %q: stored value is not an object", projection, name)
+	}
+	v, ok := obj[projection]
+	if !ok {
+		return nil, fmt.Errorf("projection %q not found in global context entry %q", projection, name)
+	}
+	return v, nil
 }
 
 // newMockGlobalContext checks the entries as upstream does before a test
@@ -119,7 +140,7 @@ func (e *env) shapeEntry(jp *jmespath.Interpreter, g *GlobalContextEntryValue) (
 		}
 		root = list
 	}
-	root, err := jmespathx.Canonical(root)
+	root, err := jmespath.Canonical(root)
 	if err != nil {
 		return nil, fmt.Errorf("globalContextEntries %q: %w", g.Name, err)
 	}

@@ -1,13 +1,18 @@
 package policytest
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/api"
 )
 
 // DefaultFileName is the test file name Discover looks for.
@@ -47,18 +52,49 @@ func Discover(name string, paths ...string) ([]string, error) {
 	return out, nil
 }
 
-// Load reads a test file.
+// Load reads a test file (its first test, see LoadAll).
 func Load(path string) (*Test, error) {
+	tests, err := LoadAll(path)
+	if err != nil {
+		return nil, err
+	}
+	return tests[0], nil
+}
+
+// LoadAll reads the tests of a test file: one per YAML document (upstream
+// reads several, separated by "---"), at least one.
+func LoadAll(path string) ([]*Test, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var t Test
-	if err := yaml.Unmarshal(raw, &t); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var tests []*Test
+	dr := api.NewDocumentReader(bytes.NewReader(raw), path)
+	for {
+		doc, err := dr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(doc.Bytes)) == 0 {
+			continue
+		}
+		var t Test
+		if err := yaml.Unmarshal(doc.Bytes, &t); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if t.APIVersion == "" && t.Kind == "" && t.TestName() == "" && len(t.Policies) == 0 && len(t.Results) == 0 {
+			continue // only comments
+		}
+		t.Path = path
+		tests = append(tests, &t)
 	}
-	t.Path = path
-	return &t, nil
+	if len(tests) == 0 {
+		tests = append(tests, &Test{Path: path})
+	}
+	return tests, nil
 }
 
 func readYAML(path string, out any) error {

@@ -50,6 +50,15 @@ func resourceRef(tr Result, name string) (ns, n string) {
 	return tr.Namespace, name
 }
 
+// selectedBy reports whether a result's resource entry selects the
+// response's resource: a JSON payload by its file name, as upstream.
+func (r *response) selectedBy(tr Result, name string) bool {
+	if r.payload != "" {
+		return name == r.payload
+	}
+	return selects(tr, name, r.resource)
+}
+
 // selects reports whether a result's resource entry selects obj.
 func selects(tr Result, name string, obj map[string]any) bool {
 	ns, n := resourceRef(tr, name)
@@ -66,17 +75,24 @@ func ruleNamed(tr Result, rr engine.RuleResult) bool {
 }
 
 // triggerRows are the rows of the triggers name selects: one per result of
-// the rule, or an "excluded" row when the policy did not apply the rule.
+// the rule, or an "excluded" row after a response of the policy without
+// the rule, written as upstream's test output writes it: only while the
+// resource has no row yet (at most one per resource, none after a
+// response that had the rule). In strict mode an excluded row fails only
+// when no response of its resource had the rule.
 func (e *env) triggerRows(tr Result, name string, responses []response, opts Options) []Row {
 	var found []Row
 	exp := expected(tr)
+	hasRows := map[int]bool{} // resources with a row, by index
+	applied := map[int]bool{} // resources with a row of the rule
+	excluded := map[int]int{} // row of found → resource index
 	for _, resp := range responses {
-		if !policyMatches(tr.Policy, resp.policy) || !selects(tr, name, resp.resource) {
+		if !policyMatches(tr.Policy, resp.policy) || !resp.selectedBy(tr, name) {
 			continue
 		}
 		n := len(found)
 		for _, rr := range resp.rules {
-			if !ruleNamed(tr, rr) {
+			if !ruleless(resp.policy) && !ruleNamed(tr, rr) {
 				continue
 			}
 			if tr.GeneratedResource == "" || len(rr.GeneratedResources) < 2 {
@@ -91,15 +107,22 @@ func (e *env) triggerRows(tr Result, name string, responses []response, opts Opt
 				found = append(found, e.check(tr, name, exp, resp, one, opts))
 			}
 		}
-		if len(found) == n {
-			row := e.row(tr, name, Row{Got: "excluded", Reason: "excluded", Passed: true})
-			if opts.Strict && exp != "skip" {
-				row.Passed = false
-				row.Reason = fmt.Sprintf("excluded: the rule did not apply, want %s", exp)
-			}
-			found = append(found, row)
+		if len(found) > n {
+			applied[resp.index] = true
+		} else if !hasRows[resp.index] {
+			excluded[len(found)] = resp.index
+			found = append(found, e.row(tr, name, Row{Got: "excluded", Reason: "excluded", Passed: true}))
 		}
+		hasRows[resp.index] = true
 		setKind(found[n:], resp.resource)
+	}
+	if opts.Strict && exp != "skip" {
+		for i, res := range excluded {
+			if !applied[res] {
+				found[i].Passed = false
+				found[i].Reason = fmt.Sprintf("excluded: the rule did not apply, want %s", exp)
+			}
+		}
 	}
 	return found
 }
@@ -124,7 +147,7 @@ func (e *env) targetRows(tr Result, name string, responses []response, opts Opti
 			continue
 		}
 		for _, rr := range resp.rules {
-			if !ruleNamed(tr, rr) {
+			if !ruleless(resp.policy) && !ruleNamed(tr, rr) {
 				continue
 			}
 			for _, t := range rr.PatchedTargets {
@@ -164,9 +187,16 @@ func allResources(tr Result, responses []response) []string {
 		if !policyMatches(tr.Policy, resp.policy) {
 			continue
 		}
+		if resp.payload != "" {
+			if !seen[resp.payload] {
+				seen[resp.payload] = true
+				out = append(out, resp.payload)
+			}
+			continue
+		}
 		add(resp.resource)
 		for _, rr := range resp.rules {
-			if ruleNamed(tr, rr) {
+			if ruleless(resp.policy) || ruleNamed(tr, rr) {
 				for _, t := range rr.PatchedTargets {
 					add(t)
 				}

@@ -3,6 +3,8 @@ package policytest_test
 import (
 	"context"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/policytest"
@@ -90,5 +92,70 @@ func TestDiscover(t *testing.T) {
 		if files[i-1] >= files[i] {
 			t.Errorf("Discover: %s before %s", files[i-1], files[i])
 		}
+	}
+}
+
+// TestRowsAsUpstream checks the rows of results whose policies give
+// several responses per resource: an "excluded" row is written after a
+// response without the rule only while the resource has no row yet (so
+// not after a response that had the rule), and a generate rule that
+// generated nothing is compared by its status alone.
+func TestRowsAsUpstream(t *testing.T) {
+	type row struct {
+		rule, reason string
+		passed       bool
+	}
+	common := []row{
+		{"team-label", "Ok", true},
+		// the validate response, first, lacks the generate rule
+		{"quota", "excluded", true},
+		{"quota", "Ok", true},
+		{"nothing", "excluded", true},
+		{"nothing", "Ok", true},
+		// the mutate response, first, lacks the validate rule
+		{"require-app", "excluded", true},
+		{"require-app", "Ok", true},
+	}
+	tests := []struct {
+		strict bool
+		want   []row
+	}{
+		{false, append(common[:len(common):len(common)], row{"add-label", "excluded", true})},
+		{true, append(common[:len(common):len(common)], row{"add-label", "excluded: the rule did not apply, want pass", false})},
+	}
+	for _, tt := range tests {
+		tc, err := policytest.Load("testdata/rows/kyverno-test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: tt.strict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []row
+		for _, r := range rows {
+			got = append(got, row{r.Rule, r.Reason, r.Passed})
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("strict=%v: rows\n%+v\nwant\n%+v", tt.strict, got, tt.want)
+		}
+	}
+}
+
+// TestVerifyImagesWithoutVerifier: verifyImages rules are evaluated (the
+// verify step between mutation and validation, as upstream's CLI), and
+// without an image verifier a rule is one error row, not also a "missing
+// digest" failure from validation.
+func TestVerifyImagesWithoutVerifier(t *testing.T) {
+	tc, err := policytest.Load("testdata/unverified/kyverno-test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := policytest.Run(context.Background(), tc, policytest.Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !rows[0].Passed || rows[0].Got != "error" || !strings.Contains(rows[0].Message, "no image verifier: not configured") {
+		t.Fatalf("rows %+v, want one passing error row", rows)
 	}
 }

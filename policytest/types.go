@@ -12,6 +12,8 @@
 // the upstream CLI counts them.
 package policytest
 
+import "encoding/json"
+
 // Test is a decoded kyverno-test.yaml.
 type Test struct {
 	// Path is the file the test was read from; relative paths in the test
@@ -22,28 +24,39 @@ type Test struct {
 	Kind       string       `json:"kind,omitempty"`
 	Metadata   testMetadata `json:"metadata,omitempty"`
 	// Name is the older untyped form's name field.
-	Name             string   `json:"name,omitempty"`
-	Policies         []string `json:"policies,omitempty"`
-	Resources        []string `json:"resources,omitempty"`
-	Exceptions       []string `json:"exceptions,omitempty"`
+	Name       string   `json:"name,omitempty"`
+	Policies   []string `json:"policies,omitempty"`
+	Resources  []string `json:"resources,omitempty"`
+	Exceptions []string `json:"exceptions,omitempty"`
+	// ClusterResources are files of kind ClusterResource: objects of the
+	// cluster, and CRDs (spec.crds, paths relative to the test) that name
+	// the resources of custom kinds. With them the CEL libraries read the
+	// test's cluster and the registries, as upstream's.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	TargetResources  []string `json:"targetResources,omitempty"`
 	// ParamResources are files of the parameter objects CEL rules select
 	// (paramKind, paramRef): in the cluster, not evaluated.
 	ParamResources []string `json:"paramResources,omitempty"`
 	// Context is upstream's context file (kind Context): its objects are
-	// in the cluster, its image data answers imageRegistry entries.
+	// in the cluster, its image data answers imageRegistry entries; in a
+	// test without ClusterResources they are all the CEL resource library
+	// and image.GetMetadata read, as upstream's.
 	Context   string  `json:"context,omitempty"`
 	Variables string  `json:"variables,omitempty"`
 	Values    *Values `json:"values,omitempty"`
 	UserInfo  string  `json:"userinfo,omitempty"`
-	// APICallResponses mock the responses of apiCall context entries:
-	// service calls by URL, Kubernetes API calls by urlPath.
+	// APICallResponses mock the responses of apiCall context entries
+	// (service calls by URL, Kubernetes API calls by urlPath) and of the
+	// CEL http library, which gets upstream's {"body": BODY,
+	// "statusCode": CODE}.
 	APICallResponses []APICallResponse `json:"apiCallResponses,omitempty"`
 	// GlobalContextEntries mock the data of GlobalContextEntries that
-	// globalReference context entries read.
+	// globalReference context entries and globalContext.Get read.
 	GlobalContextEntries []GlobalContextEntryValue `json:"globalContextEntries,omitempty"`
-	Results              []Result                  `json:"results,omitempty"`
+	// JSONPayloads are JSON files that are not Kubernetes objects: the
+	// ValidatingPolicies in JSON evaluation mode are applied to them.
+	JSONPayloads []string `json:"jsonPayloads,omitempty"`
+	Results      []Result `json:"results,omitempty"`
 }
 
 type testMetadata struct {
@@ -78,9 +91,21 @@ type Result struct {
 	PatchedResource     string `json:"patchedResource,omitempty"`
 	GeneratedResource   string `json:"generatedResource,omitempty"`
 	CloneSourceResource string `json:"cloneSourceResource,omitempty"`
+	// FailOnMissingResources fails a check whose patchedResources file
+	// does not hold the resource; without it the check is skipped, as
+	// upstream's test command skips it (a passed row whose reason says
+	// so).
+	FailOnMissingResources bool `json:"failOnMissingResources,omitempty"`
 
+	// The policy kind flags of upstream's format: informative (a
+	// result is matched with the policy of its name whatever its kind).
 	IsValidatingAdmissionPolicy bool `json:"isValidatingAdmissionPolicy,omitempty"`
+	IsMutatingAdmissionPolicy   bool `json:"isMutatingAdmissionPolicy,omitempty"`
 	IsValidatingPolicy          bool `json:"isValidatingPolicy,omitempty"`
+	IsImageValidatingPolicy     bool `json:"isImageValidatingPolicy,omitempty"`
+	IsMutatingPolicy            bool `json:"isMutatingPolicy,omitempty"`
+	IsGeneratingPolicy          bool `json:"isGeneratingPolicy,omitempty"`
+	IsDeletingPolicy            bool `json:"isDeletingPolicy,omitempty"`
 }
 
 // Values is a values file (kind Values) or the inline values of a test.
@@ -127,6 +152,19 @@ type NamespaceObject struct {
 		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels,omitempty"`
 	} `json:"metadata"`
+	// Object is the namespace as written, the namespaceObject of CEL
+	// policy kinds.
+	Object map[string]any `json:"-"`
+}
+
+// UnmarshalJSON keeps the namespace as written besides its name and
+// labels.
+func (n *NamespaceObject) UnmarshalJSON(b []byte) error {
+	type plain NamespaceObject
+	if err := json.Unmarshal(b, (*plain)(n)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &n.Object)
 }
 
 // SubresourceValues declares a subresource and its parent.

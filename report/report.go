@@ -2,51 +2,12 @@ package report
 
 import (
 	"io"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	ireport "github.com/gavelpolicy/gavel/internal/report"
 )
-
-// Format selects the API of the reports.
-type Format int
-
-// Report formats.
-const (
-	// WGPolicy is wgpolicyk8s.io/v1alpha2 PolicyReport and
-	// ClusterPolicyReport.
-	WGPolicy Format = iota
-	// OpenReports is openreports.io/v1alpha1 Report and ClusterReport,
-	// what the upstream CLI prints since it moved to OpenReports.
-	OpenReports
-)
-
-// Options configures Build and NewStore. The zero value is ready to use.
-type Options struct {
-	// Clock gives the timestamps of report entries (seconds precision, as
-	// upstream). Nil means time.Now, the engine's default clock; an
-	// engine built WithClock shares its clock with Clock: eng.Now.
-	Clock func() time.Time
-	// Source is the source of every entry; "kyverno" when empty.
-	Source string
-	// AuditWarn reports the fail results of policies whose effective
-	// failure action is Audit as warn (the CLI's --audit-warn).
-	AuditWarn bool
-	// Format selects wgpolicyk8s.io (the default) or openreports.io
-	// reports.
-	Format Format
-}
-
-func (o Options) internal() ireport.Options {
-	clock := o.Clock
-	if clock == nil {
-		clock = time.Now
-	}
-	return ireport.Options{Clock: clock, Source: o.Source, AuditWarn: o.AuditWarn, Format: ireport.Format(o.Format)}
-}
 
 // Report is one policy report. A report with a namespace is a
 // PolicyReport (Format WGPolicy) or a Report (OpenReports); one without is
@@ -82,7 +43,8 @@ func (r *Report) Object() any {
 	}
 }
 
-// fromObjects converts the reports of the implementation.
+// fromObjects converts report objects (the values of newReport) to
+// Reports.
 func fromObjects(objs []any) []Report {
 	out := make([]Report, 0, len(objs))
 	for _, o := range objs {
@@ -129,7 +91,7 @@ func objects(reports []Report) []any {
 // same timestamp, one reading of the clock. It fails for a result without
 // a policy.
 func Build(results []engine.PolicyResult, opts Options) ([]Report, error) {
-	objs, err := ireport.Build(results, opts.internal())
+	objs, err := build(results, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -140,18 +102,18 @@ func Build(results []engine.PolicyResult, opts Options) ([]Report, error) {
 // as the upstream CLI prints them: byte for byte what sigs.k8s.io/yaml
 // gives for each report's Object, written far faster on large reports.
 func WriteYAML(w io.Writer, reports []Report) error {
-	return ireport.WriteYAML(w, objects(reports))
+	return writeYAML(w, objects(reports))
 }
 
 // WriteJSON writes the reports as JSON documents, one per line, separated
 // by "---" lines as the upstream CLI does with -o json.
 func WriteJSON(w io.Writer, reports []Report) error {
-	return ireport.WriteJSON(w, objects(reports))
+	return writeJSON(w, objects(reports))
 }
 
 // WriteTable prints the summary of the reports as `kubectl get
 // policyreport` does: one row per report with columns NAME, PASS, FAIL,
 // WARN, ERROR and SKIP, preceded by NAMESPACE when a report is namespaced.
 func WriteTable(w io.Writer, reports []Report) error {
-	return ireport.WriteTable(w, objects(reports))
+	return writeTable(w, objects(reports))
 }

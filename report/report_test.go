@@ -9,15 +9,8 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	ireport "github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/loader"
 )
-
-func TestFormatsMatchTheImplementation(t *testing.T) {
-	if ireport.Format(WGPolicy) != ireport.WGPolicy || ireport.Format(OpenReports) != ireport.OpenReports {
-		t.Fatal("formats differ from the implementation's")
-	}
-}
 
 // TestObjectRoundTrip: each of the four kinds converts to its Report and
 // back to the same object.

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ func (m *rootsMaterial) FulcioCertificateAuthorities() []root.CertificateAuthori
 // SigstoreBundle): keys verify through cosign's key material, keyless and
 // certificates through the attestor's roots.
 func (v *Verifier) bundleOpts(ctx context.Context, req engine.ImageVerifyRequest) (name.Reference, *cosign.CheckOpts, error) {
-	ref, co, err := v.checkOpts(ctx, req)
+	ref, co, a, err := v.checkOpts(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,25 +42,10 @@ func (v *Verifier) bundleOpts(ctx context.Context, req engine.ImageVerifyRequest
 	if co.RootCerts == nil {
 		return nil, nil, errors.New("Sigstore bundles are verified with keys, or certificates and keyless attestors with roots")
 	}
-	// self-signed certificates are roots, other CA certificates
-	// intermediates of every root
-	var roots, intermediates []*x509.Certificate
-	for _, c := range certsOf(req) {
-		switch {
-		case c.CheckSignatureFrom(c) == nil:
-			roots = append(roots, c)
-		case c.IsCA:
-			intermediates = append(intermediates, c)
-		}
-	}
-	if len(roots) == 0 {
+	if len(a.bundleCAs) == 0 {
 		return nil, nil, errors.New("no root certificate among the attestor's certificates")
 	}
-	m := &rootsMaterial{}
-	for _, r := range roots {
-		m.cas = append(m.cas, &root.FulcioCertificateAuthority{Root: r, Intermediates: intermediates})
-	}
-	co.TrustedMaterial = m
+	co.TrustedMaterial = &rootsMaterial{cas: a.bundleCAs}
 	return ref, co, nil
 }
 

@@ -72,7 +72,7 @@ func (v *Verifier) VerifyManifest(ctx context.Context, req engine.ManifestVerify
 	if err != nil {
 		return nil, fmt.Errorf("failed to read YAMLs in the message annotation %s: %w", msgKey, err)
 	}
-	_, co, err := v.checkOpts(ctx, engine.ImageVerifyRequest{Attestor: req.Attestor})
+	_, co, _, err := v.checkOpts(ctx, engine.ImageVerifyRequest{Attestor: req.Attestor})
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ func (v *Verifier) verifyManifestImage(ctx context.Context, image string, a api.
 	}
 	// the signature of the image read, even if its tag moves meanwhile
 	byDigest := ref.Context().Digest(digest.String())
-	vref, co, err := v.checkOpts(ctx, engine.ImageVerifyRequest{Image: byDigest.String(), Attestor: a})
+	vref, co, _, err := v.checkOpts(ctx, engine.ImageVerifyRequest{Image: byDigest.String(), Attestor: a})
 	if err != nil {
 		return nil, err
 	}

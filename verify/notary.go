@@ -19,7 +19,6 @@ import (
 	"github.com/notaryproject/notation-go/verifier"
 	"github.com/notaryproject/notation-go/verifier/trustpolicy"
 	"github.com/notaryproject/notation-go/verifier/truststore"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	orasremote "oras.land/oras-go/v2/registry/remote"
 	orasauth "oras.land/oras-go/v2/registry/remote/auth"
 
@@ -47,23 +46,9 @@ func (v *Verifier) verifyNotary(ctx context.Context, req engine.ImageVerifyReque
 // notaryVerify verifies the Notary signatures of artifact, a reference by
 // digest in req's repository.
 func (v *Verifier) notaryVerify(ctx context.Context, req engine.ImageVerifyRequest, artifact string) error {
-	c := req.Attestor.Certificates
-	if c == nil {
-		return errors.New("Notary signatures are verified with certificates attestors (cert, certChain)")
-	}
-	var certs []*x509.Certificate
-	for _, pem := range []string{c.Certificate, c.CertificateChain} {
-		if pem == "" {
-			continue
-		}
-		list, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(pem))
-		if err != nil {
-			return fmt.Errorf("failed to load certificates: %w", err)
-		}
-		certs = append(certs, list...)
-	}
-	if len(certs) == 0 {
-		return errors.New("failed to load certificates: none given")
+	certs, err := v.prepared(req.Attestor).notary()
+	if err != nil {
+		return err
 	}
 	policy := &trustpolicy.Document{
 		Version: "1.0",

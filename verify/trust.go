@@ -59,7 +59,9 @@ type TUFOptions struct {
 
 // WithTUF fetches the trusted root through TUF with sigstore-go's client
 // when a policy first needs it, over the Verifier's transport, then every
-// RefreshInterval. It replaces WithTrustedRoot.
+// RefreshInterval. Concurrent verifications share one fetch, which runs
+// for at most a minute whatever their deadlines; each waits for it on its
+// own context. It replaces WithTrustedRoot.
 func WithTUF(o TUFOptions) Option {
 	return func(v *Verifier) { v.trust = &tufTrust{opts: o} }
 }
@@ -95,6 +97,10 @@ type tufTrust struct {
 // fetch a minute, not one per verification.
 const refreshRetry = time.Minute
 
+// tufFetchTimeout bounds a fetch of the trusted root, which goes on when
+// the verification that started it stops waiting.
+const tufFetchTimeout = time.Minute
+
 func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (root.TrustedMaterial, error) {
 	every := t.opts.RefreshInterval
 	if every <= 0 {
@@ -109,8 +115,14 @@ func (t *tufTrust) material(ctx context.Context, transport http.RoundTripper) (r
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// the fetch serves every verification waiting for it: it runs on a
+	// context of its own (the first caller's values, not its deadline),
+	// for at most tufFetchTimeout; each caller waits on its own context
+	fctx := context.WithoutCancel(ctx)
 	ch := t.group.DoChan("", func() (any, error) {
-		tr, err := t.fetch(ctx, transport)
+		fctx, cancel := context.WithTimeout(fctx, tufFetchTimeout)
+		defer cancel()
+		tr, err := t.fetch(fctx, transport)
 		if err != nil {
 			t.mu.Lock()
 			t.failed = time.Now()
@@ -157,7 +169,9 @@ func (t *tufTrust) fetch(ctx context.Context, transport http.RoundTripper) (*roo
 	if err != nil {
 		err = fmt.Errorf("failed to fetch the Sigstore trusted root from %s: %w", o.RepositoryBaseURL, err)
 		var dl *metadata.ErrDownloadHTTP
-		if ctx.Err() == nil && (registryError(err) != err || errors.As(err, &dl) && dl.StatusCode >= 500) {
+		// a repository that cannot be reached, fails or does not answer in
+		// time is unavailable
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || registryError(err) != err || errors.As(err, &dl) && dl.StatusCode >= 500 {
 			return nil, fmt.Errorf("%w: %w", engine.ErrRegistryUnavailable, err)
 		}
 		return nil, err
@@ -248,40 +262,20 @@ func (m *policyMaterial) TimestampingAuthorities() []root.TimestampingAuthority 
 }
 
 // policyTrust is cosign's trusted material for an attestor that leaves
-// some of its trust to Sigstore's trusted root (what names the field):
-// the root, with the policy's certificate authorities (cas, nil for the
-// root's), rekor and ctlog keys and TSA chain where it gives them. cosign
-// then verifies log entries, SCTs and certificates with sigstore-go,
-// which honours the validity periods of the root's keys: a log key
-// outside its period at an entry's integrated time (an SCT's time) does
-// not verify it. cosign's legacy key maps, by contrast, keep no period,
-// only a status for which cosign prints to stderr.
-func (v *Verifier) policyTrust(ctx context.Context, what string, co *cosign.CheckOpts, cas []root.CertificateAuthority) (root.TrustedMaterial, error) {
-	tm, err := v.trustedMaterial(ctx, what)
+// some of its trust to Sigstore's trusted root (a.needTrust names the
+// field): the root, with the policy's certificate authorities (cas, nil
+// for the root's), rekor and ctlog keys and TSA chain where it gives
+// them. cosign then verifies log entries, SCTs and certificates with
+// sigstore-go, which honours the validity periods of the root's keys: a
+// log key outside its period at an entry's integrated time (an SCT's
+// time) does not verify it. cosign's legacy key maps, by contrast, keep
+// no period, only a status for which cosign prints to stderr.
+func (v *Verifier) policyTrust(ctx context.Context, a *attestor) (root.TrustedMaterial, error) {
+	tm, err := v.trustedMaterial(ctx, a.needTrust)
 	if err != nil {
 		return nil, err
 	}
-	m := &policyMaterial{TrustedMaterial: tm, cas: cas}
-	if co.RekorPubKeys != nil {
-		if m.rekor, err = pemLogs(co.RekorPubKeys); err != nil {
-			return nil, err
-		}
-	}
-	if co.CTLogPubKeys != nil {
-		if m.ctlogs, err = pemLogs(co.CTLogPubKeys); err != nil {
-			return nil, err
-		}
-	}
-	if co.TSACertificate != nil || len(co.TSARootCertificates) > 0 {
-		for _, r := range co.TSARootCertificates {
-			m.tsas = append(m.tsas, &root.SigstoreTimestampingAuthority{Root: r, Intermediates: co.TSAIntermediateCertificates, Leaf: co.TSACertificate})
-		}
-	}
-	// cosign takes the trusted material or these, never both
-	co.RekorPubKeys, co.CTLogPubKeys = nil, nil
-	co.TSACertificate, co.TSAIntermediateCertificates, co.TSARootCertificates = nil, nil, nil
-	co.RootCerts, co.IntermediateCerts = nil, nil
-	return m, nil
+	return &policyMaterial{TrustedMaterial: tm, cas: a.cas, rekor: a.rekorLogs, ctlogs: a.ctLogs, tsas: a.tsas}, nil
 }
 
 // withCarriedIntermediates gives cosign, for an attestor whose own

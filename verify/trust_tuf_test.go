@@ -32,6 +32,8 @@ type tufRepo struct {
 	root     []byte
 	requests atomic.Int32
 	failing  atomic.Bool // answer 503
+	// hold, when set, holds every request until it is closed
+	hold chan struct{}
 }
 
 func newTUFRepo(t testing.TB, trustedRoot []byte) *tufRepo {
@@ -85,6 +87,9 @@ func newTUFRepo(t testing.TB, trustedRoot []byte) *tufRepo {
 	r := &tufRepo{root: files["1.root.json"]}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if r.hold != nil {
+			<-r.hold
+		}
 		if r.failing.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -200,5 +205,39 @@ func TestTUF(t *testing.T) {
 	cancel()
 	if err := verify.New(verify.WithTUF(verify.TUFOptions{RepositoryURL: repo.srv.URL, Root: repo.root})).VerifySignature(ctx, req); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestTUFSharedFetch: verifications that wait for one fetch of the
+// trusted root each wait on their own context: the first, whose deadline
+// passes, fails alone; the fetch goes on and serves the others.
+func TestTUFSharedFetch(t *testing.T) {
+	reg := newRegistry(t)
+	ca, log := newCA(t), newLog(t)
+	signer, leaf := ca.issue(t, "dev@example.com", "https://issuer.test")
+	_, d := reg.push(t, "app:keyless")
+	signLoggedWith(t, d, signer, string(leaf), log, static.WithCertChain(leaf, []byte(ca.pem)))
+	repo := newTUFRepo(t, trustedRootJSON(t, ca, log))
+	repo.hold = make(chan struct{})
+	rekor := newRekor(t, log)
+	v := verify.New(verify.WithTUF(verify.TUFOptions{RepositoryURL: repo.srv.URL, Root: repo.root}))
+	req := engine.ImageVerifyRequest{Image: d.String(), Attestor: api.Attestor{Keyless: &api.KeylessAttestor{Subject: "dev@example.com", Issuer: "https://issuer.test",
+		Rekor: &api.Rekor{URL: rekor.srv.URL}, CTLog: &api.CTLog{IgnoreSCT: true}}}}
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- v.VerifySignature(short, req) }()
+	others := make(chan error, 3)
+	for range 3 {
+		go func() { others <- v.VerifySignature(context.Background(), req) }()
+	}
+	if err := <-firstDone; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("first verification: %v, want its deadline", err)
+	}
+	close(repo.hold)
+	for range 3 {
+		if err := <-others; err != nil {
+			t.Errorf("verification waiting for the fetch: %v", err)
+		}
 	}
 }

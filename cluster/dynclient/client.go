@@ -43,26 +43,58 @@ func New(dyn dynamic.Interface, mapper meta.RESTMapper) *Client {
 	return &Client{dyn: dyn, mapper: mapper}
 }
 
+// Mapping resolves a kind to its resource (see mapping).
+func (c *Client) Mapping(apiVersion, kind string) (*meta.RESTMapping, error) {
+	return c.mapping(apiVersion, kind)
+}
+
 // mapping resolves a kind to its resource through the mapper, reading
 // discovery again when the kind is unknown (a CRD may have been installed
 // since).
+//
+// An empty apiVersion (a match kind without group and version, such as
+// "Deployment") names the kind in whichever group serves it, as upstream
+// resolves match kinds through discovery: the mapper's first kind of that
+// name, in its group priority (the core group first).
 func (c *Client) mapping(apiVersion, kind string) (*meta.RESTMapping, error) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: apiVersion %q: %w", apiVersion, err)
-	}
-	gk := schema.GroupKind{Group: gv.Group, Kind: kind}
-	m, err := c.mapper.RESTMapping(gk, gv.Version)
+	m, err := c.lookup(apiVersion, kind)
 	if err != nil && meta.IsNoMatchError(err) {
 		if rm, ok := c.mapper.(interface{ Reset() }); ok {
 			rm.Reset()
-			m, err = c.mapper.RESTMapping(gk, gv.Version)
+			m, err = c.lookup(apiVersion, kind)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: kind %s %s: %w", apiVersion, kind, err)
 	}
 	return m, nil
+}
+
+func (c *Client) lookup(apiVersion, kind string) (*meta.RESTMapping, error) {
+	if apiVersion == "" {
+		return c.anyGroup(kind)
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, fmt.Errorf("apiVersion %q: %w", apiVersion, err)
+	}
+	return c.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+}
+
+// anyGroup maps a kind given without group and version: the resources
+// whose singular name is the kind's lower case (discovery's singularName,
+// which defaults to it), keeping the first whose kind is exactly kind.
+func (c *Client) anyGroup(kind string) (*meta.RESTMapping, error) {
+	gvks, err := c.mapper.KindsFor(schema.GroupVersionResource{Resource: strings.ToLower(kind)})
+	if err != nil {
+		return nil, err
+	}
+	for _, gvk := range gvks {
+		if gvk.Kind == kind {
+			return c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		}
+	}
+	return nil, &meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: kind}}
 }
 
 // resource returns the resource interface of a kind, namespaced or not as
@@ -77,6 +109,16 @@ func (c *Client) resource(apiVersion, kind, namespace string) (dynamic.ResourceI
 		return ri.Namespace(namespace), nil
 	}
 	return ri, nil
+}
+
+// ResourceFor implements engine.ResourceMapper: the resource of a kind,
+// from the RESTMapper.
+func (c *Client) ResourceFor(apiVersion, kind string) (string, error) {
+	m, err := c.mapping(apiVersion, kind)
+	if err != nil {
+		return "", err
+	}
+	return m.Resource.Resource, nil
 }
 
 // IsNamespaced implements engine.NamespacedKinds from the API server's
@@ -121,11 +163,17 @@ func (c *Client) Get(ctx context.Context, apiVersion, kind, namespace, name stri
 	return u.Object, nil
 }
 
-// List implements engine.Client; namespace "" lists every namespace.
+// List implements engine.Client; namespace "" lists every namespace, and
+// an empty apiVersion lists the kind of that name in whichever group
+// serves it (see mapping).
 func (c *Client) List(ctx context.Context, apiVersion, kind, namespace string, selector *metav1.LabelSelector) ([]map[string]any, error) {
-	ri, err := c.resource(apiVersion, kind, namespace)
+	m, err := c.mapping(apiVersion, kind)
 	if err != nil {
 		return nil, err
+	}
+	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = c.dyn.Resource(m.Resource).Namespace(namespace)
 	}
 	var opts metav1.ListOptions
 	if selector != nil {
@@ -144,8 +192,8 @@ func (c *Client) List(ctx context.Context, apiVersion, kind, namespace string, s
 		obj := l.Items[i].Object
 		// items of a list have no apiVersion and kind of their own
 		if _, ok := obj["kind"]; !ok {
-			obj["kind"] = kind
-			obj["apiVersion"] = apiVersion
+			obj["kind"] = m.GroupVersionKind.Kind
+			obj["apiVersion"] = m.GroupVersionKind.GroupVersion().String()
 		}
 		out[i] = obj
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
-	"github.com/gavelpolicy/gavel/internal/report"
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/remote"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 // resourceResult holds the evaluation of one resource. For YAML reports
@@ -137,6 +137,10 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 			inputs = &resourceInputs{data: map[int][]byte{}}
 			return
 		}
+		if len(f.jsonPayloads) > 0 {
+			inputs, rerr = readInputs(f.jsonPayloads, stdin)
+			return
+		}
 		inputs, rerr = readInputs(f.resources, stdin)
 	}()
 	var live *liveCluster
@@ -151,9 +155,6 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		fmt.Fprintf(stderr, "gavel apply: note: %s without --cluster: ignored, as upstream\n", strings.Join(flags, ", "))
 	}
 	pset, perr := loader.Load(paths...)
-	if perr == nil && imageVerifierOption() == nil && verifiesSignatures(pset.Policies) {
-		fmt.Fprintln(stderr, "gavel apply: note: this gavel is built without signature verification: verifyImages and validate.manifests rules give errors; build it with -tags verifyimages")
-	}
 	xset, xerr := &loader.Set{}, error(nil)
 	if !f.withResources {
 		xset, xerr = loader.Load(f.exceptions...)
@@ -161,7 +162,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		// upstream does not read -e with --exceptions-with-resources
 		fmt.Fprintln(stderr, "gavel apply: note: with --exceptions-with-resources the PolicyExceptions are those among the resources; --exception files are not read, as upstream")
 	}
-	ev := evaluator{continueOnError: f.continueOnError}
+	ev := evaluator{continueOnError: f.continueOnError, payloads: len(f.jsonPayloads) > 0}
 	var verr, uerr error
 	switch {
 	case f.valuesFile != "":
@@ -174,12 +175,33 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	}
 	tset, terr := loader.Load(f.targets...)
 	params, ctxFile, cxerr := loadCELInputs(f)
-	cerr := checkCRDs(f.crdPaths)
+	crds, cerr := readCRDs(f.crdPaths)
+	if !f.cluster && len(f.jsonPayloads) == 0 {
+		// resources of files without a namespace are in "default", as
+		// upstream loads them (JSON payloads are not resources)
+		ev.namespacer = loader.NewNamespacer(crds...)
+		for _, obj := range params {
+			ev.namespacer.Default(obj)
+		}
+		if tset != nil {
+			for _, d := range tset.Resources {
+				ev.namespacer.Default(d.Object)
+			}
+		}
+	}
+	var targetObjs []map[string]any
+	if tset != nil {
+		for _, d := range tset.Resources {
+			targetObjs = append(targetObjs, d.Object)
+		}
+	}
+	libs, lerr := applyLibraries(f.cluster, ctxFile, crds, targetObjs)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
 	opts := applyEngineOptions(f, &ev, excSource, cluster, ctxFile)
+	opts = append(opts, engine.WithCELLibraries(libs))
 	if live != nil {
 		// the cluster serves the engine's reads, as upstream's client
 		opts = append(opts, live.engineOptions()...)
@@ -203,7 +225,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	if set != nil {
 		kinds, all = set.ClientKinds()
 	}
-	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError)
+	found, err := inputs.scan(kinds, all, f.withResources, f.continueOnError, ev.namespacer)
 	if err != nil {
 		return fail("resources", err)
 	}
@@ -220,11 +242,12 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 			}
 		}
 	}
-	compiled, err := exceptions.Compile(applyExceptions(f, xset, pset, found))
+	classic, cel := applyExceptions(f, xset, pset, found)
+	compiled, err := exceptions.Compile(classic, exceptions.CEL(cel...))
 	for _, step := range []struct {
 		what string
 		err  error
-	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"", eerr}} {
+	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"CEL libraries", lerr}, {"", eerr}} {
 		if step.err != nil {
 			return fail(step.what, step.err)
 		}
@@ -276,6 +299,9 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		// its client, which off a cluster grants nothing: every check is
 		// denied
 		engine.WithAuthorizer(inmem.NewAuthorizer()),
+		// and validates ImageValidatingPolicies without pinning digests
+		// first (its mutating webhook does, not its CLI)
+		engine.WithImagePolicyMutation(false),
 	}
 	switch {
 	case f.registry:
@@ -288,10 +314,7 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		}
 		opts = append(opts, engine.WithRegistryClient(reg))
 	}
-	if o := imageVerifierOption(); o != nil { // nil unless built with -tags verifyimages
-		opts = append(opts, o)
-	}
-	return opts
+	return append(opts, imageVerifierOption())
 }
 
 // loadCELInputs reads --parameter-resource (the objects paramRef selects)
@@ -317,22 +340,27 @@ func loadCELInputs(f applyFlags) ([]map[string]any, *loader.Context, error) {
 	return params, c, nil
 }
 
-// applyExceptions are the PolicyExceptions of a run, as upstream takes
-// them: those of -e, and those among the resources or the policies with
+// applyExceptions are the PolicyExceptions of a run (kyverno.io and
+// policies.kyverno.io ones), as upstream takes them: those of -e, and
+// those among the resources or the policies with
 // --exceptions-with-resources or --exceptions-within-policies.
-func applyExceptions(f applyFlags, xset, pset *loader.Set, found scanned) []*api.PolicyException {
+func applyExceptions(f applyFlags, xset, pset *loader.Set, found scanned) ([]*api.PolicyException, []*api.CELPolicyException) {
 	var excs []*api.PolicyException
+	var cel []*api.CELPolicyException
 	if f.withResources {
 		// upstream reads either the resources' PolicyExceptions or the
 		// files of -e, not both
 		excs = append(excs, found.exceptions...)
+		cel = append(cel, found.celExceptions...)
 	} else {
 		excs = append(excs, xset.Exceptions...)
+		cel = append(cel, xset.CELExceptions...)
 	}
 	if f.withinPolicies {
 		excs = append(excs, pset.Exceptions...)
+		cel = append(cel, pset.CELExceptions...)
 	}
-	return excs
+	return excs, cel
 }
 
 // evaluator evaluates resources as the upstream CLI does: with values or
@@ -356,6 +384,12 @@ type evaluator struct {
 	// otherDocs counts the documents among the resources that are not
 	// evaluated (PolicyExceptions, policies), which the banner counts
 	otherDocs int
+	// payloads: the inputs are JSON payloads (--json), which the
+	// ValidatingPolicies in JSON mode evaluate
+	payloads bool
+	// namespacer gives the resources of files without a namespace the
+	// namespace "default" (nil: they keep theirs, as the cluster's)
+	namespacer *loader.Namespacer
 }
 
 // skippedPolicy is a policy left out of a run because it does not compile.
@@ -387,12 +421,24 @@ func compileValid(eng *engine.Engine, policies []api.PolicyObject) (*engine.Poli
 	for _, p := range policies {
 		cp, err := eng.CompilePolicy(p)
 		if err != nil {
-			skipped = append(skipped, skippedPolicy{name: p.GetName(), rules: len(p.GetSpec().Rules), err: err})
+			skipped = append(skipped, skippedPolicy{name: p.GetName(), rules: ruleCountOf(p), err: err})
 			continue
 		}
 		valid = append(valid, cp)
 	}
 	return eng.NewPolicySet(valid...), skipped
+}
+
+// ruleCountOf is the number of rules a policy has as written (one for
+// the kinds without rules, none for bindings, as upstream counts them).
+func ruleCountOf(p api.PolicyObject) int {
+	switch p := p.(type) {
+	case api.ClassicPolicy:
+		return len(p.GetSpec().Rules)
+	case *api.ValidatingAdmissionPolicyBinding, *api.MutatingAdmissionPolicyBinding:
+		return 0
+	}
+	return 1
 }
 
 // ruleCount is the number of rules of upstream's banner: the rules of the
@@ -401,12 +447,38 @@ func compileValid(eng *engine.Engine, policies []api.PolicyObject) (*engine.Poli
 func ruleCount(set *engine.PolicySet, skipped []skippedPolicy) int {
 	n := 0
 	for _, p := range set.Policies() {
-		n += len(p.RuleNames())
+		if isClassic(p) {
+			n += len(p.RuleNames())
+		} else {
+			n++ // upstream counts one for each policy of the other kinds
+		}
 	}
 	for _, sp := range skipped {
 		n += sp.rules
 	}
 	return n
+}
+
+// isClassic reports a ClusterPolicy or Policy.
+func isClassic(p *engine.Policy) bool {
+	return p.Kind() == api.KindClusterPolicy || p.Kind() == api.KindPolicy
+}
+
+// evaluatePayload applies the ValidatingPolicies in JSON mode to a JSON
+// payload (--json).
+func (ev *evaluator) evaluatePayload(obj map[string]any) resourceResult {
+	rr := resourceResult{resource: obj}
+	resp, err := ev.set.ValidatePayload(context.Background(), obj)
+	if err != nil {
+		rr.err = err
+		return rr
+	}
+	for _, pr := range resp.Policies {
+		if len(pr.Rules) > 0 {
+			rr.policies = append(rr.policies, pr)
+		}
+	}
+	return rr
 }
 
 func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
@@ -477,8 +549,29 @@ func evaluateOne(set *engine.PolicySet, obj map[string]any, newRequest func(stag
 		return rr
 	}
 	keep(g.Policies)
+	if hasDeleting(set) {
+		// the deleting policies see the resource as loaded, as upstream's
+		// apply evaluates them after the others
+		c, err := set.Cleanup(ctx, request("cleanup", obj))
+		if err != nil {
+			rr.err = err
+			return rr
+		}
+		keep(c.Policies)
+	}
 	rr.resource = m.Resource
 	return rr
+}
+
+// hasDeleting reports whether a set holds deleting policies (DeletingPolicy,
+// cleanup policies).
+func hasDeleting(set *engine.PolicySet) bool {
+	for _, p := range set.Policies() {
+		if p.HasRuleType(engine.Deletion) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeTextBlocks writes the text output of one resource as upstream's
@@ -515,7 +608,7 @@ func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f ap
 		if failed == 0 {
 			continue
 		}
-		if f.auditWarn && pr.FailureAction == api.Audit {
+		if f.auditWarn && report.AuditWarns(pr) {
 			fmt.Fprintln(w, "policy", name, "->", "resource", resPath, "failed as audit warning:")
 		} else {
 			fmt.Fprintln(w, "policy", name, "->", "resource", resPath, "failed:")
@@ -524,7 +617,11 @@ func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f ap
 		for j := range pr.Rules {
 			if r := &pr.Rules[j]; r.Status == engine.StatusFail {
 				n++
-				fmt.Fprintln(w, n, "-", r.Name, r.Message)
+				msg := r.Message
+				if msg == "" {
+					msg = "validation failed" // upstream's word for a failure without a message
+				}
+				fmt.Fprintln(w, n, "-", r.Name, msg)
 			}
 		}
 		fmt.Fprintln(w)
@@ -549,12 +646,16 @@ func writeSummary(w io.Writer, sum map[string]int) {
 }
 
 // upstreamPath is how upstream's text output names a resource:
-// NAMESPACE/KIND/NAME, the namespace empty for cluster-wide resources.
+// NAMESPACE/KIND/NAME, the namespace empty for cluster-wide resources;
+// "JSON payload" for an object with none of them.
 func upstreamPath(obj map[string]any) string {
 	kind, _ := obj["kind"].(string)
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	ns, _ := md["namespace"].(string)
+	if ns == "" && kind == "" && name == "" {
+		return "JSON payload"
+	}
 	return ns + "/" + kind + "/" + name
 }
 
@@ -582,17 +683,3 @@ type lateExceptions struct{ set *exceptions.Set }
 
 // Exceptions implements engine.ExceptionSource.
 func (l *lateExceptions) Exceptions(context.Context) (*exceptions.Set, error) { return l.set, nil }
-
-// verifiesSignatures tells whether a policy has a rule that checks
-// signatures: a verifyImages rule or a validate.manifests rule.
-func verifiesSignatures(policies []api.PolicyObject) bool {
-	for _, p := range policies {
-		for i := range p.GetSpec().Rules {
-			r := &p.GetSpec().Rules[i]
-			if r.HasVerifyImages() || (r.Validation != nil && r.Validation.Manifests != nil) {
-				return true
-			}
-		}
-	}
-	return false
-}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,8 +20,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/cluster/dynclient"
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 // Bounds of --batch-size and --concurrent, as upstream's resource loader
@@ -143,7 +145,9 @@ type listTask struct {
 
 // kindSelector is a kind of a rule's match block: [[group/]version/]Kind,
 // each part possibly a wildcard.
-type kindSelector struct{ group, version, kind string }
+// kindSelector selects the kinds (or, with resource set, the resources)
+// to list; its fields may be path.Match patterns.
+type kindSelector struct{ group, version, kind, resource string }
 
 // parseKindSelector splits a kind of a match block as upstream does;
 // ok is false for subresources (Pod/status), which are not listed.
@@ -166,8 +170,11 @@ func parseKindSelector(s string) (sel kindSelector, ok bool) {
 	return sel, true
 }
 
-func (s kindSelector) matches(group, version, kind string) bool {
+func (s kindSelector) matches(group, version, kind, resource string) bool {
 	m := func(pattern, v string) bool { ok, _ := path.Match(pattern, v); return ok }
+	if s.resource != "" {
+		return m(s.group, group) && m(s.version, version) && m(s.resource, resource)
+	}
 	return m(s.group, group) && m(s.version, version) && m(s.kind, kind)
 }
 
@@ -188,6 +195,12 @@ func policyKinds(set *engine.PolicySet) []kindSelector {
 		}
 	}
 	for _, p := range set.Policies() {
+		for _, sel := range celResources(p) {
+			if k := sel.group + "/" + sel.version + "/" + sel.resource; !seen[k] {
+				seen[k] = true
+				out = append(out, sel)
+			}
+		}
 		for _, r := range p.Rules() {
 			add(r.MatchResources.Kinds)
 			for _, f := range r.MatchResources.Any {
@@ -195,6 +208,42 @@ func policyKinds(set *engine.PolicySet) []kindSelector {
 			}
 			for _, f := range r.MatchResources.All {
 				add(f.Kinds)
+			}
+		}
+	}
+	return out
+}
+
+// celResources are the resources the matchConstraints of a policy of a
+// CEL kind select (with a ValidatingPolicy's Pod controller variants),
+// subresources left out.
+func celResources(p *engine.Policy) []kindSelector {
+	var constraints []*admissionregistrationv1.MatchResources
+	switch src := p.Source().(type) {
+	case *api.ValidatingPolicy:
+		constraints = append(constraints, src.Spec.MatchConstraints)
+		if variants, err := autogen.ValidatingPolicy(&src.Spec); err == nil {
+			for _, v := range variants {
+				constraints = append(constraints, v.Spec.MatchConstraints)
+			}
+		}
+	case *api.ValidatingAdmissionPolicy:
+		constraints = append(constraints, src.Spec.MatchConstraints)
+	}
+	var out []kindSelector
+	for _, m := range constraints {
+		if m == nil {
+			continue
+		}
+		for _, r := range m.ResourceRules {
+			for _, g := range r.APIGroups {
+				for _, v := range r.APIVersions {
+					for _, res := range r.Resources {
+						if name, sub, _ := strings.Cut(res, "/"); sub == "" {
+							out = append(out, kindSelector{group: g, version: v, resource: name})
+						}
+					}
+				}
 			}
 		}
 	}
@@ -227,7 +276,7 @@ func (lc *liveCluster) listTasks(ctx context.Context, sels []kindSelector, names
 			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
 				continue
 			}
-			if !slices.ContainsFunc(sels, func(s kindSelector) bool { return s.matches(gv.Group, gv.Version, r.Kind) }) {
+			if !slices.ContainsFunc(sels, func(s kindSelector) bool { return s.matches(gv.Group, gv.Version, r.Kind, r.Name) }) {
 				continue
 			}
 			t := listTask{gvk: gv.WithKind(r.Kind), gvr: gv.WithResource(r.Name)}

@@ -24,8 +24,8 @@ import (
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
 
-	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/cluster/dynclient"
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 // fakeCluster is a cluster of client-go fakes whose lists are paged as
@@ -179,10 +179,10 @@ func TestParseKindSelector(t *testing.T) {
 		want kindSelector
 		ok   bool
 	}{
-		{"Pod", kindSelector{"*", "*", "Pod"}, true},
-		{"v1/Pod", kindSelector{"*", "v1", "Pod"}, true},
-		{"apps/v1/Deployment", kindSelector{"apps", "v1", "Deployment"}, true},
-		{"*", kindSelector{"*", "*", "*"}, true},
+		{"Pod", kindSelector{group: "*", version: "*", kind: "Pod"}, true},
+		{"v1/Pod", kindSelector{group: "*", version: "v1", kind: "Pod"}, true},
+		{"apps/v1/Deployment", kindSelector{group: "apps", version: "v1", kind: "Deployment"}, true},
+		{"*", kindSelector{group: "*", version: "*", kind: "*"}, true},
 		{"Pod/status", kindSelector{}, false},
 		{"apps/v1/Deployment/scale", kindSelector{}, false},
 	} {
@@ -195,7 +195,7 @@ func TestParseKindSelector(t *testing.T) {
 
 func TestListTasks(t *testing.T) {
 	fc := newFakeCluster(t)
-	all := []kindSelector{{"*", "*", "*"}}
+	all := []kindSelector{{group: "*", version: "*", kind: "*"}}
 	for _, tt := range []struct {
 		name        string
 		sels        []kindSelector
@@ -207,9 +207,10 @@ func TestListTasks(t *testing.T) {
 		{"namespace: namespaced kinds there", all, "team", false, []string{"configmaps/team", "pods/team", "policyexceptions/team"}},
 		{"cluster-wide: cluster-scoped kinds", all, "", true, []string{"namespaces/", "clusterroles/"}},
 		{"cluster-wide and namespace", all, "team", true, []string{"configmaps/team", "namespaces/", "pods/team", "policyexceptions/team", "clusterroles/"}},
-		{"one kind", []kindSelector{{"*", "*", "Pod"}}, "", false, []string{"pods/"}},
-		{"group", []kindSelector{{"rbac.authorization.k8s.io", "v1", "*"}}, "", false, []string{"clusterroles/"}},
-		{"wrong version", []kindSelector{{"*", "v2", "Pod"}}, "", false, nil},
+		{"one kind", []kindSelector{{group: "*", version: "*", kind: "Pod"}}, "", false, []string{"pods/"}},
+		{"group", []kindSelector{{group: "rbac.authorization.k8s.io", version: "v1", kind: "*"}}, "", false, []string{"clusterroles/"}},
+		{"wrong version", []kindSelector{{group: "*", version: "v2", kind: "Pod"}}, "", false, nil},
+		{"a resource (CEL kinds)", []kindSelector{{group: "", version: "v1", resource: "pods"}}, "", false, []string{"pods/"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tasks, err := fc.live.listTasks(t.Context(), tt.sels, tt.namespace, tt.clusterWide)

@@ -191,7 +191,7 @@ func newApplyFlags(f *applyFlags) *flag.FlagSet {
 	fs.IntVar(&f.concurrent, "concurrent", 1, "with --cluster: kinds read at once (1 to 32)")
 	list(&f.parameterResources, "parameter-resource", "", "files of the parameter objects CEL rules select with paramKind and paramRef (read through the cluster, not evaluated)")
 	str(&f.contextFile, "context-file", "", "", "context file (kind Context): objects read through the cluster, and image data for imageRegistry entries without --registry")
-	list(&f.jsonPayloads, "json", "", "JSON payloads (not supported: kyverno-json policies)")
+	list(&f.jsonPayloads, "json", "", "JSON payload files: the ValidatingPolicies in JSON evaluation mode are applied to them (instead of --resource)")
 	list(&f.envoyPayloads, "envoy-payload", "", "Envoy check requests (not supported: authorization policies)")
 	list(&f.httpPayloads, "http-payload", "", "HTTP check requests (not supported: authorization policies)")
 	addKlogFlags(fs)
@@ -234,7 +234,9 @@ func (f *applyFlags) check(paths []string) error {
 		return errors.New("pass the values either using set flag or values_file flag")
 	case paths[0] == "-" && len(f.resources) > 0 && f.resources[0] == "-":
 		return errors.New("a stdin pipe can be used for either policies or resources, not both")
-	case len(f.resources) == 0 && !f.cluster:
+	case len(f.resources) != 0 && len(f.jsonPayloads) != 0:
+		return errors.New("both resource and json files can not be used together, use one or the other")
+	case len(f.resources) == 0 && len(f.jsonPayloads) == 0 && !f.cluster:
 		return errors.New("resource file(s) or cluster required")
 	}
 	if f.cluster {
@@ -271,20 +273,20 @@ func (f *applyFlags) check(paths []string) error {
 }
 
 // needsHost reports the flags gavel accepts but cannot act on:
-// kyverno-json and authorization payloads are not part of the policy
-// language gavel speaks.
+// authorization payloads are not part of the policy language gavel
+// speaks.
 func (f *applyFlags) needsHost() error {
 	var none []string
 	for _, p := range []struct {
 		name string
 		v    stringList
-	}{{"--json", f.jsonPayloads}, {"--envoy-payload", f.envoyPayloads}, {"--http-payload", f.httpPayloads}} {
+	}{{"--envoy-payload", f.envoyPayloads}, {"--http-payload", f.httpPayloads}} {
 		if len(p.v) > 0 {
 			none = append(none, p.name)
 		}
 	}
 	if len(none) > 0 {
-		return fmt.Errorf("%s: JSON and authorization payloads are not supported (gavel evaluates Kubernetes resources)", strings.Join(none, ", "))
+		return fmt.Errorf("%s: authorization payloads are not supported (gavel evaluates Kubernetes resources and JSON payloads)", strings.Join(none, ", "))
 	}
 	return nil
 }

@@ -335,7 +335,8 @@ func TestApplyFlags(t *testing.T) {
 		{name: "concurrent too large", args: []string{p("enforce.yaml"), "-c", "--concurrent", "33"}, code: 1, stderr: []string{"concurrency cannot exceed 32"}},
 
 		// need pieces gavel does not have
-		{name: "json payload", args: []string{p("enforce.yaml"), "--json", "p.json", "-r", p("good.yaml")}, code: 1, stderr: []string{"not supported"}},
+		{name: "envoy payload", args: []string{p("enforce.yaml"), "--envoy-payload", "p.json", "-r", p("good.yaml")}, code: 1, stderr: []string{"not supported"}},
+		{name: "json payload and resources", args: []string{p("enforce.yaml"), "--json", "p.json", "-r", p("good.yaml")}, code: 1, stderr: []string{"both resource and json files can not be used together"}},
 		{name: "no resource", args: []string{p("enforce.yaml")}, code: 1, stderr: []string{"resource file(s) or cluster required"}},
 		{name: "no policy", args: []string{"-r", p("good.yaml")}, code: 1, stderr: []string{"require policy"}},
 		{name: "stdin twice", args: []string{"-", "-r", "-"}, code: 1, stderr: []string{"either policies or resources"}},

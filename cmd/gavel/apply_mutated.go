@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -18,7 +19,7 @@ import (
 // resource, POLICY-generated.yaml per generating policy), to standard
 // output (-i), or, in the default text output, as part of the text
 // ("policy P applied to NS/KIND/NAME:", the resource, "Mutation has been
-// applied successfully."; with -o only the note). As upstream, a resource
+// applied successfully." and a newline; with -o only the note). As upstream, a resource
 // is written once per mutate policy with a passing rule, as that policy
 // left it, followed by the targets the policy's mutate-existing rules
 // patched; a generated resource once. A nil *mutatedWriter writes nothing.
@@ -115,7 +116,7 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 				}
 			case r.Type == engine.Generation && r.Status == engine.StatusPass:
 				for _, g := range r.GeneratedResources {
-					b, err := yaml.Marshal(g)
+					b, err := yaml.Marshal(cliGenerated(pr.Policy, g))
 					if err != nil {
 						return nil, err
 					}
@@ -137,6 +138,41 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 		docs = append(docs, mutatedDoc{name: name, yaml: b, targets: targets, policy: pr.Policy.Name(), resource: path})
 	}
 	return docs, nil
+}
+
+// cliGenerated is a generated resource as upstream's CLI shows it: the
+// downstream of a generate rule as the controller writes it; a
+// GeneratingPolicy's without the tracking labels and annotations (its
+// generator runs in a CLI mode that writes neither).
+func cliGenerated(p *engine.Policy, obj map[string]any) map[string]any {
+	if k := p.Kind(); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
+		return obj
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	m := make(map[string]any, len(md))
+	for k, v := range md {
+		if k != "annotations" {
+			m[k] = v
+		}
+	}
+	if l, ok := md["labels"].(map[string]any); ok {
+		labels := map[string]any{}
+		for k, v := range l {
+			if !strings.HasPrefix(k, "generate.kyverno.io/") && !(k == "app.kubernetes.io/managed-by" && v == "kyverno") {
+				labels[k] = v
+			}
+		}
+		delete(m, "labels")
+		if len(labels) > 0 {
+			m["labels"] = labels
+		}
+	}
+	out["metadata"] = m
+	return out
 }
 
 func nameOf(obj map[string]any) string {
@@ -180,11 +216,13 @@ func (w *mutatedWriter) write(docs []mutatedDoc) {
 			}
 		}
 		if err == nil && w.text != nil {
-			// upstream prints its note whether or not -o is given
+			// upstream prints its note whether or not -o is given; gavel
+			// ends it with a newline (upstream's does not, and a failure
+			// block that follows starts on its line)
 			if d.generated {
-				_, err = io.WriteString(w.text, "\n\nGenerate:\nGeneration completed successfully.")
+				_, err = io.WriteString(w.text, "\n\nGenerate:\nGeneration completed successfully.\n")
 			} else {
-				_, err = io.WriteString(w.text, "\n\nMutation:\nMutation has been applied successfully.")
+				_, err = io.WriteString(w.text, "\n\nMutation:\nMutation has been applied successfully.\n")
 			}
 		}
 		if err != nil {

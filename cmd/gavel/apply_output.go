@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/report"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 // applyEntry is one rule result of gavel apply in the json, yaml and

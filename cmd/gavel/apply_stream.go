@@ -16,10 +16,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/jsontext"
-	"github.com/gavelpolicy/gavel/internal/report"
-	"github.com/gavelpolicy/gavel/internal/yamltext"
+	"github.com/gavelpolicy/gavel/cmd/gavel/internal/jsontext"
+	"github.com/gavelpolicy/gavel/cmd/gavel/internal/yamltext"
+	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/loader"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 // reportMemory is the memory the rendered report entries of a run may
@@ -153,21 +154,24 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 
 // scanned is what the first reading of the resources finds.
 type scanned struct {
-	exceptions []*api.PolicyException
+	exceptions    []*api.PolicyException
+	celExceptions []*api.CELPolicyException
 	// objects are those of the kinds the cluster serves
 	objects []map[string]any
 	// docs are the documents of the raw documents, when all were decoded,
 	// and errs the errors of those that could not be (--continue-on-error)
 	docs [][]api.Document
 	errs []error
+	// namespacer gives the objects without a namespace theirs
+	namespacer *loader.Namespacer
 }
 
 // scan reads the resources for their PolicyExceptions (withExceptions)
 // and the objects of the given kinds (all: every object), decoding only
 // the documents that may hold one (see api.RawDocument.MayBeKind). When
 // every document is decoded (all), they are kept for the evaluation.
-func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnError bool) (scanned, error) {
-	var s scanned
+func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnError bool, ns *loader.Namespacer) (scanned, error) {
+	s := scanned{namespacer: ns}
 	want := kinds
 	if withExceptions {
 		want = append([]string{"PolicyException"}, kinds...)
@@ -217,11 +221,22 @@ func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
 				return err
 			}
 			s.exceptions = append(s.exceptions, e)
+		case d.IsCELPolicyException():
+			e, err := api.DecodeCELPolicyException(d)
+			if err != nil {
+				return err
+			}
+			s.celExceptions = append(s.celExceptions, e)
 		case d.IsPolicy():
 			if _, err := api.DecodePolicy(d); err != nil {
 				return err
 			}
+		case d.CheckKind() != nil:
+			return d.CheckKind()
 		case all || slices.Contains(kinds, d.Kind()):
+			if s.namespacer != nil {
+				s.namespacer.Default(d.Object)
+			}
 			s.objects = append(s.objects, d.Object)
 		}
 	}
@@ -350,8 +365,16 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 		return out
 	}
 	for _, d := range docs {
+		if ev.payloads {
+			rr := ev.evaluatePayload(d.Object)
+			if finish != nil {
+				finish(&rr)
+			}
+			out.results = append(out.results, rr)
+			continue
+		}
 		switch {
-		case d.IsPolicyException():
+		case d.IsPolicyException(), d.IsCELPolicyException():
 			out.others++
 			continue // read by the scan (--exceptions-with-resources)
 		case d.IsPolicy():
@@ -360,6 +383,12 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 			}
 			out.others++
 			continue
+		case d.CheckKind() != nil:
+			out.err = d.CheckKind()
+			return out
+		}
+		if ev.namespacer != nil {
+			ev.namespacer.Default(d.Object)
 		}
 		rr := ev.evaluate(d.Object)
 		if ev.mutated != nil {
@@ -399,11 +428,7 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 	if f.format == "json" {
 		newStream = report.NewJSONStream
 	}
-	stream, err := newStream(opts, spill, reportMemory)
-	if err != nil {
-		fmt.Fprintln(stderr, "gavel apply:", err)
-		return counts{}, exitUsage
-	}
+	stream := newStream(opts, spill, reportMemory)
 	newFinish := func() func(*resourceResult) {
 		r := stream.NewRenderer()
 		return func(rr *resourceResult) {
@@ -416,7 +441,7 @@ func streamReports(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f app
 	}
 	var evalErrs []error
 	var addErr error
-	err = ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
+	err := ev.run(feed, f.parallel, newFinish, func(rr *resourceResult) {
 		if rr.err != nil {
 			evalErrs = append(evalErrs, rr.err)
 			return
@@ -503,19 +528,37 @@ func writeBanner(w io.Writer, ev *evaluator, resources int) {
 // divider frames upstream's list of skipped policies.
 const divider = "----------------------------------------------------------------------"
 
-// writeSkipped lists the policies skipped as invalid, as upstream does
-// (which names them "skipped as required variables are not provided" for
-// every validation error but one).
+// writeSkipped lists the policies skipped as invalid, with the reason, as
+// upstream's printSkippedAndInvalidPolicies does ("Policies Skipped:",
+// then "N. NAME: REASON"; its "Invalid Policies:" list takes only an
+// error gavel does not make, a foreach variable outside a foreach).
 func writeSkipped(w io.Writer, skipped []skippedPolicy) {
 	if len(skipped) == 0 {
 		return
 	}
 	fmt.Fprintln(w, divider)
-	fmt.Fprintln(w, "Policies Skipped (as required variables are not provided by the user):")
+	fmt.Fprintln(w, "Policies Skipped:")
 	for i, sp := range skipped {
-		fmt.Fprintf(w, "%d. %s\n", i+1, sp.name)
+		if reason := skipReason(sp.err); reason != "" {
+			fmt.Fprintf(w, "%d. %s: %s\n", i+1, sp.name, reason)
+		} else {
+			fmt.Fprintf(w, "%d. %s\n", i+1, sp.name)
+		}
 	}
 	fmt.Fprintln(w, divider)
+}
+
+// skipReason is why a policy did not compile, without the policy's name
+// (the list names it).
+func skipReason(err error) string {
+	var ce *engine.CompileError
+	if errors.As(err, &ce) && len(ce.Errs) > 0 {
+		return ce.Errs.ToAggregate().Error()
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // spool keeps what is written until the run ends: in memory up to a

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/report"
+	"github.com/gavelpolicy/gavel/report"
 )
 
 // streamTable evaluates the resources and prints every result in a table

@@ -1,5 +1,3 @@
-//go:build verifyimages
-
 package main
 
 import (
@@ -16,14 +14,14 @@ import (
 	"github.com/gavelpolicy/gavel/verify/registryauth"
 )
 
-// imageVerifierOption gives apply's verifyImages and validate.manifests
-// rules the verify package: they read the registries the images name,
-// with the docker config's credentials and upstream's
-// imageRegistryCredentials.providers (registryauth); keys.kms reaches
-// cosign's KMS providers; keyless attestors without roots use Sigstore's
-// public-good trusted root through TUF, cached in ~/.sigstore/root as
-// cosign keeps it. It links the signing stack (cosign, notation) and the
-// clouds' SDKs, which doubles the binary: hence the build tag.
+// imageVerifierOption gives the verifyImages and validate.manifests rules
+// of apply and test the verify package, as the upstream CLI verifies
+// signatures: they read the registries the images name, with the docker
+// config's credentials and upstream's imageRegistryCredentials.providers
+// (registryauth); keys.kms reaches cosign's KMS providers; keyless
+// attestors without roots use Sigstore's public-good trusted root through
+// TUF, cached in ~/.sigstore/root as cosign keeps it. Inline keys and
+// signed manifests need no network.
 func imageVerifierOption() engine.Option {
 	tufOpts := verify.TUFOptions{}
 	if home, err := os.UserHomeDir(); err == nil {

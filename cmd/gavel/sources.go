@@ -122,32 +122,35 @@ func resolvePolicyPaths(paths []string, branch, user, password string) ([]string
 	return out, cleanup, nil
 }
 
-// checkCRDs reads the --crd-path files: each must hold
+// readCRDs reads the --crd-path files: each must hold
 // CustomResourceDefinitions only. gavel evaluates custom kinds without
-// their schema, so the definitions change nothing else.
-func checkCRDs(paths []string) error {
+// their schema; the definitions name the resources of custom kinds for
+// the CEL resource library.
+func readCRDs(paths []string) ([]map[string]any, error) {
 	if len(paths) == 0 {
-		return nil
+		return nil, nil
 	}
 	files, err := loader.Files(paths...)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var crds []map[string]any
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		docs, err := api.ReadDocuments(f, name)
 		f.Close()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, d := range docs {
 			if d.Kind() != "CustomResourceDefinition" {
-				return fmt.Errorf("%s: a %s is not a CustomResourceDefinition", name, d.Kind())
+				return nil, fmt.Errorf("%s: a %s is not a CustomResourceDefinition", name, d.Kind())
 			}
+			crds = append(crds, d.Object)
 		}
 	}
-	return nil
+	return crds, nil
 }

@@ -7,13 +7,13 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/wildcard"
+	"github.com/gavelpolicy/gavel/match"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/remote"
 )
@@ -58,10 +58,10 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 	}
 	var out []policytest.Result
 	for _, r := range results {
-		if r.Policy != "" && !wildcard.Match(f.policy, r.Policy) {
+		if r.Policy != "" && !match.Wildcard(f.policy, r.Policy) {
 			continue
 		}
-		if r.Rule != "" && !wildcard.Match(f.rule, r.Rule) {
+		if r.Rule != "" && !match.Wildcard(f.rule, r.Rule) {
 			continue
 		}
 		names := r.Resources
@@ -70,7 +70,7 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 		}
 		matched := len(names) == 0
 		for _, n := range names {
-			matched = matched || wildcard.Match(f.resource, n)
+			matched = matched || match.Wildcard(f.resource, n)
 		}
 		if matched {
 			out = append(out, r)
@@ -109,6 +109,12 @@ type testOptions struct {
 	gitBranch    string
 	registry     bool
 	kubeconfig   string
+	// verifier verifies signatures (verifyImages, validate.manifests), one
+	// for the run, as the upstream CLI's test command verifies them
+	verifier engine.Option
+	// network answers the CEL libraries' calls that upstream's test
+	// command makes on the network
+	network celNetwork
 }
 
 const testUsage = `Usage: gavel test PATH... [flags]
@@ -204,6 +210,11 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var err error
+	o.verifier = imageVerifierOption()
+	if o.network, err = newCELNetwork(); err != nil {
+		fmt.Fprintln(stderr, "gavel test:", err)
+		return exitUsage
+	}
 	if o.filter, err = parseTestFilter(o.selector); err != nil {
 		fmt.Fprintln(stderr, "gavel test:", err)
 		return exitUsage
@@ -269,37 +280,57 @@ func runTestFiles(ctx context.Context, files []string, o testOptions, done func(
 		parallel = 1
 	}
 	results := make([]testFile, len(files))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, parallel)
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			start := time.Now()
 			results[i] = runTestFile(ctx, f, o)
 			results[i].Duration = time.Since(start)
 			done(f)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the outcomes are kept by file
 	return results
 }
 
+// runTestFile runs the tests of a file (several when it holds several
+// documents, as upstream reads them).
 func runTestFile(ctx context.Context, path string, o testOptions) testFile {
 	tf := testFile{Path: path}
-	t, err := policytest.Load(path)
+	tests, err := policytest.LoadAll(path)
 	if err != nil {
 		tf.Err, tf.Unreadable = err, true
 		tf.Rows = []policytest.Row{{Test: path, Reason: err.Error()}}
 		return tf
 	}
-	tf.Name = t.TestName()
+	var names []string
+	for _, t := range tests {
+		if n := t.TestName(); n != "" {
+			names = append(names, n)
+		}
+		one := runTest1(ctx, t, o)
+		tf.Rows = append(tf.Rows, one.Rows...)
+		if tf.Err == nil {
+			tf.Err = one.Err
+		}
+	}
+	tf.Name = strings.Join(names, ", ")
+	return tf
+}
+
+// runTest1 runs one test of a file.
+func runTest1(ctx context.Context, t *policytest.Test, o testOptions) testFile {
+	path := t.Path
+	tf := testFile{Path: path, Name: t.TestName()}
 	if t.Results = o.filter.keep(t.Results); len(t.Results) == 0 {
 		return tf
 	}
-	popts := policytest.Options{Strict: o.strict}
+	popts := policytest.Options{Strict: o.strict, HTTP: o.network.http, ImageData: o.network.images}
+	if o.verifier != nil {
+		popts.EngineOptions = append(popts.EngineOptions, o.verifier)
+	}
 	if o.registry {
 		popts.EngineOptions = append(popts.EngineOptions, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
 	}

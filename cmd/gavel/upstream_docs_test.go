@@ -27,9 +27,10 @@ func TestUpstreamCommandLines(t *testing.T) {
 		{line: "kyverno apply add_network_policy.yaml --resource required_default_network_policy.yaml -f network-value.yaml",
 			out: []string{"pass: 1, fail: 0, warn: 0, error: 0, skip: 0"}},
 		// global values: "The Pod test-global-dev passes the validation,
-		// and test-global-prod fails" (an Enforce failure: exit 1)
+		// and test-global-prod fails" (an Enforce failure: exit 1); the
+		// Pods, without a namespace, are in "default" as upstream loads them
 		{line: "kyverno apply add_dev_pod.yaml --resource dev_prod_pod.yaml -f global-value.yaml", code: 1,
-			out: []string{"policy cm-globalval-example -> resource /Pod/test-global-prod failed:\n1 - validate-mode The value prod for val1 is not equal to 'dev'.\n\n", "pass: 1, fail: 1"}},
+			out: []string{"policy cm-globalval-example -> resource default/Pod/test-global-prod failed:\n1 - validate-mode The value prod for val1 is not equal to 'dev'.\n\n", "pass: 1, fail: 1"}},
 		// the namespace selector of the values file selects the Pod, whose
 		// name ends in -nginx
 		{line: "kyverno apply enforce-pod-name.yaml --resource nginx.yaml -f namespace-value.yaml",

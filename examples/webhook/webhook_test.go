@@ -200,8 +200,7 @@ func TestValidate(t *testing.T) {
 			allowed: false,
 			message: "\n\nresource Pod/shop/nolabel was blocked due to the following policies \n\n" +
 				"require-team-label:\n" +
-				"  check-team: 'validation error: label ''team'' is required. rule check-team failed\n" +
-				"    at path /metadata/labels/'\n",
+				"  check-team: 'validation error: label ''team'' is required. rule check-team failed at path /metadata/labels/'\n",
 		},
 		{
 			name:    "warning from an Audit policy with emitWarning",

@@ -45,30 +45,30 @@ func TestWildcardMatch(t *testing.T) {
 	}
 }
 
-func TestParseSemver(t *testing.T) {
+// TestSemverOperands: strings that are semantic versions (and no
+// number, quantity or duration) compare as versions, strictly parsed as
+// upstream's library parses them; others do not compare.
+func TestSemverOperands(t *testing.T) {
 	valid := []string{"0.0.0", "1.2.3", "10.20.30", "1.2.3-alpha", "1.2.3-alpha.1", "1.2.3-0.3.7", "1.2.3-x-y-z.--", "1.2.3+build", "1.2.3-rc.1+build.5", "1.2.3+001"}
 	for _, s := range valid {
-		if _, ok := parseSemver(s); !ok {
-			t.Errorf("parseSemver(%q) failed", s)
+		if !numericString(s, s, GreaterThanOrEquals) {
+			t.Errorf("%q >= itself does not hold", s)
 		}
 	}
-	invalid := []string{"", "1", "1.2", "v1.2.3", "01.2.3", "1.02.3", "1.2.03", "1.2.3.4", "1.2.3-", "1.2.3-01", "1.2.3-a..b", "1.2.3+", "1.2.3+a_b", "1.2.3-é", "a.b.c", "1.2.-3", "99999999999999999999.0.0"}
+	invalid := []string{"", "v1.2.3", "01.2.3", "1.02.3", "1.2.03", "1.2.3.4", "1.2.3-", "1.2.3-01", "1.2.3-a..b", "1.2.3+", "1.2.3+a_b", "1.2.3-é", "a.b.c", "1.2.-3", "99999999999999999999.0.0"}
 	for _, s := range invalid {
-		if _, ok := parseSemver(s); ok {
-			t.Errorf("parseSemver(%q) succeeded", s)
+		if numericString(s, s, GreaterThanOrEquals) || numericString("1.0.0", s, GreaterThanOrEquals) {
+			t.Errorf("%q compares as a version", s)
 		}
 	}
 	order := []string{"1.0.0-1", "1.0.0-2", "1.0.0-10", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0", "1.0.1", "1.1.0", "1.10.0", "2.0.0"}
 	for i := 0; i+1 < len(order); i++ {
-		a, _ := parseSemver(order[i])
-		b, _ := parseSemver(order[i+1])
-		if a.compare(b) != -1 || b.compare(a) != 1 || a.compare(a) != 0 {
-			t.Errorf("%s < %s does not hold", order[i], order[i+1])
+		a, b := order[i], order[i+1]
+		if !numericString(a, b, LessThan) || !numericString(b, a, GreaterThan) || numericString(a, a, LessThan) {
+			t.Errorf("%s < %s does not hold", a, b)
 		}
 	}
-	a, _ := parseSemver("1.2.3+a")
-	b, _ := parseSemver("1.2.3+b")
-	if a.compare(b) != 0 {
+	if !numericString("1.2.3+a", "1.2.3+b", GreaterThanOrEquals) || !numericString("1.2.3+a", "1.2.3+b", LessThanOrEquals) {
 		t.Error("build metadata is not ignored")
 	}
 }

@@ -3,6 +3,8 @@ package conditions
 import (
 	"strconv"
 	"time"
+
+	"github.com/blang/semver/v4"
 )
 
 // numeric implements GreaterThan, GreaterThanOrEquals, LessThan and
@@ -48,16 +50,18 @@ func numericString(key string, value any, op Operator) bool {
 	if f, err := strconv.ParseFloat(key, 64); err == nil {
 		return numericFloat(f, value, op)
 	}
-	if kv, ok := parseSemver(key); ok {
+	// semantic versions as upstream parses them (blang/semver: strict
+	// MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD], no "v" prefix)
+	if kv, err := semver.Parse(key); err == nil {
 		v, ok := value.(string)
 		if !ok {
 			return false
 		}
-		vv, ok := parseSemver(v)
-		if !ok {
+		vv, err := semver.Parse(v)
+		if err != nil {
 			return false
 		}
-		return compareFloats(float64(kv.compare(vv)), 0, op)
+		return compareFloats(float64(kv.Compare(vv)), 0, op)
 	}
 	return false
 }

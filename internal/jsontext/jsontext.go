@@ -1,5 +1,6 @@
 // Package jsontext writes JSON text exactly as encoding/json writes it,
-// without reflection, for the report entries and the CLI's documents.
+// without reflection, for the report entries; the CLI has a copy
+// (cmd/gavel/internal/jsontext) for its results document.
 package jsontext
 
 import "unicode/utf8"

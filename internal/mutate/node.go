@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/jsonnum"
 )
 
@@ -189,25 +190,6 @@ func sameRaw(a, b any) bool {
 		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
 	}
 	return false
-}
-
-// copyValue deep-copies the maps and lists of a canonical tree.
-func copyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, c := range t {
-			m[k] = copyValue(c)
-		}
-		return m
-	case []any:
-		l := make([]any, len(t))
-		for i, c := range t {
-			l[i] = copyValue(c)
-		}
-		return l
-	}
-	return v
 }
 
 func newMap() *node { return &node{kind: mapNode} }
@@ -593,7 +575,7 @@ func toValueMode(n *node, p path, share bool) (any, error) {
 		if share {
 			return n.raw, nil
 		}
-		return copyValue(n.raw), nil
+		return deepcopy.Value(n.raw), nil
 	}
 	switch n.kind {
 	case mapNode:

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/internal/testshared"
 )
 
 // This file runs the mutate rules of policies from the upstream policy
@@ -27,10 +29,8 @@ import (
 // skip. Patches with variables, and foreach loops, are only used through the
 // hand-written substitutions of the overrides table below.
 //
-// testdata/realworld holds a copy of some of those tests; when the shared
-// conformance corpus is checked out beside the repository, it is run too.
-
-const sharedCorpus = "../../../shared/conformance/kyverno-policies"
+// testdata/realworld holds a copy of some of those tests; with the shared
+// conformance corpus (GAVEL_SHARED), the whole corpus is run too.
 
 // override builds the concrete patches of a rule for one resource, in the
 // order the engine applies them (foreach loops over strategic merge patches
@@ -176,9 +176,8 @@ func TestRealWorld(t *testing.T) {
 }
 
 func TestRealWorldSharedCorpus(t *testing.T) {
-	if _, err := os.Stat(sharedCorpus); err != nil {
-		t.Skip("shared conformance corpus not present")
-	}
+	// the whole upstream corpus: with GAVEL_SHARED
+	sharedCorpus := filepath.Join(testshared.Dir(t, "conformance"), "kyverno-policies")
 	var dirs []string
 	err := filepath.WalkDir(sharedCorpus, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() && d.Name() == ".kyverno-test" {

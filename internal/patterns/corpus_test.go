@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gavelpolicy/gavel/internal/testshared"
 )
 
 // This file pins the outcome of Match (nil, or the Error's status, path,
@@ -20,11 +22,10 @@ import (
 // file holds one digest per pattern, so that an optimisation of the matcher
 // that changes any outcome on real inputs fails here.
 
-const (
-	sharedBench      = "../../../shared/bench"
-	sharedConformSet = "../../../shared/conformance"
-	corpusGolden     = "testdata/corpus.golden"
-)
+// corpusGolden names the corpus files as they were named when the corpus
+// was read beside the repository ("../../shared/..."): the names stay
+// whatever GAVEL_SHARED is.
+const corpusGolden = "testdata/corpus.golden"
 
 // corpusPattern is a pattern found in a policy file.
 type corpusPattern struct {
@@ -137,14 +138,17 @@ func outcomeOf(err error) string {
 }
 
 // corpusInputs returns the patterns of the corpora and the resources they
-// are matched with.
+// are matched with. It needs the shared corpus (GAVEL_SHARED).
 func corpusInputs(t *testing.T) ([]corpusPattern, []any) {
 	t.Helper()
-	if _, err := os.Stat(sharedBench); err != nil {
-		t.Skip("shared bench workload not present")
-	}
-	if _, err := os.Stat(sharedConformSet); err != nil {
-		t.Skip("shared conformance corpus not present")
+	sharedBench := testshared.Dir(t, "bench")
+	sharedConformSet := testshared.Dir(t, "conformance")
+	root := filepath.Dir(sharedConformSet)
+	name := func(f string) string {
+		if rel, err := filepath.Rel(root, f); err == nil && !strings.HasPrefix(rel, "..") {
+			return "../../shared/" + filepath.ToSlash(rel)
+		}
+		return strings.TrimPrefix(f, "../")
 	}
 	var pats []corpusPattern
 	var resources []any
@@ -161,7 +165,7 @@ func corpusInputs(t *testing.T) ([]corpusPattern, []any) {
 			for i, doc := range readDocs(t, f) {
 				// Named as from the package's former place, patterns/, so that
 				// the golden file keeps its bytes.
-				collectPatterns(fmt.Sprintf("%s#%d", strings.TrimPrefix(f, "../"), i), doc, &pats)
+				collectPatterns(fmt.Sprintf("%s#%d", name(f), i), doc, &pats)
 				if dir != filepath.Join(sharedBench, "policies") {
 					resources = append(resources, doc)
 				}

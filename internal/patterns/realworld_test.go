@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/internal/testshared"
 )
 
 // This file runs validate.pattern and validate.anyPattern rules of policies
@@ -22,11 +24,8 @@ import (
 // Rules written for Pods are expanded for Pod controllers the way Kyverno's
 // autogen does (spec.template, and spec.jobTemplate.spec.template for CronJobs).
 //
-// testdata/realworld holds a copy of some of those tests. When the shared
-// conformance corpus is checked out beside the repository, the whole corpus
-// is run too.
-
-const sharedCorpus = "../../../shared/conformance/kyverno-policies"
+// testdata/realworld holds a copy of some of those tests. With the shared
+// conformance corpus (GAVEL_SHARED), the whole corpus is run too.
 
 func TestRealWorld(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/realworld/*/.kyverno-test")
@@ -53,9 +52,8 @@ func TestRealWorld(t *testing.T) {
 }
 
 func TestRealWorldSharedCorpus(t *testing.T) {
-	if _, err := os.Stat(sharedCorpus); err != nil {
-		t.Skip("shared conformance corpus not present")
-	}
+	// the whole upstream corpus: with GAVEL_SHARED
+	sharedCorpus := filepath.Join(testshared.Dir(t, "conformance"), "kyverno-policies")
 	var dirs []string
 	err := filepath.WalkDir(sharedCorpus, func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() && d.Name() == ".kyverno-test" {

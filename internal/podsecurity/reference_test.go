@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/internal/testshared"
 )
 
 // This file holds a straightforward evaluation of a compiled Check, without
@@ -247,15 +249,20 @@ var referenceExtra = []string{
 	"- controlName: Capabilities\n  images: ['*']\n- controlName: Privilege Escalation\n  images: ['*']\n- controlName: Running as Non-root\n- controlName: Running as Non-root\n  images: ['*']\n- controlName: Seccomp\n- controlName: Seccomp\n  images: ['*']",
 }
 
-// referenceObjects gathers the 1,000 bench Pods and the pods of the shared
-// conformance corpus (when the shared data is there) and of testdata.
+// referenceObjects gathers the pods of testdata and, with the shared
+// corpus (GAVEL_SHARED), the 1,000 bench Pods and the pods of the
+// conformance corpus.
 func referenceObjects(t *testing.T) []map[string]any {
 	t.Helper()
 	var objs []map[string]any
-	if _, err := os.Stat("../../../shared/bench/pods-1000.yaml"); err == nil {
-		objs = append(objs, mustReadObjects(t, "../../../shared/bench/pods-1000.yaml")...)
+	roots := []string{"testdata/conformance"}
+	if bench, ok := testshared.Optional(t, "bench"); ok {
+		objs = append(objs, mustReadObjects(t, filepath.Join(bench, "pods-1000.yaml"))...)
 	}
-	for _, root := range []string{"../../../shared/conformance", "testdata/conformance"} {
+	if conf, ok := testshared.Optional(t, "conformance"); ok {
+		roots = append([]string{conf}, roots...)
+	}
+	for _, root := range roots {
 		err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() || !strings.HasSuffix(path, ".yaml") {
 				return err

@@ -29,6 +29,10 @@ func (f EvaluatorFunc) Lookup(expr string) (any, bool, error) {
 	return v, v != nil, err
 }
 
+// AppendText appends v to dst as upstream splices a value into a longer
+// string: strings as they are, anything else as compact JSON.
+func AppendText(dst []byte, v any) ([]byte, error) { return appendText(dst, v) }
+
 // appendText renders v as upstream does when a value is spliced into a
 // longer string or into the text of an outer expression: strings as they are,
 // anything else as compact JSON.

@@ -1,7 +1,8 @@
 // Package yamltext writes YAML text for strings exactly as yaml.v2 (under
 // sigs.k8s.io/yaml) writes it in block mappings, without its encoder, for
 // the strings whose rendering is simple to decide; callers hand the others
-// to yaml.v2. The report encoders and the CLI's YAML output share it.
+// to yaml.v2. The report encoders use it; the CLI has a copy
+// (cmd/gavel/internal/yamltext) for its results document.
 package yamltext
 
 import "strings"

@@ -3,22 +3,37 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"log/slog"
 	"net/http"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/admission"
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cluster"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
 // webhook answers AdmissionReviews with the policies the PolicySource
-// serves now. It keeps no state: any number of replicas may serve.
+// serves now, through the admission package (the same answers as any
+// other host of gavel: upstream's denials, warnings and patches). It
+// keeps no state: any number of replicas may serve.
+//
+// Paths, as the webhook configurations the leader writes name them:
+// /validate/fail and /validate/ignore serve the policies of that failure
+// policy, /validate/{fail,ignore}/finegrained/KEY the policies of a
+// webhook of their own (KEY: NAMESPACE/NAME or NAME of a policy with
+// match conditions, KIND.NAME of a CEL policy, selectors/HASH of CEL
+// policies with the same selectors); /mutate likewise; /validate and
+// /mutate alone serve every policy (static webhook configurations);
+// /downstream the updates and deletions of generated resources and clone
+// sources.
 type webhook struct {
-	src         *cluster.PolicySource
-	warnOnAudit bool
+	src *cluster.PolicySource
+	// host gives subresource requests their resource's kind (nil: left
+	// to the request's kind)
+	host *cluster.Host
 	// reports records the results of admitted requests for the policy
 	// reports (nil: not recorded).
 	reports *cluster.AdmissionReports
@@ -27,137 +42,215 @@ type webhook struct {
 	// nothing).
 	downstream *cluster.DownstreamAdmission
 	// roles fills the RBAC roles bound to the requesting user (nil: none).
-	roles *cluster.RoleBindings
-	logf  func(string, ...any)
+	roles   *cluster.RoleBindings
+	metrics *cluster.Metrics
+	log     *slog.Logger
+}
+
+// policySet picks the policies one path serves.
+type policySet func(w *webhook, r *http.Request) *engine.PolicySet
+
+// allPolicies serves every policy the webhooks serve (not the admission
+// policies the API server evaluates itself).
+func allPolicies(w *webhook, _ *http.Request) *engine.PolicySet { return w.src.WebhookSet("", "") }
+
+func byFailurePolicy(w *webhook, r *http.Request) *engine.PolicySet {
+	return w.src.WebhookSet(failurePolicy(r), r.PathValue("key"))
+}
+
+func failurePolicy(r *http.Request) api.FailurePolicyType {
+	if r.PathValue("fp") == "ignore" {
+		return api.Ignore
+	}
+	return api.Fail
 }
 
 func (w *webhook) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /validate", w.serve(w.validate, false))
-	mux.HandleFunc("POST /mutate", w.serve(w.mutate, false))
-	mux.HandleFunc("POST /downstream", w.serve(w.downstreamChange, true))
+	for _, route := range []struct {
+		path string
+		set  policySet
+	}{
+		{"", allPolicies},
+		{"/{fp}", byFailurePolicy},
+		{"/{fp}" + cluster.FineGrainedPath + "/{key...}", byFailurePolicy},
+	} {
+		mux.HandleFunc("POST "+cluster.ValidatePath+route.path, w.serve(cluster.ValidatingWebhook, route.set, w.validate))
+		mux.HandleFunc("POST "+cluster.MutatePath+route.path, w.serve(cluster.MutatingWebhook, route.set, w.mutate))
+	}
+	mux.HandleFunc("POST "+cluster.DownstreamPath, w.serveDownstream)
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write([]byte("ok\n")) })
-	return mux
+	mux.HandleFunc("GET /readyz", w.readyz)
+	return instrument(mux, w.metrics)
 }
 
-type reviewFunc func(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse
+// readyz answers 200 once the policies that existed at start are
+// compiled, 503 before.
+func (w *webhook) readyz(rw http.ResponseWriter, _ *http.Request) {
+	if w.src != nil && !w.src.Synced() {
+		http.Error(rw, "policies not compiled yet", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = rw.Write([]byte("ok\n"))
+}
 
-// serve decodes the AdmissionReview and answers with fn's response. A
-// request it cannot decode is refused, unless admit: then it is logged and
-// admitted (a webhook that only records must never deny).
-func (w *webhook) serve(fn reviewFunc, admit bool) http.HandlerFunc {
+// instrument records kyverno_http_requests_total and its duration for
+// every request.
+func instrument(next http.Handler, m *cluster.Metrics) http.Handler {
+	if m == nil {
+		return next
+	}
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(rw, r)
+		m.HTTP(r.Method, r.URL.Path, time.Since(start))
+	})
+}
+
+type reviewFunc func(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse
+
+// decode reads an AdmissionReview; it answers 400 itself (the API server
+// then applies the webhook's failure policy) and returns nil when the
+// body is not one.
+func decode(rw http.ResponseWriter, r *http.Request) *admissionv1.AdmissionReview {
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(http.MaxBytesReader(rw, r.Body, 3<<20)).Decode(&review); err != nil || review.Request == nil {
+		http.Error(rw, "malformed AdmissionReview", http.StatusBadRequest)
+		return nil
+	}
+	return &review
+}
+
+func respond(rw http.ResponseWriter, review *admissionv1.AdmissionReview, resp *admissionv1.AdmissionResponse) {
+	resp.UID = review.Request.UID
+	rw.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(rw).Encode(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+}
+
+// serve answers an AdmissionReview with fn on the path's policies, and
+// records the admission's metrics.
+func (w *webhook) serve(typ string, pick policySet, fn reviewFunc) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(http.MaxBytesReader(rw, r.Body, 3<<20)).Decode(&review); err != nil || review.Request == nil {
-			http.Error(rw, "malformed AdmissionReview", http.StatusBadRequest)
+		start := time.Now()
+		review := decode(rw, r)
+		if review == nil {
 			return
 		}
+		part := r.PathValue("fp")
 		var resp *admissionv1.AdmissionResponse
-		req, err := admission.Request(review.Request)
-		if err == nil && w.roles != nil {
-			req.Roles, req.ClusterRoles, err = w.roles.Of(req.Namespace, req.UserInfo)
-		}
-		switch {
-		case err != nil && admit:
-			w.logf("%s: %v", r.URL.Path, err)
+		if set := pick(w, r); set == nil {
+			// a policy's own webhook after the policy went: nothing to say
 			resp = &admissionv1.AdmissionResponse{Allowed: true}
-		case err != nil:
-			resp = errorResponse(http.StatusBadRequest, err)
-		default:
-			var set *engine.PolicySet
-			if w.src != nil {
-				set = w.src.Set() // one set for the whole request
-			}
-			resp = fn(r.Context(), set, req)
+		} else {
+			resp = fn(r.Context(), part, set, review.Request)
 		}
-		resp.UID = review.Request.UID
-		rw.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(rw).Encode(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+		respond(rw, review, resp)
+		ar := review.Request
+		w.metrics.Admission(typ, ar.Kind.Kind, ar.Namespace, api.AdmissionOperation(ar.Operation), resp.Allowed, time.Since(start))
 	}
 }
 
-// validate runs the validate rules and, for an admitted request, the
-// generate rules, whose UpdateRequests the host writes to the cluster.
-func (w *webhook) validate(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
-	out := &admissionv1.AdmissionResponse{Allowed: true}
-	// a DELETE carries the old object only: validate rules see it as
-	// upstream's do (a rule may deny deleting)
-	if req.Object != nil || req.OldObject != nil {
-		resp, err := set.Validate(ctx, req)
-		if err != nil {
-			return errorResponse(http.StatusInternalServerError, fmt.Errorf("gavel: validation failed: %w", err))
-		}
-		if resp.Blocked() {
-			// upstream's denial, its message written as upstream writes it
-			// (yaml.v2, long lines folded)
-			return admission.ValidateResponse(nil, resp, nil)
-		}
-		out.Warnings = w.warnings(resp)
-		if w.reports != nil {
-			w.reports.Record(req, resp) // queued, never waits
-		}
+// validate answers with the validate rules (admission.ValidateResponse);
+// an allowed request that is not a dry run then goes to the generate
+// rules, whose UpdateRequests the host writes to the cluster.
+func (w *webhook) validate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	req, err := w.request(ar)
+	var resp *engine.Response
+	if err == nil {
+		resp, err = set.Validate(ctx, req)
 	}
-	if !req.DryRun {
-		if _, err := set.Generate(ctx, req); err != nil {
-			w.logf("generate for %s %s/%s: %v", req.Kind.Kind, req.Namespace, req.Name, err)
+	out := admission.ValidateResponse(ar, resp, err)
+	if req == nil {
+		return out
+	}
+	w.metrics.Results(req, resp, false)
+	if !out.Allowed || req.DryRun {
+		return out
+	}
+	if w.reports != nil && resp != nil {
+		w.reports.Record(req, resp, part) // queued, never waits
+	}
+	gen, err := set.Generate(ctx, req)
+	if err != nil {
+		w.log.Error("generate", "kind", ar.Kind.Kind, "namespace", ar.Namespace, "name", ar.Name, "err", err)
+	}
+	w.metrics.Results(req, gen, false)
+	return out
+}
+
+// request converts the admission request (admission.Request) and gives a
+// subresource request its resource's kind, which match blocks select
+// (cluster.Host.SetResourceKind): the one thing the host adds.
+func (w *webhook) request(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
+	req, err := admission.Request(ar)
+	if err == nil && w.host != nil {
+		w.host.SetResourceKind(req)
+	}
+	if err == nil && w.roles != nil {
+		req.Roles, req.ClusterRoles, err = w.roles.Of(req.Namespace, req.UserInfo)
+	}
+	return req, err
+}
+
+// mutate answers with the mutate rules' JSON patch, as admission.Mutate
+// does (its three steps, so that the request is decoded once). The
+// results of the CEL mutating kinds of an admitted request are recorded
+// for the reports, as upstream's MutatingPolicy handler does.
+func (w *webhook) mutate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	req, err := w.request(ar)
+	var resp *engine.Response
+	if err == nil && req.Object != nil {
+		resp, err = set.Mutate(ctx, req)
+	}
+	if resp != nil {
+		w.metrics.Results(req, resp, false)
+	}
+	out := admission.MutateResponse(ar, resp, err)
+	if out.Allowed && w.reports != nil && resp != nil && !req.DryRun {
+		if cel := celMutations(resp); cel != nil {
+			w.reports.Record(req, cel, "mutate-"+part) // queued, never waits
 		}
 	}
 	return out
 }
 
-// downstreamChange handles an UPDATE or DELETE of an object carrying the
+// celMutations returns the results of the CEL mutating kinds of a Mutate
+// response (nil when there are none): the reports keep those, and the
+// validating webhook records the rest.
+func celMutations(resp *engine.Response) *engine.Response {
+	var out *engine.Response
+	for _, pr := range resp.Policies {
+		switch pr.Policy.Kind() {
+		case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy:
+			if out == nil {
+				out = &engine.Response{Resource: resp.Resource}
+			}
+			out.Policies = append(out.Policies, pr)
+		}
+	}
+	return out
+}
+
+// serveDownstream handles an UPDATE or DELETE of an object carrying the
 // generate tracking labels (the webhook configuration's objectSelector
 // sends only those): the UpdateRequest that synchronizes it is written
-// for the leader, now or when one starts. It always admits: a failure to
-// write is logged and counted, never a denial.
-func (w *webhook) downstreamChange(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
-	if w.downstream != nil {
-		if _, err := w.downstream.Handle(ctx, set, req); err != nil {
-			w.logf("downstream %s %s %s/%s (%d failed so far): %v", req.Operation, req.Kind.Kind, req.Namespace, req.Name, w.downstream.Failed(), err)
+// for the leader, now or when one starts. It always admits: a request it
+// cannot decode, or a failure to write, is logged and counted, never a
+// denial.
+func (w *webhook) serveDownstream(rw http.ResponseWriter, r *http.Request) {
+	review := decode(rw, r)
+	if review == nil {
+		return
+	}
+	req, err := admission.Request(review.Request)
+	switch {
+	case err != nil:
+		w.log.Warn("downstream: request not understood", "err", err)
+	case w.downstream != nil:
+		if _, err := w.downstream.Handle(r.Context(), w.src.Set(), req); err != nil {
+			w.log.Error("downstream: writing the UpdateRequest", "operation", req.Operation, "kind", req.Kind.Kind,
+				"namespace", req.Namespace, "name", req.Name, "failed", w.downstream.Failed(), "err", err)
 		}
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true}
-}
-
-func (w *webhook) warnings(resp *engine.Response) []string {
-	var out []string
-	for _, p := range resp.Policies {
-		for _, r := range p.Rules {
-			if r.Status != engine.StatusFail && r.Status != engine.StatusError {
-				continue
-			}
-			if r.EmitWarning || (w.warnOnAudit && !p.FailureAction.IsEnforce()) {
-				out = append(out, fmt.Sprintf("policy %s.%s: %s", p.Policy.Name(), r.Name, r.Message))
-			}
-		}
-	}
-	return out
-}
-
-// mutate answers with the JSON patch of the mutate rules.
-func (w *webhook) mutate(ctx context.Context, set *engine.PolicySet, req *engine.Request) *admissionv1.AdmissionResponse {
-	if req.Object == nil {
-		return &admissionv1.AdmissionResponse{Allowed: true}
-	}
-	resp, err := set.Mutate(ctx, req)
-	if err != nil {
-		return errorResponse(http.StatusInternalServerError, fmt.Errorf("gavel: mutation failed: %w", err))
-	}
-	out := &admissionv1.AdmissionResponse{Allowed: true}
-	for _, p := range resp.Policies {
-		for _, r := range p.Rules {
-			if r.Status == engine.StatusFail || r.Status == engine.StatusError {
-				out.Warnings = append(out.Warnings, fmt.Sprintf("policy %s.%s: %s", p.Policy.Name(), r.Name, r.Message))
-			}
-		}
-	}
-	if len(resp.Patch) > 0 {
-		pt := admissionv1.PatchTypeJSONPatch
-		out.Patch, out.PatchType = resp.Patch, &pt
-	}
-	return out
-}
-
-func errorResponse(code int32, err error) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{Result: &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: err.Error()}}
+	respond(rw, review, &admissionv1.AdmissionResponse{Allowed: true})
 }

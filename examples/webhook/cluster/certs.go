@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	_ "embed"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
@@ -24,14 +22,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed manifests/webhooks.yaml
-var webhooksYAML []byte
-
 // runCerts is the certs subcommand: it makes a CA and a serving
 // certificate of the webhook's Service signed by it, and prints the TLS
-// Secret and the webhook configurations with the CA as their caBundle,
-// ready for kubectl apply -f -. With -dir it also writes ca.crt, tls.crt
-// and tls.key there (for a webhook run outside the cluster).
+// Secret (tls.crt, tls.key and ca.crt, which gavel puts in the webhook
+// configurations it writes), ready for kubectl apply -f -. With -dir it
+// also writes ca.crt, tls.crt and tls.key there (for a webhook run
+// outside the cluster). The Helm chart makes its own.
 func runCerts(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cluster certs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -40,7 +36,6 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 		service   = fs.String("service", "gavel", "name of the webhook's Service")
 		secret    = fs.String("secret", "gavel-tls", "name of the TLS Secret")
 		validity  = fs.Duration("validity", 365*24*time.Hour, "validity of the certificates")
-		webhooks  = fs.String("webhooks", "", "webhook configurations whose CA_BUNDLE is filled in (default: manifests/webhooks.yaml, built in)")
 		dir       = fs.String("dir", "", "also write ca.crt, tls.crt and tls.key into this directory")
 		hosts     = fs.String("hosts", "", "comma-separated extra DNS names and IP addresses of the serving certificate (a webhook run outside the cluster: 127.0.0.1,localhost)")
 	)
@@ -51,15 +46,6 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	tmpl := webhooksYAML
-	if *webhooks != "" {
-		data, err := os.ReadFile(*webhooks)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		tmpl = data
-	}
 	var extra []string
 	if *hosts != "" {
 		extra = strings.Split(*hosts, ",")
@@ -69,7 +55,7 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	out, err := b.manifests(*secret, *service, *namespace, tmpl)
+	out, err := b.secret(*secret, *namespace)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -182,17 +168,12 @@ func serial() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 }
 
-// manifests returns the Secret and the webhook configurations of tmpl with
-// CA_BUNDLE replaced by the CA and the Service reference of the example
-// (gavel/gavel) by the given one.
-func (b *bundle) manifests(secret, service, namespace string, tmpl []byte) ([]byte, error) {
-	if !bytes.Contains(tmpl, []byte("CA_BUNDLE")) {
-		return nil, errors.New("certs: the webhook configurations have no CA_BUNDLE to fill in")
-	}
-	sec, err := yaml.Marshal(map[string]any{
+// secret returns the TLS Secret of the bundle.
+func (b *bundle) secret(name, namespace string) ([]byte, error) {
+	return yaml.Marshal(map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Secret",
-		"metadata":   map[string]any{"name": secret, "namespace": namespace},
+		"metadata":   map[string]any{"name": name, "namespace": namespace},
 		"type":       "kubernetes.io/tls",
 		"data": map[string]any{
 			"tls.crt": base64.StdEncoding.EncodeToString(b.certPEM),
@@ -200,15 +181,4 @@ func (b *bundle) manifests(secret, service, namespace string, tmpl []byte) ([]by
 			"ca.crt":  base64.StdEncoding.EncodeToString(b.caPEM),
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	wh := strings.ReplaceAll(string(tmpl), "CA_BUNDLE", base64.StdEncoding.EncodeToString(b.caPEM))
-	wh = strings.ReplaceAll(wh, "service: {name: gavel, namespace: gavel,",
-		fmt.Sprintf("service: {name: %s, namespace: %s,", service, namespace))
-	var out bytes.Buffer
-	out.Write(sec)
-	out.WriteString("---\n")
-	out.WriteString(wh)
-	return out.Bytes(), nil
 }

@@ -17,26 +17,19 @@ import (
 
 func TestCerts(t *testing.T) {
 	tests := []struct {
-		name          string
-		args          []string
-		secretNS      string
-		hosts         []string
-		serviceInHook string
+		name     string
+		args     []string
+		secretNS string
+		hosts    []string
 	}{
-		{
-			name: "defaults", secretNS: "gavel",
-			hosts:         []string{"gavel.gavel.svc", "gavel.gavel.svc.cluster.local"},
-			serviceInHook: "service: {name: gavel, namespace: gavel, path: /mutate}",
-		},
+		{name: "defaults", secretNS: "gavel", hosts: []string{"gavel.gavel.svc", "gavel.gavel.svc.cluster.local"}},
 		{
 			name: "other service", args: []string{"-namespace", "policy", "-service", "webhook"}, secretNS: "policy",
-			hosts:         []string{"webhook.policy.svc", "webhook.policy.svc.cluster.local"},
-			serviceInHook: "service: {name: webhook, namespace: policy, path: /mutate}",
+			hosts: []string{"webhook.policy.svc", "webhook.policy.svc.cluster.local"},
 		},
 		{
 			name: "outside the cluster", args: []string{"-hosts", "127.0.0.1,localhost, ::1"}, secretNS: "gavel",
-			hosts:         []string{"gavel.gavel.svc", "127.0.0.1", "localhost", "::1"},
-			serviceInHook: "service: {name: gavel, namespace: gavel, path: /mutate}",
+			hosts: []string{"gavel.gavel.svc", "127.0.0.1", "localhost", "::1"},
 		},
 	}
 	for _, tt := range tests {
@@ -46,61 +39,23 @@ func TestCerts(t *testing.T) {
 			if code := runCerts(append([]string{"-dir", dir}, tt.args...), &stdout, &stderr); code != 0 {
 				t.Fatalf("exit code %d: %s", code, stderr.String())
 			}
-			docs := strings.Split(stdout.String(), "\n---\n")
-			if len(docs) != 3 {
-				t.Fatalf("%d documents, want the Secret and two webhook configurations", len(docs))
-			}
 			var secret struct {
 				Kind     string
 				Type     string
 				Metadata struct{ Name, Namespace string }
 				Data     map[string][]byte
 			}
-			if err := yaml.Unmarshal([]byte(docs[0]), &secret); err != nil {
+			if err := yaml.Unmarshal(stdout.Bytes(), &secret); err != nil {
 				t.Fatal(err)
 			}
 			if secret.Kind != "Secret" || secret.Type != "kubernetes.io/tls" || secret.Metadata.Name != "gavel-tls" || secret.Metadata.Namespace != tt.secretNS {
 				t.Errorf("secret %+v", secret)
 			}
-			if strings.Contains(stdout.String(), "CA_BUNDLE") {
-				t.Error("a CA_BUNDLE is left")
-			}
-			if !strings.Contains(docs[1], tt.serviceInHook) {
-				t.Errorf("mutating webhook does not name %q:\n%s", tt.serviceInHook, docs[1])
-			}
-			var caBundles [][]byte
-			for _, doc := range docs[1:] {
-				var wh struct {
-					Kind     string
-					Webhooks []struct {
-						ClientConfig struct{ CABundle []byte } `json:"clientConfig"`
-					}
-				}
-				if err := yaml.Unmarshal([]byte(doc), &wh); err != nil {
-					t.Fatal(err)
-				}
-				for _, w := range wh.Webhooks {
-					caBundles = append(caBundles, w.ClientConfig.CABundle)
-				}
-			}
-			// mutate, validate, and the downstream and clone source
-			// webhooks (one configuration)
-			if len(caBundles) != 4 {
-				t.Fatalf("%d webhooks, want 4", len(caBundles))
-			}
-			for _, b := range caBundles[1:] {
-				if !bytes.Equal(b, caBundles[0]) {
-					t.Fatal("the webhooks' caBundles differ")
-				}
-			}
-			if want := strings.Replace(tt.serviceInHook, "/mutate", "/downstream", 1); strings.Count(docs[2], want) != 2 {
-				t.Errorf("the downstream webhooks do not name %q:\n%s", want, docs[2])
-			}
-			// the webhooks' CA verifies the Secret's certificate for the
-			// Service's names, and the key pair matches
+			// the CA verifies the certificate for the Service's names,
+			// and the key pair matches
 			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(caBundles[0]) || !bytes.Equal(caBundles[0], caBundles[1]) || !bytes.Equal(caBundles[0], secret.Data["ca.crt"]) {
-				t.Fatal("the webhooks' caBundles are not the Secret's CA")
+			if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+				t.Fatal("no CA in the Secret")
 			}
 			pair, err := tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"])
 			if err != nil {
@@ -133,10 +88,6 @@ func TestCerts(t *testing.T) {
 }
 
 func TestCertsErrors(t *testing.T) {
-	noBundle := filepath.Join(t.TempDir(), "webhooks.yaml")
-	if err := os.WriteFile(noBundle, []byte("kind: ValidatingWebhookConfiguration\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range []struct {
 		args []string
 		code int
@@ -145,8 +96,7 @@ func TestCertsErrors(t *testing.T) {
 		{[]string{"-no-such-flag"}, 2, "usage: cluster certs"},
 		{[]string{"-validity", "-1h"}, 1, "validity must be positive"},
 		{[]string{"-service", ""}, 1, "service and the namespace are required"},
-		{[]string{"-webhooks", noBundle}, 1, "no CA_BUNDLE"},
-		{[]string{"-webhooks", filepath.Join(t.TempDir(), "missing.yaml")}, 1, "no such file"},
+		{[]string{"-dir", filepath.Join(t.TempDir(), "missing")}, 1, "no such file"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := runCerts(tt.args, &stdout, &stderr); code != tt.code || !strings.Contains(stderr.String(), tt.msg) || stdout.Len() != 0 {
@@ -155,14 +105,14 @@ func TestCertsErrors(t *testing.T) {
 	}
 }
 
-// The Deployment names the image that the Dockerfile's documented build
+// The chart's default image is the one the Dockerfile's documented build
 // command tags, and the Dockerfile builds this command.
-func TestDeploymentNamesTheDockerfilesImage(t *testing.T) {
+func TestChartNamesTheDockerfilesImage(t *testing.T) {
 	docker, err := os.ReadFile("Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`docker build -f examples/webhook/cluster/Dockerfile -t (\S+) \.`).FindSubmatch(docker)
+	m := regexp.MustCompile(`docker build -f examples/webhook/cluster/Dockerfile -t (\S+):(\S+) \.`).FindSubmatch(docker)
 	if m == nil {
 		t.Fatal("the Dockerfile documents no build command")
 	}
@@ -170,31 +120,17 @@ func TestDeploymentNamesTheDockerfilesImage(t *testing.T) {
 		!strings.Contains(string(docker), "CGO_ENABLED=0") {
 		t.Error("the Dockerfile does not build this command statically")
 	}
-	deploy, err := os.ReadFile(filepath.Join("manifests", "deployment.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "charts", "gavel", "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var images []string
-	for _, doc := range strings.Split(string(deploy), "\n---\n") {
-		var d struct {
-			Kind string
-			Spec struct {
-				Template struct {
-					Spec struct{ Containers []struct{ Image string } }
-				}
-			}
-		}
-		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
-			t.Fatal(err)
-		}
-		if d.Kind != "Deployment" {
-			continue
-		}
-		for _, c := range d.Spec.Template.Spec.Containers {
-			images = append(images, c.Image)
-		}
+	var values struct {
+		Image struct{ Repository, Tag string }
 	}
-	if len(images) != 1 || images[0] != string(m[1]) {
-		t.Errorf("the Deployment's images %v, want [%s]", images, m[1])
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	if values.Image.Repository != string(m[1]) || values.Image.Tag != string(m[2]) {
+		t.Errorf("the chart's image %s:%s, want %s:%s", values.Image.Repository, values.Image.Tag, m[1], m[2])
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -56,17 +58,27 @@ type replica struct {
 
 func newReplica(t *testing.T) *replica {
 	t.Helper()
+	return newReplicaWith(t, provisioner())
+}
+
+// newReplicaWith is newReplica with the given policies.
+func newReplicaWith(t testing.TB, policies ...*unstructured.Unstructured) *replica {
+	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{
 		cluster.ClusterPolicies: "ClusterPolicyList", cluster.Policies: "PolicyList", cluster.PolicyExceptions: "PolicyExceptionList",
 		cluster.UpdateRequests: "UpdateRequestList", configMaps: "ConfigMapList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
 	}
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a", "uid": "uid-a"}}}
 	plain := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "plain", "namespace": "team-a"}}}
-	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, provisioner(), ns, plain)
+	objs := []runtime.Object{ns, plain}
+	for _, p := range policies {
+		objs = append(objs, p)
+	}
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	h, err := cluster.NewForClients(kubefake.NewClientset(), dyn, mapper, cluster.Options{Namespace: "gavel", Logf: t.Logf})
+	h, err := cluster.NewForClients(kubefake.NewClientset(), dyn, mapper, cluster.Options{Namespace: "gavel"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +88,17 @@ func newReplica(t *testing.T) *replica {
 	}
 	ctrl := cluster.NewController(h, src, cluster.ControllerOptions{ScanInterval: -1})
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		cancel()
+		h.Shutdown()
+	})
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !src.WaitForSync(ctx) {
 		t.Fatal("policies not synced")
 	}
-	wh := &webhook{src: src, logf: t.Logf,
+	wh := &webhook{src: src, host: h, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: "system:serviceaccount:gavel:gavel"})}
 	return &replica{wh: wh, ctrl: ctrl, src: src, dyn: dyn}
 }

@@ -1,0 +1,211 @@
+package api_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+func doc(t *testing.T, src string) api.Document {
+	t.Helper()
+	docs, err := api.ReadDocuments(strings.NewReader(src), "p.yaml")
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("%v (%d documents)", err, len(docs))
+	}
+	return docs[0]
+}
+
+func TestDecodeCELKinds(t *testing.T) {
+	tests := []struct {
+		apiVersion, kind string
+		typ              string
+		namespaced       bool
+	}{
+		{"policies.kyverno.io/v1alpha1", "ValidatingPolicy", "*api.ValidatingPolicy", false},
+		{"policies.kyverno.io/v1beta1", "ValidatingPolicy", "*api.ValidatingPolicy", false},
+		{"policies.kyverno.io/v1", "NamespacedValidatingPolicy", "*api.ValidatingPolicy", true},
+		{"policies.kyverno.io/v1", "ImageValidatingPolicy", "*api.ImageValidatingPolicy", false},
+		{"policies.kyverno.io/v1beta1", "NamespacedImageValidatingPolicy", "*api.ImageValidatingPolicy", true},
+		{"policies.kyverno.io/v1", "MutatingPolicy", "*api.MutatingPolicy", false},
+		{"policies.kyverno.io/v1", "NamespacedMutatingPolicy", "*api.MutatingPolicy", true},
+		{"policies.kyverno.io/v1", "GeneratingPolicy", "*api.GeneratingPolicy", false},
+		{"policies.kyverno.io/v1alpha1", "NamespacedGeneratingPolicy", "*api.GeneratingPolicy", true},
+		{"policies.kyverno.io/v1", "DeletingPolicy", "*api.DeletingPolicy", false},
+		{"policies.kyverno.io/v1", "NamespacedDeletingPolicy", "*api.DeletingPolicy", true},
+		{"admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "*api.ValidatingAdmissionPolicy", false},
+		{"admissionregistration.k8s.io/v1beta1", "ValidatingAdmissionPolicyBinding", "*api.ValidatingAdmissionPolicyBinding", false},
+		{"admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy", "*api.MutatingAdmissionPolicy", false},
+		{"admissionregistration.k8s.io/v1alpha1", "MutatingAdmissionPolicyBinding", "*api.MutatingAdmissionPolicyBinding", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.apiVersion+" "+tt.kind, func(t *testing.T) {
+			d := doc(t, fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: x\nspec: {}\n", tt.apiVersion, tt.kind))
+			if !d.IsPolicy() {
+				t.Fatal("not a policy")
+			}
+			p, err := api.DecodePolicy(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprintf("%T", p); got != tt.typ {
+				t.Errorf("type %s, want %s", got, tt.typ)
+			}
+			if p.GetKind() != tt.kind || p.IsNamespaced() != tt.namespaced {
+				t.Errorf("kind %s namespaced %v, want %s %v", p.GetKind(), p.IsNamespaced(), tt.kind, tt.namespaced)
+			}
+			if tt.namespaced && p.GetNamespace() != "default" {
+				t.Errorf("namespace %q, want default", p.GetNamespace())
+			}
+			if _, classic := p.(api.ClassicPolicy); classic {
+				t.Error("a CEL kind implements ClassicPolicy")
+			}
+		})
+	}
+}
+
+func TestDecodeValidatingPolicy(t *testing.T) {
+	d := doc(t, `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: check
+spec:
+  validationActions: [Audit]
+  evaluation:
+    mode: JSON
+    background: {enabled: false}
+  autogen:
+    podControllers:
+      controllers: [deployments]
+  webhookConfiguration:
+    timeoutSeconds: 12
+  matchConditions:
+  - name: a
+    expression: "true"
+  validations:
+  - expression: "true"
+    messageExpression: "'m'"
+status:
+  conditionStatus: {ready: true}
+`)
+	p, err := api.DecodePolicy(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vp := p.(*api.ValidatingPolicy)
+	s := vp.Spec
+	if s.EvaluationMode() != api.EvaluationModeJSON || s.BackgroundEnabled() || !s.AdmissionEnabled() ||
+		*s.WebhookConfiguration.TimeoutSeconds != 12 || s.AutogenConfiguration.PodControllers.Controllers[0] != "deployments" ||
+		len(s.ValidationActions()) != 1 || s.Validations[0].MessageExpression != "'m'" {
+		t.Errorf("spec decoded as %+v", s)
+	}
+}
+
+func TestDecodeCELErrors(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown field with its path", `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: x}
+spec:
+  validations:
+  - expresion: "true"`, []string{"p.yaml[0] ValidatingPolicy/x", "spec.validations[0].expresion", `unknown field "expresion"`}},
+		{"unknown version", `apiVersion: policies.kyverno.io/v2
+kind: ValidatingPolicy
+metadata: {name: x}
+spec: {}`, []string{`unsupported apiVersion "policies.kyverno.io/v2"`}},
+		{"wrong type", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: b}
+spec:
+  validationActions: Deny`, []string{"spec.validationActions", "cannot use a string"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := api.DecodePolicy(doc(t, tt.src))
+			var de *api.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("got %v, want a *DecodeError", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeFoldedFieldNames checks that a field name differing only in
+// case is read as encoding/json reads it rather than refused.
+func TestDecodeFoldedFieldNames(t *testing.T) {
+	p, err := api.DecodePolicy(doc(t, `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: x}
+spec:
+  Validations:
+  - Expression: "true"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.(*api.ValidatingPolicy).Spec.Validations; len(v) != 1 || v[0].Expression != "true" {
+		t.Errorf("validations %+v", v)
+	}
+}
+
+func TestDecodeCELPolicyException(t *testing.T) {
+	d := doc(t, `apiVersion: policies.kyverno.io/v1beta1
+kind: PolicyException
+metadata: {name: e, namespace: ops}
+spec:
+  policyRefs: [{name: p, kind: ValidatingPolicy}]
+  matchConditions: [{name: a, expression: "true"}]
+  images: [nginx:latest]
+  allowedValues: [x]
+  reportResult: pass
+  expiresAt: "2030-01-01T00:00:00Z"
+`)
+	if !d.IsCELPolicyException() || d.IsPolicyException() || d.IsPolicy() {
+		t.Fatal("not read as a CEL PolicyException")
+	}
+	e, err := api.DecodeCELPolicyException(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Spec.PolicyRefs[0].Kind != "ValidatingPolicy" || e.Spec.ReportResult != api.ExceptionReportPass || e.Spec.ExpiresAt == nil {
+		t.Errorf("decoded as %+v", e.Spec)
+	}
+}
+
+func TestCheckKind(t *testing.T) {
+	tests := []struct {
+		apiVersion, kind string
+		unknown          bool
+	}{
+		{"kyverno.io/v1", "ClusterPolicyy", true},
+		{"kyverno.io/v1", "ClusterPolicy", false},
+		{"kyverno.io/v2", "CleanupPolicy", false},
+		{"kyverno.io/v1beta1", "UpdateRequest", false},
+		{"policies.kyverno.io/v1", "ValidatingPolicies", true},
+		{"policies.kyverno.io/v1", "PolicyException", false},
+		{"admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", false},
+		{"admissionregistration.k8s.io/v1", "ValidatingAdmisionPolicy", true},
+		{"v1", "Pod", false},
+		{"example.com/v1", "Anything", false},
+	}
+	for _, tt := range tests {
+		d := doc(t, fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: x}\n", tt.apiVersion, tt.kind))
+		err := d.CheckKind()
+		var ue *api.UnknownKindError
+		if got := errors.As(err, &ue); got != tt.unknown {
+			t.Errorf("%s %s: %v, want unknown %v", tt.apiVersion, tt.kind, err, tt.unknown)
+		}
+		if tt.unknown && (!strings.Contains(err.Error(), "p.yaml[0]") || !strings.Contains(err.Error(), tt.kind)) {
+			t.Errorf("%q does not name the file and the kind", err)
+		}
+	}
+}

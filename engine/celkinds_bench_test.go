@@ -1,0 +1,54 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+)
+
+// BenchmarkValidateVPOL evaluates one Pod of the bench (pods-1000.yaml,
+// in turn) against the 31 ValidatingPolicies of policies-vpol, as gavel
+// apply does: namespaceObject is null (no Namespace is known), as it is
+// there.
+func BenchmarkValidateVPOL(b *testing.B) {
+	policies, pods := loadBenchPolicies(b, "policies-vpol")
+	eng, err := engine.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	set, err := eng.Compile(policies...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		req := &engine.Request{Operation: api.Create, Object: pods[i%len(pods)]}
+		i++
+		if _, err := set.Validate(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCompileVPOL compiles the 31 ValidatingPolicies (with their Pod
+// controller variants) on an engine whose environment is built.
+func BenchmarkCompileVPOL(b *testing.B) {
+	policies, _ := loadBenchPolicies(b, "policies-vpol")
+	eng, err := engine.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := eng.Compile(policies...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := eng.Compile(policies...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
