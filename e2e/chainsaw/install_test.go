@@ -26,34 +26,36 @@ import (
 	"github.com/gavelpolicy/gavel/e2e/internal/testcluster"
 )
 
-// gavelNamespace and gavelDeployment are the names the example's
-// manifests give gavel's namespace and Deployment.
+// gavelNamespace and gavelDeployment are the namespace the judge installs
+// the chart into and the Deployment the chart names after its release.
 const (
 	gavelNamespace  = "gavel"
 	gavelDeployment = "gavel"
 )
 
 // installGavel installs gavel's cluster mode as the README's "Running in a
-// cluster" does: the manifests, then the certs subcommand's Secret and
-// webhook configurations; then stands in for the Deployment's Pods
-// (runPods).
-func installGavel(ctx context.Context, c *testcluster.Cluster, binary, manifests string) error {
-	for _, f := range []string{"crds.yaml", "rbac.yaml", "deployment.yaml"} {
-		if err := c.ApplyFile(ctx, filepath.Join(manifests, f)); err != nil {
-			return err
-		}
-	}
-	if err := waitCRDs(ctx, c); err != nil {
+// cluster" does, `helm install gavel charts/gavel -n gavel
+// --create-namespace`: the namespace, then the chart as `helm template`
+// renders it (CRDs first; no Tiller state is needed, and helm's lookup of
+// an existing Secret finds none, as on a first install); then stands in
+// for the Deployment's Pods (runPods). The chart's webhook configurations
+// start empty: gavel's leader writes them from the policies.
+func installGavel(ctx context.Context, c *testcluster.Cluster, binary, helm, chart string) error {
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": gavelNamespace}}
+	if err := c.Apply(ctx, ns); err != nil {
 		return err
 	}
-	certs := exec.CommandContext(ctx, binary, "certs")
+	cmd := exec.CommandContext(ctx, helm, "template", "gavel", chart, "--namespace", gavelNamespace, "--include-crds")
 	var stderr bytes.Buffer
-	certs.Stderr = &stderr
-	out, err := certs.Output()
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("certs: %v: %s", err, stderr.Bytes())
+		return fmt.Errorf("helm template: %v: %s", err, stderr.Bytes())
 	}
-	if err := c.ApplyDocuments(ctx, bytes.NewReader(out), "the output of certs"); err != nil {
+	if err := c.ApplyDocuments(ctx, bytes.NewReader(out), "helm template "+chart); err != nil {
+		return err
+	}
+	if err := waitCRDs(ctx, c); err != nil {
 		return err
 	}
 	return runPods(ctx, c, binary, gavelNamespace, gavelDeployment)
@@ -108,7 +110,9 @@ func runPods(ctx context.Context, c *testcluster.Cluster, binary, namespace, nam
 	args := podArgs(ctr, mounts)
 	// the flags the stand-in sets last, and so wins: where it listens,
 	// and the kubeconfig of its token
-	args = append(args, "-listen", net.JoinHostPort(ip.String(), fmt.Sprint(port)), "-kubeconfig", kubeconfig)
+	// (the metrics listener is off: shards side by side on one host
+	// would share its port)
+	args = append(args, "-listen", net.JoinHostPort(ip.String(), fmt.Sprint(port)), "-metrics-listen", "", "-kubeconfig", kubeconfig)
 	cmd := exec.Command(binary, args...)
 	env, err := podEnv(ctr.Env, podName, namespace, sa)
 	if err != nil {
@@ -119,7 +123,7 @@ func runPods(ctx context.Context, c *testcluster.Cluster, binary, namespace, nam
 	if err != nil {
 		return err
 	}
-	if err := p.WaitLog(ctx, "started:", 2*time.Minute); err != nil {
+	if err := p.WaitLog(ctx, "msg=started", 2*time.Minute); err != nil {
 		return err
 	}
 	var ca []byte

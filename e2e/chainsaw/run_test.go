@@ -28,6 +28,7 @@ const (
 	kubeVersion     = "v1.37.2"
 	etcdVersion     = "v3.7.3"
 	chainsawVersion = "v0.2.12"
+	helmVersion     = "v3.22.0"
 )
 
 // controllers are the controllers of kube-controller-manager each shard
@@ -272,7 +273,7 @@ func (j *judge) runShard(ctx context.Context, t *testing.T, i int, tests []Test,
 	if err != nil {
 		return nil, err
 	}
-	if err := installGavel(ctx, c, j.gavel, filepath.Join(j.root, "examples", "webhook", "cluster", "manifests")); err != nil {
+	if err := installGavel(ctx, c, j.gavel, filepath.Join(j.cache, helmVersion, "helm"), filepath.Join(j.root, "charts", "gavel")); err != nil {
 		return nil, fmt.Errorf("installing gavel: %w", err)
 	}
 	if err := kindStandIns(ctx, c); err != nil {
