@@ -151,7 +151,7 @@ func (e *Engine) conditionsKey(raw any, cs *condSet) string {
 // only the request's variables, gives the same outcome for every rule of
 // the request with the same block: it is evaluated once.
 func (rs *reqState) rulePreconditions(sc *scope, r *rule) (bool, string, error) {
-	if r.precondKey == "" || !sc.base || sc.gen != rs.gen {
+	if r.precondKey == "" || !sc.base || sc.gen != rs.gen || len(sc.deferred) > 0 {
 		return sc.checkConditions(r.preconditions)
 	}
 	for i := range rs.condMemo {

@@ -149,22 +149,144 @@ func (s *scope) notConfigured(ce *contextEntry, kind, dependency, option string)
 	return fmt.Errorf("context entry %s: %s needs %s (engine.%s): %w", ce.name, kind, dependency, option, ErrNotConfigured)
 }
 
-// loadContext loads entries in order into the scope.
+// loadContext registers entries on the scope, to be loaded when a query
+// first names one (upstream's deferred loading, on by default): an entry
+// no expression reads is never evaluated, so neither its error nor its
+// I/O happens. loadDeferred loads them.
 func (s *scope) loadContext(entries []*contextEntry) error {
-	for _, ce := range entries {
-		v, err := s.loadEntry(ce)
-		if err == errSkipped {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if raw, err := json.Marshal(v); err == nil && len(raw) > s.rs.e.cfg.limits.MaxContextBytes {
-			return &LimitError{Limit: "MaxContextBytes", msg: fmt.Sprintf("context entry %s: value of %d bytes exceeds the limit of %d", ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)}
-		}
-		s.set(ce.name, v)
+	if len(entries) == 0 {
+		return nil
 	}
+	// the list may be shared with the parent: a copy, from the request's
+	// slab of lists
+	list := s.rs.deferredList(len(s.deferred) + len(entries))[:len(s.deferred)]
+	copy(list, s.deferred)
+	for _, ce := range entries {
+		if ce.name == "" {
+			continue // refused at compile time
+		}
+		list = append(list, s.rs.newDeferred(ce))
+	}
+	s.deferred, s.deferredOwned = list, true
 	return nil
+}
+
+// deferredList returns an empty list of capacity n from the request's
+// slab: a rule's entries are registered for every request, and their
+// lists would be as many small allocations.
+func (rs *reqState) deferredList(n int) []*deferredEntry {
+	if cap(rs.listSlab)-len(rs.listSlab) < n {
+		rs.listSlab = make([]*deferredEntry, 0, max(32, n))
+	}
+	l := len(rs.listSlab)
+	rs.listSlab = rs.listSlab[:l+n]
+	return rs.listSlab[l : l : l+n]
+}
+
+// newDeferred returns a deferredEntry of the request for ce, from a slab.
+func (rs *reqState) newDeferred(ce *contextEntry) *deferredEntry {
+	if len(rs.deferSlab) == cap(rs.deferSlab) {
+		rs.deferSlab = make([]deferredEntry, 0, 16)
+	}
+	rs.deferSeq++
+	rs.deferSlab = append(rs.deferSlab, deferredEntry{ce: ce, seq: rs.deferSeq})
+	return &rs.deferSlab[len(rs.deferSlab)-1]
+}
+
+// deferredEntry is a context entry registered on a scope, shared with
+// the scope's children: once loaded, in whichever scope, its value (or
+// error) is the one every scope that reads it gets.
+type deferredEntry struct {
+	ce   *contextEntry
+	seq  int // registration order: an entry loads only entries before it
+	done bool
+	v    any
+	err  error
+}
+
+// deferredLoadError is the error of a context entry loaded for a query:
+// upstream returns it from the query as is.
+type deferredLoadError struct{ err error }
+
+func (e *deferredLoadError) Error() string { return e.err.Error() }
+func (e *deferredLoadError) Unwrap() error { return e.err }
+
+// mentions reports whether query names a context entry, as upstream's
+// deferred loader matches it (the regular expression
+// (?:\A|\z|\s|[^.0-9A-Za-z])name\b): an occurrence of name not after a
+// dot, a letter or a digit, ending at a word boundary. "x" is in "x.y",
+// "length(x)" and "my_x" (upstream's class leaves "_" out), not in "y.x"
+// or "xy".
+func mentions(query, name string) bool {
+	for from := 0; ; {
+		i := strings.Index(query[from:], name)
+		if i < 0 {
+			return false
+		}
+		i += from
+		end := i + len(name)
+		if (i == 0 || !nameByte(query[i-1])) && wordByte(query[end-1]) != (end < len(query) && wordByte(query[end])) {
+			return true
+		}
+		from = i + 1
+	}
+}
+
+// nameByte is upstream's [.0-9A-Za-z]; wordByte is \w, [0-9A-Za-z_].
+func nameByte(c byte) bool { return c == '.' || isAlnum(c) }
+func wordByte(c byte) bool { return c == '_' || isAlnum(c) }
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+}
+
+// loadDeferred loads the entries registered on the scope that query names,
+// first registered first, as upstream's deferred loaders: while an entry
+// loads, only entries registered before it can load. An entry is applied
+// once per scope; one that failed reports its error to the query that
+// loads it and is then left out.
+func (s *scope) loadDeferred(query string) error {
+	for {
+		i := -1
+		for j, d := range s.deferred {
+			if (s.loadLimit == 0 || d.seq < s.loadLimit) && mentions(query, d.ce.name) {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			return nil
+		}
+		d := s.deferred[i]
+		if s.deferredOwned {
+			// no child shares the list (child clears deferredOwned)
+			n := len(s.deferred)
+			copy(s.deferred[i:], s.deferred[i+1:])
+			s.deferred[n-1] = nil
+			s.deferred = s.deferred[:n-1]
+		} else {
+			s.deferred = append(s.deferred[:i:i], s.deferred[i+1:]...)
+			s.deferredOwned = true
+		}
+		if !d.done {
+			limit := s.loadLimit
+			s.loadLimit = d.seq
+			d.v, d.err = s.loadEntry(d.ce)
+			s.loadLimit = limit
+			if d.err == nil {
+				if raw, err := json.Marshal(d.v); err == nil && len(raw) > s.rs.e.cfg.limits.MaxContextBytes {
+					d.err = &LimitError{Limit: "MaxContextBytes", msg: fmt.Sprintf("context entry %s: value of %d bytes exceeds the limit of %d", d.ce.name, len(raw), s.rs.e.cfg.limits.MaxContextBytes)}
+				}
+			}
+			d.done = true
+		}
+		switch {
+		case d.err == errSkipped:
+		case d.err != nil:
+			return &deferredLoadError{d.err}
+		default:
+			s.set(d.ce.name, d.v)
+		}
+	}
 }
 
 func (s *scope) loadEntry(ce *contextEntry) (any, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,8 +223,10 @@ func (h *rbHost) options() []engine.Option {
 
 // rbContextPolicy is a policy whose first rule reads a context entry of
 // the given YAML (indented for a list item under context:) and whose other
-// rules do not touch the host.
+// rules do not touch the host. The rule's deny condition names the entry:
+// entries load when an expression first reads them, as upstream's.
 func rbContextPolicy(name, entry, matchExtra string) string {
+	entryName := regexp.MustCompile(`name: (\S+)`).FindStringSubmatch(entry)[1]
 	return fmt.Sprintf(`
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -243,6 +246,9 @@ spec:
         conditions:
           any:
           - key: "{{ request.object.metadata.name }}"
+            operator: Equals
+            value: never
+          - key: "{{ to_string(%[4]s) }}"
             operator: Equals
             value: never
   - name: plain
@@ -270,7 +276,7 @@ spec:
       pattern:
         metadata:
           name: "?*"
-`, name, entry, matchExtra)
+`, name, entry, matchExtra, entryName)
 }
 
 // rbHostCases are context entries (or match blocks) that call each host
@@ -361,7 +367,7 @@ spec:
         patchStrategicMerge:
           metadata:
             labels:
-              second: "yes"
+              second: "{{ cm.data.v || 'yes' }}"
   - name: last
     match:
       any:
@@ -787,7 +793,7 @@ spec:
     validate:
       pattern:
         metadata:
-          name: "?*"
+          name: "{{ cm.data.name || '?*' }}"
   - name: after
     match:
       any:
@@ -806,6 +812,14 @@ spec:
 			h := &rbHost{fn: func(context.Context, string) error { cancel(); return nil }}
 			src := policies
 			if op == "mutate" {
+				src = strings.ReplaceAll(src, `validate:
+      pattern:
+        metadata:
+          name: "{{ cm.data.name || '?*' }}"`, `mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            x: "{{ cm.data.x || 'y' }}"`)
 				src = strings.ReplaceAll(src, `validate:
       pattern:
         metadata:
@@ -882,7 +896,7 @@ spec:
         patchStrategicMerge:
           metadata:
             labels:
-              "{{ element.name }}": seen`
+              "{{ element.name }}": "{{ cm.data.label || 'seen' }}"`
 			}
 			src := `
 apiVersion: kyverno.io/v1
@@ -1145,18 +1159,24 @@ func TestRobustEvaluationFailures(t *testing.T) {
         name: settings
         namespace: default
     validate:
-      pattern:
-        metadata:
-          name: "?*"
+      deny:
+        conditions:
+          any:
+          - key: "{{ to_string(cm) }}"
+            operator: Equals
+            value: never
 `, []engine.Option{engine.WithConfigMapResolver(failing)}, engine.StatusError, "failed to retrieve config map for context entry cm: configMap: connection refused"},
 		{"failing apiCall", `    context:
     - name: pods
       apiCall:
         urlPath: /api/v1/pods
     validate:
-      pattern:
-        metadata:
-          name: "?*"
+      deny:
+        conditions:
+          any:
+          - key: "{{ to_string(pods) }}"
+            operator: Equals
+            value: never
 `, []engine.Option{engine.WithAPIClient(failing)}, engine.StatusError, "failed to execute APICall for context entry pods: apiCall: connection refused"},
 		{"failing service call", `    context:
     - name: svc
@@ -1164,18 +1184,24 @@ func TestRobustEvaluationFailures(t *testing.T) {
         service:
           url: https://checker.example
     validate:
-      pattern:
-        metadata:
-          name: "?*"
+      deny:
+        conditions:
+          any:
+          - key: "{{ to_string(svc) }}"
+            operator: Equals
+            value: never
 `, []engine.Option{engine.WithServiceCaller(failing)}, engine.StatusError, "failed to execute HTTP request for context entry svc: service: connection refused"},
 		{"failing registry", `    context:
     - name: img
       imageRegistry:
         reference: nginx
     validate:
-      pattern:
-        metadata:
-          name: "?*"
+      deny:
+        conditions:
+          any:
+          - key: "{{ to_string(img) }}"
+            operator: Equals
+            value: never
 `, []engine.Option{engine.WithRegistryClient(failing)}, engine.StatusError, "failed to fetch image descriptor for context entry img: imageRegistry: connection refused"},
 		{"failing namespace labels", `    validate:
       pattern:
@@ -1192,9 +1218,12 @@ func TestRobustEvaluationFailures(t *testing.T) {
       apiCall:
         urlPath: /text
     validate:
-      pattern:
-        metadata:
-          name: "?*"
+      deny:
+        conditions:
+          any:
+          - key: "{{ to_string(x) }}"
+            operator: Equals
+            value: never
 `, []engine.Option{engine.WithAPIClient(rbAPIResponses{"/text": []byte("<html>")})}, engine.StatusError, "failed to decode the response of context entry x"},
 		{"unresolved variable in a pattern", `    validate:
       pattern:
@@ -1224,9 +1253,12 @@ func TestRobustEvaluationFailures(t *testing.T) {
       variable:
         jmesPath: request.object.spec.nothing
     validate:
-      pattern:
-        metadata:
-          name: "?*"
+      deny:
+        conditions:
+          any:
+          - key: "{{ to_string(v) }}"
+            operator: Equals
+            value: never
 `, nil, engine.StatusError, "unable to add context entry for variable v since it evaluated to nil"},
 		{"elementScope on scalars", `    validate:
       foreach:

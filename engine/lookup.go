@@ -15,6 +15,11 @@ import (
 func (s *scope) Lookup(expr string) (any, bool, error) {
 	v, err := s.query(expr)
 	if err != nil {
+		// a context entry's error, as upstream's query returns it (a
+		// type assertion: errors.As would allocate on every lookup)
+		if le, ok := err.(*deferredLoadError); ok {
+			return nil, false, le.err
+		}
 		return nil, false, fmt.Errorf("JMESPath query failed: %w", err)
 	}
 	if v != nil {

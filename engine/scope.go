@@ -81,6 +81,11 @@ type reqState struct {
 	// images is what the request's ImageValidatingPolicies share
 	// (imagepolicyhost.go).
 	images *imagePolicyState
+	// deferSeq numbers the context entries registered (see loadContext),
+	// which deferSlab holds; listSlab backs the scopes' lists of them.
+	deferSeq  int
+	deferSlab []deferredEntry
+	listSlab  []*deferredEntry
 }
 
 // canonical reports mutate.CanonicalTree(m), remembered for the request's
@@ -183,11 +188,12 @@ func (e *Engine) newReqStateFrom(ctx context.Context, req *Request, needsImages 
 }
 
 // initReqState is newReqStateFrom on rs, a new request state or one that
-// was released (see release): only its spare scopes and the array of its
-// query memo (emptied) are kept.
+// was released (see release): only its spare scopes and the arrays of its
+// query memo and of its context entries (emptied) are kept.
 func (e *Engine) initReqState(rs *reqState, ctx context.Context, req *Request, needsImages bool, object, oldObject map[string]any) *reqState {
 	*rs = reqState{e: e, ctx: ctx, req: req, op: req.operation(), nsLabels: req.NamespaceLabels, nsLabelsDone: req.NamespaceLabels != nil, needsImages: needsImages,
-		object: object, oldObject: oldObject, spare: rs.spare, spareChildren: rs.spareChildren, memo: rs.memo}
+		object: object, oldObject: oldObject, spare: rs.spare, spareChildren: rs.spareChildren, memo: rs.memo,
+		deferSlab: rs.deferSlab, listSlab: rs.listSlab}
 	rs.condMemo = rs.condBuf[:0]
 	rs.matchReq = match.Request{
 		Operation:       string(rs.op),
@@ -227,7 +233,10 @@ func (rs *reqState) release() {
 		*c = scope{memo: c.memo[:0], spareData: c.spareData}
 	}
 	clear(rs.memo)
-	*rs = reqState{spare: spare, spareChildren: children, memo: rs.memo[:0]}
+	clear(rs.deferSlab)
+	clear(rs.listSlab)
+	*rs = reqState{spare: spare, spareChildren: children, memo: rs.memo[:0],
+		deferSlab: rs.deferSlab[:0], listSlab: rs.listSlab[:0]}
 }
 
 // setObject (re)builds everything derived from the resource after a
@@ -434,6 +443,13 @@ type scope struct {
 	// foreachValues are the host's values for the rule's foreach
 	// elements (see ruleValues), nil for most rules.
 	foreachValues map[string][]any
+	// deferred are the context entries registered on this scope (and its
+	// parents) not yet applied to it (see loadContext); deferredOwned is
+	// set while no other scope shares the list; loadLimit bounds the
+	// entries a query may load while an entry loads (0: none).
+	deferred      []*deferredEntry
+	deferredOwned bool
+	loadLimit     int
 }
 
 // pendingElement is a foreach element addElement has yet to write.
@@ -462,6 +478,7 @@ func (rs *reqState) releaseScope(sc *scope) {
 // child returns a scope that shares this scope's variables until it sets
 // one of its own.
 func (s *scope) child() *scope {
+	s.deferredOwned = false // the child shares the list
 	c := *s
 	c.owned = false
 	c.memo = nil
@@ -475,6 +492,7 @@ func (s *scope) child() *scope {
 func (s *scope) childInto(c *scope) {
 	memo, spare := c.memo, c.spareData
 	clear(memo)
+	s.deferredOwned = false // the child shares the list
 	*c = *s
 	c.owned = false
 	c.memo = memo[:0]
@@ -544,6 +562,11 @@ func (s *scope) own() {
 func (s *scope) query(expr string) (any, error) {
 	if err := s.rs.ctx.Err(); err != nil {
 		return nil, err
+	}
+	if len(s.deferred) > 0 {
+		if err := s.loadDeferred(expr); err != nil {
+			return nil, err
+		}
 	}
 	if s.pending.set || s.hasTarget {
 		s.own()
