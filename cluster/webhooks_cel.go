@@ -214,8 +214,8 @@ func emptyToNil(s *metav1.LabelSelector) *metav1.LabelSelector {
 // hookGroup is the webhook a policy joins: key "" for the shared webhook
 // of its failure policy, else the key of a webhook of its own (a policy
 // with match conditions, Exact matching or a timeout of its own: its
-// policy ID) or of the policies of its failure policy with the same
-// selectors ("selectors/" and a hash).
+// policy ID in lower case, see groupKey) or of the policies of its
+// failure policy with the same selectors ("selectors/" and a hash).
 type hookGroup struct {
 	key string
 	cel *celHook // nil for ClusterPolicy and Policy
@@ -228,7 +228,7 @@ const selectorsPrefix = "selectors/"
 // webhook sets and WebhookConfigurations both decide with it.
 func webhookGroup(p *engine.Policy) hookGroup {
 	if fineGrained(p) {
-		return hookGroup{key: idOf(p)}
+		return hookGroup{key: groupKey(p)}
 	}
 	h := celHookOf(p)
 	if h == nil {
@@ -236,7 +236,7 @@ func webhookGroup(p *engine.Policy) hookGroup {
 	}
 	switch {
 	case len(h.conditions) > 0 || h.exact || h.timeout:
-		return hookGroup{key: idOf(p), cel: h}
+		return hookGroup{key: groupKey(p), cel: h}
 	case h.nsSelector != nil || h.objSelector != nil:
 		data, _ := json.Marshal([]any{p.FailurePolicy(), h.nsSelector, h.objSelector})
 		sum := sha256.Sum256(data)
@@ -244,6 +244,12 @@ func webhookGroup(p *engine.Policy) hookGroup {
 	}
 	return hookGroup{cel: h}
 }
+
+// groupKey is the key of a policy's own webhook: its ID in lower case
+// ("mutatingpolicy.name"), for the key is a segment of the webhook's path,
+// which the API server requires to be a lowercase RFC 1123 subdomain
+// (names and namespaces are; the kinds of the CEL policy IDs are not).
+func groupKey(p *engine.Policy) string { return strings.ToLower(idOf(p)) }
 
 // addRules adds the entries of resource rules to h: every group, version,
 // resource (or subresource) and operation they name, in their scope.

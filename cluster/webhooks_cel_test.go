@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -88,8 +89,25 @@ func TestCELWebhookConfigurations(t *testing.T) {
 	mw, vw := celWebhooks(mwc, vwc)
 	labelled := vw["validate.gavel.io-ignore-finegrained-validatingpolicy.labelled"]
 	if *labelled.FailurePolicy != admv1.Ignore || len(labelled.MatchConditions) != 1 || labelled.MatchConditions[0].Name != "has-labels" ||
-		*labelled.ClientConfig.Service.Path != "/validate/ignore/finegrained/ValidatingPolicy.labelled" {
+		*labelled.ClientConfig.Service.Path != "/validate/ignore/finegrained/validatingpolicy.labelled" {
 		t.Errorf("labelled: %+v", labelled)
+	}
+	// the API server refuses a configuration whose path has a segment
+	// that is not a lowercase RFC 1123 subdomain (then no webhook of the
+	// configuration is written)
+	var paths []string
+	for _, w := range mw {
+		paths = append(paths, *w.ClientConfig.Service.Path)
+	}
+	for _, w := range vw {
+		paths = append(paths, *w.ClientConfig.Service.Path)
+	}
+	for _, path := range paths {
+		for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+			if errs := validation.IsDNS1123Subdomain(seg); len(errs) > 0 {
+				t.Errorf("path %s: segment %q: %v", path, seg, errs)
+			}
+		}
 	}
 	exact := vw["validate.gavel.io-fail-finegrained-validatingpolicy.exact"]
 	if *exact.MatchPolicy != admv1.Exact || *exact.TimeoutSeconds != 5 {
@@ -138,9 +156,9 @@ func TestCELWebhookGroups(t *testing.T) {
 		groups[g.key] = append(groups[g.key], idOf(p))
 	}
 	for key, want := range map[string]string{
-		"ValidatingPolicy.labelled":    "ValidatingPolicy.labelled",
-		"ValidatingPolicy.exact":       "ValidatingPolicy.exact",
-		"ImageValidatingPolicy.signed": "ImageValidatingPolicy.signed",
+		"validatingpolicy.labelled":    "ValidatingPolicy.labelled",
+		"validatingpolicy.exact":       "ValidatingPolicy.exact",
+		"imagevalidatingpolicy.signed": "ImageValidatingPolicy.signed",
 	} {
 		if got := strings.Join(groups[key], ","); got != want {
 			t.Errorf("group %s = %s, want %s", key, got, want)

@@ -24,7 +24,7 @@ import (
 // /validate/fail and /validate/ignore serve the policies of that failure
 // policy, /validate/{fail,ignore}/finegrained/KEY the policies of a
 // webhook of their own (KEY: NAMESPACE/NAME or NAME of a policy with
-// match conditions, KIND.NAME of a CEL policy, selectors/HASH of CEL
+// match conditions, kind.NAME of a CEL policy (its kind in lower case), selectors/HASH of CEL
 // policies with the same selectors); /mutate likewise; /validate and
 // /mutate alone serve every policy (static webhook configurations);
 // /downstream the updates and deletions of generated resources and clone
