@@ -104,8 +104,6 @@ var Classes = map[string]string{
 	"product": "cluster-mode product gap",
 	// the judge's cluster differs from upstream's kind cluster
 	"harness": "harness",
-	// the policy kinds of policies.kyverno.io are not served yet
-	"cel-types": "CEL policy types not served by the cluster mode yet",
 }
 
 // ReadList reads a list file: one entry a line, `test reason...` in the

@@ -220,17 +220,17 @@ func TestSummarize(t *testing.T) {
 		{Test: "a/known", Class: "product", Reason: "static webhook kinds"},
 		{Test: "a/fixed", Class: "engine", Reason: "was a bug"},
 		{Test: "b/missing", Class: "product", Reason: "listed, but missing is never known"},
-		{Test: "b/known2", Class: "cel-types", Reason: "not served"},
+		{Test: "b/known2", Class: "harness", Reason: "not on kind"},
 	}
 	s := Summarize(tests, results, skips, known)
 	var buf bytes.Buffer
 	s.Write(&buf, known)
 	want := `a                        6 tests:   2 passed,   1 skipped,   2 failed (known: 1 product)
-b                        2 tests:   0 passed,   0 skipped,   2 failed (known: 1 cel-types)
+b                        2 tests:   0 passed,   0 skipped,   2 failed (known: 1 harness)
 
 known failures (failing.txt):
   a/known [product] static webhook kinds
-  b/known2 [cel-types] not served
+  b/known2 [harness] not on kind
 
 known failures that passed (remove them from failing.txt):
   a/fixed
