@@ -241,7 +241,7 @@ func (b *generatingPolicy) admissionRequests(rs *reqState, p *Policy) []*api.Upd
 			return nil
 		}
 	}
-	trigger := TriggerSpec(rs.obj)
+	trigger := genlabel.Spec(rs.obj)
 	rc := api.RuleContext{Rule: p.key, Trigger: trigger}
 	switch {
 	case rs.op == api.Delete && b.onDelete:

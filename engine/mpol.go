@@ -218,7 +218,7 @@ func (b *mutatingPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []P
 		return append(out, pr)
 	}
 	start := len(rs.results)
-	admission, controller := rs.e.admission(rs), inController(rs.ctx)
+	admission, controller := rs.e.admission(rs), rs.req.Controller
 	switch {
 	case rs.req.Background:
 		b.mutateTrigger(rs, p)

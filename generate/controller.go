@@ -119,13 +119,11 @@ type Controller struct {
 }
 
 // NewController returns a controller for the policies of set (an empty
-// set is fine; it must not be nil) that writes through client (the
-// engine's client when nil).
+// set is fine; it must not be nil) that reads and writes the cluster
+// through client, usually the engine's (engine.WithClient); without one
+// Process fails with engine.ErrNotConfigured.
 func NewController(set *engine.PolicySet, client engine.Client, opts ...Option) *Controller {
 	c := &Controller{client: client, set: set, maxRetries: DefaultMaxRetries, workers: 1, gpolKinds: map[string]map[kindRef]bool{}}
-	if c.client == nil && set != nil {
-		c.client = set.Engine().Client()
-	}
 	for _, o := range opts {
 		if o != nil {
 			o(c)
