@@ -10,11 +10,12 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/autogen"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Policy is a compiled policy of any kind: immutable and safe for
@@ -45,6 +46,9 @@ type Policy struct {
 	// body evaluates a policy of a CEL kind (kinds.go); nil for
 	// ClusterPolicy and Policy, whose rules are evaluated
 	body kindBody
+	// constraints are the matchConstraints of a CEL kind and of its
+	// Pod controller variants (MatchConstraints)
+	constraints []*admissionregistrationv1.MatchResources
 }
 
 // Source returns the policy as it was given to Compile.
@@ -144,6 +148,18 @@ func (p *Policy) Rules() []*api.Rule {
 		out[i] = r.src
 	}
 	return out
+}
+
+// MatchConstraints returns the matchConstraints of a policy of a CEL kind
+// (ValidatingPolicy, ImageValidatingPolicy, MutatingPolicy,
+// GeneratingPolicy, DeletingPolicy, their namespaced kinds, and the
+// admission policies), followed by those of its Pod controller variants
+// (autogen: a ValidatingPolicy's, an ImageValidatingPolicy's, a
+// MutatingPolicy's), the resources a host lists or watches for it. It is
+// nil for a policy in JSON evaluation mode, a binding, and the kinds of
+// rules (Rules gives their match blocks). Callers must not modify them.
+func (p *Policy) MatchConstraints() []*admissionregistrationv1.MatchResources {
+	return p.constraints
 }
 
 // HasRuleType reports whether the policy has a rule of the given type.

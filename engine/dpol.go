@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Deletion is the type of the results of the deleting policies (Cleanup).
@@ -61,6 +62,7 @@ func (e *Engine) compileDeletingPolicy(p *api.DeletingPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = b
+	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
 	return cp, nil
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
-	"github.com/gavelpolicy/gavel/match"
 )
 
 // admission reports whether the request is evaluated as an admission

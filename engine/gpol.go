@@ -14,7 +14,7 @@ import (
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // generatingPolicy is the body of a GeneratingPolicy or
@@ -82,6 +82,7 @@ func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, erro
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = b
+	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
 	return cp, nil
 }
 

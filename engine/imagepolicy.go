@@ -3,14 +3,15 @@ package engine
 import (
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/autogen"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Rule names of the results of ImageValidatingPolicies that upstream does
@@ -118,6 +119,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 && !body.json {
+		cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
 		variants, err := autogen.ImageValidatingPolicy(spec)
 		if err != nil {
 			errs = append(errs, field.InternalError(path.Child("autogen"), err))
@@ -126,6 +128,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
 			errs = append(errs, verrs...)
 			body.variants = append(body.variants, v)
+			cp.constraints = append(cp.constraints, av.Spec.MatchConstraints)
 		}
 	}
 	if len(errs) > 0 {

@@ -89,6 +89,7 @@ func (e *Engine) compileMAP(p *api.MutatingAdmissionPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = body
+	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
 	return cp, nil
 }
 

@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/autogen"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/typeconv"
-	"github.com/gavelpolicy/gavel/match"
 )
 
 // Messages of the results of CEL mutating policies, as upstream gives
@@ -98,10 +98,12 @@ func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 {
+		cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
 		for _, av := range autogen.MutatingPolicy(spec) {
 			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true, progs)
 			errs = append(errs, verrs...)
 			body.variants = append(body.variants, v)
+			cp.constraints = append(cp.constraints, av.Spec.MatchConstraints)
 		}
 	}
 	if len(errs) > 0 {

@@ -77,6 +77,7 @@ func (e *Engine) compileVAP(p *api.ValidatingAdmissionPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = body
+	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
 	return cp, nil
 }
 

@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/autogen"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Rule names of the results of ValidatingPolicies, as upstream names
@@ -130,7 +130,8 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 && !body.json {
-		errs = append(errs, body.compileAutogen(spec)...)
+		cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
+		errs = append(errs, body.compileAutogen(spec, &cp.constraints)...)
 	}
 	if len(errs) > 0 {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
@@ -157,8 +158,9 @@ func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *
 	return v, append(errs, berrs...)
 }
 
-// compileAutogen compiles the Pod controller variants of the policy.
-func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec) field.ErrorList {
+// compileAutogen compiles the Pod controller variants of the policy; it
+// appends their matchConstraints to constraints.
+func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec, constraints *[]*admissionregistrationv1.MatchResources) field.ErrorList {
 	variants, err := autogen.ValidatingPolicy(spec)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("spec", "autogen"), err)}
@@ -168,6 +170,7 @@ func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec) field.
 		v, verrs := b.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
 		errs = append(errs, verrs...)
 		b.variants = append(b.variants, v)
+		*constraints = append(*constraints, av.Spec.MatchConstraints)
 	}
 	return errs
 }

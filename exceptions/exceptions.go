@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
-	"github.com/gavelpolicy/gavel/match"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 

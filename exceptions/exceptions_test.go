@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"sigs.k8s.io/yaml"
 )
 
