@@ -19,7 +19,7 @@ func BenchmarkEval(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		ev := c.NewEvaluation(ctx, &cel.Input{Object: obj})
+		ev := c.NewEvaluation(ctx, &cel.Input{Object: obj}, nil)
 		if _, err := ev.Eval(p); err != nil {
 			b.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func BenchmarkEvalLibraryEnv(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		ev := c.NewEvaluation(ctx, &cel.Input{Object: obj, Libraries: libs})
+		ev := c.NewEvaluation(ctx, &cel.Input{Object: obj, Libraries: libs}, nil)
 		if _, err := ev.Eval(p); err != nil {
 			b.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func BenchmarkEvalLibraryCalls(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		ev := c.NewEvaluation(ctx, &cel.Input{Object: obj, Libraries: libs})
+		ev := c.NewEvaluation(ctx, &cel.Input{Object: obj, Libraries: libs}, nil)
 		if _, err := ev.Eval(p); err != nil {
 			b.Fatal(err)
 		}

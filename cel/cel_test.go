@@ -212,7 +212,7 @@ func TestEval(t *testing.T) {
 			if tt.input != nil {
 				tt.input(input)
 			}
-			v, err := c.NewEvaluation(context.Background(), input).Eval(p)
+			v, err := c.NewEvaluation(context.Background(), input, nil).Eval(p)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("got %v, %v; want an error containing %q", v, err, tt.err)
@@ -241,7 +241,7 @@ func TestCostLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := c.NewEvaluation(context.Background(), &cel.Input{Object: obj})
+	ev := c.NewEvaluation(context.Background(), &cel.Input{Object: obj}, nil)
 	if _, err := ev.Eval(p); !errors.Is(err, cel.ErrCostLimit) {
 		t.Fatalf("got %v, want a cost limit error", err)
 	}
@@ -250,14 +250,14 @@ func TestCostLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev = c.NewEvaluation(context.Background(), &cel.Input{Object: obj, Budget: 100})
+	ev = c.NewEvaluation(context.Background(), &cel.Input{Object: obj, Budget: 100}, nil)
 	if _, err := ev.Eval(q); !errors.Is(err, cel.ErrCostLimit) {
 		t.Fatalf("got %v, want a budget error", err)
 	}
 	if _, err := ev.Eval(q); !errors.Is(err, cel.ErrCostLimit) {
 		t.Fatalf("a spent evaluation must stay spent, got %v", err)
 	}
-	ev = c.NewEvaluation(context.Background(), &cel.Input{Object: obj})
+	ev = c.NewEvaluation(context.Background(), &cel.Input{Object: obj}, nil)
 	if v, err := ev.Eval(q); err != nil || v != types.True {
 		t.Fatalf("got %v, %v; want true within the default budget", v, err)
 	}
@@ -275,7 +275,7 @@ func TestCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = c.NewEvaluation(ctx, &cel.Input{Object: map[string]any{"items": long}}).Eval(p)
+	_, err = c.NewEvaluation(ctx, &cel.Input{Object: map[string]any{"items": long}}, nil).Eval(p)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -290,7 +290,7 @@ func TestJSONNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := map[string]any{"n": float64(2), "f": 1.5, "l": []any{float64(3)}, "m": map[string]any{"k": int64(4)}, "big": 1e19}
-	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: in}).Eval(p)
+	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: in}, nil).Eval(p)
 	if err != nil || v != types.True {
 		t.Fatalf("got %v, %v", v, err)
 	}
@@ -311,7 +311,7 @@ func TestWithEnvOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: map[string]any{"n": float64(2)}}).Eval(p)
+	v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: map[string]any{"n": float64(2)}}, nil).Eval(p)
 	if err != nil || v != types.True {
 		t.Fatalf("got %v, %v", v, err)
 	}
@@ -348,11 +348,12 @@ func TestVariablesShared(t *testing.T) {
 	c2, p2 := compile("b", images, "variables.b[0] == 'nginx:1.25'")
 	obj := pod()
 	in := &cel.Input{Object: obj}
+	s := new(cel.Scope)
 	for _, c := range []struct {
 		c *cel.Compiler
 		p *cel.Program
 	}{{c1, p1}, {c2, p2}} {
-		if v, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); err != nil || v != types.True {
+		if v, err := c.c.NewEvaluation(context.Background(), in, s).Eval(c.p); err != nil || v != types.True {
 			t.Fatalf("got %v, %v", v, err)
 		}
 	}
@@ -363,27 +364,38 @@ func TestVariablesShared(t *testing.T) {
 		p *cel.Program
 	}{{c1, p1}, {c2, p2}} {
 		in.Budget = 5
-		if _, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); !errors.Is(err, cel.ErrCostLimit) {
+		if _, err := c.c.NewEvaluation(context.Background(), in, s).Eval(c.p); !errors.Is(err, cel.ErrCostLimit) {
 			t.Fatalf("got %v, want a budget error", err)
 		}
 	}
 	in.Budget = 0
 	// the value is shared: a change in place (which the contract rules
-	// out) is not seen by a third rule
+	// out) is not seen by a third rule of the Scope, but is by one
+	// without a Scope, which shares nothing
 	c5, p5 := compile("c", images, "variables.c[0] == 'nginx:1.25'")
 	spec := obj["spec"]
-	obj["spec"] = map[string]any{"containers": []any{}}
-	if v, err := c5.NewEvaluation(context.Background(), in).Eval(p5); err != nil || v != types.True {
+	obj["spec"] = map[string]any{"containers": []any{map[string]any{"image": "x"}}}
+	if v, err := c5.NewEvaluation(context.Background(), in, s).Eval(p5); err != nil || v != types.True {
 		t.Fatalf("got %v, %v; want the shared value", v, err)
 	}
+	if v, err := c5.NewEvaluation(context.Background(), in, nil).Eval(p5); err != nil || v != types.False {
+		t.Fatalf("got %v, %v; want the value of the changed object without a Scope", v, err)
+	}
 	obj["spec"] = spec
-	// another object is another memo
+	// another object is another value, in the same Scope
 	other := pod()
 	other["spec"] = map[string]any{"containers": []any{map[string]any{"image": "x"}}}
 	in.Object = other
-	if v, err := c2.NewEvaluation(context.Background(), in).Eval(p2); err != nil || v != types.False {
+	if v, err := c2.NewEvaluation(context.Background(), in, s).Eval(p2); err != nil || v != types.False {
 		t.Fatalf("got %v, %v; want false on the other object", v, err)
 	}
+	// and the first object's value is still there
+	in.Object = obj
+	obj["spec"] = map[string]any{"containers": []any{}}
+	if v, err := c2.NewEvaluation(context.Background(), in, s).Eval(p2); err != nil || v != types.True {
+		t.Fatalf("got %v, %v; want the value shared on the first object", v, err)
+	}
+	obj["spec"] = spec
 	// variables that read more than the objects are evaluated each time
 	n := 0
 	in.Authorizer = countingAuthorizer{&n}
@@ -393,7 +405,7 @@ func TestVariablesShared(t *testing.T) {
 		c *cel.Compiler
 		p *cel.Program
 	}{{c3, p3}, {c4, p4}} {
-		if v, err := c.c.NewEvaluation(context.Background(), in).Eval(c.p); err != nil || v != types.True {
+		if v, err := c.c.NewEvaluation(context.Background(), in, s).Eval(c.p); err != nil || v != types.True {
 			t.Fatalf("got %v, %v", v, err)
 		}
 	}
@@ -420,7 +432,7 @@ func TestAuthorizerGetsTheEvaluationContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.WithValue(t.Context(), key{}, "request"), time.Minute)
 	defer cancel()
 	var got context.Context
-	if v, err := c.NewEvaluation(ctx, &cel.Input{Authorizer: ctxAuthorizer{&got}}).Eval(p); err != nil || v != types.True {
+	if v, err := c.NewEvaluation(ctx, &cel.Input{Authorizer: ctxAuthorizer{&got}}, nil).Eval(p); err != nil || v != types.True {
 		t.Fatalf("got %v, %v", v, err)
 	}
 	if _, ok := got.Deadline(); !ok || got.Value(key{}) != "request" {
@@ -444,7 +456,7 @@ func TestAuthorizerSelectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []cel.Check
-	if v, err := c.NewEvaluation(t.Context(), &cel.Input{Authorizer: checkRecorder{&got}}).Eval(p); err != nil || v != types.True {
+	if v, err := c.NewEvaluation(t.Context(), &cel.Input{Authorizer: checkRecorder{&got}}, nil).Eval(p); err != nil || v != types.True {
 		t.Fatalf("got %v, %v", v, err)
 	}
 	if len(got) != 2 {
@@ -459,10 +471,10 @@ func TestAuthorizerSelectors(t *testing.T) {
 	}
 }
 
-// TestInputTreesRebound checks that an Input's trees are converted by
-// identity: the same tree read by several Compilers gives the same
-// answers, and a tree bound anew (params of the next parameter object,
-// another object) is read anew.
+// TestInputTreesRebound checks that a Scope converts the trees of its
+// Evaluations by identity: the same tree read by several Compilers gives
+// the same answers, and a tree bound anew in the same Input (params of the
+// next parameter object, another object) is read anew.
 func TestInputTreesRebound(t *testing.T) {
 	compile := func(expr string) (*cel.Compiler, *cel.Program) {
 		c := env(t).NewCompiler(true)
@@ -474,6 +486,7 @@ func TestInputTreesRebound(t *testing.T) {
 	}
 	obj := pod()
 	in := &cel.Input{Object: obj, OldObject: obj}
+	var scope cel.Scope
 	steps := []struct {
 		expr   string
 		rebind func()
@@ -496,7 +509,7 @@ func TestInputTreesRebound(t *testing.T) {
 			s.rebind()
 		}
 		c, p := compile(s.expr)
-		if v, err := c.NewEvaluation(context.Background(), in).Eval(p); err != nil || v != s.want {
+		if v, err := c.NewEvaluation(context.Background(), in, &scope).Eval(p); err != nil || v != s.want {
 			t.Fatalf("step %d (%s): got %v, %v; want %v", i, s.expr, v, err, s.want)
 		}
 	}

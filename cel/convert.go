@@ -8,31 +8,24 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 )
 
-// converter hands the trees of one Input to CEL: each object and array
-// is wrapped once per Input, however many expressions of however many
-// Compilers read it, and the wrappers convert their elements through the
-// converter again. Scalars are converted as jsonAdapter converts them.
+// converter hands trees to CEL: each object and array is wrapped once,
+// however many expressions of however many Compilers read it (a Scope's
+// converter serves all the Evaluations of a request), and the wrappers
+// convert their elements through the converter again. Scalars are
+// converted as jsonAdapter converts them. The zero converter is ready to
+// use.
 //
 // Wrappers are found by the identity of the Go map or slice. A wrapper
 // keeps its map or slice alive, so no other one can take its address
-// while the converter holds it.
+// while the converter holds it; and it reads its map or slice when it is
+// read, so it is never stale.
 type converter struct {
-	object, oldObject uintptr
-	vals              map[convKey]ref.Val
+	vals map[convKey]ref.Val
 }
 
 type convKey struct {
 	p unsafe.Pointer
 	n int // the length of a slice; -1 for a map
-}
-
-func newConverter(in *Input) *converter {
-	return &converter{object: mapID(in.Object), oldObject: mapID(in.OldObject), vals: make(map[convKey]ref.Val, 16)}
-}
-
-// holds tells whether the converter is of in's objects.
-func (c *converter) holds(in *Input) bool {
-	return c.object == mapID(in.Object) && c.oldObject == mapID(in.OldObject)
 }
 
 // value converts a tree's root, nil to null.
@@ -46,6 +39,9 @@ func (c *converter) value(m map[string]any) any {
 func (c *converter) NativeToValue(v any) ref.Val {
 	switch t := v.(type) {
 	case map[string]any:
+		if c.vals == nil {
+			c.vals = make(map[convKey]ref.Val, 16)
+		}
 		k := convKey{p: reflect.ValueOf(t).UnsafePointer(), n: -1}
 		if w, ok := c.vals[k]; ok {
 			return w
@@ -56,6 +52,9 @@ func (c *converter) NativeToValue(v any) ref.Val {
 	case []any:
 		if len(t) == 0 {
 			return types.NewDynamicList(c, v)
+		}
+		if c.vals == nil {
+			c.vals = make(map[convKey]ref.Val, 16)
 		}
 		k := convKey{p: unsafe.Pointer(unsafe.SliceData(t)), n: len(t)}
 		if w, ok := c.vals[k]; ok {

@@ -12,19 +12,24 @@
 // `variables.<name>` expressions in order, each seeing the earlier ones
 // with their types; Compile type-checks an expression of a given Kind
 // (validation, match condition, message expression, audit annotation) and
-// returns a Program, immutable and safe for concurrent use.
+// returns a Program, immutable and safe for concurrent use. What a Program
+// reads (Program.Reads: object, request, namespaceObject, params, a
+// declared or library variable) is found on its checked AST, through the
+// variables it reads, so that callers bind only that.
 //
 // Evaluation binds the admission variables (object, oldObject, request,
-// params, namespaceObject, authorizer, variables) once per input:
-// NewEvaluation wraps an Input, whose objects are JSON-like trees
-// (map[string]any), handed to CEL as they are: values are converted on
-// access, each object and array wrapped once per Input, integral numbers
-// read as CEL ints, as the API server reads JSON. Variables are evaluated
-// lazily, at most once per Evaluation; those that read only object and
-// oldObject at most once per Input, whichever Compiler's Evaluations use
-// it. Every evaluation is bounded: each expression by the per-call cost
-// limit and the Evaluation as a whole by a budget; going over either is an
-// error that matches ErrCostLimit.
+// params, namespaceObject, authorizer, variables): NewEvaluation binds an
+// Input, plain data whose objects are JSON-like trees (map[string]any),
+// handed to CEL as they are: values are converted on access, integral
+// numbers read as CEL ints, as the API server reads JSON. What the
+// Evaluations of one request share is explicit, in a Scope the caller
+// makes per request and passes to NewEvaluation: each object and array is
+// wrapped once per Scope, and the variables that read only object and
+// oldObject are evaluated at most once per Scope and trees, whichever
+// Compiler's Evaluations use them; other variables are evaluated lazily,
+// at most once per Evaluation. Every evaluation is bounded: each
+// expression by the per-call cost limit and the Evaluation as a whole by a
+// budget; going over either is an error that matches ErrCostLimit.
 //
 // Environments of upstream Kyverno's CEL policy types (ValidatingPolicy and
 // its siblings) add Kyverno's CEL libraries (WithLibraries): their

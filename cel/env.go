@@ -3,6 +3,7 @@ package cel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -161,8 +162,8 @@ type declaredVar struct {
 // WithVariable declares a variable of type t that every expression sees;
 // its value comes from Input.Extra (null when absent). Unlike the options
 // of WithEnvOptions, it keeps the functions of the environment pure: the
-// values of variables that do not mention it are still shared between
-// Evaluations (see NewEvaluation).
+// values of variables that do not read it are still shared between the
+// Evaluations of a Scope.
 func WithVariable(name string, t *cel.Type) EnvOption {
 	return func(c *envConfig) error {
 		if name == "" || t == nil {
@@ -175,7 +176,8 @@ func WithVariable(name string, t *cel.Type) EnvOption {
 
 // WithPureEnvOptions is WithEnvOptions for options whose functions are
 // pure (their results depend on their arguments only): the values of
-// variables stay shared between Evaluations (see NewEvaluation).
+// variables stay shared between the Evaluations of a Scope (but those of
+// the variables that read a variable the options declare).
 func WithPureEnvOptions(opts ...cel.EnvOption) EnvOption {
 	return func(c *envConfig) error {
 		c.pure = append(c.pure, opts...)
@@ -359,16 +361,34 @@ type Program struct {
 	name string
 	out  *cel.Type
 	// env and shared are set for variables: shared when the value
-	// depends on object and oldObject only (see memo).
+	// depends on object and oldObject only (see Scope).
 	env    *Env
 	shared bool
-	// pure is set when the expression calls no library function that
-	// does I/O or reads the clock or randomness.
-	pure bool
+	// reads are the top-level variables the expression reads, directly
+	// or through the variables it reads (see Reads).
+	reads []string
+	// bound is set when the expression calls a library function bound
+	// to the Evaluation (the clock, randomness, image verification).
+	bound bool
 }
 
 // Expression returns the expression's text.
 func (p *Program) Expression() string { return p.expr }
+
+// Reads tells whether the expression reads the top-level variable name
+// (ObjectVar, OldObjectVar, RequestVar, ParamsVar, NamespaceVar,
+// AuthorizerVar, VariablesVar, a variable of WithVariable or of the
+// options of WithEnvOptions, or a library's, such as "resource"), directly
+// or through the variables.<x> it reads. It is decided on the checked
+// expression, once, at compilation: a name in a string literal, a field
+// of that name (object.request) and a comprehension variable that shadows
+// it are no reads. Callers bind only what their programs read.
+func (p *Program) Reads(name string) bool {
+	if name == requestResourceVar {
+		name = AuthorizerVar
+	}
+	return slices.Contains(p.reads, name)
+}
 
 // OutputType returns the type the expression was checked to have.
 func (p *Program) OutputType() *cel.Type { return p.out }
@@ -388,8 +408,6 @@ type Compiler struct {
 	vars     *apiservercel.DeclType
 	// variables are the compiled variables, in order.
 	variables []*Program
-	// shared is set when a variable may be shared (Program.shared).
-	shared bool
 	// lazy defers the instantiation of programs (Lazy)
 	lazy bool
 }
@@ -465,10 +483,10 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 	p.name = name
 	p.env = c.env
 	// the functions of Kubernetes' environment are pure (but the
-	// authorizer's); those of WithEnvOptions may not be, and those of
-	// the libraries are when Compile found them so
-	p.shared = len(c.env.cfg.extra) == 0 && p.pure && c.env.readsOnlyObjects(expr)
-	c.shared = c.shared || p.shared
+	// authorizer's, a variable); those of WithEnvOptions may not be, and
+	// those of the libraries are but the ones of hosts (variables too)
+	// and the ones bound to the Evaluation
+	p.shared = len(c.env.cfg.extra) == 0 && !p.bound && c.env.readsOnlyObjects(p)
 	c.vars.Fields[name] = apiservercel.NewDeclField(name, declTypeOf(p.out), true, nil, nil)
 	c.variables = append(c.variables, p)
 	return p, nil
@@ -525,21 +543,37 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		return nil, &CompileError{Expression: expr, Detail: reason}
 	}
 	popts := []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency)}
-	isPure := true
-	if c.env.cfg.libs&hostLibraries != 0 {
-		isPure = pure(ast)
-		if c.env.cfg.libs&boundLibraries != 0 {
-			popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
-		}
+	p := &Program{expr: expr, kind: k, out: ast.OutputType()}
+	if c.env.cfg.libs&boundLibraries != 0 {
+		p.bound = callsBound(ast)
+		popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
 	}
+	c.noteReads(p, readsOf(ast))
 	if c.lazy {
-		return &Program{ast: ast, celEnv: env, popts: popts, expr: expr, kind: k, out: ast.OutputType(), pure: isPure}, nil
+		p.ast, p.celEnv, p.popts = ast, env, popts
+		return p, nil
 	}
 	prog, err := env.Program(ast, popts...)
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
 	}
-	return &Program{prog: prog, expr: expr, kind: k, out: ast.OutputType(), pure: isPure}, nil
+	p.prog = prog
+	return p, nil
+}
+
+// noteReads records on p what its expression reads (r), with what the
+// variables it reads read.
+func (c *Compiler) noteReads(p *Program, r reads) {
+	p.reads = r.names
+	for _, v := range c.variables {
+		if r.allVars || slices.Contains(r.vars, v.name) {
+			for _, n := range v.reads {
+				if !slices.Contains(p.reads, n) {
+					p.reads = append(p.reads, n)
+				}
+			}
+		}
+	}
 }
 
 // program returns the cel-go program, instantiating a lazy one.

@@ -70,8 +70,12 @@ type RequestResource struct {
 // (float64, as encoding/json decodes them, or int64) within the int64
 // range are CEL ints, as the API server reads JSON, other numbers
 // doubles. Request has the fields of an AdmissionRequest (kind, resource,
-// operation, userInfo, ...). An Input may serve several Evaluations (see
-// NewEvaluation).
+// operation, userInfo, ...).
+//
+// An Input is plain data: NewEvaluation reads it and keeps nothing in it,
+// so one Input may serve several Evaluations, concurrent ones included,
+// and may be changed between them. What the Evaluations of a request
+// share is in a Scope.
 type Input struct {
 	Object, OldObject map[string]any
 	Params            map[string]any
@@ -95,18 +99,19 @@ type Input struct {
 	// every host unconfigured, the clock time.Now and the randomness
 	// crypto/rand.
 	Libraries *Libraries
-
-	// memo holds the variables shared by its Evaluations, conv the
-	// trees' CEL values, both attached by NewEvaluation.
-	memo *memo
-	conv *converter
 }
 
 // Evaluation evaluates programs of one Compiler on one Input. It is not
 // safe for concurrent use.
 type Evaluation struct {
-	ctx       context.Context
-	memo      *memo
+	ctx context.Context
+	// scope is the request's Scope, nil when there is none; trees are
+	// those bound to object and oldObject, which key the values of
+	// shared variables in it.
+	scope *Scope
+	trees trees
+	// conv is the converter of an Evaluation without a Scope.
+	conv      converter
 	act       activation
 	remaining int64
 	// varCost is the cost of variables evaluated since the last Eval.
@@ -168,32 +173,30 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // NewEvaluation binds in for the compiler's programs. ctx bounds every
-// evaluation (cancellation is checked inside comprehensions).
+// evaluation (cancellation is checked inside comprehensions). in's fields
+// are read at once and in is not kept: setting a field of in afterwards
+// does not change the Evaluation (the maps in holds are read as the
+// expressions read them).
 //
-// The Evaluations of one Input (of any Compiler) share the values of the
-// variables that read nothing but object and oldObject, in environments
-// without WithEnvOptions (whose functions may not be pure): a variable whose
-// expression another such Evaluation already evaluated successfully on
-// the same Object and OldObject trees is not evaluated again, its value
+// s, when not nil, is the Scope of the request (see Scope): the
+// Evaluation converts its trees through it, and shares with the other
+// Evaluations of s the values of the variables that read nothing but
+// object and oldObject (and the libraries' constants), in environments
+// without WithEnvOptions (whose functions may not be pure): a variable
+// whose expression another Evaluation of s already evaluated successfully
+// on the same Object and OldObject trees is not evaluated again, its value
 // and cost are taken over (as the same expression on the same data has
-// the same value and cost). NewEvaluation keeps them in in: an Input must
-// not be used by concurrent calls, and its trees must not change while it
-// is in use.
-func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
-	ev := &Evaluation{ctx: ctx, remaining: in.Budget}
-	if c.shared {
-		if in.memo == nil || !in.memo.holds(in) {
-			in.memo = newMemo(in)
-		}
-		ev.memo = in.memo
-	}
+// the same value and cost). With a nil s the Evaluation shares nothing.
+func (c *Compiler) NewEvaluation(ctx context.Context, in *Input, s *Scope) *Evaluation {
+	ev := &Evaluation{ctx: ctx, remaining: in.Budget, scope: s}
 	if ev.remaining <= 0 {
 		ev.remaining = RuntimeCostBudget
 	}
-	if in.conv == nil || !in.conv.holds(in) {
-		in.conv = newConverter(in)
+	conv := &ev.conv
+	if s != nil {
+		conv = &s.conv
+		ev.trees = treesOf(in.Object, in.OldObject)
 	}
-	conv := in.conv
 	ev.act = activation{
 		object:    conv.value(in.Object),
 		oldObject: conv.value(in.OldObject),
@@ -230,17 +233,20 @@ func (c *Compiler) NewEvaluation(ctx context.Context, in *Input) *Evaluation {
 // result of a mutation that the next one sees. The variables evaluated so
 // far keep their values, as the API server keeps them for the mutations of
 // one invocation of a mutating admission policy; those evaluated later see
-// obj, and are no longer shared with other Evaluations (see
-// NewEvaluation). obj is read, never modified.
+// obj (and are shared, through the Scope, with the Evaluations on obj).
+// obj is read, never modified.
 func (ev *Evaluation) SetObject(obj map[string]any) {
 	ev.act.object = ev.act.conv.value(obj)
-	ev.memo = nil
+	if ev.scope != nil {
+		ev.trees = treesOf(obj, ev.trees.oldObjectMap)
+	}
 }
 
 // variable evaluates the variable p, adding its cost to the next Eval's.
 func (ev *Evaluation) variable(p *Program) ref.Val {
-	if p.shared && ev.memo != nil {
-		if e := ev.memo.find(p); e != nil {
+	share := p.shared && ev.scope != nil
+	if share {
+		if e := ev.scope.find(p, &ev.trees); e != nil {
 			ev.varCost = addCost(ev.varCost, e.cost)
 			return e.val
 		}
@@ -253,8 +259,8 @@ func (ev *Evaluation) variable(p *Program) ref.Val {
 			ev.varCost = addCost(ev.varCost, cost)
 		}
 	}
-	if err == nil && p.shared && details != nil && ev.memo != nil {
-		ev.memo.add(p, v, cost)
+	if err == nil && share && details != nil {
+		ev.scope.add(p, &ev.trees, v, cost)
 	}
 	if err != nil {
 		if isCostErr(err) && ev.costErr == nil {

@@ -33,7 +33,7 @@ func ExampleImageVerifier() {
 		Extra:     map[string]any{"attestors": map[string]any{"acme": &cel.ImageAttestor{Name: "acme"}}},
 		Libraries: &cel.Libraries{ImageVerify: &countingHost{}},
 	}
-	v, err := c.NewEvaluation(context.Background(), in).Eval(p)
+	v, err := c.NewEvaluation(context.Background(), in, nil).Eval(p)
 	fmt.Println("verified by", v, "attestor(s)", err)
 	// Output:
 	// type: int

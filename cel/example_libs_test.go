@@ -32,7 +32,7 @@ func ExampleWithLibraries() {
 	libs := &cel.Libraries{Resource: cluster}
 	for _, image := range []string{"ghcr.io/team/app:1.0", "nginx:latest"} {
 		pod := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": image}}}}
-		v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: pod, Libraries: libs}).Eval(p)
+		v, err := c.NewEvaluation(context.Background(), &cel.Input{Object: pod, Libraries: libs}, nil).Eval(p)
 		fmt.Println(image, v, err)
 	}
 
@@ -41,7 +41,7 @@ func ExampleWithLibraries() {
 	if err != nil {
 		panic(err)
 	}
-	_, err = c.NewEvaluation(context.Background(), &cel.Input{}).Eval(bad)
+	_, err = c.NewEvaluation(context.Background(), &cel.Input{}, nil).Eval(bad)
 	fmt.Println(err)
 	// Output:
 	// ghcr.io/team/app:1.0 true <nil>

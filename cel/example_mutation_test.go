@@ -39,7 +39,7 @@ func ExampleWithPatchTypes() {
 	fmt.Println(apply.OutputType(), patch.OutputType())
 
 	deploy := map[string]any{"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": 2.0}}
-	ev := c.NewEvaluation(context.Background(), &cel.Input{Object: deploy})
+	ev := c.NewEvaluation(context.Background(), &cel.Input{Object: deploy}, nil)
 	v, err := ev.Eval(apply)
 	if err != nil {
 		panic(err)

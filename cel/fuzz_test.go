@@ -49,7 +49,7 @@ func FuzzCompileEval(f *testing.F) {
 		in := &cel.Input{Object: obj, Params: obj, Request: map[string]any{"operation": "CREATE"}}
 		for _, p := range progs {
 			start := time.Now()
-			_, _ = c.NewEvaluation(ctx, in).Eval(p)
+			_, _ = c.NewEvaluation(ctx, in, nil).Eval(p)
 			if d := time.Since(start); d > 10*time.Second {
 				t.Fatalf("evaluation took %v", d)
 			}
@@ -94,7 +94,7 @@ func FuzzLibraries(f *testing.F) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			start := time.Now()
-			_, _ = c.NewEvaluation(ctx, &cel.Input{Object: obj, Libraries: testLibraries()}).Eval(p)
+			_, _ = c.NewEvaluation(ctx, &cel.Input{Object: obj, Libraries: testLibraries()}, nil).Eval(p)
 			cancel()
 			if d := time.Since(start); d > 10*time.Second {
 				t.Fatalf("evaluation took %v", d)

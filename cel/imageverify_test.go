@@ -79,7 +79,7 @@ func TestImageVerifyLibrary(t *testing.T) {
 			}
 			host := &fakeImageVerifier{}
 			ctx := context.WithValue(context.Background(), ivCtxKey{}, "eval")
-			v, err := c.NewEvaluation(ctx, &cel.Input{Extra: extra, Libraries: &cel.Libraries{ImageVerify: host}}).Eval(p)
+			v, err := c.NewEvaluation(ctx, &cel.Input{Extra: extra, Libraries: &cel.Libraries{ImageVerify: host}}, nil).Eval(p)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("got %v, %v, want an error with %q", v, err, tt.err)
@@ -105,7 +105,7 @@ func TestImageVerifyLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.NewEvaluation(context.Background(), &cel.Input{Extra: extra}).Eval(p); !errors.Is(err, cel.ErrNotConfigured) {
+	if _, err := c.NewEvaluation(context.Background(), &cel.Input{Extra: extra}, nil).Eval(p); !errors.Is(err, cel.ErrNotConfigured) {
 		t.Errorf("without a host: %v", err)
 	}
 	// ValidatingPolicies do not see the library

@@ -99,12 +99,6 @@ const (
 	DeletingPolicyLibraries        = ValidatingPolicyLibraries &^ UserLibrary
 )
 
-// hostLibraries are the libraries whose functions do I/O, read a clock or
-// randomness: expressions that call them are never shared between
-// Evaluations.
-const hostLibraries = ResourceLibrary | HTTPLibrary | ImageDataLibrary | GlobalContextLibrary |
-	GeneratorLibrary | TimeLibrary | RandomLibrary | ImageVerifyLibrary
-
 // boundLibraries are the libraries with functions of boundCalls, which a
 // decorator binds to each evaluation.
 const boundLibraries = TimeLibrary | RandomLibrary | ImageVerifyLibrary
@@ -410,24 +404,25 @@ func imageVerifyCall(id string) func(b *libBinding, args []ref.Val) ref.Val {
 	}
 }
 
-// impureVars are the library variables whose functions do I/O.
-var impureVars = map[string]bool{
-	resource.VarName: true, http.VarName: true, imagedata.VarName: true,
-	globalcontext.VarName: true, generator.VarName: true,
-}
+// constantVars are the library variables whose value is the same in
+// every Evaluation (their functions are pure): reading them does not keep
+// a variable from being shared (see Scope). The other libraries'
+// variables do I/O through the Evaluation's hosts.
+var constantVars = [...]struct {
+	lib  LibrarySet
+	name string
+}{{JSONLibrary, json.VarName}, {YAMLLibrary, yaml.VarName}}
 
-// pure tells whether a checked expression calls no library function that
-// does I/O or reads the clock or randomness.
-func pure(a *cel.Ast) bool {
+// callsBound tells whether a checked expression calls a library function
+// bound to the Evaluation (boundCalls: the clock, randomness, image
+// verification).
+func callsBound(a *cel.Ast) bool {
 	for _, r := range a.NativeRep().ReferenceMap() {
-		if impureVars[r.Name] {
-			return false
-		}
 		for _, id := range r.OverloadIDs {
 			if boundCalls[id] != nil {
-				return false
+				return true
 			}
 		}
 	}
-	return true
+	return false
 }

@@ -253,7 +253,7 @@ func evalLib(t *testing.T, ns, expr string, libs *cel.Libraries) (ref.Val, error
 	if err != nil {
 		return nil, err
 	}
-	return c.NewEvaluation(context.Background(), &cel.Input{Object: pod(), Libraries: libs}).Eval(p)
+	return c.NewEvaluation(context.Background(), &cel.Input{Object: pod(), Libraries: libs}, nil).Eval(p)
 }
 
 // literal evaluates a CEL literal for comparisons.
@@ -264,7 +264,7 @@ func literal(t *testing.T, expr string) ref.Val {
 	if err != nil {
 		t.Fatalf("literal %s: %v", expr, err)
 	}
-	v, err := c.NewEvaluation(context.Background(), &cel.Input{}).Eval(p)
+	v, err := c.NewEvaluation(context.Background(), &cel.Input{}, nil).Eval(p)
 	if err != nil {
 		t.Fatalf("literal %s: %v", expr, err)
 	}
@@ -578,7 +578,7 @@ func TestLibraryBindingPerEvaluation(t *testing.T) {
 		return &cel.Input{Libraries: &cel.Libraries{Now: func() time.Time { return ts }, Random: bytes.NewReader(bytes.Repeat([]byte{seed}, 64))}}
 	}
 	eval := func(p *cel.Program, in *cel.Input) string {
-		v, err := c.NewEvaluation(context.Background(), in).Eval(p)
+		v, err := c.NewEvaluation(context.Background(), in, nil).Eval(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -600,7 +600,7 @@ func TestLibraryBindingPerEvaluation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := c.NewEvaluation(context.Background(), at(t1, 1)).Eval(comp)
+	v, err := c.NewEvaluation(context.Background(), at(t1, 1), nil).Eval(comp)
 	if err != nil || v.Equal(literal(t, `["2024-05-06T07:08:09Z", "2024-05-06T07:08:09Z"]`)) != types.True {
 		t.Fatalf("comprehension: %v %v", v, err)
 	}
@@ -618,12 +618,13 @@ func TestLibraryContextAndNamespaces(t *testing.T) {
 	res := newResources()
 	libs := &cel.Libraries{Resource: res}
 	in := &cel.Input{Object: pod(), Libraries: libs}
+	scope := new(cel.Scope)
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request-1")
 	names := map[string]string{}
 	for _, ns := range []string{"prod", "dev"} {
 		c := libEnv(t).NewCompiler(false, cel.InNamespace(ns))
 		// the same variable in two policies of two namespaces, on one
-		// Input: never shared, it reads each policy's namespace
+		// Input and Scope: never shared, it reads each policy's namespace
 		if _, err := c.AddVariable("cms", `dyn(resource.List("v1", "configmaps").items).map(c, c.metadata.name)`); err != nil {
 			t.Fatal(err)
 		}
@@ -631,7 +632,7 @@ func TestLibraryContextAndNamespaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := c.NewEvaluation(ctx, in).Eval(p)
+		v, err := c.NewEvaluation(ctx, in, scope).Eval(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -717,10 +718,11 @@ func TestLibrarySets(t *testing.T) {
 }
 
 // TestLibraryCallsAreNotShared: a variable calling a host is evaluated
-// by each Evaluation; a pure one is shared by the Evaluations of an Input.
+// by each Evaluation of a Scope.
 func TestLibraryCallsAreNotShared(t *testing.T) {
 	res := newResources()
 	in := &cel.Input{Object: pod(), Libraries: &cel.Libraries{Resource: res}}
+	scope := new(cel.Scope)
 	for i := 0; i < 3; i++ {
 		c := libEnv(t).NewCompiler(false)
 		if _, err := c.AddVariable("cm", `resource.Get("v1", "configmaps", "prod", "a")`); err != nil {
@@ -733,7 +735,7 @@ func TestLibraryCallsAreNotShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := c.NewEvaluation(context.Background(), in).Eval(p)
+		v, err := c.NewEvaluation(context.Background(), in, scope).Eval(p)
 		if err != nil || v != types.True {
 			t.Fatalf("%v %v", v, err)
 		}
@@ -836,7 +838,7 @@ func TestDocumentedPolicies(t *testing.T) {
 				}
 			}
 			in := &cel.Input{Object: tt.object, Request: tt.request, Libraries: testLibraries()}
-			ev := c.NewEvaluation(context.Background(), in)
+			ev := c.NewEvaluation(context.Background(), in, nil)
 			for _, v := range tt.validations {
 				p, err := c.Compile(v.expr, cel.Validation)
 				if err != nil {
@@ -869,7 +871,7 @@ func TestLibrariesConcurrent(t *testing.T) {
 			year := 2000 + g
 			libs := &cel.Libraries{Resource: res, Now: func() time.Time { return time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC) }}
 			for range 50 {
-				v, err := c.NewEvaluation(context.Background(), &cel.Input{Libraries: libs}).Eval(p)
+				v, err := c.NewEvaluation(context.Background(), &cel.Input{Libraries: libs}, nil).Eval(p)
 				if want := fmt.Sprintf("%d:a,b", year); err != nil || v != types.String(want) {
 					errs <- fmt.Errorf("got %v %v, want %s", v, err, want)
 					return
@@ -928,7 +930,7 @@ func TestGzipBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := map[string]any{"s": base64.StdEncoding.EncodeToString(buf.Bytes())}
-	if _, err := c.NewEvaluation(context.Background(), &cel.Input{Object: obj}).Eval(p); err == nil || !strings.Contains(err.Error(), "output larger than 33554432 bytes") {
+	if _, err := c.NewEvaluation(context.Background(), &cel.Input{Object: obj}, nil).Eval(p); err == nil || !strings.Contains(err.Error(), "output larger than 33554432 bytes") {
 		t.Fatalf("a 40 MiB output: %v", err)
 	}
 }

@@ -184,7 +184,7 @@ func (c *Controller) Run(ctx context.Context) {
 	// record: the changes made while no leader ran
 	keys := append(append(keysOf(c.src.Errors()), t.states.keys()...), migrated...)
 	for _, p := range c.src.Set().Policies() {
-		keys = append(keys, p.Key())
+		keys = append(keys, idOf(p))
 	}
 	for _, k := range keys {
 		t.policies.Add(k)

@@ -61,8 +61,12 @@ type policyRecord struct {
 }
 
 // needsRecord reports whether the controller has anything to do for the
-// policy when it changes: generate rules, or mutate-existing rules.
+// policy when it changes: generate rules, mutate-existing rules, or a
+// MutatingPolicy with mutateExisting.
 func needsRecord(p *engine.Policy) bool {
+	if mp, ok := p.Source().(*api.MutatingPolicy); ok {
+		return mp.Spec.MutateExistingEnabled()
+	}
 	for _, r := range p.Rules() {
 		if r.Generation != nil || (r.Mutation != nil && len(r.Mutation.Targets) > 0) {
 			return true

@@ -28,7 +28,10 @@ import (
 	"github.com/gavelpolicy/gavel/generate"
 )
 
-var schemaConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+var (
+	schemaConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	mutatingPolicies = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "mutatingpolicies"}
+)
 
 // replica is one process of gavel: a host with its policy source and
 // controller, on clients it may share with other replicas.
@@ -53,6 +56,7 @@ func newReplicaOn(t *testing.T, kube kubernetes.Interface, dyn *dynfake.FakeDyna
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	mapper.AddSpecific(schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "MutatingPolicy"}, mutatingPolicies, mutatingPolicies, meta.RESTScopeRoot)
 	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +111,7 @@ func fakeClients(objs ...runtime.Object) (*kubefake.Clientset, *dynfake.FakeDyna
 		UpdateRequests: "UpdateRequestList", PolicyReports: "PolicyReportList", ClusterPolicyReports: "ClusterPolicyReportList",
 		schemaConfigMaps: "ConfigMapList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
 		crds: "CustomResourceDefinitionList", EphemeralReports: "EphemeralReportList", ClusterEphemeralReports: "ClusterEphemeralReportList",
+		mutatingPolicies: "MutatingPolicyList",
 	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
 	var seq, rv atomic.Int64
@@ -594,4 +599,83 @@ func TestStateMigratedFromTheSingleConfigMap(t *testing.T) {
 	if owner(t, dyn, "a") != "<absent>" {
 		t.Errorf("the policy was applied again: downstream owner %s", owner(t, dyn, "a"))
 	}
+}
+
+// labelConfigMaps is a MutatingPolicy that labels the ConfigMaps of the
+// cluster when a Namespace is created, and when it is created or changed
+// itself (mutateExisting).
+func labelConfigMaps(t *testing.T, value string) *unstructured.Unstructured {
+	return objectOf(t, `apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: label-configmaps, uid: mpol-1}
+spec:
+  evaluation:
+    mutateExisting: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}
+  targetMatchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'checked': '`+value+`'}}}"
+`)
+}
+
+func checkedLabel(t *testing.T, dyn *dynfake.FakeDynamicClient, ns, name string) string {
+	t.Helper()
+	u, err := dyn.Resource(schemaConfigMaps).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetLabels()["checked"]
+}
+
+// A MutatingPolicy with mutateExisting in the cluster: the leader applies
+// it to the existing targets when it starts (and records it), again when
+// the policy changes, and the UpdateRequests queued at admission are
+// processed by the leader's generate controller.
+func TestMutatingPolicyMutatesExisting(t *testing.T) {
+	kube, dyn := fakeClients(labelConfigMaps(t, "v1"), configMap("a", "one", nil), configMap("b", "two", nil))
+	r := newReplica(t, kube, dyn)
+	stop := r.lead(t)
+	defer stop()
+	eventually(t, "the existing ConfigMaps labelled", func() bool {
+		return checkedLabel(t, dyn, "a", "one") == "v1" && checkedLabel(t, dyn, "b", "two") == "v1"
+	})
+	eventually(t, "the policy's record", func() bool {
+		_, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), StateConfigMapName("MutatingPolicy.label-configmaps"), metav1.GetOptions{})
+		return err == nil
+	})
+
+	// a new version is applied to the existing targets again
+	p := labelConfigMaps(t, "v2")
+	p.SetGeneration(2)
+	if _, err := dyn.Resource(mutatingPolicies).Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ConfigMaps labelled by the new version", func() bool {
+		return checkedLabel(t, dyn, "a", "one") == "v2" && checkedLabel(t, dyn, "b", "two") == "v2"
+	})
+
+	// admission of a trigger queues an UpdateRequest, which the leader
+	// processes
+	if _, err := dyn.Resource(schemaConfigMaps).Namespace("c").Create(t.Context(), configMap("c", "three", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(), nsObject("c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := r.src.WebhookSet(api.Fail, "").Generate(t.Context(), &engine.Request{Operation: api.Create, Object: nsObject("c").Object})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.UpdateRequests) != 1 || resp.UpdateRequests[0].Spec.Type != api.URMutate {
+		t.Fatalf("admission queued %+v, want one mutate request", resp.UpdateRequests)
+	}
+	eventually(t, "the new ConfigMap labelled through the UpdateRequest", func() bool {
+		return checkedLabel(t, dyn, "c", "three") == "v2" && len(updateRequests(t, dyn)) == 0
+	})
 }

@@ -377,3 +377,65 @@ func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
 func (a *AdmissionReports) recordAll(req *engine.Request, resp *engine.Response) bool {
 	return a.Record(req, resp, "")
 }
+
+// The admission results of admission-only CEL policies reach their
+// reports through the ephemeral reports: a ValidatingPolicy's (from
+// Validate) and a MutatingPolicy's (from Mutate), with upstream's
+// sources, though their results name no rule of the policy.
+func TestAdmissionReportsOfCELKinds(t *testing.T) {
+	vpol := objectOf(t, `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: need-owner}
+spec:
+  validationActions: [Audit]
+  evaluation:
+    background: {enabled: false}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
+    message: owner label required
+`)
+	mpol := objectOf(t, `apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: add-team}
+spec:
+  evaluation:
+    background: {enabled: false}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"
+`)
+	h, src, dyn := reportsHost(t, vpol, mpol)
+	eventually(t, "both policies", func() bool { return len(src.Set().Policies()) == 2 })
+	a := NewAdmissionReports(h, AdmissionReportsOptions{})
+	runAdmissionReports(t, a)
+	r := NewReporter(h, src, report.Options{})
+	r.flushEvery = testFlush
+	runReporter(t, r)
+
+	p := podObject("bad", nil)
+	if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	req := &engine.Request{Operation: api.Create, Object: p.Object, UID: "req-cel"}
+	m, err := src.Set().Mutate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := src.Set().Validate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Record(req, m, "mutate-fail") || !a.Record(req, v, "fail") {
+		t.Fatal("not recorded")
+	}
+	eventually(t, "the ValidatingPolicy's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "vpol-need-owner") == "pass=0 fail=1" })
+	eventually(t, "the MutatingPolicy's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "mpol-add-team") == "pass=1 fail=0" })
+	eventually(t, "the ephemeral reports deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,12 @@ import (
 func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object, before func(h *Host)) (*Host, *dynfake.FakeDynamicClient) {
 	t.Helper()
 	kube := kubefake.NewClientset(kubeObjs...)
+	// gavel may read everything but Secrets (its status conditions)
+	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		rev := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview).DeepCopy()
+		rev.Status.Allowed = rev.Spec.ResourceAttributes.Resource != "secrets"
+		return true, rev, nil
+	})
 	scheme := runtime.NewScheme()
 	listKinds := map[schema.GroupVersionResource]string{
 		ClusterPolicies:                         "ClusterPolicyList",
@@ -43,6 +50,9 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 		paramLimits:                             "LimitList",
 		paramClusterLimits:                      "ClusterLimitList",
 	}
+	for _, k := range fakeCELKinds {
+		listKinds[k.gvr] = k.kind + "List"
+	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, listKinds, dynObjs...)
 	// the fake does not implement generateName
 	var seq atomic.Int64
@@ -59,6 +69,14 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 	// parameter objects of CEL rules, namespaced and not
 	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "Limit"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "gavel.io", Version: "v1", Kind: "ClusterLimit"}, meta.RESTScopeRoot)
+	// the CEL kinds the cluster serves
+	for _, k := range fakeCELKinds {
+		scope := meta.RESTScopeRoot
+		if k.namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		mapper.AddSpecific(schema.GroupVersionKind{Group: k.gvr.Group, Version: k.gvr.Version, Kind: k.kind}, k.gvr, k.gvr, scope)
+	}
 	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +93,25 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 		t.Fatal(err)
 	}
 	return h, dyn
+}
+
+// fakeCELKinds are the kinds of policy beyond ClusterPolicy and Policy
+// that the fake cluster serves (not MutatingAdmissionPolicy), and Jobs
+// for the deleting policies.
+var fakeCELKinds = []struct {
+	kind       string
+	gvr        schema.GroupVersionResource
+	namespaced bool
+}{
+	{"ValidatingPolicy", schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "validatingpolicies"}, false},
+	{"NamespacedValidatingPolicy", schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedvalidatingpolicies"}, true},
+	{"MutatingPolicy", schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "mutatingpolicies"}, false},
+	{"PolicyException", schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "policyexceptions"}, true},
+	{"DeletingPolicy", schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "deletingpolicies"}, false},
+	{"CleanupPolicy", schema.GroupVersionResource{Group: "kyverno.io", Version: "v2", Resource: "cleanuppolicies"}, true},
+	{"Job", jobs, true},
+	{"ValidatingAdmissionPolicy", schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}, false},
+	{"ValidatingAdmissionPolicyBinding", schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}, false},
 }
 
 var (

@@ -90,6 +90,9 @@ type Host struct {
 	configMaps corelisters.ConfigMapLister
 	namespaces corelisters.NamespaceLister
 	excInf     cache.SharedIndexInformer
+	// celExcInf watches the policies.kyverno.io PolicyExceptions (nil
+	// when the cluster does not serve them)
+	celExcInf cache.SharedIndexInformer
 
 	excMu  sync.Mutex // serializes recompilations
 	excSet atomic.Pointer[exceptions.Set]
@@ -163,13 +166,20 @@ func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTM
 	h.namespaces = h.factory.Core().V1().Namespaces().Lister()
 	h.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.Resync)
 	h.excInf = h.dynFactory.ForResource(PolicyExceptions).Informer()
+	infs := []cache.SharedIndexInformer{h.excInf}
+	if m, err := mapper.RESTMapping(schema.GroupKind{Group: api.GroupPolicies, Kind: api.KindPolicyException}, policiesVersions...); err == nil {
+		h.celExcInf = h.dynFactory.ForResource(m.Resource).Informer()
+		infs = append(infs, h.celExcInf)
+	}
 	recompile := func(any) { h.compileExceptions() }
-	if _, err := h.excInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    recompile,
-		UpdateFunc: func(_, _ any) { h.compileExceptions() },
-		DeleteFunc: recompile,
-	}); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+	for _, inf := range infs {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    recompile,
+			UpdateFunc: func(_, _ any) { h.compileExceptions() },
+			DeleteFunc: recompile,
+		}); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
 	}
 	empty, _ := exceptions.Compile(nil)
 	h.excSet.Store(empty)
@@ -363,15 +373,9 @@ func (h *Host) compileExceptions() {
 	h.excMu.Lock()
 	defer h.excMu.Unlock()
 	var list []*api.PolicyException
+	var cel []*api.CELPolicyException
 	var errs []error
-	for _, o := range h.excInf.GetStore().List() {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		if !namespaceAllowed(h.opts.ExceptionNamespaces, u.GetNamespace()) {
-			continue
-		}
+	for _, u := range h.exceptionObjects(h.excInf) {
 		pe, err := api.DecodePolicyException(document(u))
 		if err != nil {
 			errs = append(errs, err)
@@ -379,7 +383,15 @@ func (h *Host) compileExceptions() {
 		}
 		list = append(list, pe)
 	}
-	set, err := exceptions.Compile(list)
+	for _, u := range h.exceptionObjects(h.celExcInf) {
+		pe, err := api.DecodeCELPolicyException(document(u))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cel = append(cel, pe)
+	}
+	set, err := exceptions.Compile(list, exceptions.CEL(cel...))
 	if err != nil {
 		// leave out the invalid exceptions, keep the others in force
 		errs = append(errs, err)
@@ -389,7 +401,13 @@ func (h *Host) compileExceptions() {
 				valid = append(valid, pe)
 			}
 		}
-		if set, err = exceptions.Compile(valid); err != nil {
+		var validCEL []*api.CELPolicyException
+		for _, pe := range cel {
+			if _, err := exceptions.Compile(nil, exceptions.CEL(pe)); err == nil {
+				validCEL = append(validCEL, pe)
+			}
+		}
+		if set, err = exceptions.Compile(valid, exceptions.CEL(validCEL...)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -402,6 +420,22 @@ func (h *Host) compileExceptions() {
 	} else {
 		h.excErr.Store(nil)
 	}
+}
+
+// exceptionObjects returns the exceptions of an informer (none for nil)
+// in the allowed namespaces.
+func (h *Host) exceptionObjects(inf cache.SharedIndexInformer) []*unstructured.Unstructured {
+	if inf == nil {
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range inf.GetStore().List() {
+		u, ok := o.(*unstructured.Unstructured)
+		if ok && namespaceAllowed(h.opts.ExceptionNamespaces, u.GetNamespace()) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func namespaceAllowed(allowed []string, ns string) bool {

@@ -176,7 +176,7 @@ func (m *Metrics) Results(req *engine.Request, resp *engine.Response, background
 		if pr.Policy == nil || len(pr.Rules) == 0 {
 			continue
 		}
-		k := resultKey{policy: pr.Policy.Key(), mode: validationMode(pr.Policy, pr.FailureAction), kind: kind, namespace: ns, op: op,
+		k := resultKey{policy: idOf(pr.Policy), mode: validationMode(pr.Policy, pr.FailureAction), kind: kind, namespace: ns, op: op,
 			background: pr.Policy.Background(), cause: background, dryRun: dry}
 		worst := engine.StatusPass
 		for j := range pr.Rules {
@@ -366,7 +366,7 @@ func (c *ruleInfoCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, p := range info.set.Policies() {
-		ready := strconv.FormatBool(info.failed[p.Key()] == nil)
+		ready := strconv.FormatBool(info.failed[idOf(p)] == nil)
 		pl := policyLabelValues(p, "")
 		for _, r := range p.Rules() {
 			typ := "validate"
@@ -380,7 +380,25 @@ func (c *ruleInfoCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, append(pl, r.Name, typ, ready)...)
 		}
+		if typ := celRuleType(p.Kind()); typ != "" {
+			// a CEL kind has no rules: one series, named as its results
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, append(pl, "", typ, ready)...)
+		}
 	}
+}
+
+// celRuleType is the rule_type of the results of a CEL kind ("" for
+// ClusterPolicy and Policy).
+func celRuleType(kind string) string {
+	switch kind {
+	case api.KindValidatingPolicy, api.KindNamespacedValidatingPolicy, api.KindValidatingAdmissionPolicy:
+		return "validate"
+	case api.KindImageValidatingPolicy, api.KindNamespacedImageValidatingPolicy:
+		return "imageVerify"
+	case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy, api.KindMutatingAdmissionPolicy:
+		return "mutate"
+	}
+	return ""
 }
 
 // queueMetrics implements workqueue.MetricsProvider with Prometheus

@@ -9,14 +9,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -46,40 +42,59 @@ type PolicyChange struct {
 // the subsets each webhook path serves.
 type snapshot struct {
 	all *engine.PolicySet
+	// admission: the policies the webhooks serve (not the kinds the API
+	// server evaluates itself)
+	admission *engine.PolicySet
 	// by failure policy, without the policies that have webhooks of
 	// their own
 	fail, ignore *engine.PolicySet
-	// the policies with webhooks of their own (match conditions), by key
+	// the policies with webhooks of their own (match conditions) or of
+	// their selectors' group, by the webhook's key (webhookGroup)
 	fine map[string]*engine.PolicySet
+	// backgroundMutate: the CEL mutating kinds, whose background results
+	// come from PolicySet.Mutate
+	backgroundMutate *engine.PolicySet
 }
 
-// PolicySource keeps a PolicySet compiled from the cluster's ClusterPolicy
-// and Policy objects, in client-go's sample-controller shape: the
-// informers' handlers only put the policy's key in a queue; a worker
-// compiles the policy and swaps the set atomically, so that a request is
-// answered by one set from start to end. A policy that does not compile
-// is reported (with PolicySourceOptions.ReportStatus: its Ready condition
-// set to False with the reason, and a Warning event, written by a second
-// queue's worker with rate-limited retries) and the version that was
-// serving before keeps serving. The workers run from Host.Start to the
-// end of its context. It is safe for concurrent use.
+// PolicySource keeps a PolicySet compiled from the cluster's policies of
+// every kind the engine evaluates: ClusterPolicy and Policy,
+// ValidatingPolicy, ImageValidatingPolicy and MutatingPolicy with their
+// Namespaced kinds, and Kubernetes' ValidatingAdmissionPolicy (and
+// MutatingAdmissionPolicy, PolicySourceOptions.MutatingAdmissionPolicies)
+// with their bindings; the kinds of policies.kyverno.io and
+// admissionregistration.k8s.io are watched when the cluster serves them
+// at start. The API server evaluates its admission policies itself: the
+// webhooks do not serve them (WebhookSet), only the background scans
+// report on them (Set), as upstream's reports controller does.
+//
+// It is a controller in client-go's sample-controller shape: the
+// informers' handlers only put the policy's ID in a queue (its key,
+// prefixed by its kind for the kinds other than ClusterPolicy and
+// Policy); a worker compiles the policy and swaps the set atomically, so
+// that a request is answered by one set from start to end. A policy that
+// does not compile is reported (with PolicySourceOptions.ReportStatus:
+// its status set not ready with the reason, and a Warning event, written
+// by a second queue's worker with rate-limited retries) and the version
+// that was serving before keeps serving. The workers run from Host.Start
+// to the end of its context. It is safe for concurrent use.
 type PolicySource struct {
 	h   *Host
 	eng *engine.Engine
 
 	cur atomic.Pointer[snapshot]
 
-	queue   workqueue.TypedRateLimitingInterface[string] // policy keys to compile
-	status  workqueue.TypedRateLimitingInterface[string] // policy keys whose status to write
-	infs    map[bool]cache.SharedIndexInformer           // by namespaced
+	queue   workqueue.TypedRateLimitingInterface[string] // policy IDs to compile
+	status  workqueue.TypedRateLimitingInterface[string] // policy IDs whose status to write
+	infs    map[string]cache.SharedIndexInformer         // by kind
+	gvrs    map[string]schema.GroupVersionResource       // by kind
 	regs    []cache.ResourceEventHandlerRegistration
 	synced  chan struct{}
 	syncKey string
 
 	mu        sync.Mutex
-	good      map[string]*engine.Policy
+	good      map[string]*engine.Policy // by ID
 	errs      map[string]error
-	compiled  map[string]string // the generation and annotations of the version compiled, by key
+	compiled  map[string]string // the generation and annotations of the version compiled, by ID
 	listeners []func(PolicyChange)
 	writeStat bool
 }
@@ -91,6 +106,15 @@ type PolicySourceOptions struct {
 	// process (the controller's leader, or the single webhook), not in
 	// every replica.
 	ReportStatus bool
+	// NoValidatingAdmissionPolicies leaves out the
+	// ValidatingAdmissionPolicies and their bindings, which the
+	// background scans otherwise report on (upstream's reports controller
+	// with --validatingAdmissionPolicyReports=false).
+	NoValidatingAdmissionPolicies bool
+	// MutatingAdmissionPolicies watches the MutatingAdmissionPolicies and
+	// their bindings, for the background scans' reports (upstream's
+	// --mutatingAdmissionPolicyReports, off by default).
+	MutatingAdmissionPolicies bool
 }
 
 // NewPolicySource returns a source of policies that compiles with the
@@ -108,15 +132,25 @@ func NewPolicySource(h *Host, opts PolicySourceOptions) (*PolicySource, error) {
 	s := &PolicySource{h: h, eng: eng, good: map[string]*engine.Policy{}, errs: map[string]error{},
 		compiled: map[string]string{}, writeStat: opts.ReportStatus,
 		queue: newQueue("policies"), status: newQueue("policy-status"),
-		infs: map[bool]cache.SharedIndexInformer{}, synced: make(chan struct{}), syncKey: "\x00synced"}
+		infs: map[string]cache.SharedIndexInformer{}, gvrs: map[string]schema.GroupVersionResource{},
+		synced: make(chan struct{}), syncKey: "\x00synced"}
 	s.store(&snapshot{all: eng.NewPolicySet()})
-	for namespaced, gvr := range map[bool]schema.GroupVersionResource{false: ClusterPolicies, true: Policies} {
+	for i := range hostKinds {
+		k := &hostKinds[i]
+		gvr, ok := k.served(h.mapper, &opts)
+		if !ok {
+			if k.enabled == nil || k.enabled(&opts) {
+				h.log.Info("policy kind not served, not watched", "group", k.group, "kind", k.kind)
+			}
+			continue
+		}
 		inf := h.dynFactory.ForResource(gvr).Informer()
-		s.infs[namespaced] = inf
+		s.infs[k.kind], s.gvrs[k.kind] = inf, gvr
+		enqueue := s.enqueuer(k.kind)
 		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    s.enqueue,
-			UpdateFunc: func(_, o any) { s.enqueue(o) },
-			DeleteFunc: s.enqueue,
+			AddFunc:    enqueue,
+			UpdateFunc: func(_, o any) { enqueue(o) },
+			DeleteFunc: enqueue,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
@@ -127,11 +161,25 @@ func NewPolicySource(h *Host, opts PolicySourceOptions) (*PolicySource, error) {
 	return s, nil
 }
 
-// enqueue is the informers' handler: the policy's key, nothing more.
-func (s *PolicySource) enqueue(o any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
-		s.queue.Add(key)
+// enqueuer returns the informers' handler of a kind: it queues the
+// policy's ID, nothing more.
+func (s *PolicySource) enqueuer(kind string) func(o any) {
+	return func(o any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
+			s.queue.Add(policyID(kind, key))
+		}
 	}
+}
+
+// Kinds returns the kinds of policy the source watches.
+func (s *PolicySource) Kinds() []string {
+	out := make([]string, 0, len(s.infs))
+	for i := range hostKinds {
+		if s.infs[hostKinds[i].kind] != nil {
+			out = append(out, hostKinds[i].kind)
+		}
+	}
+	return out
 }
 
 // run compiles the queued policies and writes the statuses until ctx is
@@ -203,33 +251,41 @@ func (s *PolicySource) Synced() bool {
 	}
 }
 
-// Set returns the policy set serving now.
+// Set returns the policy set serving now: every policy, those the API
+// server evaluates itself too (the background scans' set).
 func (s *PolicySource) Set() *engine.PolicySet { return s.cur.Load().all }
 
 // WebhookSet returns the policies a webhook path serves: with key "", the
-// policies of failure policy fp that have no webhook of their own; with a
-// policy key, that policy's own webhook (nil when it has none now).
+// policies of failure policy fp that have no webhook of their own (fp "":
+// every policy the webhooks serve); with a key, the policies of that
+// webhook (the key of a policy with webhooks of its own, or of a group
+// of CEL policies with the same selectors: see WebhookConfigurations),
+// nil when there is none now.
 func (s *PolicySource) WebhookSet(fp api.FailurePolicyType, key string) *engine.PolicySet {
 	snap := s.cur.Load()
-	if key != "" {
+	switch {
+	case key != "":
 		return snap.fine[key]
-	}
-	if fp == api.Ignore {
+	case fp == api.Ignore:
 		return snap.ignore
+	case fp == "":
+		return snap.admission
 	}
 	return snap.fail
 }
 
 // lookup returns the version of a policy serving now (nil when none), and
 // whether its latest version does not compile.
-func (s *PolicySource) lookup(key string) (*engine.Policy, bool) {
+func (s *PolicySource) lookup(id string) (*engine.Policy, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.good[key], s.errs[key] != nil
+	return s.good[id], s.errs[id] != nil
 }
 
 // Errors returns the compile error of each policy that failed to compile
-// in its latest version, by policy key.
+// in its latest version, by policy ID: the policy's key (name, or
+// namespace/name), prefixed by its kind and a dot for the kinds other
+// than ClusterPolicy and Policy ("ValidatingPolicy.name").
 func (s *PolicySource) Errors() map[string]error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,13 +326,23 @@ func (s *PolicySource) Subscribe(f func(PolicyChange)) {
 	s.listeners = append(s.listeners, f)
 }
 
-// object returns the policy of key from the informers' caches.
-func (s *PolicySource) object(key string) (*unstructured.Unstructured, bool) {
-	o, ok, err := s.infs[strings.Contains(key, "/")].GetStore().GetByKey(key)
+// object returns the policy of an ID from the informers' caches.
+func (s *PolicySource) object(id string) (*unstructured.Unstructured, bool) {
+	kind, key := splitID(id)
+	inf := s.infs[kind]
+	if inf == nil {
+		return nil, false
+	}
+	o, ok, err := inf.GetStore().GetByKey(key)
 	if err != nil || !ok {
 		return nil, false
 	}
 	u, ok := o.(*unstructured.Unstructured)
+	if ok && u.GetKind() == "" {
+		// informers' objects carry their kind; a fake's may not
+		u = u.DeepCopy()
+		u.SetKind(kind)
+	}
 	return u, ok
 }
 
@@ -346,7 +412,7 @@ func (s *PolicySource) sync(key string) {
 	if cerr != nil {
 		s.h.log.Warn("policy does not compile, the previous version keeps serving", "policy", key, "err", cerr)
 	}
-	if writeStat && exists && (cerr != nil || hadErr || !ready(u)) {
+	if writeStat && exists && (cerr != nil || hadErr || !ready(u) || shapeOf(u.GetKind()) == statusCEL) {
 		s.status.Add(key)
 	}
 	s.h.metrics.SetPolicies(snap.all, failed)
@@ -373,138 +439,55 @@ func (s *PolicySource) compile(u *unstructured.Unstructured) (*engine.Policy, er
 func (s *PolicySource) build() *snapshot {
 	keys := keysOf(s.good)
 	sort.Strings(keys)
-	var all, fail, ignore []*engine.Policy
-	fine := map[string]*engine.PolicySet{}
+	var all, admission, fail, ignore, bgMutate []*engine.Policy
+	groups := map[string][]*engine.Policy{}
 	for _, k := range keys {
 		p := s.good[k]
 		all = append(all, p)
-		switch {
-		case fineGrained(p):
-			fine[k] = s.eng.NewPolicySet(p)
+		if backgroundMutator(p.Kind()) {
+			bgMutate = append(bgMutate, p)
+		}
+		if !admissionKind(p.Kind()) {
+			continue
+		}
+		admission = append(admission, p)
+		switch g := webhookGroup(p); {
+		case g.key != "":
+			groups[g.key] = append(groups[g.key], p)
 		case p.FailurePolicy() == api.Ignore:
 			ignore = append(ignore, p)
 		default:
 			fail = append(fail, p)
 		}
 	}
-	return &snapshot{all: s.eng.NewPolicySet(all...), fail: s.eng.NewPolicySet(fail...), ignore: s.eng.NewPolicySet(ignore...), fine: fine}
+	fine := make(map[string]*engine.PolicySet, len(groups))
+	for k, ps := range groups {
+		fine[k] = s.eng.NewPolicySet(ps...)
+	}
+	return &snapshot{all: s.eng.NewPolicySet(all...), admission: s.eng.NewPolicySet(admission...),
+		fail: s.eng.NewPolicySet(fail...), ignore: s.eng.NewPolicySet(ignore...), fine: fine,
+		backgroundMutate: s.eng.NewPolicySet(bgMutate...)}
+}
+
+// backgroundMutator reports the CEL mutating kinds (and bindings), whose
+// background results come from PolicySet.Mutate: a policy that would
+// change an existing resource fails ("mutation is not applied").
+func backgroundMutator(kind string) bool {
+	switch kind {
+	case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy, api.KindMutatingAdmissionPolicy, api.KindMutatingAdmissionPolicyBinding:
+		return true
+	}
+	return false
 }
 
 func (s *PolicySource) store(snap *snapshot) *snapshot {
 	if snap.fail == nil {
 		empty := s.eng.NewPolicySet()
-		snap = &snapshot{all: snap.all, fail: empty, ignore: empty, fine: map[string]*engine.PolicySet{}}
+		snap = &snapshot{all: snap.all, admission: snap.all, fail: empty, ignore: empty,
+			fine: map[string]*engine.PolicySet{}, backgroundMutate: empty}
 	}
 	s.cur.Store(snap)
 	return snap
-}
-
-// ready reports whether the object's Ready condition is True.
-func ready(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
-			return m["status"] == string(metav1.ConditionTrue)
-		}
-	}
-	return false
-}
-
-func (s *PolicySource) processStatus(ctx context.Context) bool {
-	key, shutdown := s.status.Get()
-	if shutdown {
-		return false
-	}
-	defer s.status.Done(key)
-	s.h.metrics.reconcile("policy-status")
-	err := s.writeStatus(ctx, key)
-	switch {
-	case err == nil || ctx.Err() != nil:
-		s.status.Forget(key)
-	case s.status.NumRequeues(key) < maxRetries:
-		s.h.metrics.requeue("policy-status", s.status.NumRequeues(key))
-		s.status.AddRateLimited(key)
-	default:
-		s.h.log.Error("policy status: giving up", "policy", key, "err", err)
-		s.h.metrics.drop("policy-status")
-		s.status.Forget(key)
-	}
-	return true
-}
-
-// maxRetries bounds the retries of an item of a controller's queue, as
-// upstream's controllers do.
-const maxRetries = 10
-
-// writeStatus writes a policy's Ready condition (True, or False with the
-// compile error) when it differs, and records a Warning event for an
-// error.
-func (s *PolicySource) writeStatus(ctx context.Context, key string) error {
-	s.mu.Lock()
-	on, cerr := s.writeStat, s.errs[key]
-	s.mu.Unlock()
-	u, exists := s.object(key)
-	if !on || !exists {
-		return nil
-	}
-	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: "Ready", ObservedGeneration: u.GetGeneration()}
-	if cerr != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonFailed, cerr.Error()
-	}
-	if cerr == nil && hasCondition(u, cond) {
-		return nil // the cache already shows it
-	}
-	gvr := ClusterPolicies
-	if u.GetNamespace() != "" {
-		gvr = Policies
-	}
-	ri := s.h.dyn.Resource(gvr).Namespace(u.GetNamespace())
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		var st api.PolicyStatus
-		if m, ok := cur.Object["status"].(map[string]any); ok {
-			_ = fromObject(m, &st)
-		}
-		if sameCondition(meta.FindStatusCondition(st.Conditions, "Ready"), cond) {
-			return nil
-		}
-		meta.SetStatusCondition(&st.Conditions, cond)
-		r := cerr == nil
-		st.Ready = &r
-		obj, err := toObject(st)
-		if err != nil {
-			return err
-		}
-		cur.Object["status"] = obj
-		_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("writing the status of policy %s: %w", key, err)
-	}
-	if cerr != nil {
-		s.h.events.warn(u, EventReasonPolicyError, cerr.Error())
-	}
-	return nil
-}
-
-func sameCondition(c *metav1.Condition, want metav1.Condition) bool {
-	return c != nil && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message && c.ObservedGeneration == want.ObservedGeneration
-}
-
-// hasCondition reports whether the object's status holds the condition.
-func hasCondition(u *unstructured.Unstructured, want metav1.Condition) bool {
-	var st api.PolicyStatus
-	if m, ok := u.Object["status"].(map[string]any); !ok || fromObject(m, &st) != nil {
-		return false
-	}
-	return sameCondition(meta.FindStatusCondition(st.Conditions, want.Type), want)
 }
 
 func truncate(s string, n int) string {

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -123,13 +125,16 @@ func (r *Reporter) stale(policyKey string, at int64) bool {
 }
 
 // scanKinds returns the resources to watch: the kinds matched by the
-// validate rules, as resources the API server serves. Those of
-// admission-only policies are watched too, for the deletions of the
-// resources their entries are about.
+// validate rules, and the resources the CEL kinds' matchConstraints name
+// (their Pod controller variants' too), as resources the API server
+// serves. Those of admission-only policies are watched too, for the
+// deletions of the resources their entries are about. Wildcard kinds and
+// resources ("*") are not scanned: their cost is unbounded.
 func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 	wanted := map[string]bool{}
-	all := false
+	var rules []admv1.RuleWithOperations
 	for _, p := range set.Policies() {
+		rules = append(rules, scanRules(p)...)
 		for _, rule := range p.Rules() {
 			if rule.Validation == nil && len(rule.VerifyImages) == 0 {
 				continue
@@ -140,15 +145,13 @@ func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 				kinds = append(kinds, f.Kinds...)
 			}
 			for _, k := range kinds {
-				if strings.Contains(k, "*") {
-					all = true
-					continue
+				if !strings.Contains(k, "*") {
+					wanted[k] = true
 				}
-				wanted[k] = true
 			}
 		}
 	}
-	if len(wanted) == 0 {
+	if len(wanted) == 0 && len(rules) == 0 {
 		return nil, nil
 	}
 	_, lists, err := r.h.kube.Discovery().ServerGroupsAndResources()
@@ -167,11 +170,10 @@ func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 				continue
 			}
 			names := []string{res.Kind, gv.Version + "/" + res.Kind, gv.Group + "/" + gv.Version + "/" + res.Kind, gv.Group + "/*/" + res.Kind}
-			match := false
+			match := rulesName(rules, gv.Group, gv.Version, res.Name)
 			for _, n := range names {
 				match = match || wanted[n]
 			}
-			_ = all // wildcard kinds are not scanned (their cost is unbounded)
 			key := gv.Group + "/" + res.Kind
 			if !match || seen[key] {
 				continue
@@ -181,6 +183,43 @@ func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 		}
 	}
 	return out, nil
+}
+
+// scanRules returns the resource rules of a policy of a CEL kind: its
+// matchConstraints' and its Pod controller variants' (none for a
+// ClusterPolicy or Policy, or a ValidatingPolicy of the JSON mode).
+func scanRules(p *engine.Policy) []admv1.RuleWithOperations {
+	if h := celHookOf(p); h != nil {
+		return h.rules
+	}
+	var m *admv1.MatchResources
+	switch src := p.Source().(type) {
+	case *api.ValidatingAdmissionPolicy:
+		m = src.Spec.MatchConstraints
+	case *api.MutatingAdmissionPolicy:
+		m = src.Spec.MatchConstraints
+	}
+	if m == nil {
+		return nil
+	}
+	out := make([]admv1.RuleWithOperations, 0, len(m.ResourceRules))
+	for _, r := range m.ResourceRules {
+		out = append(out, r.RuleWithOperations)
+	}
+	return out
+}
+
+// rulesName reports whether resource rules name a resource (not through
+// a resource "*": wildcard resources are not scanned).
+func rulesName(rules []admv1.RuleWithOperations, group, version, resource string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.Resources, resource) &&
+			(slices.Contains(r.APIGroups, group) || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.APIVersions, version) || slices.Contains(r.APIVersions, "*")) {
+			return true
+		}
+	}
+	return false
 }
 
 type gvk struct {
@@ -202,8 +241,8 @@ func hasVerb(verbs []string, v string) bool {
 // policies and rules that no longer exist and, when every kind could be
 // listed, those of resources that are gone, and writes the reports.
 func (r *Reporter) Scan(ctx context.Context) error {
-	set := r.src.Set()
-	kinds, err := r.scanKinds(set)
+	snap := r.src.cur.Load()
+	kinds, err := r.scanKinds(snap.all)
 	if err != nil {
 		return fmt.Errorf("cluster: discovery: %w", err)
 	}
@@ -223,7 +262,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 			obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
 			uid := string(l.Items[i].GetUID())
 			seen[uid] = true
-			resp, err := set.Validate(ctx, &engine.Request{Object: obj, Background: true})
+			resp, err := r.evaluate(ctx, snap, &engine.Request{Object: obj, Background: true})
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -243,6 +282,24 @@ func (r *Reporter) Scan(ctx context.Context) error {
 		}
 	}
 	return r.Write(ctx)
+}
+
+// evaluate evaluates a resource in a background request with the
+// policies of a snapshot: Validate with every policy, and Mutate with the
+// CEL mutating kinds, which fail when they would change the resource
+// (upstream's background scanner).
+func (r *Reporter) evaluate(ctx context.Context, snap *snapshot, req *engine.Request) (*engine.Response, error) {
+	resp, err := snap.all.Validate(ctx, req)
+	if err != nil || len(snap.backgroundMutate.Policies()) == 0 {
+		return resp, err
+	}
+	m, err := snap.backgroundMutate.Mutate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := *resp
+	out.Policies = append(slices.Clip(resp.Policies), m.Policies...)
+	return &out, nil
 }
 
 // Write makes the cluster's reports (those labelled managed by kyverno)
@@ -403,7 +460,7 @@ func (r *Reporter) list(ctx context.Context) error {
 			key := report.ReportKey{Namespace: cur.GetNamespace(), Name: cur.GetName()}
 			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fingerprint(obj.Summary, obj.Results), gvr: gvr}
 			for _, res := range obj.Results {
-				if p, ok := live[res.Policy]; ok && !p.background && p.rules[res.Rule] && len(res.Resources) > 0 && res.Resources[0].UID != "" {
+				if p, ok := live[res.Policy]; ok && !p.background && p.has(res.Rule) && len(res.Resources) > 0 && res.Resources[0].UID != "" {
 					uid := res.Resources[0].UID
 					admissionOnly[uid] = append(admissionOnly[uid], res)
 				}
@@ -452,15 +509,29 @@ func fingerprint(summary api.PolicyReportSummary, results []api.PolicyReportResu
 type livePolicy struct {
 	background bool
 	rules      map[string]bool
+	// anyRule: a CEL kind's results carry no rule of the policy's (""
+	// or names of their own)
+	anyRule bool
 }
 
-// livePolicies indexes the policies of a set by key.
+// has reports whether the policy makes entries of the rule.
+func (lp livePolicy) has(rule string) bool { return lp.anyRule || lp.rules[rule] }
+
+// livePolicies indexes the policies of a set by key, as report entries
+// name them (policies of different kinds with one key share an entry).
 func livePolicies(set *engine.PolicySet) map[string]livePolicy {
 	out := map[string]livePolicy{}
 	for _, p := range set.Policies() {
-		lp := livePolicy{background: p.Background(), rules: map[string]bool{}}
+		lp, ok := out[p.Key()]
+		if !ok {
+			lp.rules = map[string]bool{}
+		}
+		lp.background = lp.background || p.Background()
 		for _, n := range p.RuleNames() {
 			lp.rules[n] = true
+		}
+		if _, classic := p.Source().(api.ClassicPolicy); !classic {
+			lp.anyRule = true
 		}
 		out[p.Key()] = lp
 	}
@@ -474,7 +545,7 @@ func (r *Reporter) prune() {
 	live := livePolicies(r.src.Set())
 	r.store.Prune(func(policy, rule string) (bool, bool) {
 		p, ok := live[policy]
-		return ok && p.rules[rule], p.background
+		return ok && p.has(rule), p.background
 	})
 }
 
@@ -608,7 +679,7 @@ func (rs *reporterRun) eval(k gvk, u *unstructured.Unstructured) {
 	obj := u.DeepCopy().Object
 	obj["apiVersion"], obj["kind"] = k.apiVersion, k.kind
 	req := &engine.Request{Object: obj, Background: true}
-	resp, err := rs.r.src.Set().Validate(rs.ctx, req)
+	resp, err := rs.r.evaluate(rs.ctx, rs.r.src.cur.Load(), req)
 	if err != nil {
 		return
 	}
@@ -821,7 +892,7 @@ func (rs *reporterRun) mergePending() {
 				if rs.has(k.gvr, e.namespace, e.owner.Name, e.resourceUID) {
 					results := e.results[:0:0]
 					for _, res := range e.results {
-						if p, ok := live[res.Policy]; ok && p.rules[res.Rule] && !rs.r.stale(res.Policy, e.at) {
+						if p, ok := live[res.Policy]; ok && p.has(res.Rule) && !rs.r.stale(res.Policy, e.at) {
 							results = append(results, res)
 						}
 					}

@@ -133,3 +133,93 @@ func TestReporterRunFollowsChanges(t *testing.T) {
 	}
 	eventually(t, "the report gone", func() bool { return get() == "none" })
 }
+
+// The background scans report on the CEL kinds with upstream's sources,
+// each kind in reports of its own: a ValidatingPolicy (Audit), a
+// MutatingPolicy (a fail for a resource it would change), a
+// ValidatingAdmissionPolicy with its binding.
+func TestReporterScansCELKinds(t *testing.T) {
+	var objs []runtime.Object
+	for _, text := range []string{`apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: need-owner}
+spec:
+  validationActions: [Audit]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
+    message: owner label required
+`, `apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: add-team}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"
+`, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: no-latest}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "object.spec.containers.all(c, !c.image.endsWith(':latest'))"
+    message: no latest
+`, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-latest}
+spec:
+  policyName: no-latest
+  validationActions: [Audit]
+`} {
+		objs = append(objs, objectOf(t, text))
+	}
+	objs = append(objs, podObject("good", map[string]any{"team": "a", "owner": "b"}), podObject("bad", nil))
+	var src *PolicySource
+	h, dyn := fakeHost(t, nil, objs, func(h *Host) {
+		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
+			GroupVersion: "v1",
+			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "get"}}},
+		}}
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) == 3 })
+	ctx := t.Context()
+	if err := NewReporter(h, src, report.Options{}).Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, source, summary string }{
+		{"vpol-need-owner", report.SourceValidatingPolicy, "pass=1 fail=1"},
+		{"mpol-add-team", report.SourceMutatingPolicy, "pass=1 fail=1"},
+		{"vap-no-latest", report.SourceValidatingAdmissionPolicy, "pass=2 fail=0"},
+	} {
+		rep, err := dyn.Resource(PolicyReports).Namespace("default").Get(ctx, tt.name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if got := summary(rep); got != tt.summary {
+			t.Errorf("%s: summary %s, want %s", tt.name, got, tt.summary)
+		}
+		results, _, _ := unstructured.NestedSlice(rep.Object, "results")
+		for _, r := range results {
+			m := r.(map[string]any)
+			if m["source"] != tt.source {
+				t.Errorf("%s: source %v, want %s", tt.name, m["source"], tt.source)
+			}
+			if tt.name == "mpol-add-team" && m["result"] == "fail" && m["message"] != "mutation is not applied" {
+				t.Errorf("%s: message %v", tt.name, m["message"])
+			}
+		}
+	}
+}

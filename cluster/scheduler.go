@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -173,15 +172,11 @@ func (s *Scheduler) policyResource(p *engine.Policy) (dynamicResource, error) {
 // policyGVR is the resource of a deleting policy's kind, in the version the
 // cluster prefers.
 func (s *Scheduler) policyGVR(p *engine.Policy) (schema.GroupVersionResource, error) {
-	group := api.GroupPolicies
-	if p.Kind() == api.KindCleanupPolicy || p.Kind() == api.KindClusterCleanupPolicy {
-		group = api.GroupKyverno
+	k := kindOfPolicy(p.Kind())
+	if k == nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("policy %s: kind %s is not watched", p.Key(), p.Kind())
 	}
-	m, err := kindMapping(s.h.mapper, schema.GroupKind{Group: group, Kind: p.Kind()})
-	if err != nil {
-		return schema.GroupVersionResource{}, err
-	}
-	return m.Resource, nil
+	return k.resource(s.h.mapper)
 }
 
 // recordRun writes the time of a run into the policy's status (and the

@@ -58,7 +58,6 @@ func tmpJobsCleanup() *unstructured.Unstructured {
 }
 
 func TestSchedulerRunsDeletingPolicies(t *testing.T) {
-	t.Skip("needs PolicySource to watch DeletingPolicy and the cleanup kinds (being extended to every kind the engine evaluates)")
 	var src *PolicySource
 	objs := []runtime.Object{completedJobsPolicy(), tmpJobsCleanup(),
 		job("ci", "done", true, nil), job("ci", "running", false, nil), job("ci", "tmp-1", false, nil),

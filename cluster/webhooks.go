@@ -53,22 +53,35 @@ type hookEntry struct {
 }
 
 // hook gathers the entries of one webhook: the failure policy's shared
-// webhook, or a policy's own (policy set, for policies with match
-// conditions).
+// webhook, or a webhook of its own (key: a policy with match conditions,
+// or a group of CEL policies with the same selectors; see webhookGroup).
 type hook struct {
 	failurePolicy   admv1.FailurePolicyType
-	policy          *engine.Policy // nil: the shared webhook
+	key             string // "": the shared webhook
 	matchConditions []admv1.MatchCondition
-	timeout         int32
-	entries         map[hookEntry]bool
+	// the selectors of a CEL policy's (or selector group's) webhook, and
+	// its Exact matching
+	nsSelector, objSelector *metav1.LabelSelector
+	exact                   bool
+	timeout                 int32
+	entries                 map[hookEntry]bool
 }
 
-func newHook(fp admv1.FailurePolicyType, timeout int32, p *engine.Policy) *hook {
-	h := &hook{failurePolicy: fp, policy: p, timeout: timeout, entries: map[hookEntry]bool{}}
+// newHook returns the hook of a failure policy and group (g.key "": the
+// shared one).
+func newHook(fp admv1.FailurePolicyType, timeout int32, p *engine.Policy, g hookGroup) *hook {
+	h := &hook{failurePolicy: fp, key: g.key, timeout: timeout, entries: map[hookEntry]bool{}}
+	if g.key == "" {
+		return h
+	}
 	if wc := webhookConfiguration(p); wc != nil {
 		for _, mc := range wc.MatchConditions {
 			h.matchConditions = append(h.matchConditions, admv1.MatchCondition{Name: mc.Name, Expression: mc.Expression})
 		}
+	}
+	if c := g.cel; c != nil {
+		h.matchConditions = append(h.matchConditions, c.conditions...)
+		h.nsSelector, h.objSelector, h.exact = c.nsSelector, c.objSelector, c.exact
 	}
 	return h
 }
@@ -80,10 +93,9 @@ func (h *hook) nameAndPath(name, path string) (string, string) {
 		suffix = "ignore"
 	}
 	name, path = name+"-"+suffix, path+"/"+suffix
-	if h.policy != nil {
-		key := h.policy.Key()
-		name += "-finegrained-" + strings.ReplaceAll(key, "/", "-")
-		path += FineGrainedPath + "/" + key
+	if h.key != "" {
+		name += "-finegrained-" + strings.ToLower(strings.ReplaceAll(h.key, "/", "-"))
+		path += FineGrainedPath + "/" + h.key
 	}
 	return name, path
 }
@@ -366,8 +378,12 @@ func policyKinds(p *engine.Policy, validate bool) kindOps {
 // inWebhook reports whether a policy is served by the validating
 // (validate true) or mutating webhook at all.
 func inWebhook(p *engine.Policy, validate bool) bool {
-	if !p.Admission() {
+	if !p.Admission() || !admissionKind(p.Kind()) {
 		return false
+	}
+	if _, ok := p.Source().(api.ClassicPolicy); !ok {
+		h := celHookOf(p)
+		return h != nil && ((validate && h.validating) || (!validate && h.mutating))
 	}
 	for _, r := range p.Rules() {
 		if validate && (hasValidate(r) || hasGenerate(r) || hasMutateExisting(r) || hasVerifyImageChecks(r) || hasVerifyManifests(r)) {
@@ -619,10 +635,11 @@ func WebhookConfigurations(set *engine.PolicySet, lists []*metav1.APIResourceLis
 // configuration: Ignore and Fail shared, then the fine-grained ones.
 func buildHooks(set *engine.PolicySet, lists []*metav1.APIResourceList, validate bool, timeout int32) ([]*hook, []string) {
 	shared := map[admv1.FailurePolicyType]*hook{
-		admv1.Ignore: newHook(admv1.Ignore, timeout, nil),
-		admv1.Fail:   newHook(admv1.Fail, timeout, nil),
+		admv1.Ignore: newHook(admv1.Ignore, timeout, nil, hookGroup{}),
+		admv1.Fail:   newHook(admv1.Fail, timeout, nil, hookGroup{}),
 	}
 	var fine []*hook
+	byKey := map[string]*hook{}
 	var missing []string
 	for _, p := range set.Policies() {
 		if !inWebhook(p, validate) {
@@ -633,9 +650,22 @@ func buildHooks(set *engine.PolicySet, lists []*metav1.APIResourceList, validate
 			fp = admv1.Ignore
 		}
 		h := shared[fp]
-		if fineGrained(p) {
-			h = newHook(fp, timeout, p)
-			fine = append(fine, h)
+		g := webhookGroup(p)
+		if g.key != "" {
+			if h = byKey[g.key]; h == nil {
+				h = newHook(fp, timeout, p, g)
+				byKey[g.key] = h
+				fine = append(fine, h)
+			}
+		}
+		if g.cel != nil {
+			// a CEL policy names resources: no discovery
+			if t, ok := p.TimeoutSeconds(); ok {
+				// a policy's own webhook has its timeout, as upstream's
+				h.timeout = t
+			}
+			h.addRules(g.cel.rules)
+			continue
 		}
 		missing = append(missing, h.addPolicy(lists, p, policyKinds(p, validate))...)
 	}
@@ -646,6 +676,14 @@ func buildHooks(set *engine.PolicySet, lists []*metav1.APIResourceList, validate
 		}
 	}
 	return out, missing
+}
+
+// matchPolicy is Equivalent, or Exact for a CEL policy that asks for it.
+func (h *hook) matchPolicy() *admv1.MatchPolicyType {
+	if h.exact {
+		return ptr(admv1.Exact)
+	}
+	return ptr(admv1.Equivalent)
 }
 
 func capTimeout(t int32) *int32 {
@@ -665,8 +703,8 @@ func mutatingWebhook(h *hook, o *WebhookOptions) admv1.MutatingWebhook {
 	name, path := h.nameAndPath(MutateWebhookName, MutatePath)
 	return admv1.MutatingWebhook{
 		Name: name, ClientConfig: o.clientConfig(path), Rules: h.rules(),
-		FailurePolicy: o.failurePolicy(h), MatchPolicy: ptr(admv1.Equivalent),
-		NamespaceSelector: o.NamespaceSelector, ObjectSelector: o.ObjectSelector,
+		FailurePolicy: o.failurePolicy(h), MatchPolicy: h.matchPolicy(),
+		NamespaceSelector: mergeSelectors(h.nsSelector, o.NamespaceSelector), ObjectSelector: mergeSelectors(h.objSelector, o.ObjectSelector),
 		SideEffects: ptr(admv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: capTimeout(h.timeout),
 		AdmissionReviewVersions: []string{"v1"}, ReinvocationPolicy: ptr(admv1.IfNeededReinvocationPolicy),
 		MatchConditions: h.matchConditions,
@@ -677,8 +715,8 @@ func validatingWebhook(h *hook, o *WebhookOptions, base, basePath string) admv1.
 	name, path := h.nameAndPath(base, basePath)
 	return admv1.ValidatingWebhook{
 		Name: name, ClientConfig: o.clientConfig(path), Rules: h.rules(),
-		FailurePolicy: o.failurePolicy(h), MatchPolicy: ptr(admv1.Equivalent),
-		NamespaceSelector: o.NamespaceSelector, ObjectSelector: o.ObjectSelector,
+		FailurePolicy: o.failurePolicy(h), MatchPolicy: h.matchPolicy(),
+		NamespaceSelector: mergeSelectors(h.nsSelector, o.NamespaceSelector), ObjectSelector: mergeSelectors(h.objSelector, o.ObjectSelector),
 		SideEffects: ptr(admv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: capTimeout(h.timeout),
 		AdmissionReviewVersions: []string{"v1"}, MatchConditions: h.matchConditions,
 	}
@@ -714,7 +752,7 @@ func downstreamWebhooks(set *engine.PolicySet, lists []*metav1.APIResourceList, 
 		if len(d.kinds) == 0 {
 			continue
 		}
-		h := newHook(admv1.Ignore, 5, nil)
+		h := newHook(admv1.Ignore, 5, nil, hookGroup{})
 		missing = append(missing, h.addKinds(lists, d.kinds, admv1.AllScopes)...)
 		if len(h.entries) == 0 {
 			continue

@@ -54,14 +54,19 @@ func served() []*metav1.APIResourceList {
 }
 
 func webhookPolicies(t *testing.T) *engine.PolicySet {
+	return policiesFile(t, "webhook-policies.yaml")
+}
+
+// policiesFile compiles the policies of a file of testdata.
+func policiesFile(t *testing.T, name string) *engine.PolicySet {
 	t.Helper()
 	var s loader.Set
-	f, err := os.Open(filepath.Join("testdata", "webhook-policies.yaml"))
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := s.Read(f, "webhook-policies.yaml"); err != nil {
+	if err := s.Read(f, name); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := engine.New()

@@ -63,7 +63,6 @@ func TestDeletingPolicyOnSchedule(t *testing.T) {
 	// the cluster host's PolicySource does not watch the deleting and
 	// generating kinds yet (it is being extended to every kind the engine
 	// evaluates); the scheduler and the controller's side are in place
-	t.Skip("needs PolicySource to watch DeletingPolicy, GeneratingPolicy and the cleanup kinds")
 	e := suite
 	ctx := context.Background()
 	e.stopControllers()
@@ -162,7 +161,6 @@ func TestGeneratingPolicyLeaderKilled(t *testing.T) {
 	// the cluster host's PolicySource does not watch the deleting and
 	// generating kinds yet (it is being extended to every kind the engine
 	// evaluates); the scheduler and the controller's side are in place
-	t.Skip("needs PolicySource to watch DeletingPolicy, GeneratingPolicy and the cleanup kinds")
 	e := suite
 	ctx := context.Background()
 	e.stopControllers()

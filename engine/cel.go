@@ -54,8 +54,8 @@ type celRule struct {
 	audits      []*cel.Program
 	paramKind   *api.ParamKind
 	paramRef    *api.ParamRef
-	// needsNamespace and needsRequest are set when an expression
-	// mentions namespaceObject or request.
+	// needsNamespace and needsRequest are set when an expression reads
+	// namespaceObject or request (cel.Program.Reads).
 	needsNamespace, needsRequest bool
 	// passMessage is upstream's message of a passed CEL rule.
 	passMessage string
@@ -92,14 +92,11 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 	if err != nil {
 		return append(errs, field.InternalError(path, err))
 	}
-	mentions, mentionsRequest := false, false
-	note := func(expr string) {
-		if strings.Contains(expr, cel.NamespaceVar) {
-			mentions = true
-		}
-		if strings.Contains(expr, cel.RequestVar) {
-			mentionsRequest = true
-		}
+	// what the expressions read, through the variables they read too
+	readsNamespace, readsRequest := false, false
+	note := func(p *cel.Program) {
+		readsNamespace = readsNamespace || p.Reads(cel.NamespaceVar)
+		readsRequest = readsRequest || p.Reads(cel.RequestVar)
 	}
 	bad := func(p *field.Path, expr string, err error) {
 		errs = append(errs, field.Invalid(p, expr, fmt.Sprintf("rule %q: %v", r.Name, err)))
@@ -113,7 +110,6 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 		cr2 = &celRule{compiler: comp, paramKind: c.ParamKind, paramRef: c.ParamRef,
 			passMessage: fmt.Sprintf("Validation rule '%s' passed.", r.Name)}
 		for i, v := range c.Variables {
-			note(v.Expression)
 			if _, err := comp.AddVariable(v.Name, v.Expression); err != nil {
 				bad(vp.Child("variables").Index(i).Child("expression"), v.Expression, err)
 			}
@@ -123,7 +119,6 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 		}
 		for i, x := range c.Expressions {
 			xp := vp.Child("expressions").Index(i)
-			note(x.Expression)
 			cv := celValidation{message: x.Message}
 			if cv.message == "" {
 				cv.message = r.Validation.Message
@@ -134,19 +129,19 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 				bad(xp.Child("expression"), x.Expression, err)
 			} else {
 				cv.prog = p
+				note(p)
 			}
 			if x.MessageExpression != "" {
-				note(x.MessageExpression)
 				if p, err := comp.Compile(x.MessageExpression, cel.MessageExpression); err != nil {
 					bad(xp.Child("messageExpression"), x.MessageExpression, err)
 				} else {
 					cv.msgExpr = p
+					note(p)
 				}
 			}
 			cr2.validations = append(cr2.validations, cv)
 		}
 		for i, a := range c.AuditAnnotations {
-			note(a.ValueExpression)
 			ap := vp.Child("auditAnnotations").Index(i)
 			if a.Key == "" {
 				errs = append(errs, field.Required(ap.Child("key"), "key is required"))
@@ -155,12 +150,12 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 				bad(ap.Child("valueExpression"), a.ValueExpression, err)
 			} else {
 				cr2.audits = append(cr2.audits, p)
+				note(p)
 			}
 		}
 	}
 	var pre []*cel.Program
 	for i, m := range r.CELPreconditions {
-		note(m.Expression)
 		mp := path.Child("celPreconditions").Index(i)
 		if m.Name == "" {
 			errs = append(errs, field.Required(mp.Child("name"), "name is required"))
@@ -169,16 +164,17 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 			bad(mp.Child("expression"), m.Expression, err)
 		} else {
 			pre = append(pre, p)
+			note(p)
 		}
 	}
 	if cr2 != nil {
-		cr2.pre, cr2.needsNamespace, cr2.needsRequest = pre, mentions, mentionsRequest
+		cr2.pre, cr2.needsNamespace, cr2.needsRequest = pre, readsNamespace, readsRequest
 		if cr.validate != nil {
 			cr.validate.cel = cr2
 		}
 		return errs
 	}
-	cr.celPre = &celConds{compiler: comp, pre: pre, needsNamespace: mentions, needsRequest: mentionsRequest}
+	cr.celPre = &celConds{compiler: comp, pre: pre, needsNamespace: readsNamespace, needsRequest: readsRequest}
 	return errs
 }
 
@@ -214,10 +210,14 @@ type celInput struct {
 	nsDone            bool
 	namespace         map[string]any
 	nsErr             error
-	// in is the input of every CEL rule of the request, so that their
-	// Evaluations share the values of variables (cel.NewEvaluation).
-	in cel.Input
+	// scope is the cel.Scope of every CEL rule and CEL policy of the
+	// request (until the object changes): their Evaluations convert the
+	// objects once and share the values of variables.
+	scope cel.Scope
 }
+
+// celScope returns the request's cel.Scope.
+func (rs *reqState) celScope() *cel.Scope { return &rs.celData().scope }
 
 // celData returns the request's CEL data. As upstream: the object is null
 // for DELETE, the old object null when there is none (and in background
@@ -340,21 +340,21 @@ func (rs *reqState) celNamespace() (map[string]any, error) {
 	return ci.namespace, ci.nsErr
 }
 
-// celInputFor binds a rule's input into the request's cel.Input (the
-// same for every rule, every field set again); request and
+// celInputFor binds a rule's input into in, a zero Input; request and
 // namespaceObject are built only for rules that read them.
-func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[string]any) (*cel.Input, error) {
+func (rs *reqState) celInputFor(in *cel.Input, needsNamespace, needsRequest bool, params map[string]any) error {
 	ci := rs.celData()
 	if needsRequest && !ci.reqDone {
 		ci.request, ci.reqDone = rs.celRequest(), true
 	}
-	in := &ci.in
-	in.Object, in.OldObject, in.Request, in.Params, in.Namespace = ci.object, ci.oldObject, ci.request, params, nil
-	in.Budget = 0
+	in.Object, in.OldObject, in.Params = ci.object, ci.oldObject, params
+	if needsRequest {
+		in.Request = ci.request
+	}
 	if needsNamespace {
 		ns, err := rs.celNamespace()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.Namespace = ns
 	}
@@ -366,7 +366,7 @@ func (rs *reqState) celInputFor(needsNamespace, needsRequest bool, params map[st
 			Resource: rs.req.Resource.Resource, Subresource: rs.req.SubResource,
 			Namespace: rs.matchRes.Namespace, Name: rs.matchRes.Name}
 	}
-	return in, nil
+	return nil
 }
 
 // celLimit marks an evaluation stopped by CEL's cost limits.
@@ -383,16 +383,13 @@ const matchConditionsBudget = 2500000
 // celPreconditions evaluates match conditions as the API server does: any
 // false condition means no match; otherwise an error of any makes the
 // result an error.
-func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, pre []*cel.Program) (bool, error) {
+func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, s *cel.Scope, pre []*cel.Program) (bool, error) {
 	if len(pre) == 0 {
 		return true, nil
 	}
-	// the budget is read when the Evaluation is made; in itself (not a
-	// copy) keeps what the Evaluation attaches for the rule's others
-	budget := in.Budget
-	in.Budget = matchConditionsBudget
-	ev := comp.NewEvaluation(ctx, in)
-	in.Budget = budget
+	cin := *in
+	cin.Budget = matchConditionsBudget
+	ev := comp.NewEvaluation(ctx, &cin, s)
 	var errs []error
 	for _, p := range pre {
 		v, err := ev.Eval(p)
@@ -420,11 +417,11 @@ func celPreconditions(ctx context.Context, comp *cel.Compiler, in *cel.Input, pr
 // checkCELPreconditions evaluates the celPreconditions of a rule that is
 // not a validate.cel rule; it returns the rule's result when they stop it.
 func (e *Engine) checkCELPreconditions(rs *reqState, r *rule) []RuleResult {
-	in, err := rs.celInputFor(r.celPre.needsNamespace, r.celPre.needsRequest, nil)
-	if err != nil {
+	var in cel.Input
+	if err := rs.celInputFor(&in, r.celPre.needsNamespace, r.celPre.needsRequest, nil); err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", err)}
 	}
-	ok, err := celPreconditions(rs.ctx, r.celPre.compiler, in, r.celPre.pre)
+	ok, err := celPreconditions(rs.ctx, r.celPre.compiler, &in, rs.celScope(), r.celPre.pre)
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate cel preconditions", celLimit(err))}
 	}
@@ -450,11 +447,11 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 		}
 	}
 	for _, param := range params {
-		in, err := rs.celInputFor(c.needsNamespace, c.needsRequest, param)
-		if err != nil {
+		var in cel.Input
+		if err := rs.celInputFor(&in, c.needsNamespace, c.needsRequest, param); err != nil {
 			return rs.single(r.errorResult("Error getting the resource's namespace", err))
 		}
-		o := e.celValidate(rs, r, c, in)
+		o := e.celValidate(rs, r, c, &in)
 		if o.status != StatusPass {
 			res := rs.singleResult(r, o.status, o.msg)
 			res.Err = o.err
@@ -468,7 +465,8 @@ func (e *Engine) validateCEL(rs *reqState, p *Policy, r *rule) []RuleResult {
 }
 
 func (e *Engine) celValidate(rs *reqState, r *rule, c *celRule, in *cel.Input) outcome {
-	ok, err := celPreconditions(rs.ctx, c.compiler, in, c.pre)
+	s := rs.celScope()
+	ok, err := celPreconditions(rs.ctx, c.compiler, in, s, c.pre)
 	if err != nil {
 		if errors.Is(err, cel.ErrCostLimit) || rs.ctx.Err() != nil {
 			return failedTo("failed to evaluate cel preconditions", celLimit(err))
@@ -478,7 +476,7 @@ func (e *Engine) celValidate(rs *reqState, r *rule, c *celRule, in *cel.Input) o
 	if !ok {
 		return decided(StatusSkip, "cel preconditions not met")
 	}
-	ev := c.compiler.NewEvaluation(rs.ctx, in)
+	ev := c.compiler.NewEvaluation(rs.ctx, in, s)
 	// as the API server: every validation is evaluated, then the first
 	// that does not hold decides
 	var valsBuf [4]ref.Val

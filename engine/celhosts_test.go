@@ -107,7 +107,7 @@ func TestCELLibrariesFromEngineHosts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := c.NewEvaluation(context.Background(), &cel.Input{Libraries: tt.e.cfg.celLibraries()}).Eval(p)
+			v, err := c.NewEvaluation(context.Background(), &cel.Input{Libraries: tt.e.cfg.celLibraries()}, nil).Eval(p)
 			if tt.err == "" {
 				if err != nil || v != types.True {
 					t.Fatalf("%v %v", v, err)

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
@@ -39,9 +38,6 @@ type kindData struct {
 	namespace map[string]any
 	nsDone    bool
 	nsErr     error
-	// in is the input of the ValidatingPolicies of the request, shared so
-	// that their Evaluations share variables (cel.NewEvaluation)
-	in cel.Input
 }
 
 // kindData returns the request's data for CEL policy kinds.

@@ -8,7 +8,9 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/loader"
 )
 
 // decodeAll decodes the policies of a YAML stream.
@@ -328,5 +330,73 @@ func TestCELKindBackground(t *testing.T) {
 		if got, want := len(resp.Policies[0].Rules), map[bool]int{false: 1, true: 0}[bg]; got != want {
 			t.Errorf("background %v: %d results, want %d", bg, got, want)
 		}
+	}
+}
+
+// TestCELExceptionBindsWhatItReads: the matchConditions of a CEL
+// PolicyException see the request and namespaceObject variables even when
+// the policy it exempts reads neither.
+func TestCELExceptionBindsWhatItReads(t *testing.T) {
+	tests := []struct {
+		name, cond, user, ns string
+		want                 engine.Status
+	}{
+		{"request, exempted", "request.userInfo.username == 'admin'", "admin", "n", engine.StatusSkip},
+		{"request, not exempted", "request.userInfo.username == 'admin'", "alice", "n", engine.StatusFail},
+		{"namespaceObject, exempted", "namespaceObject.metadata.name == 'sandbox'", "alice", "sandbox", engine.StatusSkip},
+		{"namespaceObject, not exempted", "namespaceObject.metadata.name == 'sandbox'", "alice", "n", engine.StatusFail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := vpolHead + `  validations:
+  - expression: "object.metadata.name == 'nope'"
+---
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata:
+  name: x
+  namespace: default
+spec:
+  policyRefs:
+  - {name: p, kind: ValidatingPolicy}
+  matchConditions:
+  - name: c
+    expression: "` + tt.cond + `"
+`
+			set := &loader.Set{}
+			if err := set.Read(strings.NewReader(src), "p.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			excs, err := exceptions.Compile(nil, exceptions.CEL(set.CELExceptions...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := engine.New(engine.WithExceptions(engine.StaticExceptions{Set: excs}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, err := eng.Compile(set.Policies...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "a", "namespace": tt.ns}}
+			req := &engine.Request{Operation: api.Create, Object: pod,
+				NamespaceObject: map[string]any{"metadata": map[string]any{"name": tt.ns}}}
+			req.UserInfo.Username = tt.user
+			resp, err := ps.Validate(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range resp.Rules() {
+				n++
+				if r.Status != tt.want {
+					t.Errorf("%s: %s, want %s", r.Status, r.Message, tt.want)
+				}
+			}
+			if n != 1 {
+				t.Fatalf("%d results, want 1", n)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -46,9 +47,8 @@ type Policy struct {
 	// body evaluates a policy of a CEL kind (kinds.go); nil for
 	// ClusterPolicy and Policy, whose rules are evaluated
 	body kindBody
-	// constraints are the matchConstraints of a CEL kind and of its
-	// Pod controller variants (MatchConstraints)
-	constraints []*admissionregistrationv1.MatchResources
+	// variants are a CEL kind and its Pod controller variants (Variants)
+	variants []Variant
 }
 
 // Source returns the policy as it was given to Compile.
@@ -150,16 +150,47 @@ func (p *Policy) Rules() []*api.Rule {
 	return out
 }
 
-// MatchConstraints returns the matchConstraints of a policy of a CEL kind
-// (ValidatingPolicy, ImageValidatingPolicy, MutatingPolicy,
-// GeneratingPolicy, DeletingPolicy, their namespaced kinds, and the
-// admission policies), followed by those of its Pod controller variants
-// (autogen: a ValidatingPolicy's, an ImageValidatingPolicy's, a
-// MutatingPolicy's), the resources a host lists or watches for it. It is
-// nil for a policy in JSON evaluation mode, a binding, and the kinds of
-// rules (Rules gives their match blocks). Callers must not modify them.
-func (p *Policy) MatchConstraints() []*admissionregistrationv1.MatchResources {
-	return p.constraints
+// Variant is a policy of a CEL kind, or one of the Pod controller
+// variants the engine generates for it (upstream's
+// status.autogen.configs): what a host that registers webhooks for the
+// policy, or lists and watches its resources, needs of it.
+type Variant struct {
+	// Config names a Pod controller variant, as upstream does ("defaults",
+	// "cronjobs"); it is empty for the policy itself.
+	Config string
+	// Kinds are the Pod controllers a variant applies to, sorted; nil for
+	// the policy itself.
+	Kinds []schema.GroupVersionKind
+	// MatchConstraints and MatchConditions select the requests the
+	// variant applies to (a variant's name the controllers and read
+	// their Pod template).
+	MatchConstraints *admissionregistrationv1.MatchResources
+	MatchConditions  []admissionregistrationv1.MatchCondition
+}
+
+// Variants returns a policy of a CEL kind (ValidatingPolicy,
+// ImageValidatingPolicy, MutatingPolicy, GeneratingPolicy,
+// DeletingPolicy, their namespaced kinds, and the admission policies)
+// followed by its Pod controller variants (a ValidatingPolicy's, an
+// ImageValidatingPolicy's, a MutatingPolicy's). It is nil for a policy in
+// JSON evaluation mode, a binding, and the kinds of rules (Rules gives
+// their match blocks). Callers must not modify them.
+func (p *Policy) Variants() []Variant {
+	return p.variants
+}
+
+// ownVariant is the Variant of a policy itself.
+func ownVariant(m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition) []Variant {
+	return []Variant{{MatchConstraints: m, MatchConditions: conds}}
+}
+
+// autogenVariant is the Variant of a Pod controller variant.
+func autogenVariant(config string, targets []autogen.Target, m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition) Variant {
+	kinds := make([]schema.GroupVersionKind, len(targets))
+	for i, t := range targets {
+		kinds[i] = schema.GroupVersionKind{Group: t.Group, Version: t.Version, Kind: t.Kind}
+	}
+	return Variant{Config: config, Kinds: kinds, MatchConstraints: m, MatchConditions: conds}
 }
 
 // HasRuleType reports whether the policy has a rule of the given type.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -62,7 +61,7 @@ func (e *Engine) compileDeletingPolicy(p *api.DeletingPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = b
-	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
+	cp.variants = ownVariant(spec.MatchConstraints, nil)
 	return cp, nil
 }
 
@@ -128,7 +127,7 @@ func (b *deletingPolicy) cleanup(rs *reqState, p *Policy) {
 		return
 	}
 	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
-	ok, err = b.body.Evaluate(rs.ctx, in)
+	ok, err = b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch {
 	case err != nil:
 		deletionResult(rs, p, StatusError, err.Error(), err)
@@ -154,7 +153,7 @@ func (rs *reqState) anyCELException(env *cel.Env, p *Policy, in *cel.Input) ([]*
 		if x.Expired(now) {
 			continue
 		}
-		ok, err := rs.celExceptionApplies(env, x, in)
+		ok, err := rs.celExceptionApplies(env, x, in, false)
 		if err != nil {
 			return nil, fmt.Errorf("policy exception %s: %w", x.Key(), err)
 		}

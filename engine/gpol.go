@@ -82,7 +82,7 @@ func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, erro
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = b
-	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
+	cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 	return cp, nil
 }
 
@@ -168,7 +168,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, in, true)
 	if err != nil {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
@@ -179,7 +179,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		return
 	}
 	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
-	o := b.body.Evaluate(rs.ctx, in)
+	o := b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch o.Status {
 	case celpolicy.NoMatch:
 	case celpolicy.Pass:
@@ -238,7 +238,7 @@ func (b *generatingPolicy) admissionRequests(rs *reqState, p *Policy) []*api.Upd
 		}
 		// a condition that fails to evaluate queues the request: the
 		// controller evaluates the policy and reports the error
-		if ok, err := b.conds.Eval(rs.ctx, in); err == nil && !ok {
+		if ok, err := b.conds.Eval(rs.ctx, in, rs.celScope()); err == nil && !ok {
 			return nil
 		}
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -119,7 +118,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 && !body.json {
-		cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
+		cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 		variants, err := autogen.ImageValidatingPolicy(spec)
 		if err != nil {
 			errs = append(errs, field.InternalError(path.Child("autogen"), err))
@@ -128,7 +127,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
 			errs = append(errs, verrs...)
 			body.variants = append(body.variants, v)
-			cp.constraints = append(cp.constraints, av.Spec.MatchConstraints)
+			cp.variants = append(cp.variants, autogenVariant(av.Config, av.Targets, av.Spec.MatchConstraints, av.Spec.MatchConditions))
 		}
 	}
 	if len(errs) > 0 {
@@ -255,12 +254,13 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 		}
 		b.result(rs, RuleEvaluation, StatusError, msg+err.Error(), err, nil)
 	}
-	in, res, err := b.input(rs, v.body.Reads())
+	var in cel.Input
+	res, err := b.input(rs, &in, v.body.Reads())
 	if err != nil {
 		evalErr(err)
 		return
 	}
-	ok, err := v.body.Match(rs.ctx, in)
+	ok, err := v.body.Match(rs.ctx, &in, rs.celScope())
 	if err != nil {
 		evalErr(err)
 		return
@@ -269,7 +269,7 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 		return
 	}
 	if !payload {
-		excepted, err := rs.imageExceptions(b.envs.env, p, v.body, in)
+		excepted, err := rs.imageExceptions(b.envs.env, p, v.body, &in, !b.json)
 		if err != nil {
 			evalErr(err)
 			return
@@ -287,8 +287,7 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 	libs := *in.Libraries
 	libs.ImageVerify = &imageHost{rs: rs, b: b, body: v.body}
 	in.Libraries = &libs
-	o := v.body.Evaluate(rs.ctx, in, b.envs.defaults, res)
-	in.Extra, in.Libraries = nil, rs.e.celLibs
+	o := v.body.Evaluate(rs.ctx, &in, rs.celScope(), b.envs.defaults, res)
 	switch o.Status {
 	case celpolicy.Pass:
 		b.result(rs, p.Name(), StatusPass, "success", nil, o.AuditAnnotations)
@@ -305,29 +304,18 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 	}
 }
 
-// input binds the request for a body: the shared Input of the request's
-// CEL policy kinds, and the kind of images of the request's resource.
-func (b *imagePolicy) input(rs *reqState, reads celpolicy.Reads) (*cel.Input, celpolicy.ImageResource, error) {
-	kd := rs.kindData()
-	in := &kd.in
-	in.Object, in.OldObject, in.Request, in.Namespace, in.Params, in.Extra, in.Budget = kd.attrs.Object, kd.attrs.OldObject, nil, nil, nil, nil, 0
-	in.Libraries = rs.e.celLibs
+// input binds the request for a body into in, a zero Input (see
+// kindInput); it returns the kind of images of the request's resource.
+func (b *imagePolicy) input(rs *reqState, in *cel.Input, reads celpolicy.Reads) (celpolicy.ImageResource, error) {
 	if b.json {
-		in.Object, in.OldObject = rs.obj, nil
-		return in, celpolicy.NoImages, nil
+		in.Object, in.Libraries = rs.obj, rs.e.celLibs
+		return celpolicy.NoImages, nil
 	}
-	if reads.Request {
-		in.Request = rs.kindRequest()
+	if err := rs.kindInput(in, reads); err != nil {
+		return 0, err
 	}
-	if reads.Namespace {
-		ns, err := rs.kindNamespace()
-		if err != nil {
-			return nil, 0, err
-		}
-		in.Namespace = ns
-	}
-	a := &kd.attrs
-	return in, celpolicy.ImageResourceOf(a.Group, a.Version, a.Resource), nil
+	a := &rs.kindData().attrs
+	return celpolicy.ImageResourceOf(a.Group, a.Version, a.Resource), nil
 }
 
 // imageExceptions returns the CEL PolicyExceptions that exempt the
@@ -335,7 +323,7 @@ func (b *imagePolicy) input(rs *reqState, reads celpolicy.Reads) (*cel.Input, ce
 // every exception of the policy whose matchConditions hold (an expired
 // one never does; under failurePolicy Ignore, one whose conditions fail
 // does not either), whatever its images and allowedValues.
-func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.ImageValidating, in *cel.Input) ([]*exceptions.CELException, error) {
+func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.ImageValidating, in *cel.Input, ofRequest bool) ([]*exceptions.CELException, error) {
 	cands, err := rs.kindExceptions(p)
 	if err != nil || len(cands) == 0 {
 		return nil, err
@@ -346,7 +334,7 @@ func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.Ima
 		if x.Expired(now) {
 			continue
 		}
-		ok, err := rs.celExceptionApplies(env, x, in)
+		ok, err := rs.celExceptionApplies(env, x, in, ofRequest)
 		if err != nil {
 			if body.Ignore() && rs.ctx.Err() == nil {
 				continue

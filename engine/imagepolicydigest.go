@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/images"
 )
@@ -71,20 +72,19 @@ func (b *imagePolicy) pinDigests(rs *reqState, p *Policy, seen map[string]bool) 
 		if !ok {
 			continue
 		}
-		in, _, err := b.input(rs, v.body.Reads())
-		if err != nil {
+		var in cel.Input
+		if _, err := b.input(rs, &in, v.body.Reads()); err != nil {
 			fail(err)
 			return
 		}
-		ok, err = v.body.Match(rs.ctx, in)
+		ok, err = v.body.Match(rs.ctx, &in, rs.celScope())
 		if err == nil && ok {
 			// upstream leaves an exempted resource to the validating
 			// webhook, which skips it
 			var excs []*exceptions.CELException
-			excs, err = rs.imageExceptions(b.envs.env, p, v.body, in)
+			excs, err = rs.imageExceptions(b.envs.env, p, v.body, &in, !b.json)
 			ok = len(excs) == 0
 		}
-		in.Extra, in.Libraries = nil, rs.e.celLibs
 		switch {
 		case err != nil:
 			fail(err)

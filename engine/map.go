@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	"github.com/gavelpolicy/gavel/internal/typeconv"
 )
@@ -89,7 +90,7 @@ func (e *Engine) compileMAP(p *api.MutatingAdmissionPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = body
-	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
+	cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 	return cp, nil
 }
 
@@ -245,8 +246,8 @@ func (b *mapPolicy) invoke(rs *reqState, p *Policy, param map[string]any, props 
 			return
 		}
 	}
-	in, err := rs.celInputFor(false, reads.Request, param)
-	if err != nil {
+	var in cel.Input
+	if err := rs.celInputFor(&in, false, reads.Request, param); err != nil {
 		rs.mutationResult(p.Name(), StatusError, err.Error(), err, props)
 		return
 	}
@@ -260,7 +261,7 @@ func (b *mapPolicy) invoke(rs *reqState, p *Policy, param map[string]any, props 
 		return
 	}
 	before := in.Object
-	o := b.body.Mutate(rs.ctx, in, schemas)
+	o := b.body.Mutate(rs.ctx, &in, rs.celScope(), schemas)
 	switch o.Status {
 	case celpolicy.NoMatch:
 		rs.mutationResult(p.Name(), StatusSkip, msgMAPConditions, nil, props)

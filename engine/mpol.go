@@ -98,12 +98,12 @@ func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 {
-		cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
+		cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 		for _, av := range autogen.MutatingPolicy(spec) {
 			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true, progs)
 			errs = append(errs, verrs...)
 			body.variants = append(body.variants, v)
-			cp.constraints = append(cp.constraints, av.Spec.MatchConstraints)
+			cp.variants = append(cp.variants, autogenVariant(av.Config, av.Targets, av.Spec.MatchConstraints, av.Spec.MatchConditions))
 		}
 	}
 	if len(errs) > 0 {
@@ -268,15 +268,15 @@ func (b *mutatingPolicy) mutateTrigger(rs *reqState, p *Policy) {
 // evaluate evaluates one variant that applies, appending its result and
 // setting the request's object to the mutated one.
 func (b *mutatingPolicy) evaluate(rs *reqState, p *Policy, v *mpolVariant) {
-	in, err := rs.mutatingInput(v.body.Reads())
-	if err != nil {
+	var in cel.Input
+	if err := rs.kindInput(&in, v.body.Reads()); err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
 	}
 	if in.Object == nil {
 		return // nothing to mutate (a DELETE)
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, &in, true)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
@@ -291,7 +291,7 @@ func (b *mutatingPolicy) evaluate(rs *reqState, p *Policy, v *mpolVariant) {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
 	}
-	o := v.body.Mutate(rs.ctx, in, schemas)
+	o := v.body.Mutate(rs.ctx, &in, rs.celScope(), schemas)
 	rs.mutationOutcome(in.Object, o, "")
 }
 
@@ -315,27 +315,6 @@ func (rs *reqState) mutationOutcome(before map[string]any, o celpolicy.MutateOut
 			rs.setObject(o.Object)
 		}
 	}
-}
-
-// mutatingInput binds the request for a mutating body: its object (null
-// for a DELETE), the old object, and the request and namespaceObject
-// variables when the body reads them.
-func (rs *reqState) mutatingInput(reads celpolicy.Reads) (*cel.Input, error) {
-	kd := rs.kindData()
-	in := &kd.in
-	in.Object, in.OldObject, in.Request, in.Namespace, in.Params, in.Extra, in.Budget = kd.attrs.Object, kd.attrs.OldObject, nil, nil, nil, nil, 0
-	in.Libraries = rs.e.celLibs
-	if reads.Request {
-		in.Request = rs.kindRequest()
-	}
-	if reads.Namespace {
-		ns, err := rs.kindNamespace()
-		if err != nil {
-			return nil, err
-		}
-		in.Namespace = ns
-	}
-	return in, nil
 }
 
 // mutationResult appends a result of a CEL mutating kind.

@@ -82,20 +82,20 @@ func (b *mutatingPolicy) mutateTargets(rs *reqState, p *Policy) {
 // expression's (after the matchConditions) or the listed ones (when the
 // matchConditions hold).
 func (b *mutatingPolicy) targets(rs *reqState, p *Policy, v *mpolVariant) ([]existingTarget, error) {
-	in, err := rs.mutatingInput(v.body.Reads())
-	if err != nil {
+	var in cel.Input
+	if err := rs.kindInput(&in, v.body.Reads()); err != nil {
 		return nil, err
 	}
 	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
 	if b.targetExpr {
-		objs, err := v.body.Targets(rs.ctx, in)
+		objs, err := v.body.Targets(rs.ctx, &in, rs.celScope())
 		out := make([]existingTarget, len(objs))
 		for i, o := range objs {
 			out[i].obj, _ = normalize(o).(map[string]any)
 		}
 		return out, err
 	}
-	ok, err := v.body.Matches(rs.ctx, in)
+	ok, err := v.body.Matches(rs.ctx, &in, rs.celScope())
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (rs *reqState) labelsOfNamespace(ns string) (map[string]string, error) {
 // mutateTarget evaluates the policy on one target and appends its result.
 func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, obj, request map[string]any, schemas celpolicy.Schemas) {
 	in := &cel.Input{Object: obj, Request: request, Libraries: rs.e.celLibs}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, in, false)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
@@ -192,7 +192,7 @@ func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, o
 		return
 	}
 	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
-	o := v.body.MutateTarget(rs.ctx, in, schemas)
+	o := v.body.MutateTarget(rs.ctx, in, rs.celScope(), schemas)
 	switch o.Status {
 	case celpolicy.NoMatch:
 		rs.mutationResult("", StatusSkip, msgMutationSkip, nil, nil)
@@ -221,10 +221,10 @@ func (b *mutatingPolicy) queueExisting(rs *reqState, p *Policy) []RuleResult {
 	res := RuleResult{Type: Mutation}
 	ok, err := v.match.Matches(&rs.kindData().attrs)
 	if err == nil && ok {
-		var in *cel.Input
-		if in, err = rs.mutatingInput(v.body.Reads()); err == nil {
+		var in cel.Input
+		if err = rs.kindInput(&in, v.body.Reads()); err == nil {
 			in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
-			ok, err = v.body.Matches(rs.ctx, in)
+			ok, err = v.body.Matches(rs.ctx, &in, rs.celScope())
 		}
 	}
 	switch {

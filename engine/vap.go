@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
@@ -77,7 +78,7 @@ func (e *Engine) compileVAP(p *api.ValidatingAdmissionPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = body
-	cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
+	cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 	return cp, nil
 }
 
@@ -244,13 +245,13 @@ func (b *vapPolicy) evaluate(rs *reqState, p *Policy, params []map[string]any, p
 	}
 	matched := false
 	for _, param := range params {
-		in, err := rs.celInputFor(false, reads.Request, param)
-		if err != nil {
+		var in cel.Input
+		if err := rs.celInputFor(&in, false, reads.Request, param); err != nil {
 			rs.celKindResult(p.Name(), StatusError, err.Error(), err, props)
 			return
 		}
 		in.Namespace = ns
-		o := b.body.Evaluate(rs.ctx, in)
+		o := b.body.Evaluate(rs.ctx, &in, rs.celScope())
 		switch o.Status {
 		case celpolicy.NoMatch:
 			continue

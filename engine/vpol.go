@@ -130,8 +130,8 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 && !body.json {
-		cp.constraints = []*admissionregistrationv1.MatchResources{spec.MatchConstraints}
-		errs = append(errs, body.compileAutogen(spec, &cp.constraints)...)
+		cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
+		errs = append(errs, body.compileAutogen(spec, &cp.variants)...)
 	}
 	if len(errs) > 0 {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
@@ -159,18 +159,18 @@ func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *
 }
 
 // compileAutogen compiles the Pod controller variants of the policy; it
-// appends their matchConstraints to constraints.
-func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec, constraints *[]*admissionregistrationv1.MatchResources) field.ErrorList {
-	variants, err := autogen.ValidatingPolicy(spec)
+// appends them to variants.
+func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec, variants *[]Variant) field.ErrorList {
+	gen, err := autogen.ValidatingPolicy(spec)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("spec", "autogen"), err)}
 	}
 	var errs field.ErrorList
-	for _, av := range variants {
+	for _, av := range gen {
 		v, verrs := b.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
 		errs = append(errs, verrs...)
 		b.variants = append(b.variants, v)
-		*constraints = append(*constraints, av.Spec.MatchConstraints)
+		*variants = append(*variants, autogenVariant(av.Config, av.Targets, av.Spec.MatchConstraints, av.Spec.MatchConditions))
 	}
 	return errs
 }
@@ -232,12 +232,12 @@ func (b *validatingPolicy) validatePayload(rs *reqState, p *Policy, out []Policy
 
 // evaluate evaluates one variant that applies, appending its result.
 func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
-	in, err := b.input(rs, v.body.Reads())
-	if err != nil {
+	var in cel.Input
+	if err := b.input(rs, &in, v.body.Reads()); err != nil {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in)
+	excepted, allowed, err := rs.celExceptions(b.env, p, &in, !b.json)
 	if err != nil {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
@@ -246,35 +246,39 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.exceptedResult(excepted)
 		return
 	}
-	in.Extra = nil
 	if allowed != nil {
 		in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
 	}
-	outcomeResult(rs, v.body.Evaluate(rs.ctx, in))
+	outcomeResult(rs, v.body.Evaluate(rs.ctx, &in, rs.celScope()))
 }
 
-// input binds the request for a body of a ValidatingPolicy.
-func (b *validatingPolicy) input(rs *reqState, reads celpolicy.Reads) (*cel.Input, error) {
-	kd := rs.kindData()
-	// fields set one by one: the Input keeps what its Evaluations share
-	in := &kd.in
-	in.Object, in.OldObject, in.Request, in.Namespace, in.Params, in.Extra, in.Budget = kd.attrs.Object, kd.attrs.OldObject, nil, nil, nil, nil, 0
-	in.Libraries = rs.e.celLibs
+// input binds the request for a body of a ValidatingPolicy into in, a
+// zero Input.
+func (b *validatingPolicy) input(rs *reqState, in *cel.Input, reads celpolicy.Reads) error {
 	if b.json {
-		in.Object, in.OldObject = rs.obj, nil
-		return in, nil
+		in.Object, in.Libraries = rs.obj, rs.e.celLibs
+		return nil
 	}
+	return rs.kindInput(in, reads)
+}
+
+// kindInput binds the request for a body of a CEL policy kind into in, a
+// zero Input: its objects (the object null for a DELETE), and the request
+// and namespaceObject variables when the body reads them.
+func (rs *reqState) kindInput(in *cel.Input, reads celpolicy.Reads) error {
+	kd := rs.kindData()
+	in.Object, in.OldObject, in.Libraries = kd.attrs.Object, kd.attrs.OldObject, rs.e.celLibs
 	if reads.Request {
 		in.Request = rs.kindRequest()
 	}
 	if reads.Namespace {
 		ns, err := rs.kindNamespace()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.Namespace = ns
 	}
-	return in, nil
+	return nil
 }
 
 // outcomeResult appends the result of a ValidatingPolicy's outcome, with
@@ -354,7 +358,7 @@ func (rs *reqState) kindExceptions(p *Policy) ([]*exceptions.CELException, error
 // exceptions variable: the images and values the applying exceptions
 // allow. Conditions that fail are an error, unless a full exemption was
 // found before.
-func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input) ([]*exceptions.CELException, map[string]any, error) {
+func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input, ofRequest bool) ([]*exceptions.CELException, map[string]any, error) {
 	images, values := []any{}, []any{}
 	allowed := func() map[string]any { return map[string]any{"allowedImages": images, "allowedValues": values} }
 	cands, err := rs.kindExceptions(p)
@@ -368,7 +372,7 @@ func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input) ([]*ex
 		if x.Expired(now) {
 			continue
 		}
-		ok, err := rs.celExceptionApplies(env, x, in)
+		ok, err := rs.celExceptionApplies(env, x, in, ofRequest)
 		if err != nil {
 			if full || (p.failurePolicy == api.Ignore && rs.ctx.Err() == nil) {
 				continue
@@ -410,8 +414,11 @@ type excConds struct {
 }
 
 // celExceptionApplies evaluates the matchConditions of a CEL exception,
-// compiled once per exception and environment.
-func (rs *reqState) celExceptionApplies(env *cel.Env, x *exceptions.CELException, in *cel.Input) (bool, error) {
+// compiled once per exception and environment, on in (the policy's
+// input). When in is the request's (kindInput; ofRequest), the request
+// and namespaceObject variables the conditions read and the policy does
+// not are bound too, as upstream binds them all.
+func (rs *reqState) celExceptionApplies(env *cel.Env, x *exceptions.CELException, in *cel.Input, ofRequest bool) (bool, error) {
 	k := excCondKey{x: x, env: env}
 	v, ok := rs.e.celExcConds.Load(k)
 	if !ok {
@@ -426,9 +433,20 @@ func (rs *reqState) celExceptionApplies(env *cel.Env, x *exceptions.CELException
 	if c.err != nil {
 		return false, c.err
 	}
-	saved := in.Extra
-	in.Extra = nil
-	ok, err := c.conds.Eval(rs.ctx, in)
-	in.Extra = saved
-	return ok, err
+	cin := *in
+	cin.Extra = nil
+	if ofRequest {
+		reads := c.conds.Reads()
+		if reads.Request && cin.Request == nil {
+			cin.Request = rs.kindRequest()
+		}
+		if reads.Namespace && cin.Namespace == nil {
+			ns, err := rs.kindNamespace()
+			if err != nil {
+				return false, err
+			}
+			cin.Namespace = ns
+		}
+	}
+	return c.conds.Eval(rs.ctx, &cin, rs.celScope())
 }

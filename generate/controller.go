@@ -172,8 +172,8 @@ func (c *Controller) policyOf(key string, gpol bool) *engine.Policy {
 	return nil
 }
 
-// replacePolicy puts p in place of the policy with the same key (or adds
-// it); with remove, the policy is dropped instead.
+// replacePolicy puts p in place of the policy with the same kind and key
+// (or adds it); with remove, the policy is dropped instead.
 func (c *Controller) replacePolicy(p *engine.Policy, remove bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -118,3 +118,55 @@ func TestMutatingPolicyExistingNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// A MutatingPolicy whose target expression resolves the targets from a
+// trigger: on a policy event each existing trigger (the objects its
+// matchConstraints name) is processed as an update of it, as upstream's
+// policy controller does; the targets of triggers the matchConditions
+// leave out are not written.
+func TestMutatingPolicyExistingTriggers(t *testing.T) {
+	cm := func(ns, name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}}
+	}
+	h := newHarness(t, "", cm("a", "trigger"), cm("a", "target"), cm("b", "other"), cm("b", "target"))
+	p := h.compile(`apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: label-target}
+spec:
+  evaluation:
+    mutateExisting: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [UPDATE], resources: [configmaps]}
+  matchConditions:
+  - {name: trigger, expression: "object.metadata.name == 'trigger'"}
+  targetMatchConstraints:
+    expression: resource.Get("v1", "configmaps", object.metadata.namespace, "target")
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'mutated-by': request.object.metadata.name}}}"
+`)
+	urs, err := h.ctrl.OnPolicyUpdate(h.ctx, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed := 0
+	for _, ur := range urs {
+		if ur.Spec.Type != api.URMutate || ur.Spec.RuleContext[0].Trigger.Kind != "ConfigMap" {
+			t.Errorf("update request %+v", ur.Spec)
+		}
+		if ur.Status.State == api.URCompleted {
+			completed++
+		}
+	}
+	if completed == 0 {
+		t.Fatalf("no request completed: %+v", urs)
+	}
+	if l := labelsOf(h.get("v1", "ConfigMap", "a", "target"))["mutated-by"]; l != "trigger" {
+		t.Errorf("a/target mutated-by %v, want trigger", l)
+	}
+	if l := labelsOf(h.get("v1", "ConfigMap", "b", "target"))["mutated-by"]; l != nil {
+		t.Errorf("b/target mutated-by %v: b has no trigger", l)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
@@ -232,10 +233,14 @@ func (c *Controller) applyExisting(ctx context.Context, p *engine.Policy) ([]*ap
 // mutateExisting applies a MutatingPolicy with mutateExisting to the
 // existing resources it selects, as upstream's policy controller does when
 // the policy is created or updated: one request naming no rule and no
-// trigger (engine.PolicySet.MutateExisting). A policy without
-// mutateExisting, or with a target expression (which needs a trigger),
-// gives none.
+// trigger (engine.PolicySet.MutateExisting); with a target expression,
+// which resolves the targets from a trigger, one request per existing
+// trigger, as an update of it. A policy without mutateExisting gives
+// none.
 func (c *Controller) mutateExisting(ctx context.Context, p *engine.Policy) ([]*api.UpdateRequest, error) {
+	if mp, ok := p.Source().(*api.MutatingPolicy); ok && mp.Spec.MutateExistingEnabled() && !existingMutator(p) {
+		return c.mutateExistingTriggers(ctx, p, mp)
+	}
 	if !existingMutator(p) {
 		return nil, nil
 	}
@@ -245,6 +250,64 @@ func (c *Controller) mutateExisting(ctx context.Context, p *engine.Policy) ([]*a
 		return nil, err
 	}
 	return []*api.UpdateRequest{ur}, err
+}
+
+// mutateExistingTriggers processes a request per existing trigger of a
+// MutatingPolicy with a target expression: the objects of the resources
+// its matchConstraints name (in its namespace for a namespaced policy),
+// listed through the client's resource listing (cel.ResourceClient);
+// resources with wildcards and subresources are not listed.
+func (c *Controller) mutateExistingTriggers(ctx context.Context, p *engine.Policy, mp *api.MutatingPolicy) ([]*api.UpdateRequest, error) {
+	m := mp.Spec.MatchConstraints
+	if m == nil {
+		return nil, nil
+	}
+	rc, ok := c.client.(cel.ResourceClient)
+	if !ok {
+		return nil, fmt.Errorf("listing the triggers of %s: the client lists no resources: %w", p.Key(), engine.ErrNotConfigured)
+	}
+	var urs []*api.UpdateRequest
+	var errs []error
+	seen := map[string]bool{}
+	for _, r := range m.ResourceRules {
+		for _, g := range r.APIGroups {
+			for _, v := range r.APIVersions {
+				for _, res := range r.Resources {
+					if g == "*" || v == "*" || strings.ContainsAny(res, "*/") {
+						continue
+					}
+					av := v
+					if g != "" {
+						av = g + "/" + v
+					}
+					if seen[av+" "+res] {
+						continue
+					}
+					seen[av+" "+res] = true
+					list, err := rc.ListResources(ctx, av, res, p.Namespace(), nil)
+					if err != nil {
+						errs = append(errs, fmt.Errorf("listing %s %s: %w", av, res, err))
+						continue
+					}
+					items, _ := list["items"].([]any)
+					for _, it := range items {
+						t, ok := it.(map[string]any)
+						if !ok {
+							continue
+						}
+						ur := newRequest(p.Key(), api.URMutate, api.RuleContext{Trigger: genlabel.Spec(t)})
+						ur.Spec.Context.AdmissionRequestInfo.Operation = api.Update
+						err := c.Process(ctx, ur)
+						if ur.Status.State == api.URSkip {
+							continue
+						}
+						urs, errs = append(urs, ur), append(errs, err)
+					}
+				}
+			}
+		}
+	}
+	return urs, errors.Join(errs...)
 }
 
 // listTriggers lists the existing resources of the kinds a rule matches

@@ -566,7 +566,7 @@ func copyLabels(m map[string]string) map[string]string {
 // processMutate applies the mutate-existing rules of a request to their
 // targets and writes the patched targets.
 func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) ([]engine.PolicyResult, bool, error) {
-	policy := c.policy(ur.Spec.Policy)
+	policy := c.mutatePolicy(ur)
 	if policy == nil {
 		return nil, false, nil
 	}
@@ -631,6 +631,24 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 
 // mutatingPolicy tells a MutatingPolicy, whose UpdateRequests name no
 // rule.
+// mutatePolicy returns the policy of a mutate request. A MutatingPolicy's
+// requests name no rule, a ClusterPolicy's or Policy's do: that tells
+// them apart when a MutatingPolicy has the key of another policy.
+func (c *Controller) mutatePolicy(ur *api.UpdateRequest) *engine.Policy {
+	cel := true
+	for _, rc := range ruleContexts(ur) {
+		cel = cel && rc.Rule == ""
+	}
+	if set := c.Policies(); set != nil {
+		for _, p := range set.Policies() {
+			if p.Key() == ur.Spec.Policy && mutatingPolicy(p) == cel {
+				return p
+			}
+		}
+	}
+	return c.policy(ur.Spec.Policy)
+}
+
 func mutatingPolicy(p *engine.Policy) bool {
 	return p.Kind() == api.KindMutatingPolicy || p.Kind() == api.KindNamespacedMutatingPolicy
 }

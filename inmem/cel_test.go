@@ -82,7 +82,7 @@ func TestCELLibrariesOnTheInMemoryHosts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := c.NewEvaluation(context.Background(), &cel.Input{Libraries: celHosts()}).Eval(p)
+			v, err := c.NewEvaluation(context.Background(), &cel.Input{Libraries: celHosts()}, nil).Eval(p)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want %q", err, tt.err)

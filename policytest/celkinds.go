@@ -35,8 +35,8 @@ func keepsEmpty(p *engine.Policy) bool {
 	if vp.Spec.EvaluationMode() == api.EvaluationModeJSON {
 		return false
 	}
-	for _, m := range p.MatchConstraints() {
-		if !simpleConstraints(m) {
+	for _, v := range p.Variants() {
+		if !simpleConstraints(v.MatchConstraints) {
 			return true
 		}
 	}

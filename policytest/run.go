@@ -437,8 +437,23 @@ func (e *env) loadCluster() error {
 // newEngine builds the engine the test runs on: the cluster as its
 // client, the exceptions, the values, and the mocked API calls.
 func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
+	engOpts, err := e.engineOptions(opts)
+	if err != nil {
+		return err
+	}
+	engOpts = append(append([]engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: excs})}, engOpts...), opts.EngineOptions...)
+	eng, err := engine.New(engOpts...)
+	if err != nil {
+		return err
+	}
+	e.eng = eng
+	return nil
+}
+
+// engineOptions are the options of the test's engine but its exceptions:
+// the cluster as its client, the values, and the mocked API calls.
+func (e *env) engineOptions(opts Options) ([]engine.Option, error) {
 	engOpts := []engine.Option{
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
 		engine.WithContextValues(e.values),
 		engine.WithClient(e.cluster),
 		engine.WithUnconfiguredEntriesSkipped(),
@@ -461,7 +476,7 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	if len(e.t.APICallResponses) > 0 {
 		calls, err := newMockCalls(e.t.APICallResponses)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		engOpts = append(engOpts, engine.WithServiceCaller(calls))
 		apiClient = apiCalls{mocks: calls, fallback: apiClient}
@@ -473,7 +488,7 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	if len(e.t.GlobalContextEntries) > 0 {
 		g, err := e.newMockGlobalContext(e.t.GlobalContextEntries)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e.gctx = g
 		engOpts = append(engOpts, engine.WithGlobalContext(g))
@@ -483,16 +498,66 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	engOpts = append(engOpts, engine.WithImagePolicyMutation(false))
 	libs, err := e.celLibraries(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	engOpts = append(engOpts, engine.WithCELLibraries(libs))
-	engOpts = append(engOpts, opts.EngineOptions...)
-	eng, err := engine.New(engOpts...)
-	if err != nil {
-		return err
+	return engOpts, nil
+}
+
+// Environment is what a test evaluates its resources in, for a tool
+// that evaluates other policies the same way (gavel migrate compares
+// policies with their conversions on a test's resources).
+type Environment struct {
+	// Resources are the test's resources (in "default" when they give no
+	// namespace), Policies and Exceptions its policies and
+	// PolicyExceptions as decoded.
+	Resources     []map[string]any
+	Policies      []api.PolicyObject
+	Exceptions    []*api.PolicyException
+	CELExceptions []*api.CELPolicyException
+	// EngineOptions are the options of the test's engine but its
+	// exceptions: the in-memory cluster as its client, the values, the
+	// mocked API calls, global context entries and image data.
+	EngineOptions []engine.Option
+	// Request builds the request a resource is evaluated with for the
+	// policy of a name (the values of that policy apply).
+	Request func(policy string, obj map[string]any) *engine.Request
+	// RuleValues are the context values the test gives a policy's rule.
+	RuleValues func(policy, rule string) map[string]any
+}
+
+// Environment loads what the test names and returns the environment of
+// its evaluations.
+func (t *Test) Environment() (*Environment, error) {
+	e := &env{t: t, dir: filepath.Dir(t.Path)}
+	if err := e.loadInputs(); err != nil {
+		return nil, err
 	}
-	e.eng = eng
-	return nil
+	pset, err := e.readSet(t.Policies, "policies")
+	if err != nil {
+		return nil, err
+	}
+	if err := e.loadResources(); err != nil {
+		return nil, err
+	}
+	xset, err := e.readSet(t.Exceptions, "exceptions")
+	if err != nil {
+		return nil, err
+	}
+	if err := e.loadCluster(); err != nil {
+		return nil, err
+	}
+	opts, err := e.engineOptions(Options{})
+	if err != nil {
+		return nil, err
+	}
+	out := &Environment{Resources: e.resources, Policies: pset.Policies, Exceptions: xset.Exceptions,
+		CELExceptions: xset.CELExceptions, EngineOptions: opts,
+		Request: func(policy string, obj map[string]any) *engine.Request {
+			return NewRequest(policy, obj, e.values, e.userInfo)
+		},
+		RuleValues: e.values.RuleValues}
+	return out, nil
 }
 
 // defaultNamespace sets metadata.namespace to "default" when it is empty,

@@ -146,7 +146,7 @@ func TestHTTPThroughCEL(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := &cel.Input{Libraries: &cel.Libraries{HTTP: newHTTP(t, remote.WithHTTPBlocklist())}}
-	v, err := c.NewEvaluation(context.Background(), in).Eval(p)
+	v, err := c.NewEvaluation(context.Background(), in, nil).Eval(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"sort"
 	"strings"
 	"testing"
 
@@ -127,12 +128,16 @@ func TestCELKindStoreKeys(t *testing.T) {
 	for _, k := range st.Keys() {
 		names = append(names, k.Namespace+"/"+k.Name)
 	}
+	sort.Strings(names)
 	if got := strings.Join(names, ","); got != "shop/nvpol-replicas,shop/vap-vap-replicas" {
 		t.Errorf("report keys %s", got)
 	}
 	for _, tt := range []struct{ source, key, want string }{
 		{"kyverno", "p", "cpol-p"}, {"kyverno", "ns/p", "pol-p"}, {SourceValidatingPolicy, "p", "vpol-p"},
 		{SourceValidatingPolicy, "ns/p", "nvpol-p"}, {SourceValidatingAdmissionPolicy, "p", "vap-p"},
+		{SourceImageValidatingPolicy, "p", "ivpol-p"}, {SourceImageValidatingPolicy, "ns/p", "nivpol-p"},
+		{SourceMutatingPolicy, "p", "mpol-p"}, {SourceMutatingPolicy, "ns/p", "nmpol-p"},
+		{SourceMutatingAdmissionPolicy, "p", "map-p"},
 	} {
 		if got := ReportName(tt.source, tt.key); got != tt.want {
 			t.Errorf("ReportName(%s, %s) = %s, want %s", tt.source, tt.key, got, tt.want)
@@ -297,5 +302,75 @@ spec:
 	if e.Source != SourceGeneratingPolicy || e.Policy != "quota" || e.Rule != "quota" || e.Result != api.ResultPass ||
 		e.Properties[propertyProcess] != processAdmission || e.Properties["target"] != "team" {
 		t.Errorf("GeneratingPolicy entry %+v", e)
+	}
+}
+
+// TestMutatingPolicyStoreEntries checks that a Store keeps the results of
+// MutatingPolicies (upstream's background scanner reports them: a fail
+// for a resource the policy would change) in reports of their own, and
+// not those of a ClusterPolicy's mutate rules.
+func TestMutatingPolicyStoreEntries(t *testing.T) {
+	eng := newEngine(t)
+	policies := readSet(t, `apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: team}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: team}
+spec:
+  rules:
+  - name: label
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    mutate: {patchStrategicMerge: {metadata: {labels: {team: a}}}}
+`).Policies
+	// a ClusterPolicy would mutate first: each in a set of its own
+	mpol, err := eng.Compile(policies[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpol, err := eng.Compile(policies[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(Options{Clock: fixedClock})
+	for _, tt := range []struct{ uid, labels string }{
+		{"u1", "{}"},
+		{"u2", "{team: a}"},
+	} {
+		obj := object(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+tt.uid+", namespace: shop, uid: "+tt.uid+", labels: "+tt.labels+"}\n")
+		var res []engine.PolicyResult
+		for _, set := range []*engine.PolicySet{mpol, cpol} {
+			resp, err := set.Mutate(context.Background(), &engine.Request{Object: obj, Background: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res = append(res, resp.Policies...)
+		}
+		if err := st.Update(tt.uid, res, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reps := st.Reports()
+	if len(reps) != 1 || reps[0].Name != "mpol-team" || reps[0].Namespace != "shop" {
+		t.Fatalf("reports %+v, want shop/mpol-team only", reps)
+	}
+	got := map[string]string{}
+	for _, r := range reps[0].Results {
+		if r.Source != SourceMutatingPolicy || r.Policy != "team" {
+			t.Errorf("entry %+v", r)
+		}
+		got[r.Resources[0].UID] = string(r.Result) + ": " + r.Message
+	}
+	if got["u1"] != "fail: mutation is not applied" || got["u2"] != "pass: success" {
+		t.Errorf("entries %v", got)
 	}
 }

@@ -23,9 +23,14 @@ const (
 	policyPrefix = "pol-"
 	// validatingPolicyPrefix, namespacedValidatingPolicyPrefix and
 	// admissionPolicyPrefix prefix the reports of the CEL kinds.
-	validatingPolicyPrefix           = "vpol-"
-	namespacedValidatingPolicyPrefix = "nvpol-"
-	admissionPolicyPrefix            = "vap-"
+	validatingPolicyPrefix                = "vpol-"
+	namespacedValidatingPolicyPrefix      = "nvpol-"
+	admissionPolicyPrefix                 = "vap-"
+	imageValidatingPolicyPrefix           = "ivpol-"
+	namespacedImageValidatingPolicyPrefix = "nivpol-"
+	mutatingPolicyPrefix                  = "mpol-"
+	namespacedMutatingPolicyPrefix        = "nmpol-"
+	mutatingAdmissionPolicyPrefix         = "map-"
 	// LabelManagedBy is set to ManagedByKyverno on every report Store renders.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByKyverno is the value of LabelManagedBy.
@@ -41,7 +46,10 @@ var ErrNoUID = errors.New("report: resource UID is required")
 // Each resource has two sets of entries, the last admission results and
 // the last background scan results (upstream's admission and background
 // scan reports); a report shows, per policy and rule, the entry of the
-// latest update. Only validate and verifyImages results are kept:
+// latest update. Only validate and verifyImages results are kept, and
+// the results of the CEL mutating kinds (MutatingPolicy,
+// MutatingAdmissionPolicy: in a background scan, a fail for a resource
+// the policy would change):
 //
 //   - from admission (Update with background false, or SetAdmission with
 //     the entries of AdmissionEntries): the results of every policy
@@ -134,24 +142,48 @@ func NewStore(opts Options) *Store {
 
 // ReportName returns the report of an entry, from its source and policy
 // key: pol-<name> for a Policy ("namespace/name"), cpol-<name> for a
-// ClusterPolicy; vpol-, nvpol- and vap- for the CEL kinds (source
-// KyvernoValidatingPolicy, ValidatingAdmissionPolicy).
+// ClusterPolicy; for the CEL kinds, by source, vpol- and nvpol-
+// (KyvernoValidatingPolicy), ivpol- and nivpol-
+// (KyvernoImageValidatingPolicy), mpol- and nmpol- (KyvernoMutatingPolicy),
+// vap- (ValidatingAdmissionPolicy) and map- (MutatingAdmissionPolicy).
 func ReportName(source, policyKey string) string {
 	_, name, namespaced := strings.Cut(policyKey, "/")
 	if !namespaced {
 		name = policyKey
 	}
-	switch {
-	case source == SourceValidatingAdmissionPolicy:
-		return admissionPolicyPrefix + name
-	case source == SourceValidatingPolicy && namespaced:
-		return namespacedValidatingPolicyPrefix + name
-	case source == SourceValidatingPolicy:
-		return validatingPolicyPrefix + name
-	case namespaced:
-		return policyPrefix + name
+	prefixes := [2]string{clusterPolicyPrefix, policyPrefix} // cluster-wide, namespaced
+	switch source {
+	case SourceValidatingAdmissionPolicy:
+		prefixes = [2]string{admissionPolicyPrefix, admissionPolicyPrefix}
+	case SourceMutatingAdmissionPolicy:
+		prefixes = [2]string{mutatingAdmissionPolicyPrefix, mutatingAdmissionPolicyPrefix}
+	case SourceValidatingPolicy:
+		prefixes = [2]string{validatingPolicyPrefix, namespacedValidatingPolicyPrefix}
+	case SourceImageValidatingPolicy:
+		prefixes = [2]string{imageValidatingPolicyPrefix, namespacedImageValidatingPolicyPrefix}
+	case SourceMutatingPolicy:
+		prefixes = [2]string{mutatingPolicyPrefix, namespacedMutatingPolicyPrefix}
 	}
-	return clusterPolicyPrefix + name
+	if namespaced {
+		return prefixes[1] + name
+	}
+	return prefixes[0] + name
+}
+
+// kept reports the results a Store keeps: validate and verifyImages
+// results, and those of the CEL mutating kinds (MutatingPolicy,
+// MutatingAdmissionPolicy), which upstream's controllers report.
+func kept(p *engine.Policy, t engine.RuleType) bool {
+	switch t {
+	case engine.Validation, engine.ImageVerify:
+		return true
+	case engine.Mutation:
+		switch p.Kind() {
+		case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy, api.KindMutatingAdmissionPolicy:
+			return true
+		}
+	}
+	return false
 }
 
 // reportNameOf is ReportName of a compiled policy's entries.
@@ -201,7 +233,7 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 			continue
 		}
 		for j := range res[i].Rules {
-			if t := res[i].Rules[j].Type; t == engine.Validation || t == engine.ImageVerify {
+			if kept(res[i].Policy, res[i].Rules[j].Type) {
 				n++
 			}
 		}
@@ -227,7 +259,7 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 		key := ReportKey{Namespace: ref.Namespace, Name: reportNameOf(p)}
 		for j := range pr.Rules {
 			rr := &pr.Rules[j]
-			if rr.Type != engine.Validation && rr.Type != engine.ImageVerify {
+			if !kept(p, rr.Type) {
 				continue
 			}
 			e := storedEntry{key: key, result: convert(pr, rr, source, ts, opts.AuditWarn, ref)}

@@ -38,7 +38,7 @@ func TestResourceLibrary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := comp.NewEvaluation(context.Background(), &cel.Input{Libraries: &cel.Libraries{Resource: c}}).Eval(p)
+		v, err := comp.NewEvaluation(context.Background(), &cel.Input{Libraries: &cel.Libraries{Resource: c}}, nil).Eval(p)
 		if err != nil || v != types.True {
 			t.Errorf("%s: %v %v", expr, v, err)
 		}

@@ -220,7 +220,9 @@ func celResources(p *engine.Policy) []kindSelector {
 	var constraints []*admissionregistrationv1.MatchResources
 	switch p.Source().(type) {
 	case *api.ValidatingPolicy, *api.ValidatingAdmissionPolicy:
-		constraints = p.MatchConstraints()
+		for _, v := range p.Variants() {
+			constraints = append(constraints, v.MatchConstraints)
+		}
 	}
 	var out []kindSelector
 	for _, m := range constraints {

@@ -67,9 +67,10 @@ func completionCommands() []commandSpec {
 		{name: "test", help: "run kyverno-test.yaml files", flags: testFlags, files: true},
 		{name: "create", help: "write a test, values, user info or exception file", words: []string{"test", "values", "user-info", "exception"}},
 		{name: "jp", help: "JMESPath helpers", flags: parseDefaults(jpHelp.String()), words: []string{"query", "function"}},
+		{name: "migrate", help: "convert ClusterPolicies into the CEL policy types", flags: flagSpecs(newMigrateFlags(&migrateFlags{}), func(*flagSpec) {}), files: true},
 		{name: "version", help: "print version information"},
 		{name: "completion", help: "print a shell completion script", words: []string{"bash", "zsh", "fish"}},
-		{name: "help", help: "help about a command", words: []string{"apply", "test", "create", "jp", "version", "completion"}},
+		{name: "help", help: "help about a command", words: []string{"apply", "test", "create", "jp", "migrate", "version", "completion"}},
 	}
 }
 

@@ -4,6 +4,7 @@
 //	gavel test PATH... [-o text|table|json|yaml|junit] [flags]
 //	gavel create test|values|user-info|exception [flags]
 //	gavel jp query|function ...
+//	gavel migrate POLICY_PATH... [-o DIR] [--verify --resource PATH... | --test DIR]
 //	gavel version
 //	gavel completion bash|zsh|fish
 //
@@ -40,6 +41,7 @@ Usage:
   gavel create test|values|user-info|exception [flags]
   gavel jp query EXPRESSION [-i INPUT]
   gavel jp function [NAME...]
+  gavel migrate POLICY_PATH... [-o DIR] [--verify --resource PATH... | --test DIR]
   gavel version
   gavel completion bash|zsh|fish
   gavel help [COMMAND]
@@ -50,6 +52,8 @@ Commands:
               json, yaml or junit; the text output ends with "N passed, N failed"
   create      write a test, values, user info or PolicyException file
   jp          JMESPath helpers for policy authors
+  migrate     convert ClusterPolicies into the CEL policy types, and verify
+              the conversions on resources by evaluating both
   version     print the version of gavel, its module and Go
   completion  print a shell completion script
 
@@ -74,7 +78,7 @@ Environment:
 `
 
 // commands are the top-level command names, for help and suggestions.
-var commands = []string{"apply", "test", "create", "jp", "version", "completion", "help"}
+var commands = []string{"apply", "test", "create", "jp", "migrate", "version", "completion", "help"}
 
 // gcPercent is the garbage collector's target when GOGC is not set: a
 // run's live heap is small (apply keeps neither resources nor full
@@ -103,6 +107,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCreate(args[1:], stdout, stderr)
 	case "jp":
 		return runJP(args[1:], stdin, stdout, stderr)
+	case "migrate":
+		return runMigrate(args[1:], stdout, stderr)
 	case "version", "--version":
 		return runVersion(args[1:], stdout, stderr)
 	case "completion":
@@ -139,6 +145,8 @@ func runHelp(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
 		runJP([]string{"query", "-h"}, stdin, stdout, stdout)
 	case "version":
 		fmt.Fprintln(stdout, "Usage: gavel version\n\nPrints the version of gavel (from the module version embedded by the Go\ntoolchain, or -ldflags \"-X main.version=...\"), of Go and the commit.")
+	case "migrate":
+		return runMigrate([]string{"-h"}, stdout, stdout)
 	case "completion":
 		fmt.Fprint(stdout, completionUsage)
 	case "create":

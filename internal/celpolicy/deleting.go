@@ -27,14 +27,15 @@ func CompileDeleting(env *cel.Env, spec *api.DeletingPolicySpec, opts Options, p
 	var errs field.ErrorList
 	for i, vr := range spec.Variables {
 		vp := path.Child("variables").Index(i)
-		d.reads.note(vr.Expression)
 		if vr.Name == "" {
 			errs = append(errs, field.Required(vp.Child("name"), "variable name is required"))
 			continue
 		}
-		if _, err := d.comp.AddVariable(vr.Name, vr.Expression); err != nil {
+		p, err := d.comp.AddVariable(vr.Name, vr.Expression)
+		if err != nil {
 			errs = append(errs, field.Invalid(vp.Child("expression"), vr.Expression, err.Error()))
 		}
+		d.reads.note(p)
 	}
 	conds, cerrs := CompileConditions(d.comp, spec.Conditions, path.Child("conditions"))
 	d.conds = conds
@@ -49,7 +50,8 @@ func (d *Deleting) Reads() Reads { return d.reads }
 
 // Evaluate reports whether every condition holds on the input (the
 // object to delete): false when one is false; otherwise the errors of
-// those that could not be evaluated, or true.
-func (d *Deleting) Evaluate(ctx context.Context, in *cel.Input) (bool, error) {
-	return d.conds.Eval(ctx, in)
+// those that could not be evaluated, or true. s is the request's Scope
+// (nil for none).
+func (d *Deleting) Evaluate(ctx context.Context, in *cel.Input, s *cel.Scope) (bool, error) {
+	return d.conds.Eval(ctx, in, s)
 }

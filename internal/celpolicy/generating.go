@@ -50,14 +50,15 @@ func CompileGenerating(env *cel.Env, spec *api.GeneratingPolicySpec, opts Option
 	g.conds, g.reads = conds, conds.reads
 	for i, vr := range spec.Variables {
 		vp := path.Child("variables").Index(i)
-		g.reads.note(vr.Expression)
 		if vr.Name == "" {
 			errs = append(errs, field.Required(vp.Child("name"), "variable name is required"))
 			continue
 		}
-		if _, err := g.comp.AddVariable(vr.Name, vr.Expression); err != nil {
+		p, err := g.comp.AddVariable(vr.Name, vr.Expression)
+		if err != nil {
 			errs = append(errs, field.Invalid(vp.Child("expression"), vr.Expression, err.Error()))
 		}
+		g.reads.note(p)
 	}
 	errs = append(errs, g.compileGenerations(spec, path.Child("generate"))...)
 	var aerrs field.ErrorList
@@ -87,20 +88,20 @@ func (g *Generating) compileGenerations(spec *api.GeneratingPolicySpec, path *fi
 				errs = append(errs, field.NotSupported(p.Child("template", "interpolate"), x.Template.Interpolate, []string{"none", "cel"}))
 				continue
 			}
-			g.reads.note(x.Template.Value)
 			t, err := compileTemplate(g.comp, x.Template.Value, interpolate)
 			if err != nil {
 				errs = append(errs, field.Invalid(p.Child("template", "value"), x.Template.Value, err.Error()))
 				continue
 			}
+			g.reads.merge(t.reads)
 			g.gens = append(g.gens, generation{tmpl: t})
 		case strings.TrimSpace(x.Expression) != "":
-			g.reads.note(x.Expression)
 			prog, err := g.comp.Compile(x.Expression, cel.Validation)
 			if err != nil {
 				errs = append(errs, field.Invalid(p.Child("expression"), x.Expression, err.Error()))
 				continue
 			}
+			g.reads.note(prog)
 			g.gens = append(g.gens, generation{expr: prog})
 		default:
 			errs = append(errs, field.Required(p, "one of expression or template must be set"))
@@ -117,16 +118,16 @@ func (g *Generating) Reads() Reads { return g.reads }
 // the objects it builds to in.Libraries.Generator (expressions through
 // generator.Apply, templates directly), then the audit annotations: Pass
 // with them, or Error with the first failure (a matchCondition that could
-// not be evaluated included).
-func (g *Generating) Evaluate(ctx context.Context, in *cel.Input) Outcome {
-	ok, err := g.conds.Eval(ctx, in)
+// not be evaluated included). s is the request's Scope (nil for none).
+func (g *Generating) Evaluate(ctx context.Context, in *cel.Input, s *cel.Scope) Outcome {
+	ok, err := g.conds.Eval(ctx, in, s)
 	if err != nil {
 		return Outcome{Status: Error, Message: err.Error(), Err: err}
 	}
 	if !ok {
 		return Outcome{Status: NoMatch}
 	}
-	ev := g.comp.NewEvaluation(ctx, in)
+	ev := g.comp.NewEvaluation(ctx, in, s)
 	for i, x := range g.gens {
 		if x.tmpl != nil {
 			err = g.applyTemplate(ctx, ev, x.tmpl, in)

@@ -135,7 +135,6 @@ func CompileImage(env *cel.Env, spec *ImageSpec, opts ImageOptions, path *field.
 	v.body.reads = v.body.conds.reads
 	for i, vr := range spec.Variables {
 		vp := path.Child("variables").Index(i)
-		v.body.reads.note(vr.Expression)
 		if vr.Name == "" {
 			errs = append(errs, field.Required(vp.Child("name"), "variable name is required"))
 			continue
@@ -183,12 +182,12 @@ func (v *ImageValidating) compileExtractors(in []policiesv1alpha1.ImageExtractor
 		if x.Name == "" {
 			errs = append(errs, field.Required(xp.Child("name"), "image extractor name is required"))
 		}
-		v.body.reads.note(x.Expression)
 		p, err := v.body.comp.Compile(x.Expression, cel.Variable)
 		if err != nil {
 			errs = append(errs, field.Invalid(xp.Child("expression"), x.Expression, err.Error()))
 			continue
 		}
+		v.body.reads.note(p)
 		if !listOfStrings(p.OutputType()) {
 			errs = append(errs, field.Invalid(xp.Child("expression"), x.Expression, "output is expected to be of type list(string)"))
 			continue
@@ -255,7 +254,7 @@ func (v *ImageValidating) MatchImage(ctx context.Context, image string) (bool, e
 			continue
 		}
 		if ev == nil {
-			ev = v.refComp.NewEvaluation(ctx, &cel.Input{Extra: map[string]any{ImageRefVar: image}})
+			ev = v.refComp.NewEvaluation(ctx, &cel.Input{Extra: map[string]any{ImageRefVar: image}}, nil)
 		}
 		out, err := ev.Eval(r.prog)
 		if err != nil {

@@ -71,11 +71,11 @@ func (v *ImageValidating) compileAttestors(in []policiesv1alpha1.Attestor, path 
 // expr compiles an expression field of an attestor; set records its
 // value.
 func (v *ImageValidating) expr(ac *attestorProg, p *field.Path, expr string, set func(*policiesv1alpha1.Attestor, string)) field.ErrorList {
-	v.body.reads.note(expr)
 	prog, err := v.body.comp.Compile(expr, cel.Variable)
 	if err != nil {
 		return field.ErrorList{field.Invalid(p, expr, err.Error())}
 	}
+	v.body.reads.note(prog)
 	if t := prog.OutputType(); t != nil && !t.IsExactType(types.StringType) && !listOfStrings(t) {
 		return field.ErrorList{field.Invalid(p, expr, "output is expected to be of type string")}
 	}

@@ -96,17 +96,23 @@ type ImageOutcome struct {
 // exception applied, as upstream: the images of the extractors (defaults
 // first) that matchImageReferences select, digests required when
 // verifyDigest is set, then the validations in order and the audit
-// annotations. The images, attestors and attestations variables are set
-// in in.Extra (a map is made when it has none).
-func (v *ImageValidating) Evaluate(ctx context.Context, in *cel.Input, defaults *DefaultExtractors, res ImageResource) ImageOutcome {
-	if in.Extra == nil {
-		in.Extra = make(map[string]any, 3)
+// annotations. The images, attestors and attestations variables are
+// bound beside in.Extra's; in is not modified. s is the request's Scope
+// (see cel.NewEvaluation), nil for none.
+func (v *ImageValidating) Evaluate(ctx context.Context, in *cel.Input, s *cel.Scope, defaults *DefaultExtractors, res ImageResource) ImageOutcome {
+	// the Evaluation reads extra when an expression reads one of its
+	// variables: the images are there before the first one that may
+	extra := make(map[string]any, len(in.Extra)+3)
+	for k, x := range in.Extra {
+		extra[k] = x
 	}
-	delete(in.Extra, ImagesVar)
-	delete(in.Extra, AttestorsVar)
-	delete(in.Extra, AttestationsVar)
-	ev := v.body.comp.NewEvaluation(ctx, in)
-	images, list, err := v.images(ctx, in, ev, defaults, res)
+	delete(extra, ImagesVar)
+	delete(extra, AttestorsVar)
+	delete(extra, AttestationsVar)
+	bound := *in
+	bound.Extra = extra
+	ev := v.body.comp.NewEvaluation(ctx, &bound, s)
+	images, list, err := v.images(ctx, &bound, s, ev, defaults, res)
 	if err != nil {
 		return ImageOutcome{Status: EvalError, Message: err.Error(), Err: err}
 	}
@@ -125,9 +131,9 @@ func (v *ImageValidating) Evaluate(ctx context.Context, in *cel.Input, defaults 
 			}
 		}
 	}
-	in.Extra[ImagesVar] = images
-	in.Extra[AttestationsVar] = v.attestationNames
-	in.Extra[AttestorsVar] = &attestorMap{v: v, ev: ev, vals: make([]ref.Val, len(v.attestors))}
+	extra[ImagesVar] = images
+	extra[AttestationsVar] = v.attestationNames
+	extra[AttestorsVar] = &attestorMap{v: v, ev: ev, vals: make([]ref.Val, len(v.attestors))}
 	out := v.validate(ev)
 	out.Images = list
 	return out
@@ -135,7 +141,7 @@ func (v *ImageValidating) Evaluate(ctx context.Context, in *cel.Input, defaults 
 
 // images evaluates the extractors: the images of each, those
 // matchImageReferences select, by name, and all of them in order.
-func (v *ImageValidating) images(ctx context.Context, in *cel.Input, ev *cel.Evaluation, defaults *DefaultExtractors, res ImageResource) (map[string]any, []string, error) {
+func (v *ImageValidating) images(ctx context.Context, in *cel.Input, s *cel.Scope, ev *cel.Evaluation, defaults *DefaultExtractors, res ImageResource) (map[string]any, []string, error) {
 	byName := map[string]any{}
 	var order []string
 	var list []string
@@ -171,7 +177,7 @@ func (v *ImageValidating) images(ctx context.Context, in *cel.Input, ev *cel.Eva
 				}
 			}
 		} else {
-			dev := defaults.comp.NewEvaluation(ctx, in)
+			dev := defaults.comp.NewEvaluation(ctx, in, s)
 			for _, x := range defaults.progs[res] {
 				val, err := dev.Eval(x.prog)
 				if err != nil {
@@ -343,8 +349,8 @@ func (v *ImageValidating) validate(ev *cel.Evaluation) ImageOutcome {
 // Match evaluates the matchConditions as upstream's ImageValidatingPolicy
 // engine: an error is the outcome's under failurePolicy Fail (a cost
 // limit or a cancellation always), a non-match under Ignore.
-func (v *ImageValidating) Match(ctx context.Context, in *cel.Input) (bool, error) {
-	ok, err := v.body.conds.Eval(ctx, in)
+func (v *ImageValidating) Match(ctx context.Context, in *cel.Input, s *cel.Scope) (bool, error) {
+	ok, err := v.body.conds.Eval(ctx, in, s)
 	if err != nil {
 		if v.body.ignore && !errors.Is(err, cel.ErrCostLimit) && ctx.Err() == nil {
 			return false, nil

@@ -136,7 +136,6 @@ func CompileMutating(env *cel.Env, spec *MutatingSpec, sem Semantics, opts Mutat
 	}
 	for i, vr := range spec.Variables {
 		vp := path.Child("variables").Index(i)
-		m.reads.note(vr.Expression)
 		if vr.Name == "" {
 			errs = append(errs, field.Required(vp.Child("name"), "variable name is required"))
 			continue
@@ -170,11 +169,11 @@ func (m *Mutating) compileTarget(expr string, path *field.Path) field.ErrorList 
 	if expr == "" {
 		return nil
 	}
-	m.reads.note(expr)
 	p, err := m.comp.Compile(expr, cel.Variable)
 	if err != nil {
 		return field.ErrorList{field.Invalid(path, expr, err.Error())}
 	}
+	m.reads.note(p)
 	if !p.OutputType().IsExactType(targetType) {
 		return field.ErrorList{field.Invalid(path, expr, "output type must be a map")}
 	}
@@ -200,7 +199,6 @@ func (m *Mutating) compileMutations(in []Mutation, path *field.Path) field.Error
 			errs = append(errs, field.NotSupported(mp.Child("patchType"), x.PatchType, []string{PatchTypeApplyConfiguration, PatchTypeJSONPatch}))
 			continue
 		}
-		m.reads.note(x.Expression)
 		if strings.TrimSpace(x.Expression) == "" {
 			errs = append(errs, field.Required(ep, "expression is required"))
 			continue
@@ -210,6 +208,7 @@ func (m *Mutating) compileMutations(in []Mutation, path *field.Path) field.Error
 			errs = append(errs, field.Invalid(ep, x.Expression, err.Error()))
 			continue
 		}
+		m.reads.note(p)
 		m.mutations = append(m.mutations, mutationProg{prog: p, apply: kind == cel.ApplyConfiguration})
 	}
 	return errs
@@ -239,6 +238,7 @@ func (r *Reads) merge(o Reads) {
 	r.Namespace = r.Namespace || o.Namespace
 	r.Request = r.Request || o.Request
 	r.Params = r.Params || o.Params
+	r.Resources = r.Resources || o.Resources
 }
 
 // Reads returns what the body's expressions read.
@@ -270,16 +270,17 @@ type MutateOutcome struct {
 // the first failure stops the mutations (the object is then unchanged);
 // under the API server's, a mutation that fails is skipped and the others
 // still apply. schemas types the objects of ApplyConfigurations. in is
-// not modified but for the fields NewEvaluation keeps in it.
-func (m *Mutating) Mutate(ctx context.Context, in *cel.Input, schemas Schemas) MutateOutcome {
-	return m.mutate(ctx, in, schemas, m.conds)
+// not modified; s is the request's Scope (see cel.NewEvaluation), nil for
+// none.
+func (m *Mutating) Mutate(ctx context.Context, in *cel.Input, s *cel.Scope, schemas Schemas) MutateOutcome {
+	return m.mutate(ctx, in, s, schemas, m.conds)
 }
 
 // MutateTarget is Mutate for an existing resource a MutatingPolicy
 // mutates (in.Object): its targetMatchConditions select it, instead of
 // the matchConditions.
-func (m *Mutating) MutateTarget(ctx context.Context, in *cel.Input, schemas Schemas) MutateOutcome {
-	return m.mutate(ctx, in, schemas, m.targets)
+func (m *Mutating) MutateTarget(ctx context.Context, in *cel.Input, s *cel.Scope, schemas Schemas) MutateOutcome {
+	return m.mutate(ctx, in, s, schemas, m.targets)
 }
 
 // HasTargetExpression tells whether the body resolves its targets with an
@@ -290,8 +291,8 @@ func (m *Mutating) HasTargetExpression() bool { return m.target != nil }
 // they hold, the target expression: the objects it resolves (the object
 // it gives, or the items of the list it gives). None when the conditions
 // do not hold.
-func (m *Mutating) Targets(ctx context.Context, in *cel.Input) ([]map[string]any, error) {
-	ev := m.comp.NewEvaluation(ctx, in)
+func (m *Mutating) Targets(ctx context.Context, in *cel.Input, s *cel.Scope) ([]map[string]any, error) {
+	ev := m.comp.NewEvaluation(ctx, in, s)
 	ok, err := m.conds.evalWith(ctx, ev)
 	if err != nil || !ok || m.target == nil {
 		return nil, err
@@ -325,14 +326,14 @@ func (m *Mutating) Targets(ctx context.Context, in *cel.Input) ([]map[string]any
 
 // Matches evaluates the matchConditions on in (the trigger of a
 // MutatingPolicy that mutates existing resources).
-func (m *Mutating) Matches(ctx context.Context, in *cel.Input) (bool, error) {
-	return m.conds.evalWith(ctx, m.comp.NewEvaluation(ctx, in))
+func (m *Mutating) Matches(ctx context.Context, in *cel.Input, s *cel.Scope) (bool, error) {
+	return m.conds.evalWith(ctx, m.comp.NewEvaluation(ctx, in, s))
 }
 
 var mapType = reflect.TypeOf(map[string]any{})
 
-func (m *Mutating) mutate(ctx context.Context, in *cel.Input, schemas Schemas, conds *Conditions) MutateOutcome {
-	ev := m.comp.NewEvaluation(ctx, in)
+func (m *Mutating) mutate(ctx context.Context, in *cel.Input, s *cel.Scope, schemas Schemas, conds *Conditions) MutateOutcome {
+	ev := m.comp.NewEvaluation(ctx, in, s)
 	ok, err := conds.evalWith(ctx, ev)
 	stopped := err != nil && (errors.Is(err, cel.ErrCostLimit) || ctx.Err() != nil)
 	if err != nil && (m.sem == Kyverno || !m.ignore || stopped) {

@@ -140,7 +140,7 @@ func TestMutate(t *testing.T) {
 			}
 			obj := jsonObj(t, mutPod)
 			before, _ := json.Marshal(obj)
-			o := m.Mutate(context.Background(), &cel.Input{Object: obj}, schemas)
+			o := m.Mutate(context.Background(), &cel.Input{Object: obj}, nil, schemas)
 			if after, _ := json.Marshal(obj); string(after) != string(before) {
 				t.Fatal("the input object was modified")
 			}

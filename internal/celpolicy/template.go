@@ -24,6 +24,8 @@ import (
 // "((". Placeholders in mapping keys are refused.
 type template struct {
 	docs []tnode
+	// reads is what the placeholders read.
+	reads Reads
 }
 
 // tnode is a compiled part of a template document.
@@ -91,6 +93,9 @@ func compileTemplate(comp *cel.Compiler, value string, interpolate bool) (*templ
 			return nil, fmt.Errorf("line %d: a document must be a mapping (a resource)", root.Line)
 		}
 		t.docs = append(t.docs, n)
+	}
+	for _, p := range tc.progs {
+		t.reads.note(p)
 	}
 	if len(t.docs) == 0 {
 		return nil, errors.New("the template has no document")

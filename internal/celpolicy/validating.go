@@ -84,8 +84,9 @@ type auditProg struct {
 	prog *cel.Program
 }
 
-// Reads tells which variables a body's expressions mention, so that the
-// caller builds only those.
+// Reads tells which variables a body's expressions read, directly or
+// through the variables they read (cel.Program.Reads), so that the caller
+// builds only those.
 type Reads struct {
 	Namespace, Request, Params bool
 	// Resources is set when an expression may call the resource library
@@ -93,11 +94,16 @@ type Reads struct {
 	Resources bool
 }
 
-func (r *Reads) note(expr string) {
-	r.Namespace = r.Namespace || strings.Contains(expr, cel.NamespaceVar)
-	r.Request = r.Request || strings.Contains(expr, cel.RequestVar)
-	r.Params = r.Params || strings.Contains(expr, cel.ParamsVar)
-	r.Resources = r.Resources || strings.Contains(expr, "resource.")
+// note adds what p reads; p is nil for an expression that did not
+// compile.
+func (r *Reads) note(p *cel.Program) {
+	if p == nil {
+		return
+	}
+	r.Namespace = r.Namespace || p.Reads(cel.NamespaceVar)
+	r.Request = r.Request || p.Reads(cel.RequestVar)
+	r.Params = r.Params || p.Reads(cel.ParamsVar)
+	r.Resources = r.Resources || p.Reads("resource")
 }
 
 // Reads returns what the body's expressions read.
@@ -143,7 +149,6 @@ func Compile(env *cel.Env, spec *Spec, sem Semantics, opts Options, path *field.
 	v.reads = v.conds.reads
 	for i, vr := range spec.Variables {
 		vp := path.Child("variables").Index(i)
-		v.reads.note(vr.Expression)
 		if vr.Name == "" {
 			errs = append(errs, field.Required(vp.Child("name"), "variable name is required"))
 			continue
@@ -164,7 +169,6 @@ func (v *Validating) compileValidations(in []admissionregistrationv1.Validation,
 	var errs field.ErrorList
 	for i, x := range in {
 		xp := path.Index(i)
-		v.reads.note(x.Expression)
 		vp := validationProg{message: x.Message}
 		if x.Reason != nil {
 			vp.reason = string(*x.Reason)
@@ -177,13 +181,14 @@ func (v *Validating) compileValidations(in []admissionregistrationv1.Validation,
 			vp.prog = p
 		}
 		if x.MessageExpression != "" {
-			v.reads.note(x.MessageExpression)
 			if p, err := v.comp.Compile(x.MessageExpression, cel.MessageExpression); err != nil {
 				errs = append(errs, field.Invalid(xp.Child("messageExpression"), x.MessageExpression, err.Error()))
 			} else {
 				vp.msgExpr = p
 			}
 		}
+		v.reads.note(vp.prog)
+		v.reads.note(vp.msgExpr)
 		v.validations = append(v.validations, vp)
 	}
 	return errs
@@ -205,7 +210,6 @@ func compileAuditAnnotations(comp *cel.Compiler, in []admissionregistrationv1.Au
 	seen := map[string]bool{}
 	for i, a := range in {
 		ap := path.Index(i)
-		reads.note(a.ValueExpression)
 		switch {
 		case a.Key == "":
 			errs = append(errs, field.Required(ap.Child("key"), "key is required"))
@@ -218,6 +222,7 @@ func compileAuditAnnotations(comp *cel.Compiler, in []admissionregistrationv1.Au
 			errs = append(errs, field.Invalid(ap.Child("valueExpression"), a.ValueExpression, err.Error()))
 			continue
 		}
+		reads.note(p)
 		out = append(out, auditProg{key: a.Key, prog: p})
 	}
 	return out, reads, errs
@@ -260,7 +265,6 @@ func compileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCon
 			}
 		}
 		names[m.Name] = true
-		c.reads.note(m.Expression)
 		if strings.TrimSpace(m.Expression) == "" {
 			errs = append(errs, field.Required(mp.Child("expression"), ""))
 			continue
@@ -270,6 +274,7 @@ func compileConditions(comp *cel.Compiler, in []admissionregistrationv1.MatchCon
 			errs = append(errs, field.Invalid(mp.Child("expression"), m.Expression, err.Error()))
 			continue
 		}
+		c.reads.note(p)
 		c.progs = append(c.progs, p)
 	}
 	return c, errs
@@ -283,12 +288,13 @@ func (c *Conditions) Len() int { return len(c.progs) }
 
 // Eval evaluates the conditions as the API server does: false when one is
 // false; otherwise the errors of those that failed (joined with "; "),
-// or true.
-func (c *Conditions) Eval(ctx context.Context, in *cel.Input) (bool, error) {
+// or true. s is the request's Scope (see cel.NewEvaluation), nil for
+// none.
+func (c *Conditions) Eval(ctx context.Context, in *cel.Input, s *cel.Scope) (bool, error) {
 	if c == nil || len(c.progs) == 0 {
 		return true, nil
 	}
-	return c.evalWith(ctx, c.comp.NewEvaluation(ctx, in))
+	return c.evalWith(ctx, c.comp.NewEvaluation(ctx, in, s))
 }
 
 // evalWith is Eval in an Evaluation of the conditions' compiler.
@@ -387,11 +393,12 @@ type Outcome struct {
 	AuditAnnotations map[string]string
 }
 
-// Evaluate evaluates the body on one input. The context bounds the
-// evaluation; a cost limit is an Error (or EvalError) whose Err matches
+// Evaluate evaluates the body on one input, in the request's Scope s (see
+// cel.NewEvaluation; nil for none). The context bounds the evaluation; a
+// cost limit is an Error (or EvalError) whose Err matches
 // cel.ErrCostLimit.
-func (v *Validating) Evaluate(ctx context.Context, in *cel.Input) Outcome {
-	ok, err := v.conds.Eval(ctx, in)
+func (v *Validating) Evaluate(ctx context.Context, in *cel.Input, s *cel.Scope) Outcome {
+	ok, err := v.conds.Eval(ctx, in, s)
 	stopped := err != nil && (errors.Is(err, cel.ErrCostLimit) || ctx.Err() != nil)
 	if err != nil && (!v.ignore || stopped) {
 		if v.sem == APIServer {
@@ -402,7 +409,7 @@ func (v *Validating) Evaluate(ctx context.Context, in *cel.Input) Outcome {
 	if !ok {
 		return Outcome{Status: NoMatch}
 	}
-	ev := v.comp.NewEvaluation(ctx, in)
+	ev := v.comp.NewEvaluation(ctx, in, s)
 	if v.sem == APIServer {
 		return v.evaluateAll(ctx, ev)
 	}

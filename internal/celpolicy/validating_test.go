@@ -78,7 +78,7 @@ func TestEvaluate(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			o := v.Evaluate(context.Background(), &cel.Input{Object: obj})
+			o := v.Evaluate(context.Background(), &cel.Input{Object: obj}, nil)
 			if o.Status != tt.status || o.Message != tt.msg || o.Index != tt.index {
 				t.Errorf("got %v %q at %d (%v), want %v %q at %d", o.Status, o.Message, o.Index, o.Err, tt.status, tt.msg, tt.index)
 			}
@@ -107,7 +107,7 @@ func TestEvaluateCostLimit(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	o := v.Evaluate(context.Background(), &cel.Input{Budget: 100})
+	o := v.Evaluate(context.Background(), &cel.Input{Budget: 100}, nil)
 	if o.Status != Error || !errors.Is(o.Err, cel.ErrCostLimit) {
 		t.Errorf("got %v %v, want an error matching cel.ErrCostLimit", o.Status, o.Err)
 	}
@@ -126,7 +126,51 @@ func TestLazyCompile(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if o := v.Evaluate(context.Background(), &cel.Input{Object: map[string]any{"x": 1.0}}); o.Status != Pass {
+	if o := v.Evaluate(context.Background(), &cel.Input{Object: map[string]any{"x": 1.0}}, nil); o.Status != Pass {
 		t.Errorf("got %v %q", o.Status, o.Message)
+	}
+}
+
+// TestReads checks what a body reads: the namespace, request and params
+// its expressions read (conditions, validations, messages, audit
+// annotations), through the variables they read, from the checked
+// expressions.
+func TestReads(t *testing.T) {
+	env, err := cel.NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := func(name, expr string) admissionregistrationv1.Variable {
+		return admissionregistrationv1.Variable{Name: name, Expression: expr}
+	}
+	tests := []struct {
+		name string
+		spec Spec
+		want Reads
+	}{
+		{"names in literals and fields", Spec{Validations: vals(`object.request == "namespaceObject params"`)}, Reads{}},
+		{"an unused variable", Spec{Variables: []admissionregistrationv1.Variable{v("ns", "namespaceObject.metadata.name")},
+			Validations: vals(`object.metadata.name != ""`)}, Reads{}},
+		{"through a variable", Spec{Variables: []admissionregistrationv1.Variable{v("ns", "namespaceObject.metadata.name"),
+			v("user", "request.userInfo.username"), v("both", "variables.user + variables.ns")},
+			Validations: vals(`variables.both != ""`)}, Reads{Namespace: true, Request: true}},
+		{"a message expression", Spec{Validations: []admissionregistrationv1.Validation{{Expression: "false",
+			MessageExpression: `"by " + request.userInfo.username`}}}, Reads{Request: true}},
+		{"an audit annotation", Spec{Validations: vals("true"), AuditAnnotations: []admissionregistrationv1.AuditAnnotation{
+			{Key: "k", ValueExpression: `string(params.x)`}}}, Reads{Params: true}},
+		{"a match condition", Spec{MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "a",
+			Expression: `namespaceObject.metadata.name == "prod"`}}, Validations: vals("true")}, Reads{Namespace: true}},
+		{"a shadowing comprehension variable", Spec{Validations: vals(`[1].all(request, request > 0)`)}, Reads{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, errs := Compile(env, &tt.spec, APIServer, Options{Params: true}, field.NewPath("spec"))
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if got := b.Reads(); got != tt.want {
+				t.Errorf("reads %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -22,8 +22,10 @@ import (
 //
 // Paths, as the webhook configurations the leader writes name them:
 // /validate/fail and /validate/ignore serve the policies of that failure
-// policy, /validate/{fail,ignore}/finegrained/NAMESPACE/NAME (or /NAME)
-// one policy with webhooks of its own; /mutate likewise; /validate and
+// policy, /validate/{fail,ignore}/finegrained/KEY the policies of a
+// webhook of their own (KEY: NAMESPACE/NAME or NAME of a policy with
+// match conditions, KIND.NAME of a CEL policy, selectors/HASH of CEL
+// policies with the same selectors); /mutate likewise; /validate and
 // /mutate alone serve every policy (static webhook configurations);
 // /downstream the updates and deletions of generated resources and clone
 // sources.
@@ -46,7 +48,9 @@ type webhook struct {
 // policySet picks the policies one path serves.
 type policySet func(w *webhook, r *http.Request) *engine.PolicySet
 
-func allPolicies(w *webhook, _ *http.Request) *engine.PolicySet { return w.src.Set() }
+// allPolicies serves every policy the webhooks serve (not the admission
+// policies the API server evaluates itself).
+func allPolicies(w *webhook, _ *http.Request) *engine.PolicySet { return w.src.WebhookSet("", "") }
 
 func byFailurePolicy(w *webhook, r *http.Request) *engine.PolicySet {
 	return w.src.WebhookSet(failurePolicy(r), r.PathValue("key"))
@@ -184,8 +188,10 @@ func (w *webhook) request(ar *admissionv1.AdmissionRequest) (*engine.Request, er
 }
 
 // mutate answers with the mutate rules' JSON patch, as admission.Mutate
-// does (its three steps, so that the request is decoded once).
-func (w *webhook) mutate(ctx context.Context, _ string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// does (its three steps, so that the request is decoded once). The
+// results of the CEL mutating kinds of an admitted request are recorded
+// for the reports, as upstream's MutatingPolicy handler does.
+func (w *webhook) mutate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	req, err := w.request(ar)
 	var resp *engine.Response
 	if err == nil && req.Object != nil {
@@ -194,7 +200,30 @@ func (w *webhook) mutate(ctx context.Context, _ string, set *engine.PolicySet, a
 	if resp != nil {
 		w.metrics.Results(req, resp, false)
 	}
-	return admission.MutateResponse(ar, resp, err)
+	out := admission.MutateResponse(ar, resp, err)
+	if out.Allowed && w.reports != nil && resp != nil && !req.DryRun {
+		if cel := celMutations(resp); cel != nil {
+			w.reports.Record(req, cel, "mutate-"+part) // queued, never waits
+		}
+	}
+	return out
+}
+
+// celMutations returns the results of the CEL mutating kinds of a Mutate
+// response (nil when there are none): the reports keep those, and the
+// validating webhook records the rest.
+func celMutations(resp *engine.Response) *engine.Response {
+	var out *engine.Response
+	for _, pr := range resp.Policies {
+		switch pr.Policy.Kind() {
+		case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy:
+			if out == nil {
+				out = &engine.Response{Resource: resp.Resource}
+			}
+			out.Policies = append(out.Policies, pr)
+		}
+	}
+	return out
 }
 
 // serveDownstream handles an UPDATE or DELETE of an object carrying the

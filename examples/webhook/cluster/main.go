@@ -98,6 +98,7 @@ type options struct {
 	metrics                          *cluster.Metrics
 	registry                         *prometheus.Registry
 	serviceAccount                   string
+	vapReports, mapReports           bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -126,6 +127,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.admissionReports, "admission-reports", true, "record the results of admitted requests for the policy reports (ephemeral reports)")
 	fs.IntVar(&o.admissionQueue, "admission-reports-queue", 1024, "admissions waiting to be recorded; beyond, their results are dropped")
 	fs.StringVar(&o.serviceAccount, "service-account", envOr("POD_SERVICE_ACCOUNT", ""), "the ServiceAccount, in -namespace, gavel runs as: its own changes of generated resources are not sent back to the controller (empty: every user's are)")
+	fs.BoolVar(&o.vapReports, "validating-admission-policy-reports", true, "report on the ValidatingAdmissionPolicies (which the API server enforces) in the background scans, as upstream's -validatingAdmissionPolicyReports")
+	fs.BoolVar(&o.mapReports, "mutating-admission-policy-reports", false, "report on the MutatingAdmissionPolicies (which the API server applies) in the background scans, as upstream's -mutatingAdmissionPolicyReports")
 	fs.StringVar(&format, "report-format", "wgpolicy", "API of the policy reports: wgpolicy (wgpolicyk8s.io/v1alpha2) or openreports (openreports.io/v1alpha1)")
 	fs.BoolVar(&o.manageWebhooks, "manage-webhooks", true, "the leader writes the webhook configurations the policies need")
 	fs.StringVar(&o.webhookName, "webhook-config-name", "gavel", "name of the Mutating- and ValidatingWebhookConfiguration")
@@ -279,7 +282,9 @@ func serve(ctx context.Context, cfg *rest.Config, o *options) error {
 		return err
 	}
 	secrets.h = h
-	src, err := cluster.NewPolicySource(h, cluster.PolicySourceOptions{})
+	src, err := cluster.NewPolicySource(h, cluster.PolicySourceOptions{
+		NoValidatingAdmissionPolicies: !o.vapReports, MutatingAdmissionPolicies: o.mapReports,
+	})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,627 @@
+package migrate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+// mutation is one mutation of a MutatingPolicy.
+type mutation struct {
+	// apply is an ApplyConfiguration (else a JSON patch)
+	apply bool
+	expr  ex
+	note  string
+	// root, for an ApplyConfiguration of the object's fields, lets a
+	// condition guard each field (see smpResult.guarded)
+	root *smpResult
+}
+
+// mrule is a mutate rule converted.
+type mrule struct {
+	name, path string
+	mc         *matchConv
+	conds      []namedCond
+	mutations  []mutation
+	// atomic reports patches that replace atomic lists
+	atomic bool
+	// target is the rule's mutate target (existing resources)
+	target *mtarget
+}
+
+// mtarget is a mutate target converted: the existing resources the
+// output mutates.
+type mtarget struct {
+	kind      kindRef
+	expr      ex
+	conds     []namedCond
+	onUpdate  bool
+	synthetic bool
+}
+
+// convertMutateRule converts one mutate rule.
+func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policyVars) (*mrule, error) {
+	c := &jp{sc: newScope()}
+	m := r.Mutation
+	if len(m.Targets) > 0 && len(r.Context) > 0 {
+		return nil, at(path+".context", unsupportedf("context of a rule with targets", "the output's variables would see the target as object in its mutations and the trigger in its conditions"))
+	}
+	mc, conds, err := ruleBase(c, r, path, pv)
+	if err != nil {
+		return nil, err
+	}
+	out := &mrule{name: r.Name, path: path, mc: mc, conds: conds}
+	mpath := path + ".mutate"
+	if len(m.Targets) > 0 {
+		t, err := c.mutateTarget(m, mpath)
+		if err != nil {
+			return nil, err
+		}
+		out.target = t
+		// the patch applies to the target (object); request.object is
+		// the trigger
+		c.sc = c.sc.child()
+		c.sc.object = ident("request.object")
+		target := ident("object")
+		c.sc.patched = &target
+		c.sc.names["target"] = jv{e: target, t: tMap}
+	}
+	switch {
+	case m.PatchStrategicMerge != nil:
+		res, err := c.smpRoot(m.PatchStrategicMerge, mpath+".patchStrategicMerge")
+		if err != nil {
+			return nil, err
+		}
+		if cond := and(res.cond, res.global); !cond.isTrue() {
+			if out.target != nil {
+				// the anchors select the targets the patch applies to
+				out.target.conds = append(out.target.conds, namedCond{name: "anchors", e: cond})
+			} else {
+				out.conds = append(out.conds, namedCond{name: "anchors", e: cond})
+			}
+		}
+		out.atomic = res.atomic
+		if !res.empty {
+			root := res
+			out.mutations = append(out.mutations, mutation{apply: true, expr: res.obj, note: "patchStrategicMerge", root: &root})
+		}
+		if len(res.patches) > 0 {
+			out.mutations = append(out.mutations, mutation{expr: joinPatches(res.patches), note: "patchStrategicMerge of an atomic map, key by key"})
+		}
+	case m.PatchesJSON6902 != "":
+		e, err := c.jsonPatch(m.PatchesJSON6902, mpath+".patchesJson6902")
+		if err != nil {
+			return nil, err
+		}
+		out.mutations = append(out.mutations, mutation{expr: e, note: "patchesJson6902"})
+	case len(m.ForEachMutation) > 0:
+		for i := range m.ForEachMutation {
+			mu, err := c.foreachMutation(&m.ForEachMutation[i], fmt.Sprintf("%s.foreach[%d]", mpath, i))
+			if err != nil {
+				return nil, err
+			}
+			out.atomic = out.atomic || mu.atomic
+			out.mutations = append(out.mutations, mu.mutation)
+		}
+	default:
+		return nil, unsupportedf("mutate", "at %s: no patchStrategicMerge, patchesJson6902 or foreach", mpath)
+	}
+	return out, nil
+}
+
+// mutateTarget converts the targets of a mutate rule (one target): the
+// expression that resolves them from the trigger, and their conditions.
+func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
+	if len(m.Targets) > 1 {
+		return nil, unsupportedf("mutate targets", "at %s.targets: several targets (a MutatingPolicy has one targetMatchConstraints)", path)
+	}
+	t := m.Targets[0]
+	tpath := path + ".targets[0]"
+	if len(t.Context) > 0 {
+		return nil, unsupportedf("target context", "at %s.context", tpath)
+	}
+	kind := t.Kind
+	if t.APIVersion != "" {
+		kind = t.APIVersion + "/" + t.Kind
+	}
+	kr := parseKind(kind)
+	rr := ruleFor(kr)
+	av := t.APIVersion
+	if av == "" {
+		av = rr.version
+		if rr.group != "" && rr.group != "*" {
+			av = rr.group + "/" + rr.version
+		}
+	}
+	out := &mtarget{kind: kr, onUpdate: m.MutateExistingOnPolicyUpdate != nil && *m.MutateExistingOnPolicyUpdate}
+	ns := jv{e: strLit(""), t: tString}
+	if t.Namespace != "" {
+		v, err := c.str(t.Namespace)
+		if err != nil {
+			return nil, at(tpath+".namespace", err)
+		}
+		ns = v
+	}
+	res := resourceOf(kr.kind)
+	switch {
+	case t.Name != "" && !hasWildcard(t.Name) && !strings.Contains(t.Name, "{{") || strings.Contains(t.Name, "{{"):
+		name, err := c.str(t.Name)
+		if err != nil {
+			return nil, at(tpath+".name", err)
+		}
+		get := method(ident("resource"), "Get", strLit(av), strLit(res), ns.value(strLit("")), name.value(strLit("")))
+		// a target that does not exist is none
+		it := c.freshName("item")
+		out.expr = ex{s: "{'items': " + macro(listOf(get), "filter", it, rel(ident(it), "!=", exNull)).s + "}", prec: precPrimary}
+		c.release(it)
+	default:
+		args := []ex{strLit(av), strLit(res), ns.value(strLit(""))}
+		if s := t.Selector; s != nil {
+			if len(s.MatchExpressions) > 0 {
+				return nil, unsupportedf("target selector", "at %s.selector: matchExpressions (resource.List takes labels)", tpath)
+			}
+			args = append(args, lit(stringMap(s.MatchLabels)))
+		}
+		out.expr = method(ident("resource"), "List", args...)
+		if t.Name != "" {
+			// a name with wildcards: the listed objects it matches
+			it := c.freshName("item")
+			out.expr = ex{s: "{'items': " + method(optField(out.expr, "items"), "orValue", listOf()).s + ".filter(" + it + ", " +
+				wildcardMatch(field(field(ident(it), "metadata"), "name"), t.Name).s + ")}", prec: precPrimary}
+			c.release(it)
+		}
+	}
+	if t.Preconditions != nil {
+		// evaluated on each target: object is the target, request.object
+		// the trigger
+		saved := c.sc
+		c.sc = saved.child()
+		c.sc.object = ident("request.object")
+		c.sc.names["target"] = jv{e: ident("object"), t: tMap}
+		b, err := readConditions(t.Preconditions)
+		if err == nil {
+			out.conds, err = c.preconditions(b, tpath+".preconditions")
+		}
+		c.sc = saved
+		if err != nil {
+			return nil, at(tpath+".preconditions", err)
+		}
+	}
+	return out, nil
+}
+
+// jsonOp is one operation of a patchesJson6902.
+type jsonOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from,omitempty"`
+	Value any    `json:"value,omitempty"`
+}
+
+// jsonPatch converts a patchesJson6902 into a JSONPatch expression: a
+// list of JSONPatch operations, their paths and values with their
+// variables.
+func (c *jp) jsonPatch(text, path string) (ex, error) {
+	var ops []jsonOp
+	if strings.Contains(text, "{{") {
+		// Kyverno substitutes the variables of the text first: each
+		// becomes a placeholder the operations' strings resolve
+		rendered, exprs, err := templateParts(text)
+		if err != nil {
+			return ex{}, at(path, err)
+		}
+		saved := c.dyn
+		defer func() { c.dyn = saved }()
+		c.dyn = map[string]jv{}
+		for k, v := range saved {
+			c.dyn[k] = v
+		}
+		for i, e := range exprs {
+			v, err := c.template(e)
+			if err != nil {
+				return ex{}, at(path, err)
+			}
+			c.dyn[placeholder(i)] = v
+		}
+		text, _ = rendered.(string)
+	}
+	if err := yaml.Unmarshal([]byte(text), &ops); err != nil {
+		return ex{}, unsupportedf("patchesJson6902", "at %s: %v", path, err)
+	}
+	var parts []ex
+	var plain []ex
+	for i, op := range ops {
+		e, err := c.jsonOp(op)
+		if err != nil {
+			return ex{}, at(fmt.Sprintf("%s[%d]", path, i), err)
+		}
+		if e.single != nil {
+			plain = append(plain, *e.single)
+			continue
+		}
+		if len(plain) > 0 {
+			parts = append(parts, patchList(plain))
+			plain = nil
+		}
+		parts = append(parts, e.list)
+	}
+	if len(plain) > 0 {
+		parts = append(parts, patchList(plain))
+	}
+	return joinPatches(parts), nil
+}
+
+// opList is a converted operation: a single JSONPatch, or a list
+// expression (an add that creates its parents).
+type opList struct {
+	single *ex
+	list   ex
+}
+
+// patchList is the list of patch operations, one per line.
+func patchList(parts []ex) ex {
+	strs := make([]string, len(parts))
+	for i, p := range parts {
+		strs[i] = p.s
+	}
+	s := "[" + strings.Join(strs, ", ") + "]"
+	if len(s) > lineWidth {
+		s = "[\n" + indent(strings.Join(strs, ",\n")) + "\n]"
+	}
+	return ex{s: s, prec: precPrimary}
+}
+
+// jsonOp converts one operation. An add whose parents are missing
+// creates them, as Kyverno's JSON patches do.
+func (c *jp) jsonOp(op jsonOp) (opList, error) {
+	switch op.Op {
+	case "add", "replace", "remove", "test", "move", "copy":
+	default:
+		return opList{}, unsupportedf("operation "+op.Op, "not an RFC 6902 operation")
+	}
+	p, err := c.str(op.Path)
+	if err != nil {
+		return opList{}, at("path", err)
+	}
+	fields := []string{"op: " + strLit(op.Op).s, "path: " + p.value(strLit("")).s}
+	if op.From != "" {
+		f, err := c.str(op.From)
+		if err != nil {
+			return opList{}, at("from", err)
+		}
+		fields = append(fields, "from: "+f.value(strLit("")).s)
+	}
+	var val ex
+	if op.Op == "add" || op.Op == "replace" || op.Op == "test" {
+		v, err := c.document(op.Value)
+		if err != nil {
+			return opList{}, at("value", err)
+		}
+		val = v.value(exNull)
+		if v.t == tMap || v.t == tList || v.t == tAny {
+			val = call("dyn", val)
+		}
+		fields = append(fields, "value: "+val.s)
+	}
+	single := typed("JSONPatch", fields)
+	dynamic := strings.Contains(op.Path, "{{") || strings.Contains(op.Path, placeholderPrefix)
+	if op.Op == "remove" && !dynamic {
+		// Kyverno removes what is missing without an error
+		segs := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
+		for i := range segs {
+			segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
+		}
+		if present, ok := pointerPresence(c.sc.object, segs); ok {
+			return opList{list: cond(present, patchList([]ex{single}), listOf())}, nil
+		}
+	}
+	if op.Op != "add" || dynamic {
+		return opList{single: &single}, nil
+	}
+	l, ok := c.addWithParents(op.Path, val, patchList([]ex{single}))
+	if !ok {
+		return opList{single: &single}, nil
+	}
+	return opList{list: l}, nil
+}
+
+// addWithParents is the add of value at path, or, when a parent is
+// missing, the add of the first missing parent holding it.
+func (c *jp) addWithParents(path string, value, direct ex) (ex, bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i := range segs {
+		segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
+	}
+	if len(segs) < 2 {
+		return direct, false
+	}
+	out := direct
+	changed := false
+	// from the deepest parent up: when parent i is missing, add it
+	// holding what is below (parents that objects always have are not
+	// tested: spec, metadata, template, a list's element)
+	wrapped := value
+	for i := len(segs) - 1; i >= 1 && i >= len(segs)-3; i-- {
+		if last := segs[i-1]; last == "spec" || last == "metadata" || last == "template" || isIndex(last) {
+			break
+		}
+		seg := segs[i]
+		if seg == "-" || isIndex(seg) {
+			wrapped = call("dyn", listOf(wrapped))
+		} else {
+			wrapped = call("dyn", ex{s: "{" + strLit(seg).s + ": " + wrapped.s + "}", prec: precPrimary})
+		}
+		parent := segs[:i]
+		present, ok := pointerPresence(c.sc.object, parent)
+		if !ok {
+			break
+		}
+		add := patchList([]ex{typed("JSONPatch", []string{"op: 'add'", "path: " + strLit("/"+joinPointer(parent)).s, "value: " + wrapped.s})})
+		out = cond(present, out, add)
+		changed = true
+	}
+	return out, changed
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func joinPointer(segs []string) string {
+	out := make([]string, len(segs))
+	for i, s := range segs {
+		out[i] = jsonPointerEscape(s)
+	}
+	return strings.Join(out, "/")
+}
+
+// pointerPresence tests that the value at a JSON pointer exists.
+func pointerPresence(root ex, segs []string) (ex, bool) {
+	e := root.s
+	for _, s := range segs {
+		switch {
+		case isIndex(s):
+			e += "[?" + s + "]"
+		case s == "-":
+			return ex{}, false
+		case isIdent(s):
+			e += ".?" + s
+		default:
+			e += "[?" + strLit(s).s + "]"
+		}
+	}
+	return method(ex{s: e, prec: precPrimary}, "hasValue"), true
+}
+
+// foreachMut is a converted mutate foreach.
+type foreachMut struct {
+	mutation
+	atomic bool
+}
+
+// foreachMutation converts a mutate foreach: its patch for each element
+// that passes the preconditions. A strategic merge patch of the element
+// (a keyed list element named by the element) becomes one patch of the
+// selected elements; a patch that does not read the element applies once
+// when an element is selected; a JSON patch is one list of operations.
+func (c *jp) foreachMutation(fe *api.ForEachMutation, path string) (foreachMut, error) {
+	if fe.ForEachMutation != nil {
+		return foreachMut{}, unsupportedf("nested foreach", "at %s.foreach", path)
+	}
+	if strings.Contains(fe.List, "{{") {
+		return foreachMut{}, unsupportedf("foreach list", "at %s.list: variables in the list expression", path)
+	}
+	n, err := parseJMESPath(fe.List)
+	if err != nil {
+		return foreachMut{}, at(path+".list", err)
+	}
+	lv, err := c.node(n, jv{sym: symRoot}, needNullable)
+	if err != nil {
+		return foreachMut{}, at(path+".list", err)
+	}
+	listE := listOperand(lv)
+	x := c.fresh(lv.key)
+	defer c.release(x)
+	raw, _ := json.Marshal(fe)
+	idx := ""
+	if strings.Contains(string(raw), "elementIndex") {
+		idx = c.freshName("index")
+		defer c.release(idx)
+	}
+	saved := c.sc
+	c.sc = saved.child()
+	defer func() { c.sc = saved }()
+	el := jv{e: ident(x), t: lv.elem, key: singular(lv.key)}
+	c.sc.names["element"], c.sc.names["element0"] = el, el
+	if idx != "" {
+		c.sc.names["elementIndex"] = jv{e: ident(idx), t: tNumber}
+		c.sc.names["elementIndex0"] = jv{e: ident(idx), t: tNumber}
+	}
+	binds, err := c.localContext(fe.Context, path+".context")
+	if err != nil {
+		return foreachMut{}, err
+	}
+	pre := exTrue
+	if fe.Preconditions != nil {
+		b, err := readConditions(fe.Preconditions)
+		if err != nil {
+			return foreachMut{}, at(path+".preconditions", unsupportedf("conditions", "%v", err))
+		}
+		if pre, err = c.block(b, path+".preconditions"); err != nil {
+			return foreachMut{}, err
+		}
+	}
+	pre = binds(pre)
+	switch {
+	case fe.PatchesJSON6902 != "":
+		ops, err := c.jsonPatch(fe.PatchesJSON6902, path+".patchesJson6902")
+		if err != nil {
+			return foreachMut{}, err
+		}
+		ops = binds(ops)
+		var e ex
+		if idx != "" {
+			e = ex{s: listE.at(precPrimary) + ".transformList(" + idx + ", " + x + ", " + pre.s + ", " + ops.s + ")", prec: precPrimary}
+		} else {
+			e = macro(macro(listE, "filter", x, pre), "map", x, ops)
+		}
+		e = method(e, "flatten")
+		if fe.Order == nil || *fe.Order != api.Ascending {
+			// upstream patches the elements from the last one, so that
+			// removals keep the indexes of the others
+			e = method(e, "reverse")
+		}
+		return foreachMut{mutation: mutation{expr: e, note: "foreach patchesJson6902"}}, nil
+	case fe.PatchStrategicMerge != nil:
+		res, err := c.smpRoot(fe.PatchStrategicMerge, path+".patchStrategicMerge")
+		if err != nil {
+			return foreachMut{}, err
+		}
+		return c.foreachApply(res, listE, x, idx, pre, binds, path)
+	}
+	return foreachMut{}, unsupportedf("foreach", "at %s: no patchStrategicMerge or patchesJson6902", path)
+}
+
+// foreachApply turns the strategic merge patch of one element into the
+// patch of every selected element.
+func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds func(ex) ex, path string) (foreachMut, error) {
+	if idx != "" {
+		return foreachMut{}, unsupportedf("elementIndex", "at %s: a strategic merge patch that reads the element's index", path)
+	}
+	if len(res.patches) > 0 {
+		return foreachMut{}, unsupportedf("foreach patchStrategicMerge", "at %s: an atomic map (nodeSelector) patched per element", path)
+	}
+	sel := and(pre, res.cond, res.global)
+	obj := binds(res.obj)
+	if !mentions(obj.s, x) {
+		// the same patch whatever the element: once, when one is selected
+		e := obj
+		if !sel.isTrue() {
+			e = cond(macro(listE, "exists", x, sel), obj, ex{s: "Object{}", prec: precPrimary})
+		}
+		return foreachMut{mutation: mutation{apply: true, expr: e, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	}
+	lifted, ok := liftList(obj, listE, x, sel)
+	if !ok {
+		return foreachMut{}, unsupportedf("foreach patchStrategicMerge", "at %s: the patch reads the element outside a list it patches", path)
+	}
+	return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+}
+
+// mentions reports whether the expression s uses the identifier x.
+func mentions(s, x string) bool {
+	for i := 0; i+len(x) <= len(s); i++ {
+		if s[i:i+len(x)] != x {
+			continue
+		}
+		before := i == 0 || !isIdentByte(s[i-1]) && s[i-1] != '.'
+		after := i+len(x) == len(s) || !isIdentByte(s[i+len(x)])
+		if before && after {
+			return true
+		}
+	}
+	return false
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// liftList rewrites the one-element list literal of the patch that holds
+// the element variable x into the list of the selected elements:
+// [T{...x...}] becomes list.filter(x, sel).map(x, T{...x...}).
+func liftList(obj, list ex, x string, sel ex) (ex, bool) {
+	s := obj.s
+	// the innermost list literal holding x
+	at := -1
+	for i := 0; i < len(s); i++ {
+		if s[i] != '[' {
+			continue
+		}
+		end := matching(s, i)
+		if end < 0 {
+			return ex{}, false
+		}
+		inner := s[i+1 : end]
+		if mentions(inner, x) && !strings.Contains(inner, "[") {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return ex{}, false
+	}
+	end := matching(s, at)
+	elem := s[at+1 : end]
+	selected := list
+	if !sel.isTrue() {
+		selected = macro(list, "filter", x, sel)
+	}
+	out := s[:at] + macro(selected, "map", x, ex{s: elem}).s + s[end+1:]
+	if mentions(s[:at], x) || mentions(s[end+1:], x) {
+		return ex{}, false
+	}
+	return ex{s: out, prec: obj.prec}, true
+}
+
+// matching is the index of the bracket that closes the one at i.
+func matching(s string, i int) int {
+	depth := 0
+	var quote byte
+	for j := i; j < len(s); j++ {
+		ch := s[j]
+		if quote != 0 {
+			switch ch {
+			case '\\':
+				j++
+			case quote:
+				quote = 0
+			}
+			continue
+		}
+		switch ch {
+		case '\'', '"':
+			quote = ch
+		case '[', '(', '{':
+			depth++
+		case ']', ')', '}':
+			depth--
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// joinPatches concatenates lists of JSON patch operations.
+func joinPatches(ps []ex) ex {
+	out := ps[0]
+	for _, p := range ps[1:] {
+		out = add(out, p)
+	}
+	return out
+}
+
+// mutationOut is a mutation as the API type.
+func mutationOut(m mutation) admissionregistrationv1alpha1.Mutation {
+	if m.apply {
+		return admissionregistrationv1alpha1.Mutation{PatchType: admissionregistrationv1alpha1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionregistrationv1alpha1.ApplyConfiguration{Expression: m.expr.s}}
+	}
+	return admissionregistrationv1alpha1.Mutation{PatchType: admissionregistrationv1alpha1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1alpha1.JSONPatch{Expression: m.expr.s}}
+}

@@ -1,0 +1,172 @@
+package migrate
+
+import (
+	"testing"
+
+	"github.com/gavelpolicy/gavel/api"
+)
+
+// newTestJP is a converter with a context entry cm (a ConfigMap) and a
+// foreach element.
+func newTestJP() *jp {
+	c := &jp{sc: newScope()}
+	c.sc.names["cm"] = jv{e: ident("variables.cm"), t: tMap}
+	return c
+}
+
+func TestTemplates(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		// plain paths are strict: a missing field is an error, as upstream
+		{"{{ request.object.spec.replicas }}", "object.spec.replicas"},
+		{"{{request.namespace}}", "request.namespace"},
+		{`{{ request.object.metadata.annotations."example.com/x" }}`, "object.metadata.annotations['example.com/x']"},
+		// anything else gives null for what is missing
+		{"{{ request.object.metadata.labels.app || '' }}", "object.metadata.?labels.?app.orValue('')"},
+		{"{{ request.operation || 'BACKGROUND' }}", "request.operation"},
+		{"{{ request.object.spec.containers[].image }}", "object.spec.containers.map(container, container.image)"},
+		{"{{ request.object.spec.containers[].securityContext.privileged }}",
+			"object.spec.containers.filter(container, has(container.securityContext) && has(container.securityContext.privileged)).map(container, container.securityContext.privileged)"},
+		{"{{ length(request.object.spec.containers) }}", "size(object.spec.containers)"},
+		{"{{ request.object.spec.[initContainers, containers][] }}", "object.spec.?initContainers.orValue([]) + object.spec.containers"},
+		{"{{ request.object.spec.volumes[?hostPath] | length(@) }}", "size(object.spec.?volumes.orValue([]).filter(volume, size(volume.?hostPath.orValue({})) > 0))"},
+		{"{{ contains(request.object.metadata.name, 'test') }}", "object.metadata.name.contains('test')"},
+		{"{{ to_upper(request.object.kind) }}", "object.kind.upperAscii()"},
+		{"{{ cm.data.registries }}", "variables.cm.data.registries"},
+		{"{{ serviceAccountName }}", "request.userInfo.username.startsWith('system:serviceaccount:') ? request.userInfo.username.split(':')[3] : ''"},
+		// text around variables is a concatenation
+		{"pod {{ request.object.metadata.name }} has {{ length(request.object.spec.containers) }} containers",
+			"'pod ' + object.metadata.name + ' has ' + string(size(object.spec.containers)) + ' containers'"},
+		// a nested template is a dynamic key
+		{`{{ cm.data."{{ request.namespace }}" }}`, "variables.cm.data[request.namespace]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			v, err := newTestJP().str(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.value(exNull).s; got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTemplatesUnsupported(t *testing.T) {
+	tests := []struct {
+		in, construct string
+	}{
+		{"{{ request.roles }}", "variable request.roles"},
+		{"{{ images.containers.app.tag }}", "variable images"},
+		{"{{ regex_replace_all('a', request.object.metadata.name, 'b') }}", "JMESPath function regex_replace_all"},
+		{"{{ time_since('', request.object.metadata.creationTimestamp, '') }}", "JMESPath function time_since"},
+		{"{{ unknown_name }}", "variable unknown_name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			_, err := newTestJP().str(tt.in)
+			p := problemOf("x", err)
+			if err == nil || p.Construct != tt.construct {
+				t.Errorf("got %v, want the construct %q", err, tt.construct)
+			}
+		})
+	}
+}
+
+func TestConditions(t *testing.T) {
+	tests := []struct {
+		name string
+		cond api.Condition
+		want string
+	}{
+		{"equals", api.Condition{Key: "{{ request.object.spec.type }}", Operator: "Equals", Value: "NodePort"}, "object.spec.type == 'NodePort'"},
+		{"equals wildcard", api.Condition{Key: "{{ request.object.metadata.name }}", Operator: "Equals", Value: "web-*"}, "object.metadata.name.startsWith('web-')"},
+		{"not equals", api.Condition{Key: "{{ request.operation }}", Operator: "NotEquals", Value: "DELETE"}, "request.operation != 'DELETE'"},
+		{"any in", api.Condition{Key: "{{ request.operation }}", Operator: "AnyIn", Value: []any{"CREATE", "UPDATE"}}, "request.operation in ['CREATE', 'UPDATE']"},
+		{"any not in list", api.Condition{Key: "{{ request.object.spec.containers[].name }}", Operator: "AnyNotIn", Value: []any{"app", "side*"}},
+			"object.spec.containers.map(container, container.name).exists(x, x != 'app' && !x.startsWith('side'))"},
+		{"all in", api.Condition{Key: "{{ request.object.spec.containers[].name }}", Operator: "AllIn", Value: []any{"app"}},
+			"object.spec.containers.map(container, container.name).all(x, x == 'app')"},
+		{"greater than", api.Condition{Key: "{{ request.object.spec.replicas }}", Operator: "GreaterThan", Value: 3.0}, "object.spec.replicas > 3"},
+		{"quantity", api.Condition{Key: "{{ request.object.spec.containers[0].resources.limits.memory }}", Operator: "LessThanOrEquals", Value: "2Gi"},
+			"quantity(object.spec.containers[0].resources.limits.memory).compareTo(quantity('2Gi')) <= 0"},
+		{"duration", api.Condition{Key: "{{ request.object.metadata.annotations.ttl }}", Operator: "GreaterThan", Value: "1h"},
+			"duration(object.metadata.annotations.ttl) > duration('1h')"},
+		{"range", api.Condition{Key: "{{ request.object.spec.replicas }}", Operator: "AnyIn", Value: "1-5"},
+			"double(string(object.spec.replicas)) >= 1 && double(string(object.spec.replicas)) <= 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := newTestJP().condition(tt.cond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.s != tt.want {
+				t.Errorf("got  %s\nwant %s", e.s, tt.want)
+			}
+		})
+	}
+}
+
+func TestPatterns(t *testing.T) {
+	tests := []struct {
+		name      string
+		pattern   any
+		holds     string
+		skip      string
+		construct string
+	}{
+		{name: "required label", pattern: map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "?*"}}},
+			holds: "has(object.metadata.labels) && has(object.metadata.labels.app) && object.metadata.labels.app != ''", skip: "false"},
+		{name: "equality anchor", pattern: map[string]any{"spec": map[string]any{"=(hostNetwork)": false}},
+			holds: "!has(object.spec.hostNetwork) || object.spec.hostNetwork == false", skip: "false"},
+		{name: "negation anchor", pattern: map[string]any{"spec": map[string]any{"X(hostPID)": "*"}},
+			holds: "!has(object.spec.hostPID)", skip: "false"},
+		{name: "list of maps", pattern: map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "!*:latest"}}}},
+			holds: "object.spec.containers.all(container, !container.image.endsWith(':latest'))", skip: "false"},
+		{name: "condition anchor", pattern: map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"(name)": "app-*", "imagePullPolicy": "Always"}}}},
+			holds: "object.spec.containers.all(container, !container.name.startsWith('app-') || has(container.imagePullPolicy) && container.imagePullPolicy == 'Always')",
+			skip:  "size(object.spec.containers) > 0 && object.spec.containers.all(container, !container.name.startsWith('app-'))"},
+		{name: "quantity operator", pattern: map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "<=2Gi"}}}}}},
+			holds: "object.spec.containers.all(container, has(container.resources) && has(container.resources.limits) && (!has(container.resources.limits.memory) || quantity(string(container.resources.limits.memory)).compareTo(quantity('2Gi')) <= 0))", skip: "false"},
+		{name: "alternatives", pattern: map[string]any{"spec": map[string]any{"restartPolicy": "Always|OnFailure"}},
+			holds: "has(object.spec.restartPolicy) && (object.spec.restartPolicy == 'Always|OnFailure' || object.spec.restartPolicy == 'Always' || object.spec.restartPolicy == 'OnFailure')", skip: "false"},
+		{name: "reference", pattern: map[string]any{"spec": map[string]any{"a": "$(./b)"}}, construct: "reference $(./b)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newTestJP()
+			got, err := c.pattern(c.objectRef(), tt.pattern, "")
+			if tt.construct != "" {
+				if p := problemOf("", err); err == nil || p.Construct != tt.construct {
+					t.Fatalf("got %v, want the construct %q", err, tt.construct)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if flat(got.holds.s) != tt.holds {
+				t.Errorf("holds:\ngot  %s\nwant %s", flat(got.holds.s), tt.holds)
+			}
+			if flat(got.skip.s) != tt.skip {
+				t.Errorf("skip:\ngot  %s\nwant %s", flat(got.skip.s), tt.skip)
+			}
+		})
+	}
+}
+
+// flat joins the lines of an expression.
+func flat(s string) string {
+	out := []byte{}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, ' ')
+			continue
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
