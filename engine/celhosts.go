@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // This file adapts the engine's hosts to Kyverno's CEL libraries (package

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // kindClient addresses objects by kind only.

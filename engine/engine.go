@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/internal/verifycache"

@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/internal/typeconv"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/autogen"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
