@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/cel"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/autogen"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/typeconv"

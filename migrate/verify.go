@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/internal/autogen"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/autogen"
 )
 
 // Verification is what Verify found for each conversion.
