@@ -20,17 +20,6 @@ type Verification struct {
 	Policies []PolicyVerification
 }
 
-// Equal reports that no conversion differs from its source (conversions
-// the engine could not evaluate are not differences).
-func (v *Verification) Equal() bool {
-	for _, p := range v.Policies {
-		if len(p.Differences) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // PolicyVerification is the comparison of one source policy with its
 // outputs.
 type PolicyVerification struct {
