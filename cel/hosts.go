@@ -1,17 +1,34 @@
 package cel
 
-import icel "github.com/gavelpolicy/gavel/internal/cel"
+import (
+	"io"
+	"time"
 
-// Libraries is the host side of Kyverno's CEL libraries: one host per
-// library (Resource, HTTP, ImageData, GlobalContext), the clock of
-// time.now() (Now, nil for time.Now), the randomness of random() (Random,
-// nil for crypto/rand), a bound on each host call (HostCallTimeout) and
-// whether namespaced policies may call http
-// (AllowHTTPInNamespacedPolicies, upstream refuses them by default). It
-// is read, never modified, and may serve concurrent requests when its
-// hosts are safe for concurrent use. The engine sets the Generator and
-// ImageVerify hosts itself, per evaluation.
-type Libraries = icel.Libraries
+	icel "github.com/gavelpolicy/gavel/internal/cel"
+)
+
+// Libraries is the host side of Kyverno's CEL libraries. It is read,
+// never modified, and may serve concurrent requests when its hosts are
+// safe for concurrent use. A nil host makes its library's functions fail
+// with an error matching ErrNotConfigured, unless the engine has a host of
+// its own for it (engine.WithCELLibraries).
+type Libraries struct {
+	Resource      ResourceClient
+	HTTP          HTTPClient
+	ImageData     ImageDataClient
+	GlobalContext GlobalContextReader
+	// Now is the clock of time.now(); nil means the engine's clock.
+	Now func() time.Time
+	// Random is the randomness of random(); nil means crypto/rand. It
+	// must be safe for concurrent use.
+	Random io.Reader
+	// HostCallTimeout bounds each call to a host; 0 means the engine's
+	// Limits.HostCallTimeout.
+	HostCallTimeout time.Duration
+	// AllowHTTPInNamespacedPolicies lets namespaced policies call http
+	// (upstream refuses them by default).
+	AllowHTTPInNamespacedPolicies bool
+}
 
 // Host interfaces of the libraries.
 type (

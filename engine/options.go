@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gavelpolicy/gavel/internal/cel"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
 
