@@ -190,11 +190,6 @@ func (s *Set) Candidates(policyKey, ruleName string) []*Exception {
 	return out
 }
 
-// Exceptions returns every compiled exception, in the order given to Compile.
-func (s *Set) Exceptions() []*Exception {
-	return append([]*Exception(nil), s.all...)
-}
-
 // Len returns the number of compiled exceptions (CEL exceptions
 // included).
 func (s *Set) Len() int { return len(s.all) + len(s.celAll) }

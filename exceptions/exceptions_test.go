@@ -109,7 +109,7 @@ func TestCandidates(t *testing.T) {
 			t.Errorf("Candidates(%q, %q) = %v, want %v", tt.policy, tt.rule, got, tt.want)
 		}
 	}
-	if s.Len() != 3 || len(s.Exceptions()) != 3 {
+	if s.Len() != 3 || len(s.all) != 3 {
 		t.Fatalf("Len = %d", s.Len())
 	}
 }
