@@ -7,9 +7,9 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -536,17 +536,18 @@ func (e *Engine) Compile(policies ...api.PolicyObject) (*PolicySet, error) {
 		return newPolicySet(e, compiled), nil
 	}
 	panics := make([]any, len(policies))
-	var g errgroup.Group
-	g.SetLimit(workers)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, workers) // at most workers at a time
 	for i, p := range policies {
-		g.Go(func() error {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
 			// a panic goes back to the caller's goroutine
 			defer func() { panics[i] = recover() }()
 			compiled[i], errs[i] = e.CompilePolicy(p)
-			return nil
 		})
 	}
-	_ = g.Wait() // the errors are kept by policy, in order
+	wg.Wait() // the errors are kept by policy, in order
 	for i := range policies {
 		if panics[i] != nil {
 			panic(panics[i])

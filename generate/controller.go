@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
@@ -278,21 +276,26 @@ func (c *Controller) Run(ctx context.Context, queue Queue) error {
 	if queue == nil {
 		return errors.New("update request controller: nil queue")
 	}
-	// the first worker whose queue fails stops the others
-	g, gctx := errgroup.WithContext(ctx)
+	// the first worker whose queue fails stops the others: the first
+	// cause given to stop is the one Cause reports
+	wctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var wg sync.WaitGroup
 	for range c.workers {
-		g.Go(func() error {
+		wg.Go(func() {
 			for {
-				ur, err := queue.Next(gctx)
+				ur, err := queue.Next(wctx)
 				if err != nil {
-					return err
+					stop(err)
+					return
 				}
-				_ = c.Process(gctx, ur)
+				_ = c.Process(wctx, ur)
 			}
 		})
 	}
-	err := g.Wait()
-	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	wg.Wait()
+	err := context.Cause(wctx) // ctx's cause when ctx stopped them first
+	if ctxErr := ctx.Err(); ctxErr != nil && (err == context.Cause(ctx) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return ctxErr
 	}
 	return err

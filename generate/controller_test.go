@@ -533,3 +533,52 @@ spec:
 		t.Errorf("result %+v", rr)
 	}
 }
+
+// failingQueue fails the first Next with err; the other calls wait for
+// their context.
+type failingQueue struct {
+	once sync.Once
+	err  error
+}
+
+func (q *failingQueue) Next(ctx context.Context) (*api.UpdateRequest, error) {
+	failed := false
+	q.once.Do(func() { failed = true })
+	if failed {
+		return nil, q.err
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRunStops checks which error Run returns when it stops: the first
+// queue failure (the other workers stopped by it), or ctx's error, even
+// when ctx was cancelled with a cause.
+func TestRunStops(t *testing.T) {
+	boom := errors.New("boom")
+	t.Run("first queue failure stops the other workers", func(t *testing.T) {
+		h := newHarness(t, netpolPolicy)
+		ctrl := generate.NewController(h.set, h.cluster, generate.WithWorkers(4))
+		if err := ctrl.Run(context.Background(), &failingQueue{err: boom}); err != boom {
+			t.Fatalf("Run returned %v, want %v", err, boom)
+		}
+	})
+	t.Run("ctx cancelled with a cause", func(t *testing.T) {
+		h := newHarness(t, netpolPolicy)
+		ctrl := generate.NewController(h.set, h.cluster, generate.WithWorkers(4))
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(boom)
+		if err := ctrl.Run(ctx, h.queue); err != context.Canceled {
+			t.Fatalf("Run returned %v, want %v", err, context.Canceled)
+		}
+	})
+	t.Run("ctx deadline", func(t *testing.T) {
+		h := newHarness(t, netpolPolicy)
+		ctrl := generate.NewController(h.set, h.cluster, generate.WithWorkers(2))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if err := ctrl.Run(ctx, h.queue); err != context.DeadlineExceeded {
+			t.Fatalf("Run returned %v, want %v", err, context.DeadlineExceeded)
+		}
+	})
+}
