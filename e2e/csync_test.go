@@ -96,9 +96,23 @@ func TestControllerCatchesUp(t *testing.T) {
 	c1 := e.gavel(t, "csync-1", "-webhook=false")
 	eventually(t, 60*time.Second, "generateExisting applied by the new controller", owners("gavel"))
 	t.Logf("policy created with no controller: applied %s after the controller started", time.Since(start).Round(time.Millisecond))
+	// the record of a policy: the ConfigMap its annotation names it in
+	// (its name is a hash of the policy's key, the cluster package's own)
+	recorded := func(policy string) (bool, error) {
+		l, err := e.kube.CoreV1().ConfigMaps("gavel").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cm := range l.Items {
+			if cm.Annotations[cluster.AnnotationStatePolicy] == policy {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	eventually(t, 30*time.Second, "the policy recorded", func() bool {
-		cm, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.StateConfigMapName("csync-defaults"), metav1.GetOptions{})
-		return err == nil && cm.Annotations[cluster.AnnotationStatePolicy] == "csync-defaults"
+		ok, err := recorded("csync-defaults")
+		return err == nil && ok
 	})
 
 	c1.kill() // a crash: the lease is not released
@@ -135,8 +149,8 @@ func TestControllerCatchesUp(t *testing.T) {
 		return apierrors.IsNotFound(errA) && apierrors.IsNotFound(errB)
 	})
 	eventually(t, 30*time.Second, "the record removed", func() bool {
-		_, err := e.kube.CoreV1().ConfigMaps("gavel").Get(ctx, cluster.StateConfigMapName("csync-defaults"), metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
+		ok, err := recorded("csync-defaults")
+		return err == nil && !ok
 	})
 }
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/patterns"
-	"github.com/gavelpolicy/gavel/match"
 )
 
 // validateRule is the handler of validate rules.
