@@ -64,6 +64,9 @@ func celHookOf(p *engine.Policy) *celHook {
 		// UpdateRequests where Generate runs, after validation
 		h.mutating = src.Spec.AdmissionEnabled() && !targeted
 		h.validating = src.Spec.MutateExistingEnabled()
+	case *api.GeneratingPolicy:
+		// generate runs where validation does, on admitted requests
+		h.validating = src.Spec.AdmissionEnabled()
 	default:
 		return nil
 	}

@@ -62,7 +62,8 @@ func TestCELWebhookConfigurations(t *testing.T) {
 	for _, tt := range []struct{ webhook, want string }{
 		// resource rules, with the Pod controller variants'
 		// (the MutatingPolicy with mutateExisting: its triggers, namespaces)
-		{"validate.gavel.io-fail", "/v1 namespaces,pods,pods/ephemeralcontainers [CREATE UPDATE]"},
+		// (and the GeneratingPolicy's trigger, serviceaccounts)
+		{"validate.gavel.io-fail", "/v1 namespaces,pods,pods/ephemeralcontainers,serviceaccounts [CREATE UPDATE]"},
 		{"validate.gavel.io-fail", "apps/v1 daemonsets,deployments,replicasets,statefulsets [CREATE UPDATE]"},
 		{"validate.gavel.io-fail", "batch/v1 cronjobs,jobs [CREATE UPDATE]"},
 		// a condition on Kyverno's libraries stays the engine's
@@ -81,7 +82,7 @@ func TestCELWebhookConfigurations(t *testing.T) {
 		}
 	}
 	all := strings.Join(WebhookRules(mwc, vwc), "\n")
-	for _, absent := range []string{"persistentvolumeclaims", "replicasets [CREATE]", "secrets [CREATE UPDATE]"} {
+	for _, absent := range []string{"persistentvolumeclaims", "replicasets [CREATE]", "secrets [CREATE UPDATE]", "limitranges"} {
 		if strings.Contains(all, absent) {
 			t.Errorf("%q reached a webhook (admission disabled, the API server's kinds, a target):\n%s", absent, all)
 		}
