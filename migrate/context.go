@@ -16,6 +16,8 @@ type variable struct {
 	expr ex
 	// t and elem are what is known of its type
 	t, elem vtype
+	// key marks the value's shape (imageDataKey), if known
+	key string
 	// note says how the entry was rewritten, for a comment
 	note string
 }
@@ -83,11 +85,52 @@ func (c *jp) contextEntry(ce api.ContextEntry, path string) (variable, error) {
 		v.expr, v.t, v.elem = g.value(exNull), g.t, g.elem
 		v.note = "globalReference " + ce.GlobalReference.Name + ": globalContext.Get"
 	case ce.ImageRegistry != nil:
-		return v, unsupportedf("context entry imageRegistry", "at %s: Kyverno's image data (configData, manifest) differs from image.GetMetadata's", path)
+		e, t, err := c.imageRegistry(ce.ImageRegistry)
+		if err != nil {
+			return v, at(path+".imageRegistry", err)
+		}
+		v.expr, v.t, v.elem, v.key = e, t.t, t.elem, t.key
+		v.note = "imageRegistry " + ce.ImageRegistry.Reference + ": image.GetMetadata (configData is config, manifestList imageIndex)"
 	default:
 		return v, unsupportedf("context entry", "at %s: no source", path)
 	}
 	return v, nil
+}
+
+// imageDataKey marks the value of image.GetMetadata: its fields are
+// Kyverno's image data under the CEL library's names (imageDataField).
+const imageDataKey = "\x00imageData"
+
+// imageDataField is the field of image.GetMetadata's value that holds
+// Kyverno's image data field name: the image's config (configData) and
+// its index (manifestList) are named after the OCI documents there.
+func imageDataField(name string) string {
+	switch name {
+	case "configData":
+		return "config"
+	case "manifestList":
+		return "imageIndex"
+	}
+	return name
+}
+
+// imageRegistry converts an imageRegistry entry: image.GetMetadata of the
+// reference, then the entry's jmesPath on it.
+func (c *jp) imageRegistry(r *api.ImageRegistry) (ex, jv, error) {
+	if r.ImageRegistryCredentials != nil {
+		return ex{}, jv{}, unsupportedf("imageRegistryCredentials", "per-entry registry credentials (the CEL library uses the host's)")
+	}
+	ref, err := c.str(r.Reference)
+	if err != nil {
+		return ex{}, jv{}, at("reference", err)
+	}
+	out := jv{e: method(ident("image"), "GetMetadata", ref.value(strLit(""))), t: tMap, key: imageDataKey}
+	if r.JMESPath != "" {
+		if out, err = c.on(r.JMESPath, out); err != nil {
+			return ex{}, jv{}, at("jmesPath", err)
+		}
+	}
+	return out.value(exNull), out, nil
 }
 
 // contextVariable converts a variable entry: its value (or a JMESPath

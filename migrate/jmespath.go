@@ -144,6 +144,9 @@ type jp struct {
 	// dynAll makes the maps and lists of documents dyn (objects of any
 	// shape: generated resources)
 	dynAll bool
+	// pv and rule, when set, record the rule's foreach context entries
+	pv   *policyVars
+	rule string
 }
 
 // need says what the consumer of a value does with a missing one.
@@ -501,6 +504,9 @@ func (c *jp) field(cur jv, name string, nd need) (jv, error) {
 		return c.rootName(name)
 	case symRequest:
 		return c.requestField(name)
+	}
+	if cur.key == imageDataKey {
+		name = imageDataField(name)
 	}
 	t, elem := fieldTypeIn(cur.key, name)
 	out := jv{t: t, key: name, elem: elem}

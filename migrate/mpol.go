@@ -146,7 +146,7 @@ func buildMutating(p api.ClassicPolicy, name string, plan autogenPlan, outcomes 
 		}
 	}
 	mp, comments, owners, autogenOK := assembleMutating(p, name, rules, pv, plan)
-	out := &mutOutput{Output: &Output{Object: mp, Type: TypeMutate, comments: comments, owners: owners, entries: pv.entries, numbers: pv.numbers()}, autogenOK: autogenOK}
+	out := &mutOutput{Output: &Output{Object: mp, Type: TypeMutate, comments: comments, owners: owners, entries: pv.entries, numbers: pv.numbers(), binds: pv.binds, imageVars: pv.imageVars()}, autogenOK: autogenOK}
 	seen := map[int]bool{}
 	for _, r := range rules {
 		origin := originOf(p, r.name)

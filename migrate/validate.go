@@ -218,7 +218,10 @@ func (c *jp) localContext(entries []api.ContextEntry, path string) (func(ex) ex,
 		}
 		name := c.freshName(v.name)
 		bs = append(bs, bound{name: name, e: v.expr})
-		c.sc.names[ce.Name] = jv{e: ident(name)}
+		if c.pv != nil {
+			c.pv.bind(c.rule, ce.Name, localBind{name: name, init: v.expr.s, imageData: v.key == imageDataKey})
+		}
+		c.sc.names[ce.Name] = jv{e: ident(name), t: v.t, elem: v.elem, key: v.key}
 	}
 	return func(e ex) ex {
 		for i := len(bs) - 1; i >= 0; i-- {

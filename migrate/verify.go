@@ -249,11 +249,29 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 						v = f
 					}
 				}
+				if o.imageVars[variable] {
+					v = imageDataValue(v)
+				}
 				set[variable] = v
 			}
 		}
 	}
-	if len(set) == 0 {
+	// the foreach entries bound with cel.bind: their bound expression
+	// is replaced by the value
+	var binds []string
+	for rule, entries := range o.binds {
+		vals := values(policy, rule)
+		for entry, b := range entries {
+			if v, ok := valueOf(vals, entry); ok {
+				if b.imageData {
+					v = imageDataValue(v)
+				}
+				prefix := "cel.bind(" + b.name + ", "
+				binds = append(binds, prefix+b.init+", ", prefix+call("dyn", lit(normalize(v))).s+", ")
+			}
+		}
+	}
+	if len(set) == 0 && len(binds) == 0 {
 		return obj, nil
 	}
 	data, err := json.Marshal(obj)
@@ -273,7 +291,41 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 			vm["expression"] = call("dyn", lit(normalize(val))).s
 		}
 	}
+	if len(binds) > 0 {
+		m = replaceStrings(m, strings.NewReplacer(binds...)).(map[string]any)
+	}
 	return api.DecodePolicy(api.Document{Object: m, Source: "verification of " + obj.GetName()})
+}
+
+// imageDataValue is a test's value of Kyverno's image data under the
+// names image.GetMetadata gives its fields.
+func imageDataValue(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		out[imageDataField(k)] = x
+	}
+	return out
+}
+
+// replaceStrings applies r to every string of a JSON value.
+func replaceStrings(v any, r *strings.Replacer) any {
+	switch t := v.(type) {
+	case string:
+		return r.Replace(t)
+	case map[string]any:
+		for k, x := range t {
+			t[k] = replaceStrings(x, r)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = replaceStrings(x, r)
+		}
+	}
+	return v
 }
 
 // valueOf is the value the values give an entry: the entry's own, or
