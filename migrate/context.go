@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -197,7 +198,7 @@ func (c *jp) document(x any) (jv, error) {
 			if err != nil {
 				return jv{}, err
 			}
-			parts[i], kinds[i] = v.value(exNull), kindOfType(v.t)
+			parts[i], kinds[i] = v.value(exNull), kindOfValue(v)
 			if c.dynAll && (v.t == tMap || v.t == tList || v.t == tAny) {
 				parts[i], kinds[i] = call("dyn", parts[i]), "dyn"
 			}
@@ -219,7 +220,7 @@ func (c *jp) document(x any) (jv, error) {
 			if err != nil {
 				return jv{}, err
 			}
-			vals[i], kinds[i] = v.value(exNull), kindOfType(v.t)
+			vals[i], kinds[i] = v.value(exNull), kindOfValue(v)
 			if c.dynAll && (v.t == tMap || v.t == tList || v.t == tAny) {
 				vals[i], kinds[i] = call("dyn", vals[i]), "dyn"
 			}
@@ -324,7 +325,7 @@ func (c *jp) body(data []api.RequestData) (ex, error) {
 		if err != nil {
 			return ex{}, at(fmt.Sprintf("data[%d]", i), err)
 		}
-		keys[i], vals[i], kinds[i] = d.Key, v.value(exNull), kindOfType(v.t)
+		keys[i], vals[i], kinds[i] = d.Key, v.value(exNull), kindOfValue(v)
 	}
 	return mapOf(keys, homogeneous(vals, kinds)), nil
 }
@@ -439,6 +440,40 @@ func (c *jp) labelQuery(q string) (ex, error) {
 func rawJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// kindOfValue is the kind of a converted value in a list or map
+// literal: a literal's own, dyn for an expression (the converter knows
+// the JSON type of what an expression reads, not its CEL type: a field
+// of object is dyn).
+func kindOfValue(v jv) string {
+	if v.opt || !isLiteral(v.e.s) {
+		return "dyn"
+	}
+	return kindOfType(v.t)
+}
+
+// isLiteral reports whether s is one CEL literal: null, a bool, a
+// number or a quoted string.
+func isLiteral(s string) bool {
+	switch {
+	case s == "null" || s == "true" || s == "false":
+		return true
+	case s == "":
+		return false
+	case s[0] == '\'':
+		for i := 1; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				i++
+			case '\'':
+				return i == len(s)-1
+			}
+		}
+		return false
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // kindOfType is a vtype as litKind names it (numbers are unknown: int or

@@ -155,10 +155,10 @@ func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
 			return nil, at(tpath+".name", err)
 		}
 		get := method(ident("resource"), "Get", strLit(av), strLit(res), ns.value(strLit("")), name.value(strLit("")))
-		// a target that does not exist is none
-		it := c.freshName("item")
-		out.expr = ex{s: "{'items': " + macro(listOf(get), "filter", it, rel(ident(it), "!=", exNull)).s + "}", prec: precPrimary}
-		c.release(it)
+		// the target itself (a target expression is a map(string, any):
+		// the resource library's own type); one that does not exist is
+		// none where resource.Get gives null for it
+		out.expr = get
 	default:
 		args := []ex{strLit(av), strLit(res), ns.value(strLit(""))}
 		if s := t.Selector; s != nil {
@@ -171,8 +171,8 @@ func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
 		if t.Name != "" {
 			// a name with wildcards: the listed objects it matches
 			it := c.freshName("item")
-			out.expr = ex{s: "{'items': " + method(optField(out.expr, "items"), "orValue", listOf()).s + ".filter(" + it + ", " +
-				wildcardMatch(field(field(ident(it), "metadata"), "name"), t.Name).s + ")}", prec: precPrimary}
+			out.expr = ex{s: "{'items': dyn(" + method(optField(out.expr, "items"), "orValue", listOf()).s + ".filter(" + it + ", " +
+				wildcardMatch(field(field(ident(it), "metadata"), "name"), t.Name).s + "))}", prec: precPrimary}
 			c.release(it)
 		}
 	}
@@ -320,7 +320,7 @@ func (c *jp) jsonOp(op jsonOp) (opList, error) {
 			return opList{list: cond(present, patchList([]ex{single}), listOf())}, nil
 		}
 	}
-	if op.Op != "add" || dynamic {
+	if op.Op != "add" {
 		return opList{single: &single}, nil
 	}
 	l, ok := c.addWithParents(op.Path, val, patchList([]ex{single}))
@@ -331,13 +331,12 @@ func (c *jp) jsonOp(op jsonOp) (opList, error) {
 }
 
 // addWithParents is the add of value at path, or, when a parent is
-// missing, the add of the first missing parent holding it.
+// missing, the add of the first missing parent holding it (Kyverno's
+// JSON patches create the parents of an add). A segment of the path may
+// be one {{ }} (a foreach's elementIndex).
 func (c *jp) addWithParents(path string, value, direct ex) (ex, bool) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	for i := range segs {
-		segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
-	}
-	if len(segs) < 2 {
+	segs, ok := c.pointerSegs(path)
+	if !ok || len(segs) < 2 {
 		return direct, false
 	}
 	out := direct
@@ -346,26 +345,113 @@ func (c *jp) addWithParents(path string, value, direct ex) (ex, bool) {
 	// holding what is below (parents that objects always have are not
 	// tested: spec, metadata, template, a list's element)
 	wrapped := value
-	for i := len(segs) - 1; i >= 1 && i >= len(segs)-3; i-- {
-		if last := segs[i-1]; last == "spec" || last == "metadata" || last == "template" || isIndex(last) {
+	for i := len(segs) - 1; i >= 1; i-- {
+		if last := segs[i-1]; last.index() || last.static == "spec" || last.static == "metadata" || last.static == "template" {
 			break
 		}
 		seg := segs[i]
-		if seg == "-" || isIndex(seg) {
+		if seg.static == "-" || seg.index() {
 			wrapped = call("dyn", listOf(wrapped))
+		} else if seg.dyn == nil {
+			wrapped = call("dyn", ex{s: "{" + strLit(seg.static).s + ": " + wrapped.s + "}", prec: precPrimary})
 		} else {
-			wrapped = call("dyn", ex{s: "{" + strLit(seg).s + ": " + wrapped.s + "}", prec: precPrimary})
+			return direct, false
 		}
 		parent := segs[:i]
-		present, ok := pointerPresence(c.sc.object, parent)
+		present, ok := segPresence(c.sc.object, parent)
 		if !ok {
 			break
 		}
-		add := patchList([]ex{typed("JSONPatch", []string{"op: 'add'", "path: " + strLit("/"+joinPointer(parent)).s, "value: " + wrapped.s})})
+		add := patchList([]ex{typed("JSONPatch", []string{"op: 'add'", "path: " + segPointer(parent).s, "value: " + wrapped.s})})
 		out = cond(present, out, add)
 		changed = true
 	}
 	return out, changed
+}
+
+// pointerSeg is a segment of a JSON pointer: static text, or the value
+// of one {{ }}.
+type pointerSeg struct {
+	static string
+	dyn    *jv
+}
+
+// index reports whether the segment is a list index.
+func (s pointerSeg) index() bool {
+	if s.dyn != nil {
+		return s.dyn.t == tNumber
+	}
+	return isIndex(s.static)
+}
+
+// pointerSegs splits a JSON pointer whose {{ }} were replaced by
+// placeholders; false when a segment mixes text and a placeholder.
+func (c *jp) pointerSegs(path string) ([]pointerSeg, bool) {
+	raw := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	out := make([]pointerSeg, len(raw))
+	for i, r := range raw {
+		if strings.Contains(r, placeholderPrefix) {
+			v, ok := c.dyn[r]
+			if !ok {
+				return nil, false
+			}
+			out[i] = pointerSeg{dyn: &v}
+			continue
+		}
+		if strings.Contains(r, "{{") {
+			return nil, false
+		}
+		out[i] = pointerSeg{static: strings.ReplaceAll(strings.ReplaceAll(r, "~1", "/"), "~0", "~")}
+	}
+	return out, true
+}
+
+// segPresence tests that the value at a JSON pointer exists.
+func segPresence(root ex, segs []pointerSeg) (ex, bool) {
+	e := root.s
+	for _, s := range segs {
+		switch {
+		case s.dyn != nil:
+			e += "[?" + s.dyn.value(exNull).s + "]"
+		case isIndex(s.static):
+			e += "[?" + s.static + "]"
+		case s.static == "-":
+			return ex{}, false
+		case isIdent(s.static):
+			e += ".?" + s.static
+		default:
+			e += "[?" + strLit(s.static).s + "]"
+		}
+	}
+	return method(ex{s: e, prec: precPrimary}, "hasValue"), true
+}
+
+// segPointer is the text of a JSON pointer as a CEL string.
+func segPointer(segs []pointerSeg) ex {
+	var parts []ex
+	text := ""
+	for _, s := range segs {
+		text += "/"
+		if s.dyn == nil {
+			text += jsonPointerEscape(s.static)
+			continue
+		}
+		parts = append(parts, strLit(text))
+		text = ""
+		v := s.dyn.value(exNull)
+		if s.dyn.t != tString {
+			v = call("string", v)
+		}
+		parts = append(parts, v)
+	}
+	if text != "" {
+		parts = append(parts, strLit(text))
+	}
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out = ex{s: out.s + " + " + p.at(precAdd), prec: precAdd}
+	}
+	return out
 }
 
 func isIndex(s string) bool {
