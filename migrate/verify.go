@@ -249,6 +249,7 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 						v = f
 					}
 				}
+				v = jsonText(v)
 				if o.imageVars[variable] {
 					v = imageDataValue(v)
 				}
@@ -263,6 +264,7 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 		vals := values(policy, rule)
 		for entry, b := range entries {
 			if v, ok := valueOf(vals, entry); ok {
+				v = jsonText(v)
 				if b.imageData {
 					v = imageDataValue(v)
 				}
@@ -295,6 +297,25 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 		m = replaceStrings(m, strings.NewReplacer(binds...)).(map[string]any)
 	}
 	return api.DecodePolicy(api.Document{Object: m, Source: "verification of " + obj.GetName()})
+}
+
+// jsonText is a test's value given as the JSON text of a list or a map
+// (Kyverno's operators read such a string as the list or map it writes)
+// as that list or map; any other value as it is.
+func jsonText(v any) any {
+	str, ok := v.(string)
+	if !ok {
+		return v
+	}
+	trimmed := strings.TrimSpace(str)
+	if !strings.HasPrefix(trimmed, "[") && !strings.HasPrefix(trimmed, "{") {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal([]byte(trimmed), &out); err != nil {
+		return v
+	}
+	return out
 }
 
 // imageDataValue is a test's value of Kyverno's image data under the
