@@ -349,6 +349,7 @@ func chainsawResources(t *testing.T, dir string) []map[string]any {
 			if ns, _ := md["namespace"].(string); ns == "" && d.Kind() != "Namespace" {
 				md["namespace"] = "default"
 			}
+			templateMetadata(d.Object)
 			k := resourceName(d.Object)
 			if seen[k] {
 				continue
@@ -358,6 +359,37 @@ func chainsawResources(t *testing.T, dir string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// templateMetadata gives a Pod controller's templates the metadata the
+// API server writes when it stores the object (its ObjectMeta is not
+// optional: {creationTimestamp: null}), as the admission request that
+// the chainsaw test's apply makes holds it.
+func templateMetadata(obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return
+	}
+	withMetadata := func(m map[string]any) {
+		if m == nil {
+			return
+		}
+		if _, ok := m["metadata"]; !ok {
+			m["metadata"] = map[string]any{"creationTimestamp": nil}
+		}
+	}
+	switch obj["kind"] {
+	case "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job", "ReplicationController":
+		tmpl, _ := spec["template"].(map[string]any)
+		withMetadata(tmpl)
+	case "CronJob":
+		jt, _ := spec["jobTemplate"].(map[string]any)
+		withMetadata(jt)
+		if js, _ := jt["spec"].(map[string]any); js != nil {
+			tmpl, _ := js["template"].(map[string]any)
+			withMetadata(tmpl)
+		}
+	}
 }
 
 // golden compares got with testdata/name, or writes it with -update.
