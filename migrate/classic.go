@@ -300,7 +300,7 @@ func originOf(p api.ClassicPolicy, rule string) int {
 // context (into the output's variables), the preconditions and
 // celPreconditions.
 func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []namedCond, error) {
-	c.pv, c.rule = pv, r.Name
+	c.pv, c.rule, c.podSpec = pv, r.Name, podSpecOf(r)
 	mc, err := c.match(&r.MatchResources, r.ExcludeResources, path+".match")
 	if err != nil {
 		return nil, nil, err

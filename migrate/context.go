@@ -20,7 +20,18 @@ type variable struct {
 	// key marks the value's shape (imageDataKey), if known
 	key string
 	// note says how the entry was rewritten, for a comment
-	note string
+	// builtin marks a variable of Kyverno's own context (images), not
+	// of a context entry
+	builtin bool
+	note    string
+}
+
+// comment is the comment of the variable in the output.
+func (v variable) comment() string {
+	if v.builtin {
+		return v.note
+	}
+	return "context entry " + v.note
 }
 
 // celName is a context entry's name as a CEL identifier.

@@ -147,6 +147,9 @@ type jp struct {
 	// pv and rule, when set, record the rule's foreach context entries
 	pv   *policyVars
 	rule string
+	// podSpec is the path of the Pod spec in the rule's kinds (for
+	// Kyverno's images variable), "" when they have none at one path
+	podSpec string
 }
 
 // need says what the consumer of a value does with a missing one.
@@ -510,6 +513,10 @@ func (c *jp) field(cur jv, name string, nd need) (jv, error) {
 	}
 	t, elem := fieldTypeIn(cur.key, name)
 	out := jv{t: t, key: name, elem: elem}
+	if k, ok := imagesKeys[cur.key]; ok {
+		// Kyverno's images: maps by container name of image infos
+		out.t, out.elem, out.key = k.t, tAny, k.key
+	}
 	switch {
 	case cur.opt:
 		out.e, out.opt = optField(cur.e, name), true
@@ -559,7 +566,7 @@ func (c *jp) rootName(name string) (jv, error) {
 		isSA := method(user, "startsWith", strLit("system:serviceaccount:"))
 		return jv{e: cond(isSA, index(method(user, "split", strLit(":")), numLit(float64(i))), strLit("")), t: tString}, nil
 	case "images":
-		return jv{}, unsupportedf("variable images", "Kyverno's images variable has no CEL equivalent; use image() on the containers' images")
+		return c.imagesVariable()
 	case "element", "elementIndex":
 		return jv{}, unsupportedf("variable "+name, "outside a foreach")
 	case "target":
@@ -644,6 +651,10 @@ func (c *jp) project(l jv, right parsing.ASTNode) (jv, error) {
 	v := c.fresh(l.key)
 	defer c.release(v)
 	el := jv{e: ident(v), t: l.elem, key: singular(l.key)}
+	if l.key == imagesListKey {
+		// the values of a map of image infos
+		el.t, el.key = tMap, imageInfoKey
+	}
 	opt, err := c.node(right, el, needNullable)
 	if err != nil {
 		return jv{}, err

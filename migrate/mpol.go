@@ -283,7 +283,7 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 		spec.Variables = append(spec.Variables, varOut(v))
 		owners[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = pv.users[v.name]
 		if v.note != "" {
-			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = "context entry " + v.note
+			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = v.comment()
 		}
 	}
 	if plan.controllers != nil {

@@ -416,7 +416,7 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 		spec.Variables = append(spec.Variables, varOut(v))
 		owners[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = pv.users[v.name]
 		if v.note != "" {
-			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = "context entry " + v.note
+			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = v.comment()
 		}
 	}
 	for i, mc := range spec.MatchConditions {
