@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -173,6 +174,33 @@ func asVrules(rules []*mrule) []*vrule {
 	return out
 }
 
+// optMetadataRE is an optional field of a Pod's labels or annotations.
+var optMetadataRE = regexp.MustCompile(`\b(object|oldObject)\.metadata\.\?(labels|annotations)\b`)
+
+// autogenMetadata rewrites the optional labels and annotations of a
+// MutatingPolicy's expressions (object.metadata.?labels) into a form its
+// autogen moves to the controllers' templates: it rewrites
+// object.metadata.labels and object.metadata.annotations only.
+func autogenMetadata(spec *policiesv1alpha1.MutatingPolicySpec) {
+	rewrite := func(s string) string {
+		return optMetadataRE.ReplaceAllString(s, "(has(${1}.metadata.${2}) ? optional.of(${1}.metadata.${2}) : optional.none())")
+	}
+	for i := range spec.MatchConditions {
+		spec.MatchConditions[i].Expression = rewrite(spec.MatchConditions[i].Expression)
+	}
+	for i := range spec.Variables {
+		spec.Variables[i].Expression = rewrite(spec.Variables[i].Expression)
+	}
+	for i := range spec.Mutations {
+		if m := spec.Mutations[i].ApplyConfiguration; m != nil {
+			m.Expression = rewrite(m.Expression)
+		}
+		if m := spec.Mutations[i].JSONPatch; m != nil {
+			m.Expression = rewrite(m.Expression)
+		}
+	}
+}
+
 // assembleMutating builds the MutatingPolicy of a policy's mutate rules.
 func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *policyVars, plan autogenPlan) (*api.MutatingPolicy, map[string]string, map[string][]string, bool) {
 	comments := map[string]string{}
@@ -289,6 +317,7 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 	if plan.controllers != nil {
 		if ac := autogenConfig(plan.controllers); ac != nil {
 			spec.AutogenConfiguration = &policiesv1alpha1.MutatingPolicyAutogenConfiguration{PodControllers: ac.PodControllers}
+			autogenMetadata(spec)
 		}
 		if plan.note != "" {
 			comments["spec.autogen"] = plan.note

@@ -592,6 +592,9 @@ func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds 
 	}
 	sel := and(pre, res.cond, res.global)
 	obj := binds(res.obj)
+	if lifted, ok := liftList(res.obj, listE, x, sel, binds); ok {
+		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	}
 	if !mentions(obj.s, x) {
 		// the same patch whatever the element: once, when one is selected
 		e := obj
@@ -600,11 +603,7 @@ func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds 
 		}
 		return foreachMut{mutation: mutation{apply: true, expr: e, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
 	}
-	lifted, ok := liftList(obj, listE, x, sel)
-	if !ok {
-		return foreachMut{}, unsupportedf("foreach patchStrategicMerge", "at %s: the patch reads the element outside a list it patches", path)
-	}
-	return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	return foreachMut{}, unsupportedf("foreach patchStrategicMerge", "at %s: the patch reads the element outside a list it patches", path)
 }
 
 // mentions reports whether the expression s uses the identifier x.
@@ -628,38 +627,35 @@ func isIdentByte(c byte) bool {
 
 // liftList rewrites the one-element list literal of the patch that holds
 // the element variable x into the list of the selected elements:
-// [T{...x...}] becomes list.filter(x, sel).map(x, T{...x...}).
-func liftList(obj, list ex, x string, sel ex) (ex, bool) {
+// [T{...x...}] becomes list.filter(x, sel).map(x, T{...x...}). The list
+// literal is the innermost one that holds every use of x; bind wraps the
+// element (the foreach's context entries).
+func liftList(obj, list ex, x string, sel ex, bind func(ex) ex) (ex, bool) {
 	s := obj.s
-	// the innermost list literal holding x
-	at := -1
+	at, end := -1, -1
 	for i := 0; i < len(s); i++ {
 		if s[i] != '[' {
 			continue
 		}
-		end := matching(s, i)
-		if end < 0 {
+		e := matching(s, i)
+		if e < 0 {
 			return ex{}, false
 		}
-		inner := s[i+1 : end]
-		if mentions(inner, x) && !strings.Contains(inner, "[") {
-			at = i
-			break
+		if mentions(s[i+1:e], x) && !mentions(s[:i], x) && !mentions(s[e+1:], x) {
+			// nested literals come later: the last one found is the
+			// innermost
+			at, end = i, e
 		}
 	}
 	if at < 0 {
 		return ex{}, false
 	}
-	end := matching(s, at)
-	elem := s[at+1 : end]
+	elem := bind(ex{s: s[at+1 : end]})
 	selected := list
 	if !sel.isTrue() {
-		selected = macro(list, "filter", x, sel)
+		selected = macro(list, "filter", x, bind(sel))
 	}
-	out := s[:at] + macro(selected, "map", x, ex{s: elem}).s + s[end+1:]
-	if mentions(s[:at], x) || mentions(s[end+1:], x) {
-		return ex{}, false
-	}
+	out := s[:at] + macro(selected, "map", x, elem).s + s[end+1:]
 	return ex{s: out, prec: obj.prec}, true
 }
 
