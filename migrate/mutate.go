@@ -108,6 +108,7 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 			out.atomic = out.atomic || mu.atomic
 			out.mutations = append(out.mutations, mu.mutation)
 		}
+		out.mutations = joinForeachPatches(out.mutations, len(r.Context) > 0)
 	default:
 		return nil, unsupportedf("mutate", "at %s: no patchStrategicMerge, patchesJson6902 or foreach", mpath)
 	}
@@ -504,8 +505,12 @@ type foreachMut struct {
 // selected elements; a patch that does not read the element applies once
 // when an element is selected; a JSON patch is one list of operations.
 func (c *jp) foreachMutation(fe *api.ForEachMutation, path string) (foreachMut, error) {
-	if fe.ForEachMutation != nil {
-		return foreachMut{}, unsupportedf("nested foreach", "at %s.foreach", path)
+	if fe.ForEachMutation != nil || fe.PatchesJSON6902 != "" {
+		e, err := c.foreachPatch(fe, 0, path)
+		if err != nil {
+			return foreachMut{}, err
+		}
+		return foreachMut{mutation: mutation{expr: e, note: "foreach patchesJson6902"}}, nil
 	}
 	if strings.Contains(fe.List, "{{") {
 		return foreachMut{}, unsupportedf("foreach list", "at %s.list: variables in the list expression", path)
@@ -551,27 +556,7 @@ func (c *jp) foreachMutation(fe *api.ForEachMutation, path string) (foreachMut, 
 		}
 	}
 	pre = binds(pre)
-	switch {
-	case fe.PatchesJSON6902 != "":
-		ops, err := c.jsonPatch(fe.PatchesJSON6902, path+".patchesJson6902")
-		if err != nil {
-			return foreachMut{}, err
-		}
-		ops = binds(ops)
-		var e ex
-		if idx != "" {
-			e = ex{s: listE.at(precPrimary) + ".transformList(" + idx + ", " + x + ", " + pre.s + ", " + ops.s + ")", prec: precPrimary}
-		} else {
-			e = macro(macro(listE, "filter", x, pre), "map", x, ops)
-		}
-		e = method(e, "flatten")
-		if fe.Order == nil || *fe.Order != api.Ascending {
-			// upstream patches the elements from the last one, so that
-			// removals keep the indexes of the others
-			e = method(e, "reverse")
-		}
-		return foreachMut{mutation: mutation{expr: e, note: "foreach patchesJson6902"}}, nil
-	case fe.PatchStrategicMerge != nil:
+	if fe.PatchStrategicMerge != nil {
 		res, err := c.smpRoot(fe.PatchStrategicMerge, path+".patchStrategicMerge")
 		if err != nil {
 			return foreachMut{}, err
@@ -579,6 +564,113 @@ func (c *jp) foreachMutation(fe *api.ForEachMutation, path string) (foreachMut, 
 		return c.foreachApply(res, listE, x, idx, pre, binds, path)
 	}
 	return foreachMut{}, unsupportedf("foreach", "at %s: no patchStrategicMerge or patchesJson6902", path)
+}
+
+// joinForeachPatches joins the JSON patches of a rule's foreach entries
+// into one list when the rule has a context: Kyverno computes the
+// context once for the rule, where the variables of a MutatingPolicy
+// are computed again on the object each mutation patched.
+func joinForeachPatches(ms []mutation, context bool) []mutation {
+	if !context || len(ms) < 2 {
+		return ms
+	}
+	parts := make([]ex, len(ms))
+	for i, m := range ms {
+		if m.apply {
+			return ms
+		}
+		parts[i] = m.expr
+	}
+	return []mutation{{expr: joinPatches(parts), note: "foreach patchesJson6902, one list (the rule's context is computed once, on the object before the patches)"}}
+}
+
+// foreachPatch converts a foreach of JSON patches (and the foreach
+// nested in it, at depth+1) into the list of its operations: per
+// selected element, in the foreach's order, the element's operations
+// (its patch, then those of its nested foreach).
+func (c *jp) foreachPatch(fe *api.ForEachMutation, depth int, path string) (ex, error) {
+	if fe.PatchStrategicMerge != nil && fe.ForEachMutation != nil {
+		return ex{}, unsupportedf("nested foreach", "at %s.foreach: beside a patchStrategicMerge", path)
+	}
+	if fe.PatchStrategicMerge != nil {
+		return ex{}, unsupportedf("nested foreach", "at %s: a patchStrategicMerge in a nested foreach", path)
+	}
+	if strings.Contains(fe.List, "{{") {
+		return ex{}, unsupportedf("foreach list", "at %s.list: variables in the list expression", path)
+	}
+	n, err := parseJMESPath(fe.List)
+	if err != nil {
+		return ex{}, at(path+".list", err)
+	}
+	lv, err := c.node(n, jv{sym: symRoot}, needNullable)
+	if err != nil {
+		return ex{}, at(path+".list", err)
+	}
+	listE := listOperand(lv)
+	x := c.fresh(lv.key)
+	defer c.release(x)
+	idx := c.freshName("index")
+	defer c.release(idx)
+	saved := c.sc
+	c.sc = saved.child()
+	defer func() { c.sc = saved }()
+	el := jv{e: ident(x), t: lv.elem, key: singular(lv.key)}
+	ix := jv{e: ident(idx), t: tNumber}
+	c.sc.names["element"], c.sc.names["elementIndex"] = el, ix
+	c.sc.names[fmt.Sprintf("element%d", depth)], c.sc.names[fmt.Sprintf("elementIndex%d", depth)] = el, ix
+	binds, err := c.localContext(fe.Context, path+".context")
+	if err != nil {
+		return ex{}, err
+	}
+	pre := exTrue
+	if fe.Preconditions != nil {
+		b, err := readConditions(fe.Preconditions)
+		if err != nil {
+			return ex{}, at(path+".preconditions", unsupportedf("conditions", "%v", err))
+		}
+		if pre, err = c.block(b, path+".preconditions"); err != nil {
+			return ex{}, err
+		}
+	}
+	pre = binds(pre)
+	var parts []ex
+	if fe.PatchesJSON6902 != "" {
+		ops, err := c.jsonPatch(fe.PatchesJSON6902, path+".patchesJson6902")
+		if err != nil {
+			return ex{}, err
+		}
+		parts = append(parts, ops)
+	}
+	if fe.ForEachMutation != nil {
+		var nested []api.ForEachMutation
+		raw, _ := json.Marshal(fe.ForEachMutation)
+		if err := json.Unmarshal(raw, &nested); err != nil {
+			return ex{}, unsupportedf("nested foreach", "at %s.foreach: %v", path, err)
+		}
+		for i := range nested {
+			e, err := c.foreachPatch(&nested[i], depth+1, fmt.Sprintf("%s.foreach[%d]", path, i))
+			if err != nil {
+				return ex{}, err
+			}
+			parts = append(parts, e)
+		}
+	}
+	if len(parts) == 0 {
+		return ex{}, unsupportedf("foreach", "at %s: no patchesJson6902 or foreach", path)
+	}
+	ops := binds(joinPatches(parts))
+	var e ex
+	if mentions(ops.s, idx) || mentions(pre.s, idx) {
+		e = ex{s: listE.at(precPrimary) + ".transformList(" + idx + ", " + x + ", " + pre.s + ", " + ops.s + ")", prec: precPrimary}
+	} else {
+		e = macro(macro(listE, "filter", x, pre), "map", x, ops)
+	}
+	if fe.Order == nil || *fe.Order != api.Ascending {
+		// upstream patches the elements from the last one, so that
+		// removals keep the indexes of the others
+		e = method(e, "reverse")
+	}
+	return method(e, "flatten"), nil
 }
 
 // foreachApply turns the strategic merge patch of one element into the

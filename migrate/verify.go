@@ -259,7 +259,7 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 	}
 	// the foreach entries bound with cel.bind: their bound expression
 	// is replaced by the value
-	var binds []string
+	binds := map[string][]string{}
 	for rule, entries := range o.binds {
 		vals := values(policy, rule)
 		for entry, b := range entries {
@@ -269,7 +269,7 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 					v = imageDataValue(v)
 				}
 				prefix := "cel.bind(" + b.name + ", "
-				binds = append(binds, prefix+b.init+", ", prefix+call("dyn", lit(normalize(v))).s+", ")
+				binds[rule] = append(binds[rule], prefix+b.init+", ", prefix+call("dyn", lit(normalize(v))).s+", ")
 			}
 		}
 	}
@@ -294,7 +294,8 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 		}
 	}
 	if len(binds) > 0 {
-		m = replaceStrings(m, strings.NewReplacer(binds...)).(map[string]any)
+		// each expression takes the values of the rules it comes from
+		replaceOwned(m, "", o.owners, binds, nil)
 	}
 	return api.DecodePolicy(api.Document{Object: m, Source: "verification of " + obj.GetName()})
 }
@@ -332,18 +333,33 @@ func imageDataValue(v any) any {
 	return out
 }
 
-// replaceStrings applies r to every string of a JSON value.
-func replaceStrings(v any, r *strings.Replacer) any {
+// replaceOwned applies to the strings of a JSON value at path the
+// replacements of the rules that own it (owners by the path of an
+// expression: spec.validations[0]); r are those of the enclosing owner.
+func replaceOwned(v any, path string, owners map[string][]string, byRule map[string][]string, r *strings.Replacer) any {
+	if rules, ok := owners[path]; ok {
+		var pairs []string
+		for _, rule := range rules {
+			pairs = append(pairs, byRule[rule]...)
+		}
+		r = strings.NewReplacer(pairs...)
+	}
 	switch t := v.(type) {
 	case string:
-		return r.Replace(t)
+		if r != nil {
+			return r.Replace(t)
+		}
 	case map[string]any:
 		for k, x := range t {
-			t[k] = replaceStrings(x, r)
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			t[k] = replaceOwned(x, p, owners, byRule, r)
 		}
 	case []any:
 		for i, x := range t {
-			t[i] = replaceStrings(x, r)
+			t[i] = replaceOwned(x, fmt.Sprintf("%s[%d]", path, i), owners, byRule, r)
 		}
 	}
 	return v
