@@ -584,7 +584,8 @@ func (c *jp) requestField(name string) (jv, error) {
 		}
 		return jv{e: c.sc.object, t: tMap}, nil
 	case "oldObject":
-		return jv{e: c.sc.oldObject, t: tMap}, nil
+		// null but on UPDATE and DELETE: its fields are not required
+		return jv{e: c.sc.oldObject, t: tMap, key: oldObjectKey}, nil
 	case "operation", "namespace", "name", "uid", "subResource":
 		return jv{e: field(ident("request"), name), t: tString, key: name}, nil
 	case "userInfo", "kind", "resource", "requestKind", "requestResource", "options":
