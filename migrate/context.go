@@ -191,7 +191,7 @@ func (c *jp) contextVariable(v *api.Variable) (ex, jv, error) {
 		if out.opt {
 			return method(out.e, "orValue", def.value(exNull)), out, nil
 		}
-		return dynCond(rel(out.e, "!=", exNull), out, def), out, nil
+		return dynCond(rel(nullable(out.e, out), "!=", exNull), out, def), out, nil
 	}
 	return out.value(exNull), out, nil
 }
