@@ -462,6 +462,17 @@ func orderCond(key jv, op conditions.Operator, value jv, static bool, raw any) (
 			}
 		}
 	}
+	if s, ok := key.staticString(); ok && !static {
+		// a literal key: its kind (a duration, a quantity) says how the
+		// value compares, as Kyverno reads both sides
+		v := value.value(exNull)
+		switch {
+		case isDurationText(s):
+			return rel(call("duration", strLit(s)), o, call("duration", v)), nil
+		case isQuantityText(s):
+			return rel(method(call("quantity", strLit(s)), "compareTo", call("quantity", v)), o, numLit(0)), nil
+		}
+	}
 	if key.t != tNumber {
 		k = call("double", k)
 	}

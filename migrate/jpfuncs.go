@@ -158,6 +158,13 @@ func (c *jp) moreFunctions(name string, args []jv, val func(int) ex) (jv, error)
 			l, r := call("double", val(0)), call("double", val(1))
 			return jv{e: ex{s: l.at(prec) + " " + op + " " + r.at(prec+1), prec: prec}, t: tNumber}, nil
 		}
+		if name == "divide" && args[0].t != tNumber && args[1].t != tNumber && args[0].t != tList && args[1].t != tList {
+			// Kyverno's quantity / quantity is the ratio of their
+			// approximate values (a string that is not a quantity, a
+			// duration, is an error here)
+			q := func(i int) ex { return method(call("quantity", val(i)), "asApproximateFloat") }
+			return jv{e: ex{s: q(0).s + " / " + q(1).s, prec: precMul}, t: tNumber}, nil
+		}
 		return jv{}, unsupportedf("JMESPath function "+name, "Kyverno's arithmetic on quantities and durations")
 	case "time_now_utc":
 		if len(args) != 0 {
