@@ -301,6 +301,11 @@ func originOf(p api.ClassicPolicy, rule string) int {
 // celPreconditions.
 func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []namedCond, error) {
 	c.pv, c.rule, c.podSpec = pv, r.Name, podSpecOf(r)
+	if fs, _ := filters(&r.MatchResources); len(fs) > 0 {
+		for _, f := range fs {
+			c.kinds = append(c.kinds, f.Kinds...)
+		}
+	}
 	mc, err := c.match(&r.MatchResources, r.ExcludeResources, path+".match")
 	if err != nil {
 		return nil, nil, err

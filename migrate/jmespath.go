@@ -150,6 +150,8 @@ type jp struct {
 	// podSpec is the path of the Pod spec in the rule's kinds (for
 	// Kyverno's images variable), "" when they have none at one path
 	podSpec string
+	// kinds are the kinds the rule matches
+	kinds []string
 }
 
 // need says what the consumer of a value does with a missing one.

@@ -158,6 +158,28 @@ func selectorWildcards(s *metav1.LabelSelector) bool {
 	return false
 }
 
+// namespaceOf is the namespace Kyverno's namespaces filter reads for the
+// kinds (the rule's when the filter has none): a Namespace's own name,
+// the request's namespace for other kinds.
+func (c *jp) namespaceOf(kinds []string) ex {
+	if len(kinds) == 0 {
+		kinds = c.kinds
+	}
+	ns := 0
+	for _, k := range kinds {
+		if k == "Namespace" || strings.HasSuffix(k, "/Namespace") {
+			ns++
+		}
+	}
+	switch {
+	case ns == 0:
+		return ident("request.namespace")
+	case ns == len(kinds):
+		return ident("object.metadata.name")
+	}
+	return cond(rel(ident("request.kind.kind"), "==", strLit("Namespace")), ident("object.metadata.name"), ident("request.namespace"))
+}
+
 // filter converts one resource filter; withKinds adds the test of its
 // kinds (when the rule's kinds differ between filters), withOps the test
 // of its operations.
@@ -182,7 +204,7 @@ func (c *jp) filter(f api.ResourceFilter, withKinds, withOps bool, path string) 
 		conds = append(conds, inItems(name, names))
 	}
 	if len(f.Namespaces) > 0 {
-		conds = append(conds, inItems(ident("request.namespace"), f.Namespaces))
+		conds = append(conds, inItems(c.namespaceOf(f.Kinds), f.Namespaces))
 	}
 	if len(f.Annotations) > 0 {
 		keys := make([]string, 0, len(f.Annotations))
