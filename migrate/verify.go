@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/engine"
@@ -210,6 +212,7 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 			}
 			obj = mocked
 		}
+		obj = targetsOnly(obj)
 		conv, err := convEng.CompilePolicy(obj)
 		if err != nil {
 			pv.Differences = append(pv.Differences, Difference{Resource: "-", Output: o.Object.GetName(), Type: o.Type,
@@ -233,6 +236,28 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		}
 	}
 	return pv, nil
+}
+
+// targetsOnly is a MutatingPolicy with targets as upstream's admission
+// webhook runs it: on its targets only (the webhook leaves out the
+// policies with targetMatchConstraints when it mutates the request's
+// object, as Kyverno leaves a trigger unchanged); upstream's CLI, as the
+// engine without a background queue, also mutates the trigger. The
+// verified copy has admission off, which the engine reads as that.
+func targetsOnly(obj api.PolicyObject) api.PolicyObject {
+	mp, ok := obj.(*api.MutatingPolicy)
+	if !ok || mp.Spec.TargetMatchConstraints == nil {
+		return obj
+	}
+	cp := *mp
+	ev := policiesv1alpha1.MutatingPolicyEvaluationConfiguration{}
+	if mp.Spec.EvaluationConfiguration != nil {
+		ev = *mp.Spec.EvaluationConfiguration
+	}
+	off := false
+	ev.Admission = &policiesv1alpha1.AdmissionConfiguration{Enabled: &off}
+	cp.Spec.EvaluationConfiguration = &ev
+	return &cp
 }
 
 // withValues is the output with the variables of the context entries
