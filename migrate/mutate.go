@@ -149,8 +149,9 @@ func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
 		ns = v
 	}
 	res := resourceOf(kr.kind)
+	named := t.Name != "" && (!hasWildcard(t.Name) || strings.Contains(t.Name, "{{"))
 	switch {
-	case t.Name != "" && !hasWildcard(t.Name) && !strings.Contains(t.Name, "{{") || strings.Contains(t.Name, "{{"):
+	case named && (t.Namespace != "" || clusterScopedKinds[kr.kind]):
 		name, err := c.str(t.Name)
 		if err != nil {
 			return nil, at(tpath+".name", err)
@@ -169,12 +170,23 @@ func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
 			args = append(args, lit(stringMap(s.MatchLabels)))
 		}
 		out.expr = method(ident("resource"), "List", args...)
-		if t.Name != "" {
+		switch {
+		case named:
+			// a name without a namespace: the objects of that name in
+			// every namespace, as Kyverno lists them (the condition is
+			// on each target: request.object is the trigger)
+			saved := c.sc
+			c.sc = saved.child()
+			c.sc.object = ident("request.object")
+			name, err := c.str(t.Name)
+			c.sc = saved
+			if err != nil {
+				return nil, at(tpath+".name", err)
+			}
+			out.conds = append(out.conds, namedCond{name: "name", e: rel(ident("object.metadata.name"), "==", name.value(strLit("")))})
+		case t.Name != "":
 			// a name with wildcards: the listed objects it matches
-			it := c.freshName("item")
-			out.expr = ex{s: "{'items': dyn(" + method(optField(out.expr, "items"), "orValue", listOf()).s + ".filter(" + it + ", " +
-				wildcardMatch(field(field(ident(it), "metadata"), "name"), t.Name).s + "))}", prec: precPrimary}
-			c.release(it)
+			out.conds = append(out.conds, namedCond{name: "name", e: wildcardMatch(ident("object.metadata.name"), t.Name)})
 		}
 	}
 	if t.Preconditions != nil {
