@@ -595,7 +595,7 @@ func (c *jp) requestField(name string) (jv, error) {
 	case "dryRun":
 		return jv{e: field(ident("request"), name), t: tBool, key: name}, nil
 	case "roles", "clusterRoles":
-		return jv{}, unsupportedf("variable request."+name, "the roles Kyverno computes for the user are not in the CEL request")
+		return jv{}, unsupportedf("variable request."+name, "%s", rolesWhy)
 	}
 	return jv{}, unsupportedf("variable request."+name, "not a field of the admission request")
 }

@@ -158,6 +158,9 @@ func selectorWildcards(s *metav1.LabelSelector) bool {
 	return false
 }
 
+// rolesWhy says why roles and clusterRoles have no CEL form.
+const rolesWhy = "the roles Kyverno computes for the user (its RoleBindings and ClusterRoleBindings read through the API) are not in the CEL request, upstream's either: the CEL request has userInfo, and the authorizer checks permissions, not role names"
+
 // namespaceOf is the namespace Kyverno's namespaces filter reads for the
 // kinds (the rule's when the filter has none): a Namespace's own name,
 // the request's namespace for other kinds.
@@ -235,7 +238,7 @@ func (c *jp) filter(f api.ResourceFilter, withKinds, withOps bool, path string) 
 		conds = append(conds, e)
 	}
 	if len(f.Roles) > 0 || len(f.ClusterRoles) > 0 {
-		return ex{}, unsupportedf("roles and clusterRoles", "at %s: the roles Kyverno computes for the user are not in the CEL request", path)
+		return ex{}, unsupportedf("roles and clusterRoles", "at %s: %s", path, rolesWhy)
 	}
 	if len(f.Subjects) > 0 {
 		var subs []ex
