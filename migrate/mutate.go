@@ -699,6 +699,9 @@ func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds 
 	if lifted, ok := liftList(res.obj, listE, x, sel, binds); ok {
 		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
 	}
+	if lifted, ok := liftFilters(res.obj, listE, x, sel, binds); ok {
+		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	}
 	if !mentions(obj.s, x) {
 		// the same patch whatever the element: once, when one is selected
 		e := obj
@@ -761,6 +764,49 @@ func liftList(obj, list ex, x string, sel ex, bind func(ex) ex) (ex, bool) {
 	}
 	out := s[:at] + macro(selected, "map", x, elem).s + s[end+1:]
 	return ex{s: out, prec: obj.prec}, true
+}
+
+// liftFilters rewrites a patch that reads the element x only in the
+// predicates of filters (a condition anchor that selects the resource's
+// elements by the foreach element: (name): "{{ element.name }}") into the
+// patch of the resource's elements that some selected element selects:
+// filter(v, P) becomes filter(v, list.exists(x, sel && P)).
+func liftFilters(obj, list ex, x string, sel ex, bind func(ex) ex) (ex, bool) {
+	s := obj.s
+	var b, outside strings.Builder
+	lifted := false
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], ".filter(")
+		if j < 0 {
+			b.WriteString(s[i:])
+			outside.WriteString(s[i:])
+			break
+		}
+		open := i + j + len(".filter")
+		end := matching(s, open)
+		comma := strings.IndexByte(s[open:], ',')
+		if end < 0 || comma < 0 || open+comma > end {
+			return ex{}, false
+		}
+		pred := strings.TrimSpace(s[open+comma+1 : end])
+		head := s[i : open+comma+1]
+		b.WriteString(head)
+		outside.WriteString(head)
+		if mentions(pred, x) {
+			b.WriteString(" " + macro(list, "exists", x, bind(and(sel, ex{s: pred, prec: precCond}))).s)
+			lifted = true
+		} else {
+			b.WriteString(" " + pred)
+			outside.WriteString(pred)
+		}
+		b.WriteByte(')')
+		outside.WriteByte(')')
+		i = end + 1
+	}
+	if !lifted || mentions(outside.String(), x) {
+		return ex{}, false
+	}
+	return ex{s: b.String(), prec: obj.prec}, true
 }
 
 // matching is the index of the bracket that closes the one at i.
