@@ -120,18 +120,6 @@ func (c *Conversion) Converted() bool {
 	return len(c.Rules) > 0
 }
 
-// Policies returns the converted policy objects (the outputs but
-// exceptions).
-func (c *Conversion) Policies() []api.PolicyObject {
-	var out []api.PolicyObject
-	for _, o := range c.Outputs {
-		if p, ok := o.Object.(api.PolicyObject); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // problemOf turns a conversion error into a Problem located under base.
 func problemOf(base string, err error) Problem {
 	if err == nil {

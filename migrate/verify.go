@@ -12,25 +12,14 @@ import (
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/autogen"
 )
 
 // Verification is what Verify found for each conversion.
 type Verification struct {
 	Policies []PolicyVerification
-}
-
-// Equal reports that no conversion differs from its source (conversions
-// the engine could not evaluate are not differences).
-func (v *Verification) Equal() bool {
-	for _, p := range v.Policies {
-		if len(p.Differences) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // PolicyVerification is the comparison of one source policy with its
