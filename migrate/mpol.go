@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	celgo "github.com/google/cel-go/cel"
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	apiservercommon "k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -374,7 +375,8 @@ func mutatingExprs(mp *api.MutatingPolicy) *mutExprSet {
 		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.mutations[%d]", i), expr: e, kind: cel.Validation})
 	}
 	if t := mp.Spec.TargetMatchConstraints; t != nil && t.Expression != "" {
-		s.exprs = append(s.exprs, checkedExpr{path: "spec.targetMatchConstraints", expr: t.Expression, kind: cel.Variable})
+		s.exprs = append(s.exprs, checkedExpr{path: "spec.targetMatchConstraints", expr: t.Expression, kind: cel.Variable,
+			want: celgo.MapType(celgo.StringType, celgo.AnyType)})
 	}
 	for i, c := range mp.Spec.TargetMatchConditions {
 		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.targetMatchConditions[%d]", i), expr: c.Expression, kind: cel.Validation})
