@@ -314,6 +314,11 @@ func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []na
 	if !mc.cond.isTrue() {
 		conds = append(conds, namedCond{name: "match", e: mc.cond})
 	}
+	saved := c.sc
+	if c.contextObject != nil {
+		c.sc = saved.child()
+		c.sc.object = *c.contextObject
+	}
 	for i, ce := range r.Context {
 		v, err := c.contextEntry(ce, fmt.Sprintf("%s.context[%d]", path, i))
 		if err != nil {
@@ -321,8 +326,9 @@ func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []na
 		}
 		name := pv.add(v, r.Name)
 		pv.entry(r.Name, ce.Name, name)
-		c.sc.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem, key: v.key}
+		saved.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem, key: v.key}
 	}
+	c.sc = saved
 	if r.Preconditions != nil {
 		b, err := readConditions(r.Preconditions)
 		if err != nil {

@@ -152,6 +152,9 @@ type jp struct {
 	podSpec string
 	// kinds are the kinds the rule matches
 	kinds []string
+	// contextObject, when set, is what request.object is in the rule's
+	// context entries (the trigger of a rule with mutate targets)
+	contextObject *ex
 }
 
 // need says what the consumer of a value does with a missing one.

@@ -49,7 +49,11 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 	c := &jp{sc: newScope()}
 	m := r.Mutation
 	if len(m.Targets) > 0 && len(r.Context) > 0 {
-		return nil, at(path+".context", unsupportedf("context of a rule with targets", "the output's variables would see the target as object in its mutations and the trigger in its conditions"))
+		// the output's variables are computed where object is the
+		// target (the mutations) and where it is the trigger (the
+		// conditions): the context reads the trigger as request.object
+		trigger := ident("request.object")
+		c.contextObject = &trigger
 	}
 	mc, conds, err := ruleBase(c, r, path, pv)
 	if err != nil {
