@@ -71,7 +71,7 @@
 //     context in one list, since Kyverno computes the context once);
 //   - mutate targets into targetMatchConstraints (resource.Get of a named
 //     target, resource.List and a targetMatchCondition on the name
-//     otherwise);
+//     otherwise); the rule's context reads the trigger as request.object;
 //   - generate data into the object generator.Apply creates, clone and
 //     cloneList into resource.Get and resource.List;
 //   - verifyImages into matchImageReferences, attestors and attestations,
@@ -81,8 +81,8 @@
 // for a user (upstream's CEL request has none either), JMESPath functions
 // without an exact CEL equivalent (arithmetic on durations, time layouts
 // other than RFC 3339, named groups in a replacement), rule-level
-// PolicyExceptions of a policy whose other rules share the output, the
-// context of a rule with mutate targets, several targets,
+// PolicyExceptions of a policy whose other rules share the output,
+// several mutate targets,
 // validate.podSecurity (Kyverno runs pod-security-admission's checks with
 // exclusions; no CEL library does) and validate.manifests.
 //
