@@ -194,6 +194,7 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		if !ok {
 			continue
 		}
+		src := obj
 		if cfg.values != nil {
 			mocked, err := withValues(obj, o, c.Name, cfg.values)
 			if err != nil {
@@ -214,7 +215,11 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 			rules[r] = true
 		}
 		for _, res := range resources {
-			d, err := compare(ctx, cfg, origEng.NewPolicySet(orig), convEng.NewPolicySet(conv), o, rules, res)
+			set, err := resourceSet(cfg, convEng, conv, src, o, c.Name, res)
+			if err != nil {
+				return nil, err
+			}
+			d, err := compare(ctx, cfg, origEng.NewPolicySet(orig), set, o, rules, res)
 			if err != nil {
 				return nil, err
 			}
@@ -225,6 +230,44 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		}
 	}
 	return pv, nil
+}
+
+// resourceSet is the policy set the output is verified with on res: the
+// compiled output, or, when the test gives the resource values of its
+// own (a kyverno-test.yaml's policies[].resources[].values, in the
+// request's Variables), the output with those values too.
+func resourceSet(cfg *verifyConfig, eng *engine.Engine, conv *engine.Policy, src api.PolicyObject, o *Output, policy string, res map[string]any) (*engine.PolicySet, error) {
+	vars := cfg.request(policy, copyJSON(res)).Variables
+	own := map[string]any{}
+	for k, v := range vars {
+		if !strings.HasPrefix(k, "request.") {
+			own[k] = v
+		}
+	}
+	if len(own) == 0 {
+		return eng.NewPolicySet(conv), nil
+	}
+	values := func(policy, rule string) map[string]any {
+		out := map[string]any{}
+		if cfg.values != nil {
+			for k, v := range cfg.values(policy, rule) {
+				out[k] = v
+			}
+		}
+		for k, v := range own {
+			out[k] = v
+		}
+		return out
+	}
+	mocked, err := withValues(src, o, policy, values)
+	if err != nil {
+		return nil, err
+	}
+	p, err := eng.CompilePolicy(targetsOnly(mocked))
+	if err != nil {
+		return nil, fmt.Errorf("%s with the values of %s: %w", o.Object.GetName(), resourceName(res), err)
+	}
+	return eng.NewPolicySet(p), nil
 }
 
 // targetsOnly is a MutatingPolicy with targets as upstream's admission
