@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 )
 
@@ -276,15 +275,16 @@ func decodeAll(raws []RawDocument) []decoded {
 		}
 		return out
 	}
-	var g errgroup.Group
-	g.SetLimit(workers)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, workers) // at most workers at a time
 	for i := range raws {
-		g.Go(func() error {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
 			out[i].docs, out[i].err = raws[i].Decode()
-			return nil
 		})
 	}
-	_ = g.Wait() // the errors are kept by document
+	wg.Wait() // the errors are kept by document
 	return out
 }
 

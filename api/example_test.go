@@ -82,3 +82,17 @@ metadata:
 	// NamespacedValidatingPolicy shop/replicas true object.spec.replicas <= 5
 	// false policies.yaml[1]: unknown kind "ClusterPolicyy" of apiVersion "kyverno.io/v1"
 }
+
+func ExampleParseKindSelector() {
+	for _, s := range []string{"Pod", "apps/v1/Deployment", "Pod/exec", "*/scale", "v1/Pod.eviction", "*/*"} {
+		g, v, k, sub := api.ParseKindSelector(s)
+		fmt.Printf("%-20s group=%s version=%s kind=%s subresource=%q\n", s, g, v, k, sub)
+	}
+	// Output:
+	// Pod                  group=* version=* kind=Pod subresource=""
+	// apps/v1/Deployment   group=apps version=v1 kind=Deployment subresource=""
+	// Pod/exec             group=* version=* kind=Pod subresource="exec"
+	// */scale              group=* version=* kind=* subresource="scale"
+	// v1/Pod.eviction      group=* version=v1 kind=Pod subresource="eviction"
+	// */*                  group=* version=* kind=* subresource="*"
+}

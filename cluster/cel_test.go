@@ -171,7 +171,7 @@ func celHost(t *testing.T) (*engine.PolicySet, *sarReactor) {
 	t.Helper()
 	h, _ := fakeHost(t, nil, celFixtures(), nil)
 	r := &sarReactor{}
-	h.Kube().(*kubefake.Clientset).PrependReactor("create", "subjectaccessreviews", r.react)
+	h.kube.(*kubefake.Clientset).PrependReactor("create", "subjectaccessreviews", r.react)
 	docs, err := api.ReadDocuments(strings.NewReader(celPolicies), "cel.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func celHost(t *testing.T) (*engine.PolicySet, *sarReactor) {
 		}
 		ps = append(ps, p)
 	}
-	eng, err := h.Engine()
+	eng, err := h.hostEngine()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,12 +298,12 @@ func TestClientIsNamespaced(t *testing.T) {
 		apiVersion, kind string
 		want             bool
 	}{{"v1", "ConfigMap", true}, {"v1", "Namespace", false}, {"gavel.io/v1", "Limit", true}, {"gavel.io/v1", "ClusterLimit", false}} {
-		got, err := h.Client().IsNamespaced(tt.apiVersion, tt.kind)
+		got, err := h.client.IsNamespaced(tt.apiVersion, tt.kind)
 		if err != nil || got != tt.want {
 			t.Errorf("IsNamespaced(%s, %s) = %v, %v; want %v", tt.apiVersion, tt.kind, got, err, tt.want)
 		}
 	}
-	if _, err := h.Client().IsNamespaced("gavel.io/v1", "Unknown"); err == nil {
+	if _, err := h.client.IsNamespaced("gavel.io/v1", "Unknown"); err == nil {
 		t.Error("an unknown kind: no error")
 	}
 }

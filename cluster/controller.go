@@ -46,13 +46,13 @@ type ControllerOptions struct {
 // clone sources) only put keys in rate-limited queues; workers do the
 // API calls, retrying failures with backoff (up to 10 times), and no API
 // call is made under a lock. The leader records, per policy, the version
-// it applied (a ConfigMap per policy, see StateConfigMapName), so that a
+// it applied (a ConfigMap per policy, see stateConfigMapName), so that a
 // new leader applies the changes made while none ran.
 type Controller struct {
 	h    *Host
 	src  *PolicySource
 	gen  *generate.Controller
-	rep  *Reporter
+	rep  *reporter
 	opts ControllerOptions
 	log  *slog.Logger
 
@@ -96,16 +96,10 @@ func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controll
 	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue), generate.WithDownstreamKinds(c.downstreamKind))
 	c.sched = NewScheduler(h, src, SchedulerOptions{})
 	c.gen = generate.NewController(src.Set(), h.client, gopts...)
-	c.rep = NewReporter(h, src, opts.Report)
+	c.rep = newReporter(h, src, opts.Report)
 	src.Subscribe(c.policyChanged)
 	return c
 }
-
-// Generate returns the generate controller.
-func (c *Controller) Generate() *generate.Controller { return c.gen }
-
-// Reporter returns the reporter of the background scans.
-func (c *Controller) Reporter() *Reporter { return c.rep }
 
 // policyChanged is the policy source's handler: the generate controller
 // sees the new set, and a leader queues the policy's key (with the
@@ -170,8 +164,8 @@ func (c *Controller) Run(ctx context.Context) {
 	if err != nil {
 		c.log.Error("controller state", "err", err)
 	}
-	c.src.SetReportStatus(true)
-	defer c.src.SetReportStatus(false)
+	c.src.setReportStatus(true)
+	defer c.src.setReportStatus(false)
 	c.mu.Lock()
 	c.lead = t
 	c.mu.Unlock()

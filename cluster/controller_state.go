@@ -25,7 +25,7 @@ import (
 
 // The controller's record of the policies it applied is one ConfigMap per
 // policy in the host's namespace, labelled LabelControllerState, named
-// after a hash of the policy's key (StateConfigMapName), which its
+// after a hash of the policy's key (stateConfigMapName), which its
 // annotation AnnotationStatePolicy holds. One object per policy keeps
 // each record small (a ConfigMap holds 1 MiB) and the number of policies
 // unbounded; a record outlives its policy's deletion, and writing it is
@@ -41,8 +41,8 @@ const (
 // per-policy ConfigMaps and deletes it.
 const DefaultStateConfigMap = "gavel-controller-state"
 
-// StateConfigMapName is the name of the ConfigMap of a policy's record.
-func StateConfigMapName(policyKey string) string {
+// stateConfigMapName is the name of the ConfigMap of a policy's record.
+func stateConfigMapName(policyKey string) string {
 	sum := sha256.Sum256([]byte(policyKey))
 	return "gavel-state-" + hex.EncodeToString(sum[:10])
 }
@@ -129,7 +129,7 @@ func (s *stateStore) shutdown() { s.factory.Shutdown() }
 
 // get returns the record of a policy.
 func (s *stateStore) get(key string) (policyRecord, bool) {
-	cm, err := s.lister.ConfigMaps(s.c.h.opts.Namespace).Get(StateConfigMapName(key))
+	cm, err := s.lister.ConfigMaps(s.c.h.opts.Namespace).Get(stateConfigMapName(key))
 	if err != nil {
 		return policyRecord{}, false
 	}
@@ -156,7 +156,7 @@ func (s *stateStore) keys() []string {
 // put writes the record of a policy (nil: deletes it).
 func (s *stateStore) put(ctx context.Context, key string, rec *policyRecord) error {
 	cms := s.c.h.kube.CoreV1().ConfigMaps(s.c.h.opts.Namespace)
-	name := StateConfigMapName(key)
+	name := stateConfigMapName(key)
 	cur, err := s.lister.ConfigMaps(s.c.h.opts.Namespace).Get(name)
 	exists := err == nil
 	if rec == nil {

@@ -371,7 +371,7 @@ func state(t *testing.T, kube kubernetes.Interface) map[string]policyRecord {
 			t.Fatal(err)
 		}
 		key := cm.Annotations[AnnotationStatePolicy]
-		if cm.Name != StateConfigMapName(key) {
+		if cm.Name != stateConfigMapName(key) {
 			t.Errorf("record of %s named %s", key, cm.Name)
 		}
 		out[key] = rec
@@ -646,7 +646,7 @@ func TestMutatingPolicyMutatesExisting(t *testing.T) {
 		return checkedLabel(t, dyn, "a", "one") == "v1" && checkedLabel(t, dyn, "b", "two") == "v1"
 	})
 	eventually(t, "the policy's record", func() bool {
-		_, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), StateConfigMapName("MutatingPolicy.label-configmaps"), metav1.GetOptions{})
+		_, err := kube.CoreV1().ConfigMaps("gavel").Get(t.Context(), stateConfigMapName("MutatingPolicy.label-configmaps"), metav1.GetOptions{})
 		return err == nil
 	})
 

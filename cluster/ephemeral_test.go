@@ -135,7 +135,7 @@ func TestAdmissionReportsQueueFullDoesNotBlock(t *testing.T) {
 const testFlush = 50 * time.Millisecond
 
 // runReporter runs a Reporter until the test ends.
-func runReporter(t *testing.T, r *Reporter) {
+func runReporter(t *testing.T, r *reporter) {
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Run(ctx, time.Hour) })
@@ -175,7 +175,7 @@ func TestAdmissionReportsReachThePolicyReport(t *testing.T) {
 			h, src, dyn := reportsHost(t, auditPolicy("need-team", "team", false))
 			a := NewAdmissionReports(h, AdmissionReportsOptions{})
 			runAdmissionReports(t, a)
-			r := NewReporter(h, src, report.Options{Format: format})
+			r := newReporter(h, src, report.Options{Format: format})
 			r.flushEvery = testFlush
 			runReporter(t, r)
 			gvr := PolicyReports
@@ -222,7 +222,7 @@ func TestReporterMergeRules(t *testing.T) {
 	h, src, dyn := reportsHost(t, auditPolicy("bg", "team", true), auditPolicy("adm", "team", false))
 	a := NewAdmissionReports(h, AdmissionReportsOptions{})
 	runAdmissionReports(t, a)
-	r := NewReporter(h, src, report.Options{})
+	r := newReporter(h, src, report.Options{})
 	r.ephemeralWait = 300 * time.Millisecond
 	r.flushEvery = testFlush
 	runReporter(t, r)
@@ -308,7 +308,7 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	}
 	a := NewAdmissionReports(h, AdmissionReportsOptions{})
 	runAdmissionReports(t, a)
-	first := NewReporter(h, src, report.Options{})
+	first := newReporter(h, src, report.Options{})
 	first.flushEvery = testFlush
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -318,7 +318,7 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	stop()
 	wg.Wait()
 
-	second := NewReporter(h, src, report.Options{})
+	second := newReporter(h, src, report.Options{})
 	if err := second.Write(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
 	})
 	a := NewAdmissionReports(h, AdmissionReportsOptions{})
 	runAdmissionReports(t, a)
-	r := NewReporter(h, src, report.Options{})
+	r := newReporter(h, src, report.Options{})
 	r.flushEvery = testFlush
 	runReporter(t, r)
 	p := podObject("p", nil)
@@ -415,7 +415,7 @@ spec:
 	eventually(t, "both policies", func() bool { return len(src.Set().Policies()) == 2 })
 	a := NewAdmissionReports(h, AdmissionReportsOptions{})
 	runAdmissionReports(t, a)
-	r := NewReporter(h, src, report.Options{})
+	r := newReporter(h, src, report.Options{})
 	r.flushEvery = testFlush
 	runReporter(t, r)
 

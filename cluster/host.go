@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cluster/dynclient"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 )
@@ -81,8 +82,8 @@ type Host struct {
 	// metrics may be nil: its methods then record nothing
 	metrics *Metrics
 	events  *eventRecorder
-	client  *Client
-	queue   *Queue
+	client  *dynclient.Client
+	queue   *queue
 	authz   *Authorizer
 
 	factory    informers.SharedInformerFactory
@@ -157,7 +158,7 @@ func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTM
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: NewClient(dyn, mapper),
+	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: dynclient.New(dyn, mapper),
 		log: opts.Logger, metrics: opts.Metrics,
 		authz: NewAuthorizer(kube.AuthorizationV1().SubjectAccessReviews(), opts.Authorizer)}
 	h.events = newEventRecorder(kube, h.log)
@@ -186,37 +187,6 @@ func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTM
 	h.queue = newQueue(h)
 	return h, nil
 }
-
-// Kube returns the host's typed clientset.
-func (h *Host) Kube() kubernetes.Interface { return h.kube }
-
-// Dynamic returns the host's dynamic client.
-func (h *Host) Dynamic() dynamic.Interface { return h.dyn }
-
-// Mapper returns the host's RESTMapper.
-func (h *Host) Mapper() meta.RESTMapper { return h.mapper }
-
-// Client returns the engine.Client of generate rules and mutate-existing
-// targets.
-func (h *Host) Client() *Client { return h.client }
-
-// Authorizer returns the engine.Authorizer of CEL expressions.
-func (h *Host) Authorizer() *Authorizer { return h.authz }
-
-// Queue returns the durable UpdateRequest queue.
-func (h *Host) Queue() *Queue { return h.queue }
-
-// Namespace returns Options.Namespace.
-func (h *Host) Namespace() string { return h.opts.Namespace }
-
-// Logger returns the host's logger.
-func (h *Host) Logger() *slog.Logger { return h.log }
-
-// Metrics returns the host's metrics (nil when none).
-func (h *Host) Metrics() *Metrics { return h.metrics }
-
-// Discovery returns the host's discovery client, cached in memory.
-func (h *Host) Discovery() discovery.CachedDiscoveryInterface { return h.disc }
 
 // goWorker registers a worker that Start runs until its context is done
 // (the policy source's); call it before Start.
@@ -260,8 +230,8 @@ func (h *Host) Shutdown() {
 	h.events.shutdown()
 }
 
-// EngineOptions returns the engine options of every host interface.
-func (h *Host) EngineOptions() []engine.Option {
+// engineOptions returns the engine options of every host interface.
+func (h *Host) engineOptions() []engine.Option {
 	return []engine.Option{
 		engine.WithConfigMapResolver(h),
 		engine.WithNamespaceLabeler(h),
@@ -273,11 +243,11 @@ func (h *Host) EngineOptions() []engine.Option {
 	}
 }
 
-// Engine returns the host's engine, built once with EngineOptions and
+// engine returns the host's engine, built once with engineOptions and
 // then Options.EngineOptions.
-func (h *Host) Engine() (*engine.Engine, error) {
+func (h *Host) hostEngine() (*engine.Engine, error) {
 	h.engOnce.Do(func() {
-		opts := h.EngineOptions()
+		opts := h.engineOptions()
 		if h.metrics != nil {
 			opts = append(opts, engine.WithPolicyTiming())
 		}
@@ -350,7 +320,7 @@ func (h *Host) RawAbsPath(ctx context.Context, path, method string, body []byte)
 	if rc == nil {
 		return nil, fmt.Errorf("cluster: REST client %w", engine.ErrNotConfigured)
 	}
-	return NewAPIClient(rc).RawAbsPath(ctx, path, method, body)
+	return dynclient.NewAPIClient(rc).RawAbsPath(ctx, path, method, body)
 }
 
 // Exceptions implements engine.ExceptionSource: the PolicyExceptions of the
@@ -360,9 +330,9 @@ func (h *Host) Exceptions(context.Context) (*exceptions.Set, error) {
 	return h.excSet.Load(), nil
 }
 
-// ExceptionsError returns the error of the latest compilation of the
+// exceptionsError returns the error of the latest compilation of the
 // PolicyExceptions (invalid exceptions), or nil.
-func (h *Host) ExceptionsError() error {
+func (h *Host) exceptionsError() error {
 	if p := h.excErr.Load(); p != nil {
 		return *p
 	}

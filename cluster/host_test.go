@@ -38,7 +38,7 @@ func TestConfigMapsAndNamespaceLabels(t *testing.T) {
 
 	// a ConfigMap created later is seen through the informer
 	cm2 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "default"}}
-	if _, err := h.Kube().CoreV1().ConfigMaps("default").Create(ctx, cm2, metav1.CreateOptions{}); err != nil {
+	if _, err := h.kube.CoreV1().ConfigMaps("default").Create(ctx, cm2, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the new ConfigMap", func() bool {
@@ -86,7 +86,7 @@ func TestExceptionsCompiledWhenTheyChange(t *testing.T) {
 	if _, err := ri.Namespace("gavel").Create(ctx, exception("gavel", "bad", "p1", false), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the invalid exception's error", func() bool { return h.ExceptionsError() != nil })
+	eventually(t, "the invalid exception's error", func() bool { return h.exceptionsError() != nil })
 	if n := count(); n != 1 {
 		t.Errorf("exceptions = %d, want 1", n)
 	}
@@ -115,7 +115,7 @@ func TestClientUpdateRetriesConflicts(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	c := h.Client()
+	c := h.client
 	ctx := context.Background()
 	obj, err := c.Get(ctx, "v1", "ConfigMap", "default", "c")
 	if err != nil {

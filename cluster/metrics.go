@@ -281,8 +281,8 @@ func ruleType(t engine.RuleType) string {
 	return "-"
 }
 
-// PolicyChange records a policy's creation, update or deletion.
-func (m *Metrics) PolicyChange(ch PolicyChange) {
+// policyChange records a policy's creation, update or deletion.
+func (m *Metrics) policyChange(ch PolicyChange) {
 	if m == nil {
 		return
 	}
@@ -299,10 +299,10 @@ func (m *Metrics) PolicyChange(ch PolicyChange) {
 	m.policyChanges.WithLabelValues(append(policyLabelValues(p, ""), typ)...).Inc()
 }
 
-// SetPolicies sets the policies kyverno_policy_rule_info_total shows,
+// setPolicies sets the policies kyverno_policy_rule_info_total shows,
 // with whether each is ready (ready: a version of it serves; failed: the
 // keys of the policies whose latest version does not compile).
-func (m *Metrics) SetPolicies(set *engine.PolicySet, failed map[string]error) {
+func (m *Metrics) setPolicies(set *engine.PolicySet, failed map[string]error) {
 	if m == nil {
 		return
 	}

@@ -45,8 +45,8 @@ func TestMetricsNamesAndLabels(t *testing.T) {
 	}
 	m.Results(req, resp, false)
 	m.Admission(ValidatingWebhook, "Pod", "default", api.Create, false, 3*time.Millisecond)
-	m.PolicyChange(PolicyChange{Key: "need-team", New: p, Set: set})
-	m.SetPolicies(set, nil)
+	m.policyChange(PolicyChange{Key: "need-team", New: p, Set: set})
+	m.setPolicies(set, nil)
 	m.reconcile("policies")
 
 	rec := httptest.NewRecorder()

@@ -121,7 +121,7 @@ type PolicySourceOptions struct {
 // host's engine. Call it before Host.Start: its informers and workers
 // start with the host's.
 func NewPolicySource(h *Host, opts PolicySourceOptions) (*PolicySource, error) {
-	eng, err := h.Engine()
+	eng, err := h.hostEngine()
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +171,8 @@ func (s *PolicySource) enqueuer(kind string) func(o any) {
 	}
 }
 
-// Kinds returns the kinds of policy the source watches.
-func (s *PolicySource) Kinds() []string {
+// kinds returns the kinds of policy the source watches.
+func (s *PolicySource) kinds() []string {
 	out := make([]string, 0, len(s.infs))
 	for i := range hostKinds {
 		if s.infs[hostKinds[i].kind] != nil {
@@ -292,11 +292,11 @@ func (s *PolicySource) Errors() map[string]error {
 	return maps.Clone(s.errs)
 }
 
-// SetReportStatus turns the writing of the policies' status and events on
+// setReportStatus turns the writing of the policies' status and events on
 // or off (PolicySourceOptions.ReportStatus); turned on, it queues the
 // status of every policy, written when it differs. A Controller turns it
 // on while it leads.
-func (s *PolicySource) SetReportStatus(on bool) {
+func (s *PolicySource) setReportStatus(on bool) {
 	s.mu.Lock()
 	s.writeStat = on
 	var keys []string
@@ -415,12 +415,12 @@ func (s *PolicySource) sync(key string) {
 	if writeStat && exists && (cerr != nil || hadErr || !ready(u) || shapeOf(u.GetKind()) == statusCEL) {
 		s.status.Add(key)
 	}
-	s.h.metrics.SetPolicies(snap.all, failed)
+	s.h.metrics.setPolicies(snap.all, failed)
 	if exists && cerr != nil {
 		return
 	}
 	ch := PolicyChange{Key: key, Old: old, New: p, Set: snap.all}
-	s.h.metrics.PolicyChange(ch)
+	s.h.metrics.policyChange(ch)
 	for _, f := range listeners {
 		f(ch)
 	}

@@ -231,7 +231,7 @@ func TestPolicySourceBrokenValidatingPolicy(t *testing.T) {
 		t.Errorf("RBACPermissionsGranted %+v", c)
 	}
 	eventually(t, "the event", func() bool {
-		evs, err := h.Kube().CoreV1().Events("").List(t.Context(), metav1.ListOptions{})
+		evs, err := h.kube.CoreV1().Events("").List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ const LabelURPolicy = "generate.kyverno.io/policy-name"
 // the queue.
 const AnnotationURRequeued = "gavel.io/requeued"
 
-// Queue is a durable UpdateRequest queue: Enqueue writes each request as a
+// queue is a durable UpdateRequest queue: Enqueue writes each request as a
 // kyverno.io/v2 UpdateRequest custom resource in the host's namespace,
 // with status Pending, and Drain processes the pending ones with a
 // generate.Controller. A request stays in the cluster until it was
@@ -47,7 +47,7 @@ const AnnotationURRequeued = "gavel.io/requeued"
 // AnnotationURRequeued; a worker processing the earlier version then finds
 // the resourceVersion changed, leaves the request in place and it is
 // processed once more, so that no event is lost to coalescing.
-type Queue struct {
+type queue struct {
 	h *Host
 
 	once sync.Once
@@ -57,15 +57,15 @@ type Queue struct {
 	wq workqueue.TypedRateLimitingInterface[string] // while draining
 }
 
-var _ engine.UpdateRequestQueue = (*Queue)(nil)
+var _ engine.UpdateRequestQueue = (*queue)(nil)
 
-func newQueue(h *Host) *Queue {
-	return &Queue{h: h}
+func newQueue(h *Host) *queue {
+	return &queue{h: h}
 }
 
 // informer registers the UpdateRequest informer of the host's namespace
 // (started with the host).
-func (q *Queue) informer() cache.SharedIndexInformer {
+func (q *queue) informer() cache.SharedIndexInformer {
 	q.once.Do(func() {
 		q.inf = q.h.dynFactory.ForResource(UpdateRequests).Informer()
 		add := func(o any) {
@@ -83,7 +83,7 @@ func (q *Queue) informer() cache.SharedIndexInformer {
 	return q.inf
 }
 
-func (q *Queue) add(wq workqueue.TypedRateLimitingInterface[string], o any) {
+func (q *queue) add(wq workqueue.TypedRateLimitingInterface[string], o any) {
 	if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == q.h.opts.Namespace && pending(u) {
 		if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
 			wq.Add(key)
@@ -101,7 +101,7 @@ func pending(u *unstructured.Unstructured) bool {
 // Enqueue implements engine.UpdateRequestQueue: it creates the
 // UpdateRequest in the cluster, Pending, or sets Pending again the equal
 // request that is there.
-func (q *Queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
+func (q *queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	if ur == nil {
 		return errors.New("cluster: nil update request")
 	}
@@ -177,7 +177,7 @@ func requiredFields(obj map[string]any) {
 // and status, bumping its AnnotationURRequeued so that its resourceVersion
 // changes even when nothing else does. gone reports that the request was
 // deleted in between (create it again).
-func (q *Queue) requeue(ctx context.Context, u *unstructured.Unstructured) (gone bool, err error) {
+func (q *queue) requeue(ctx context.Context, u *unstructured.Unstructured) (gone bool, err error) {
 	ri := q.h.dyn.Resource(UpdateRequests).Namespace(u.GetNamespace())
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
@@ -257,7 +257,7 @@ func fromObject(obj map[string]any, out any) error {
 
 // Pending returns the number of UpdateRequests of the host's namespace
 // that are still Pending in the informer's cache.
-func (q *Queue) Pending() int {
+func (q *queue) Pending() int {
 	n := 0
 	for _, o := range q.informer().GetStore().List() {
 		if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == q.h.opts.Namespace && pending(u) {
@@ -271,7 +271,7 @@ func (q *Queue) Pending() int {
 // number of workers, until ctx is done; it returns when every worker has
 // stopped. The host must have been started. Drain must not run twice at
 // the same time (a leader runs it, and again when it leads again).
-func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers int) {
+func (q *queue) Drain(ctx context.Context, ctrl *generate.Controller, workers int) {
 	q.informer()
 	if workers < 1 {
 		workers = 1
@@ -318,7 +318,7 @@ func (q *Queue) Drain(ctx context.Context, ctrl *generate.Controller, workers in
 // process runs one UpdateRequest and records its outcome in the cluster.
 // An error means the outcome could not be recorded: the request is tried
 // again.
-func (q *Queue) process(ctx context.Context, ctrl *generate.Controller, key string) error {
+func (q *queue) process(ctx context.Context, ctrl *generate.Controller, key string) error {
 	o, exists, err := q.inf.GetStore().GetByKey(key)
 	if err != nil || !exists {
 		return err
@@ -344,7 +344,7 @@ func (q *Queue) process(ctx context.Context, ctrl *generate.Controller, key stri
 // record deletes a Completed or Skipped request and writes the status of a
 // Failed one, unless the request changed since u was read (Enqueue set it
 // Pending again for a new event): then it is left for its next round.
-func (q *Queue) record(ctx context.Context, u *unstructured.Unstructured, st *api.UpdateRequestStatus) error {
+func (q *queue) record(ctx context.Context, u *unstructured.Unstructured, st *api.UpdateRequestStatus) error {
 	ri := q.h.dyn.Resource(UpdateRequests).Namespace(u.GetNamespace())
 	switch st.State {
 	case api.URCompleted, api.URSkip:

@@ -77,18 +77,18 @@ func TestQueueIsDurable(t *testing.T) {
 	if n := urs(); n != 3 {
 		t.Fatalf("UpdateRequests in the cluster = %d, want 3", n)
 	}
-	eventually(t, "3 pending", func() bool { return h.Queue().Pending() == 3 })
+	eventually(t, "3 pending", func() bool { return h.queue.Pending() == 3 })
 
 	// a controller drains them: downstream created, requests deleted
-	ctrl := generate.NewController(src.Set(), h.Client())
+	ctrl := generate.NewController(src.Set(), h.client)
 	dctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { h.Queue().Drain(dctx, ctrl, 2) })
+	wg.Go(func() { h.queue.Drain(dctx, ctrl, 2) })
 	eventually(t, "the requests drained", func() bool { return urs() == 0 })
 	stop()
 	wg.Wait()
 	for _, ns := range []string{"a", "b", "c"} {
-		cm, err := h.Client().Get(ctx, "v1", "ConfigMap", ns, "defaults")
+		cm, err := h.client.Get(ctx, "v1", "ConfigMap", ns, "defaults")
 		if err != nil {
 			t.Fatalf("downstream in %s: %v", ns, err)
 		}
@@ -114,10 +114,10 @@ func TestQueueRecordsFailures(t *testing.T) {
 	if _, err := src.Set().Generate(ctx, &engine.Request{Operation: api.Create, Object: nsObject("a").Object}); err != nil {
 		t.Fatal(err)
 	}
-	ctrl := generate.NewController(src.Set(), h.Client(), generate.WithMaxRetries(2))
+	ctrl := generate.NewController(src.Set(), h.client, generate.WithMaxRetries(2))
 	dctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { h.Queue().Drain(dctx, ctrl, 1) })
+	wg.Go(func() { h.queue.Drain(dctx, ctrl, 1) })
 	var status map[string]any
 	eventually(t, "the request Failed", func() bool {
 		l, err := dyn.Resource(UpdateRequests).Namespace("gavel").List(ctx, metav1.ListOptions{})
@@ -132,7 +132,7 @@ func TestQueueRecordsFailures(t *testing.T) {
 	if fmt.Sprint(status["retryCount"]) != "2" || !strings.Contains(fmt.Sprint(status["message"]), "quota exceeded") {
 		t.Errorf("status %v, want 2 retries and the client's error", status)
 	}
-	if h.Queue().Pending() != 0 {
+	if h.queue.Pending() != 0 {
 		t.Errorf("a Failed request is still pending")
 	}
 }
@@ -153,11 +153,11 @@ func TestQueueCoalescesEqualRequests(t *testing.T) {
 	r := newReplica(t, kube, dyn)
 	ctx := t.Context()
 	for range 10 {
-		if err := r.h.Queue().Enqueue(ctx, requestFor("a")); err != nil {
+		if err := r.h.queue.Enqueue(ctx, requestFor("a")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := r.h.Queue().Enqueue(ctx, requestFor("b")); err != nil {
+	if err := r.h.queue.Enqueue(ctx, requestFor("b")); err != nil {
 		t.Fatal(err)
 	}
 	urs := updateRequests(t, dyn)
@@ -179,7 +179,7 @@ func TestQueueCoalescesEqualRequests(t *testing.T) {
 	if _, err := dyn.Resource(UpdateRequests).Namespace("gavel").Update(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.h.Queue().Enqueue(ctx, requestFor("a")); err != nil {
+	if err := r.h.queue.Enqueue(ctx, requestFor("a")); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := dyn.Resource(UpdateRequests).Namespace("gavel").Get(ctx, a.GetName(), metav1.GetOptions{})
@@ -198,7 +198,7 @@ func TestQueueRequeueWhileProcessing(t *testing.T) {
 	kube, dyn := fakeClients(provisioner(), nsObject("a"))
 	r := newReplica(t, kube, dyn)
 	ctx := t.Context()
-	if err := r.h.Queue().Enqueue(ctx, requestFor("a")); err != nil {
+	if err := r.h.queue.Enqueue(ctx, requestFor("a")); err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
@@ -226,12 +226,12 @@ func TestQueueRequeueWhileProcessing(t *testing.T) {
 		deletes.Add(1)
 		return false, nil, nil
 	})
-	ctrl := generate.NewController(r.src.Set(), r.h.Client())
+	ctrl := generate.NewController(r.src.Set(), r.h.client)
 	eventually(t, "the policy", func() bool { return len(r.src.Set().Policies()) == 1 })
 	ctrl.SetPolicies(r.src.Set())
 	dctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { r.h.Queue().Drain(dctx, ctrl, 1) })
+	wg.Go(func() { r.h.queue.Drain(dctx, ctrl, 1) })
 	eventually(t, "the request done", func() bool { return len(updateRequests(t, dyn)) == 0 })
 	stop()
 	wg.Wait()
@@ -260,7 +260,7 @@ func TestQueueCreatesAgainARequestDoneMeanwhile(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	if err := r.h.Queue().Enqueue(t.Context(), requestFor("a")); err != nil {
+	if err := r.h.queue.Enqueue(t.Context(), requestFor("a")); err != nil {
 		t.Fatal(err)
 	}
 	if urs := updateRequests(t, dyn); len(urs) != 1 || !pending(&urs[0]) {

@@ -35,7 +35,7 @@ var (
 	OpenClusterReports = schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "clusterreports"}
 )
 
-// Reporter writes policy reports (wgpolicyk8s.io/v1alpha2 PolicyReports
+// reporter writes policy reports (wgpolicyk8s.io/v1alpha2 PolicyReports
 // and ClusterPolicyReports, or openreports.io/v1alpha1 Reports and
 // ClusterReports with report.OpenReports) to the cluster. Results come
 // from background evaluations of the existing resources (Scan evaluates
@@ -57,7 +57,7 @@ var (
 // first write a Reporter reads the reports in the cluster, and takes back
 // from them the entries of admission-only policies, which no scan can
 // make again. One Reporter writes at a time: run it on the leader.
-type Reporter struct {
+type reporter struct {
 	h     *Host
 	src   *PolicySource
 	opts  report.Options
@@ -76,18 +76,18 @@ type Reporter struct {
 	flushEvery    time.Duration // period of the writes (1s)
 }
 
-// NewReporter returns a Reporter for the policies of src. opts gives the
+// newReporter returns a Reporter for the policies of src. opts gives the
 // entries' clock and source and the reports' format (report.Options).
-func NewReporter(h *Host, src *PolicySource, opts report.Options) *Reporter {
+func newReporter(h *Host, src *PolicySource, opts report.Options) *reporter {
 	opts = withClock(opts)
-	r := &Reporter{h: h, src: src, opts: opts, store: report.NewStore(opts), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
+	r := &reporter{h: h, src: src, opts: opts, store: report.NewStore(opts), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
 	src.Subscribe(r.policyChanged)
 	return r
 }
 
 // policyChanged notes a change of the serving set; an updated policy's
 // admission entries, made by its previous version, are stale.
-func (r *Reporter) policyChanged(ch PolicyChange) {
+func (r *reporter) policyChanged(ch PolicyChange) {
 	r.changedMu.Lock()
 	switch {
 	case ch.Old != nil && ch.New != nil:
@@ -105,7 +105,7 @@ func (r *Reporter) policyChanged(ch PolicyChange) {
 
 // removeStale removes the admission entries of the policies updated since
 // the last call.
-func (r *Reporter) removeStale() {
+func (r *reporter) removeStale() {
 	r.changedMu.Lock()
 	keys := r.toRemove
 	r.toRemove = nil
@@ -117,7 +117,7 @@ func (r *Reporter) removeStale() {
 
 // stale reports whether an admission of the given time (ns) predates the
 // last update of the policy.
-func (r *Reporter) stale(policyKey string, at int64) bool {
+func (r *reporter) stale(policyKey string, at int64) bool {
 	r.changedMu.Lock()
 	defer r.changedMu.Unlock()
 	t, ok := r.changedAt[policyKey]
@@ -130,7 +130,7 @@ func (r *Reporter) stale(policyKey string, at int64) bool {
 // serves. Those of admission-only policies are watched too, for the
 // deletions of the resources their entries are about. Wildcard kinds and
 // resources ("*") are not scanned: their cost is unbounded.
-func (r *Reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
+func (r *reporter) scanKinds(set *engine.PolicySet) ([]gvk, error) {
 	wanted := map[string]bool{}
 	var rules []admv1.RuleWithOperations
 	for _, p := range set.Policies() {
@@ -240,7 +240,7 @@ func hasVerb(verbs []string, v string) bool {
 // policies serving now (a background request), drops the entries of
 // policies and rules that no longer exist and, when every kind could be
 // listed, those of resources that are gone, and writes the reports.
-func (r *Reporter) Scan(ctx context.Context) error {
+func (r *reporter) Scan(ctx context.Context) error {
 	snap := r.src.cur.Load()
 	kinds, err := r.scanKinds(snap.all)
 	if err != nil {
@@ -288,7 +288,7 @@ func (r *Reporter) Scan(ctx context.Context) error {
 // policies of a snapshot: Validate with every policy, and Mutate with the
 // CEL mutating kinds, which fail when they would change the resource
 // (upstream's background scanner).
-func (r *Reporter) evaluate(ctx context.Context, snap *snapshot, req *engine.Request) (*engine.Response, error) {
+func (r *reporter) evaluate(ctx context.Context, snap *snapshot, req *engine.Request) (*engine.Response, error) {
 	resp, err := snap.all.Validate(ctx, req)
 	if err != nil || len(snap.backgroundMutate.Policies()) == 0 {
 		return resp, err
@@ -308,7 +308,7 @@ func (r *Reporter) evaluate(ctx context.Context, snap *snapshot, req *engine.Req
 // empty, deleted. The reports in the cluster are listed on the first
 // Write and after a failed one, which then compares every report. After a
 // successful Write, the ephemeral reports merged before it are deleted.
-func (r *Reporter) Write(ctx context.Context) error {
+func (r *reporter) Write(ctx context.Context) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	var keys []report.ReportKey
@@ -361,14 +361,14 @@ func (r *Reporter) Write(ctx context.Context) error {
 }
 
 // unlisted reports whether the next Write lists the cluster's reports.
-func (r *Reporter) unlisted() bool {
+func (r *reporter) unlisted() bool {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	return r.written == nil
 }
 
 // writeOne makes one report in the cluster what the store renders.
-func (r *Reporter) writeOne(ctx context.Context, key report.ReportKey) error {
+func (r *reporter) writeOne(ctx context.Context, key report.ReportKey) error {
 	prev, ok := r.written[key]
 	rep, exists := r.store.Render(key)
 	if !exists {
@@ -442,7 +442,7 @@ type writtenReport struct {
 // list reads the managed reports of the cluster into r.written, and
 // gives the store back the entries of admission-only policies that it
 // does not hold (a new leader's).
-func (r *Reporter) list(ctx context.Context) error {
+func (r *reporter) list(ctx context.Context) error {
 	written := map[report.ReportKey]writtenReport{}
 	sel := metav1.ListOptions{LabelSelector: report.LabelManagedBy + "=" + report.ManagedByKyverno}
 	live := livePolicies(r.src.Set())
@@ -477,7 +477,7 @@ func (r *Reporter) list(ctx context.Context) error {
 }
 
 // reportResource is the resource of the reports of the Reporter's format.
-func (r *Reporter) reportResource(cluster bool) schema.GroupVersionResource {
+func (r *reporter) reportResource(cluster bool) schema.GroupVersionResource {
 	switch {
 	case r.opts.Format == report.OpenReports && cluster:
 		return OpenClusterReports
@@ -541,7 +541,7 @@ func livePolicies(set *engine.PolicySet) map[string]livePolicy {
 // prune drops the entries of the rules that the serving policies no
 // longer have, and the background entries of policies that no longer run
 // in the background.
-func (r *Reporter) prune() {
+func (r *reporter) prune() {
 	live := livePolicies(r.src.Set())
 	r.store.Prune(func(policy, rule string) (bool, bool) {
 		p, ok := live[policy]
@@ -561,7 +561,7 @@ const defaultEphemeralWait = 10 * time.Second
 // writes the reports that changed about once a second, evaluates every
 // watched resource again each interval and when the policies change, and
 // drops then the entries of resources that are gone.
-func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
+func (r *reporter) Run(ctx context.Context, interval time.Duration) {
 	rs := &reporterRun{
 		r: r, ctx: ctx,
 		factory: dynamicinformer.NewDynamicSharedInformerFactory(r.h.dyn, 0),
@@ -622,7 +622,7 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 // evaluates each from the informer's cache. The ephemeral reports'
 // handlers only note their keys; Run's loop reads and merges them.
 type reporterRun struct {
-	r       *Reporter
+	r       *reporter
 	ctx     context.Context
 	factory dynamicinformer.DynamicSharedInformerFactory
 	dirty   atomic.Bool

@@ -44,7 +44,7 @@ func TestReporterScansAndForgetsDeletedResources(t *testing.T) {
 	})
 	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
 	ctx := t.Context()
-	r := NewReporter(h, src, report.Options{})
+	r := newReporter(h, src, report.Options{})
 	if err := r.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestReporterRunFollowsChanges(t *testing.T) {
 	})
 	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
 	ctx, stop := context.WithCancel(t.Context())
-	r := NewReporter(h, src, report.Options{})
+	r := newReporter(h, src, report.Options{})
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Run(ctx, time.Hour) })
 	defer func() { stop(); wg.Wait() }()
@@ -195,7 +195,7 @@ spec:
 	})
 	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) == 3 })
 	ctx := t.Context()
-	if err := NewReporter(h, src, report.Options{}).Scan(ctx); err != nil {
+	if err := newReporter(h, src, report.Options{}).Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ name, source, summary string }{

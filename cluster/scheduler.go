@@ -77,7 +77,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 	s.last = map[string]time.Time{} // a new leader reads the status again
 	s.mu.Unlock()
 	for ctx.Err() == nil {
-		wait := s.RunDue(ctx)
+		wait := s.runDue(ctx)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -88,9 +88,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// RunDue runs every deleting policy that is due now and returns how long
+// runDue runs every deleting policy that is due now and returns how long
 // to wait until the next one is (at most MaxWait).
-func (s *Scheduler) RunDue(ctx context.Context) time.Duration {
+func (s *Scheduler) runDue(ctx context.Context) time.Duration {
 	now := s.opts.Now()
 	wait := s.opts.MaxWait
 	for _, p := range s.src.Set().Policies() {
@@ -113,7 +113,7 @@ func (s *Scheduler) RunDue(ctx context.Context) time.Duration {
 			wait = min(wait, next.Sub(now))
 			continue
 		}
-		n, err := s.RunPolicy(ctx, p)
+		n, err := s.runPolicy(ctx, p)
 		if err != nil {
 			s.h.log.Error("deleting policy", "policy", p.Key(), "err", err)
 		}
@@ -200,10 +200,10 @@ func (s *Scheduler) recordRun(ctx context.Context, p *engine.Policy, at time.Tim
 	return err
 }
 
-// RunPolicy runs one deleting policy now: it deletes the objects of its
+// runPolicy runs one deleting policy now: it deletes the objects of its
 // targets that Cleanup passes and returns how many it deleted. Errors of
 // single objects are joined; the run goes on.
-func (s *Scheduler) RunPolicy(ctx context.Context, p *engine.Policy) (int, error) {
+func (s *Scheduler) runPolicy(ctx context.Context, p *engine.Policy) (int, error) {
 	set := s.src.Set().Engine().NewPolicySet(p)
 	var opts metav1.DeleteOptions
 	if pp := p.DeletionPropagation(); pp != "" {

@@ -75,7 +75,7 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 	now := created.Add(29 * time.Minute)
 	s := NewScheduler(h, src, SchedulerOptions{Now: func() time.Time { return now }, MaxWait: time.Hour})
 	// not due yet: the cleanup policy runs at 00:30, the other at 01:00
-	if wait := s.RunDue(t.Context()); wait != time.Minute {
+	if wait := s.runDue(t.Context()); wait != time.Minute {
 		t.Errorf("wait %v, want 1m", wait)
 	}
 	exists := func(ns, name string) bool {
@@ -89,7 +89,7 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 		}
 	}
 	now = created.Add(31 * time.Minute)
-	s.RunDue(t.Context())
+	s.runDue(t.Context())
 	if exists("ci", "tmp-1") || !exists("other", "tmp-2") {
 		t.Error("the CleanupPolicy must delete ci/tmp-1 only (its namespace)")
 	}
@@ -97,7 +97,7 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 		t.Error("the DeletingPolicy ran before its time")
 	}
 	now = created.Add(61 * time.Minute)
-	s.RunDue(t.Context())
+	s.runDue(t.Context())
 	if exists("ci", "done") || !exists("ci", "running") {
 		t.Error("the DeletingPolicy must delete the completed job only")
 	}
@@ -134,7 +134,7 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 	if err := dyn.Tracker().Add(job("ci", "done-again", true, nil)); err != nil {
 		t.Fatal(err)
 	}
-	s2.RunDue(t.Context())
+	s2.runDue(t.Context())
 	if !exists("ci", "done-again") {
 		t.Error("the new leader ran the policy again before its next time")
 	}

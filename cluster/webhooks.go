@@ -12,7 +12,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/patterns"
 )
 
 // The webhooks a WebhookController writes: names, and the paths the
@@ -432,9 +432,9 @@ type resolved struct {
 // subresource selector names the subresources of those resources. A kind
 // "*" is not looked up: it stays "*" (every resource).
 func resolveKind(lists []*metav1.APIResourceList, selector string) []resolved {
-	ks := match.ParseKindSelector(selector)
-	if ks.Kind == "*" {
-		return []resolved{{group: ks.Group, version: ks.Version, resource: "*", sub: ks.Subresource}}
+	group, version, kind, subresource := api.ParseKindSelector(selector)
+	if kind == "*" {
+		return []resolved{{group: group, version: version, resource: "*", sub: subresource}}
 	}
 	var parents []resolved
 	for _, l := range lists {
@@ -453,12 +453,12 @@ func resolveKind(lists []*metav1.APIResourceList, selector string) []resolved {
 			if r.Version != "" {
 				v = r.Version
 			}
-			if match.Wildcard(ks.Group, g) && match.Wildcard(ks.Version, v) && match.Wildcard(ks.Kind, r.Kind) {
+			if patterns.Wildcard(group, g) && patterns.Wildcard(version, v) && patterns.Wildcard(kind, r.Kind) {
 				parents = append(parents, resolved{group: gv.Group, version: gv.Version, resource: r.Name, namespaced: r.Namespaced})
 			}
 		}
 	}
-	if ks.Subresource == "" {
+	if subresource == "" {
 		return parents
 	}
 	var out []resolved
@@ -473,7 +473,7 @@ func resolveKind(lists []*metav1.APIResourceList, selector string) []resolved {
 				continue
 			}
 			for _, p := range parents {
-				if p.group == gv.Group && p.version == gv.Version && p.resource == parent && match.Wildcard(ks.Subresource, sub) {
+				if p.group == gv.Group && p.version == gv.Version && p.resource == parent && patterns.Wildcard(subresource, sub) {
 					out = append(out, resolved{group: p.group, version: p.version, resource: parent, sub: sub, namespaced: p.namespaced})
 				}
 			}

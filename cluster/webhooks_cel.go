@@ -12,12 +12,12 @@ import (
 	celgo "github.com/google/cel-go/cel"
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -41,45 +41,22 @@ type celHook struct {
 	timeout              bool
 }
 
-// celVariant is a policy's or one of its Pod controller variants' part of
-// the webhook.
-type celVariant struct {
-	config      string // "" for the policy itself
-	targets     []autogen.Target
-	constraints *admv1.MatchResources
-	conditions  []admv1.MatchCondition
-}
-
 // celHookOf returns the webhook part of a policy of a CEL kind the
 // webhooks serve, nil for another policy (ClusterPolicy, Policy, the API
 // server's kinds, a ValidatingPolicy of the JSON mode).
 func celHookOf(p *engine.Policy) *celHook {
 	var h celHook
-	var vs []celVariant
+	vs := p.Variants()
+	if len(vs) == 0 {
+		return nil // a ValidatingPolicy of the JSON mode
+	}
 	switch src := p.Source().(type) {
 	case *api.ValidatingPolicy:
-		if string(src.Spec.EvaluationMode()) == api.EvaluationModeJSON {
-			return nil
-		}
-		vs = append(vs, celVariant{constraints: src.Spec.MatchConstraints, conditions: src.Spec.MatchConditions})
-		gen, _ := autogen.ValidatingPolicy(&src.Spec)
-		for _, g := range gen {
-			vs = append(vs, celVariant{g.Config, g.Targets, g.Spec.MatchConstraints, g.Spec.MatchConditions})
-		}
 		h.validating = true
 	case *api.ImageValidatingPolicy:
-		vs = append(vs, celVariant{constraints: src.Spec.MatchConstraints, conditions: src.Spec.MatchConditions})
-		gen, _ := autogen.ImageValidatingPolicy(&src.Spec)
-		for _, g := range gen {
-			vs = append(vs, celVariant{g.Config, g.Targets, g.Spec.MatchConstraints, g.Spec.MatchConditions})
-		}
 		md := src.Spec.ValidationConfigurations.MutateDigest
 		h.validating, h.mutating = true, md == nil || *md
 	case *api.MutatingPolicy:
-		vs = append(vs, celVariant{constraints: src.Spec.MatchConstraints, conditions: src.Spec.MatchConditions})
-		for _, g := range autogen.MutatingPolicy(&src.Spec) {
-			vs = append(vs, celVariant{g.Config, g.Targets, g.Spec.MatchConstraints, g.Spec.MatchConditions})
-		}
 		t := src.Spec.TargetMatchConstraints
 		targeted := t != nil && (len(t.ResourceRules) > 0 || t.Expression != "")
 		// the trigger is mutated at admission unless targetMatchConstraints
@@ -90,15 +67,15 @@ func celHookOf(p *engine.Policy) *celHook {
 	default:
 		return nil
 	}
-	m := vs[0].constraints
+	m := vs[0].MatchConstraints
 	if m == nil {
 		return nil
 	}
 	for _, v := range vs {
-		if v.constraints == nil {
+		if v.MatchConstraints == nil {
 			continue
 		}
-		for _, r := range v.constraints.ResourceRules {
+		for _, r := range v.MatchConstraints.ResourceRules {
 			h.rules = append(h.rules, r.RuleWithOperations)
 		}
 	}
@@ -120,24 +97,24 @@ func celHookOf(p *engine.Policy) *celHook {
 // the policy and of each variant, when the API server can evaluate all of
 // them, each wrapped to apply to its own targets only when the policy
 // has Pod controller variants.
-func webhookConditions(vs []celVariant) []admv1.MatchCondition {
-	own := validConditions(vs[0].conditions)
+func webhookConditions(vs []engine.Variant) []admv1.MatchCondition {
+	own := validConditions(vs[0].MatchConditions)
 	if len(own) == 0 {
 		return nil
 	}
 	if len(vs) == 1 {
 		return own
 	}
-	out := wrapConditions("", []autogen.Target{{Version: "v1", Resource: "pods", Kind: "Pod"}}, own)
+	out := wrapConditions("", []schema.GroupVersionKind{{Version: "v1", Kind: "Pod"}}, own)
 	for _, v := range vs[1:] {
-		out = append(out, wrapConditions(v.config, v.targets, validConditions(v.conditions))...)
+		out = append(out, wrapConditions(v.Config, v.Kinds, validConditions(v.MatchConditions))...)
 	}
 	return out
 }
 
 // wrapConditions makes conditions apply to objects of the targets only,
 // named after the variant's configuration, as upstream's autogen does.
-func wrapConditions(config string, targets []autogen.Target, conds []admv1.MatchCondition) []admv1.MatchCondition {
+func wrapConditions(config string, targets []schema.GroupVersionKind, conds []admv1.MatchCondition) []admv1.MatchCondition {
 	if len(targets) == 0 || len(conds) == 0 {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gavelpolicy/gavel/cel"
+	icel "github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // This file adapts the engine's hosts to Kyverno's CEL libraries (package
@@ -24,8 +25,9 @@ import (
 // cluster's client do), ImageData from the RegistryClient, GlobalContext
 // from the GlobalContext, Now from WithClock and HostCallTimeout from the
 // Limits. A library whose host is still missing fails with an error
-// wrapping ErrNotConfigured. Generator is set per GeneratingPolicy
-// evaluation, not here.
+// wrapping ErrNotConfigured. The generator and image verification hosts
+// are the engine's, per GeneratingPolicy and ImageValidatingPolicy
+// evaluation.
 func WithCELLibraries(l cel.Libraries) Option {
 	return func(c *config) error { c.celLibs = l; return nil }
 }
@@ -33,8 +35,10 @@ func WithCELLibraries(l cel.Libraries) Option {
 // celLibraries returns the host side of the CEL libraries: WithCELLibraries
 // completed with the engine's hosts. Every host is set (a missing one is
 // an unconfigured stub naming the option that provides it).
-func (c *config) celLibraries() *cel.Libraries {
-	l := c.celLibs
+func (c *config) celLibraries() *icel.Libraries {
+	p := c.celLibs
+	l := icel.Libraries{Resource: p.Resource, HTTP: p.HTTP, ImageData: p.ImageData, GlobalContext: p.GlobalContext,
+		Now: p.Now, Random: p.Random, HostCallTimeout: p.HostCallTimeout, AllowHTTPInNamespacedPolicies: p.AllowHTTPInNamespacedPolicies}
 	if l.Resource == nil {
 		if rc, ok := c.client.(cel.ResourceClient); ok {
 			l.Resource = rc

@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	pubcel "github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // kindClient addresses objects by kind only.
@@ -126,7 +127,7 @@ func TestCELLibrariesFromEngineHosts(t *testing.T) {
 
 func TestCELLibrariesOption(t *testing.T) {
 	h := celUnconfigured("mine")
-	e, err := New(WithCELLibraries(cel.Libraries{HTTP: h, HostCallTimeout: time.Second, AllowHTTPInNamespacedPolicies: true}))
+	e, err := New(WithCELLibraries(pubcel.Libraries{HTTP: h, HostCallTimeout: time.Second, AllowHTTPInNamespacedPolicies: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

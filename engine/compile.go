@@ -7,14 +7,16 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/autogen"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Policy is a compiled policy of any kind: immutable and safe for
@@ -45,6 +47,8 @@ type Policy struct {
 	// body evaluates a policy of a CEL kind (kinds.go); nil for
 	// ClusterPolicy and Policy, whose rules are evaluated
 	body kindBody
+	// variants are a CEL kind and its Pod controller variants (Variants)
+	variants []Variant
 }
 
 // Source returns the policy as it was given to Compile.
@@ -144,6 +148,49 @@ func (p *Policy) Rules() []*api.Rule {
 		out[i] = r.src
 	}
 	return out
+}
+
+// Variant is a policy of a CEL kind, or one of the Pod controller
+// variants the engine generates for it (upstream's
+// status.autogen.configs): what a host that registers webhooks for the
+// policy, or lists and watches its resources, needs of it.
+type Variant struct {
+	// Config names a Pod controller variant, as upstream does ("defaults",
+	// "cronjobs"); it is empty for the policy itself.
+	Config string
+	// Kinds are the Pod controllers a variant applies to, sorted; nil for
+	// the policy itself.
+	Kinds []schema.GroupVersionKind
+	// MatchConstraints and MatchConditions select the requests the
+	// variant applies to (a variant's name the controllers and read
+	// their Pod template).
+	MatchConstraints *admissionregistrationv1.MatchResources
+	MatchConditions  []admissionregistrationv1.MatchCondition
+}
+
+// Variants returns a policy of a CEL kind (ValidatingPolicy,
+// ImageValidatingPolicy, MutatingPolicy, GeneratingPolicy,
+// DeletingPolicy, their namespaced kinds, and the admission policies)
+// followed by its Pod controller variants (a ValidatingPolicy's, an
+// ImageValidatingPolicy's, a MutatingPolicy's). It is nil for a policy in
+// JSON evaluation mode, a binding, and the kinds of rules (Rules gives
+// their match blocks). Callers must not modify them.
+func (p *Policy) Variants() []Variant {
+	return p.variants
+}
+
+// ownVariant is the Variant of a policy itself.
+func ownVariant(m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition) []Variant {
+	return []Variant{{MatchConstraints: m, MatchConditions: conds}}
+}
+
+// autogenVariant is the Variant of a Pod controller variant.
+func autogenVariant(config string, targets []autogen.Target, m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition) Variant {
+	kinds := make([]schema.GroupVersionKind, len(targets))
+	for i, t := range targets {
+		kinds[i] = schema.GroupVersionKind{Group: t.Group, Version: t.Version, Kind: t.Kind}
+	}
+	return Variant{Config: config, Kinds: kinds, MatchConstraints: m, MatchConditions: conds}
 }
 
 // HasRuleType reports whether the policy has a rule of the given type.
@@ -489,17 +536,18 @@ func (e *Engine) Compile(policies ...api.PolicyObject) (*PolicySet, error) {
 		return newPolicySet(e, compiled), nil
 	}
 	panics := make([]any, len(policies))
-	var g errgroup.Group
-	g.SetLimit(workers)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, workers) // at most workers at a time
 	for i, p := range policies {
-		g.Go(func() error {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
 			// a panic goes back to the caller's goroutine
 			defer func() { panics[i] = recover() }()
 			compiled[i], errs[i] = e.CompilePolicy(p)
-			return nil
 		})
 	}
-	_ = g.Wait() // the errors are kept by policy, in order
+	wg.Wait() // the errors are kept by policy, in order
 	for i := range policies {
 		if panics[i] != nil {
 			panic(panics[i])

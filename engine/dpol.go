@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Deletion is the type of the results of the deleting policies (Cleanup).
@@ -61,6 +61,7 @@ func (e *Engine) compileDeletingPolicy(p *api.DeletingPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = b
+	cp.variants = ownVariant(spec.MatchConstraints, nil)
 	return cp, nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/internal/verifycache"
@@ -19,8 +19,6 @@ type Engine struct {
 	jp  *jpcore.Interpreter
 	psa *podsecurity.Evaluator
 	// the public interpreter of JMESPath(), built on first use
-	jpOnce sync.Once
-	jpPub  *jmespath.Interpreter
 	// excConds caches compiled PolicyException conditions by exception.
 	excConds sync.Map
 	// states holds request states of finished Validate and Mutate calls
@@ -95,19 +93,6 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	return &Engine{cfg: c, jp: jp, psa: psa, vcache: verifycache.New[verifyOutcome](verifycache.Options{
 		Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now}), celLibs: c.celLibraries()}, nil
-}
-
-// JMESPath returns an interpreter with the engine's JMESPath options (its
-// clock, randomness, default registry and size limit), for a host that
-// evaluates expressions as the engine's policies do. It is built on first
-// use; it does not share the engine's caches.
-func (e *Engine) JMESPath() *jmespath.Interpreter {
-	e.jpOnce.Do(func() {
-		// the options of New's interpreter, which did not fail
-		opts := append([]jmespath.Option{jmespath.WithMaxResultSize(e.cfg.limits.MaxJMESPathResultBytes)}, e.cfg.jpOpts...)
-		e.jpPub, _ = jmespath.New(opts...)
-	})
-	return e.jpPub
 }
 
 // Now returns the engine clock's current time.

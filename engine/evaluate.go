@@ -13,9 +13,9 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
-	"github.com/gavelpolicy/gavel/match"
 )
 
 // ErrNoObject is returned for a request without an object.

@@ -16,35 +16,17 @@ import (
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
-	"github.com/gavelpolicy/gavel/match"
 )
-
-// ctxKey marks contexts created by ControllerContext.
-type ctxKey struct{}
-
-// ControllerContext returns a context under which Generate and Mutate
-// evaluate a request on behalf of the background controller that processes
-// UpdateRequests: the request is not an admission request even when an
-// UpdateRequestQueue is configured, so no UpdateRequest is queued, generate
-// rules compute their downstream resources, a DELETE request is evaluated on
-// its old object (generation on deletion), and mutate-existing rules patch
-// their targets.
-func ControllerContext(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ctxKey{}, true)
-}
-
-func inController(ctx context.Context) bool {
-	v, _ := ctx.Value(ctxKey{}).(bool)
-	return v
-}
 
 // admission reports whether the request is evaluated as an admission
 // request: an UpdateRequestQueue is configured, the request is not a
-// background scan and it is not evaluated by the controller. At admission
-// generate and mutate-existing rules queue UpdateRequests.
+// background scan and it is not evaluated by the controller
+// (Request.Controller). At admission generate and mutate-existing rules
+// queue UpdateRequests.
 func (e *Engine) admission(rs *reqState) bool {
-	return e.cfg.queue != nil && !rs.req.Background && !inController(rs.ctx)
+	return e.cfg.queue != nil && !rs.req.Background && !rs.req.Controller
 }
 
 // generateSpec is a compiled generate rule.
@@ -378,7 +360,7 @@ func looksLikeVersion(s string) bool {
 // downstream resources.
 //
 // At admission (an UpdateRequestQueue is configured and the request is not a
-// background scan, see ControllerContext) the call also builds upstream's
+// background scan, and not evaluated by the controller: Request.Controller) the call also builds upstream's
 // UpdateRequests for generate rules and for mutate-existing rules, returns
 // them in Response.UpdateRequests and enqueues them; an enqueue failure is
 // returned as the error together with the response.
@@ -537,7 +519,7 @@ func hasResult(results []RuleResult, name string) bool {
 
 // generateRule is the handler of generate rules.
 func (e *Engine) generateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*exceptions.Exception) []RuleResult {
-	if rs.op == api.Delete && !inController(rs.ctx) {
+	if rs.op == api.Delete && !rs.req.Controller {
 		// upstream evaluates a deletion with an empty new object: the rule
 		// matched the old object only, and fails.
 		return []RuleResult{r.result(StatusFail, "the trigger is being deleted")}
@@ -993,16 +975,6 @@ func ruleMatchesOperation(r *api.Rule, op api.AdmissionOperation) bool {
 	return false
 }
 
-// TriggerSpec returns the ResourceSpec of an object.
-func TriggerSpec(obj map[string]any) api.ResourceSpec {
-	av, _ := obj["apiVersion"].(string)
-	kind, _ := obj["kind"].(string)
-	name, ns := objectMeta(obj)
-	md, _ := obj["metadata"].(map[string]any)
-	uid, _ := md["uid"].(string)
-	return api.ResourceSpec{APIVersion: av, Kind: kind, Namespace: ns, Name: name, UID: uid}
-}
-
 // updateRequests builds upstream's UpdateRequests from the admission results
 // of one policy: generate on pass, delete downstream (or generate on a
 // matched deletion) on fail, mutate-existing on pass.
@@ -1011,7 +983,7 @@ func (e *Engine) updateRequests(rs *reqState, p *Policy, results []RuleResult) [
 	for _, r := range p.rules {
 		rules[r.name] = r
 	}
-	trigger := TriggerSpec(rs.obj)
+	trigger := genlabel.Spec(rs.obj)
 	var gen, sync, mut []api.RuleContext
 	for _, res := range results {
 		r := rules[res.Name]
@@ -1027,7 +999,7 @@ func (e *Engine) updateRequests(rs *reqState, p *Policy, results []RuleResult) [
 		case res.Type == Generation && res.Status == StatusFail:
 			old := trigger
 			if o, ok := normalize(rs.req.OldObject).(map[string]any); ok && rs.op == api.Update && o != nil {
-				old = TriggerSpec(o)
+				old = genlabel.Spec(o)
 			}
 			if rs.op == api.Delete && ruleMatchesOperation(r.src, api.Delete) {
 				sync = append(sync, api.RuleContext{Rule: r.name, Trigger: old})
@@ -1153,7 +1125,3 @@ func (e *Engine) mutateExistingAdmission(rs *reqState, _ *Policy, r *rule, _ *sc
 	}
 	return []RuleResult{r.result(StatusPass, "mutate existing request queued")}
 }
-
-// Client returns the cluster client the engine was configured with (nil
-// when none was given).
-func (e *Engine) Client() Client { return e.cfg.client }

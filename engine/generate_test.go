@@ -107,7 +107,7 @@ func TestGenerateModes(t *testing.T) {
 	})
 	t.Run("deletion in the controller generates", func(t *testing.T) {
 		set := genSet(t, genOnDeletePolicy, engine.WithClient(inmem.New()), engine.WithUpdateRequestQueue(&genQueue{}))
-		resp, err := set.Generate(engine.ControllerContext(ctx), &engine.Request{Operation: api.Delete, Object: secret, OldObject: secret, Name: "s1"})
+		resp, err := set.Generate(ctx, &engine.Request{Controller: true, Operation: api.Delete, Object: secret, OldObject: secret, Name: "s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ spec:
       name: cm
       namespace: "{{ request.object.metadata.namespace }}"
 `, engine.WithClient(inmem.New()))
-		resp, err := set.Generate(engine.ControllerContext(ctx), &engine.Request{Object: secret})
+		resp, err := set.Generate(ctx, &engine.Request{Controller: true, Object: secret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestGenerateDoesNotModifyInput(t *testing.T) {
 	secret := map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "s1", "namespace": "ns", "uid": "u", "labels": map[string]any{"a": "b"}}}
 	before := genDeepCopy(secret)
-	resp, err := set.Generate(engine.ControllerContext(context.Background()), &engine.Request{Operation: api.Delete, Object: secret, OldObject: secret, Name: "s1"})
+	resp, err := set.Generate(context.Background(), &engine.Request{Controller: true, Operation: api.Delete, Object: secret, OldObject: secret, Name: "s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestGenerateDoesNotModifyInput(t *testing.T) {
 	if !reflect.DeepEqual(secret, before) {
 		t.Fatalf("input modified: %v", secret)
 	}
-	again, err := set.Generate(engine.ControllerContext(context.Background()), &engine.Request{Operation: api.Delete, Object: secret, OldObject: secret, Name: "s1"})
+	again, err := set.Generate(context.Background(), &engine.Request{Controller: true, Operation: api.Delete, Object: secret, OldObject: secret, Name: "s1"})
 	if err != nil {
 		t.Fatal(err)
 	}

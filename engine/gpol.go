@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // generatingPolicy is the body of a GeneratingPolicy or
@@ -82,6 +82,7 @@ func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, erro
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = b
+	cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 	return cp, nil
 }
 
@@ -241,7 +242,7 @@ func (b *generatingPolicy) admissionRequests(rs *reqState, p *Policy) []*api.Upd
 			return nil
 		}
 	}
-	trigger := TriggerSpec(rs.obj)
+	trigger := genlabel.Spec(rs.obj)
 	rc := api.RuleContext{Rule: p.key, Trigger: trigger}
 	switch {
 	case rs.op == api.Delete && b.onDelete:

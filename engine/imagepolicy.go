@@ -6,11 +6,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
-	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/autogen"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Rule names of the results of ImageValidatingPolicies that upstream does
@@ -118,6 +118,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 && !body.json {
+		cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 		variants, err := autogen.ImageValidatingPolicy(spec)
 		if err != nil {
 			errs = append(errs, field.InternalError(path.Child("autogen"), err))
@@ -126,6 +127,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
 			errs = append(errs, verrs...)
 			body.variants = append(body.variants, v)
+			cp.variants = append(cp.variants, autogenVariant(av.Config, av.Targets, av.Spec.MatchConstraints, av.Spec.MatchConditions))
 		}
 	}
 	if len(errs) > 0 {

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/images"
 )
 

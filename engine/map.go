@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	"github.com/gavelpolicy/gavel/internal/typeconv"
 )
@@ -90,6 +90,7 @@ func (e *Engine) compileMAP(p *api.MutatingAdmissionPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = body
+	cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 	return cp, nil
 }
 

@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/autogen"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/typeconv"
-	"github.com/gavelpolicy/gavel/match"
 )
 
 // Messages of the results of CEL mutating policies, as upstream gives
@@ -98,10 +98,12 @@ func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 {
+		cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 		for _, av := range autogen.MutatingPolicy(spec) {
 			v, verrs := body.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true, progs)
 			errs = append(errs, verrs...)
 			body.variants = append(body.variants, v)
+			cp.variants = append(cp.variants, autogenVariant(av.Config, av.Targets, av.Spec.MatchConstraints, av.Spec.MatchConditions))
 		}
 	}
 	if len(errs) > 0 {
@@ -218,7 +220,7 @@ func (b *mutatingPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []P
 		return append(out, pr)
 	}
 	start := len(rs.results)
-	admission, controller := rs.e.admission(rs), inController(rs.ctx)
+	admission, controller := rs.e.admission(rs), rs.req.Controller
 	switch {
 	case rs.req.Background:
 		b.mutateTrigger(rs, p)

@@ -7,16 +7,17 @@ import (
 	"runtime/debug"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/internal/typeconv"
 )
 
 // A MutatingPolicy with mutateExisting mutates existing resources when a
 // trigger (a request its matchConstraints and matchConditions select) is
 // admitted: Generate then queues an UpdateRequest of type mutate, which
-// the controller (generate.Controller) processes by calling Mutate under
-// ControllerContext; outside admission (the CLI, policytest) Mutate does
+// the controller (generate.Controller) processes by calling Mutate on a
+// Request with Controller set; outside admission (the CLI, policytest) Mutate does
 // the same at once. The targets are the objects the target expression
 // resolves from the trigger, or else those the targetMatchConstraints
 // (without resource rules: the matchConstraints) select, listed through
@@ -201,7 +202,7 @@ func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, o
 		res := rs.mutationResult("", StatusPass, msgMutationSuccess, nil, o.AuditAnnotations)
 		// the controller writes the targets that changed; the CLI shows
 		// them all, as upstream's
-		if !inController(rs.ctx) || !deepEqual(o.Object, obj) {
+		if !rs.req.Controller || !deepEqual(o.Object, obj) {
 			patched, _ := normalize(o.Object).(map[string]any)
 			res.PatchedTargets = []map[string]any{patched}
 		}
@@ -242,7 +243,7 @@ func (b *mutatingPolicy) queueExisting(rs *reqState, p *Policy) []RuleResult {
 func (e *Engine) existingUpdateRequest(rs *reqState, p *Policy, results []RuleResult) []*api.UpdateRequest {
 	for _, res := range results {
 		if res.Type == Mutation && res.Status == StatusPass {
-			trigger := TriggerSpec(rs.obj)
+			trigger := genlabel.Spec(rs.obj)
 			return []*api.UpdateRequest{e.newUpdateRequest(rs, p, api.URMutate, trigger, []api.RuleContext{{Trigger: trigger}})}
 		}
 	}
@@ -256,10 +257,10 @@ func (e *Engine) existingUpdateRequest(rs *reqState, p *Policy, results []RuleRe
 // matchConstraints) select, each evaluated with the request of its own
 // UPDATE (request.object is the target). It gives a response with one
 // PolicyResult (none for a policy of another kind, without mutateExisting,
-// or with a target expression, which needs a trigger); under
-// ControllerContext its pass results carry only the targets that change,
-// otherwise all of them (PatchedTargets). The objects are not written:
-// the host writes them (generate.Controller does).
+// or with a target expression, which needs a trigger). Each target is
+// evaluated as by the controller (Request.Controller): its pass results
+// carry only the targets that change (PatchedTargets). The objects are
+// not written: the host writes them (generate.Controller does).
 func (s *PolicySet) MutateExisting(ctx context.Context, p *Policy) (*Response, error) {
 	resp := &Response{}
 	b, ok := p.body.(*mutatingPolicy)
@@ -278,7 +279,7 @@ func (s *PolicySet) MutateExisting(ctx context.Context, p *Policy) (*Response, e
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
-		req := &Request{Operation: api.Update, Object: t.obj, OldObject: t.obj,
+		req := &Request{Operation: api.Update, Object: t.obj, OldObject: t.obj, Controller: true,
 			Resource: GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
 		object, oldObject, _, err := req.check()
 		if err != nil {

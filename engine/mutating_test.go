@@ -165,8 +165,8 @@ func TestMutateCancelled(t *testing.T) {
 // through admission and the controller: Generate at admission passes the
 // trigger and queues an UpdateRequest naming no rule, Mutate leaves the
 // trigger alone (the policy's targets are selected by
-// targetMatchConstraints) and mutates no target; under ControllerContext
-// Mutate patches the targets that change, and only those.
+// targetMatchConstraints) and mutates no target; for the controller
+// (Request.Controller) Mutate patches the targets that change, and only those.
 func TestMutatingPolicyExisting(t *testing.T) {
 	raw, err := os.ReadFile("../policytest/testdata/features/mpol-mutate-existing/policy.yaml")
 	if err != nil {
@@ -208,7 +208,9 @@ func TestMutatingPolicyExisting(t *testing.T) {
 	for _, r := range mut.Rules() {
 		t.Errorf("admission: result %s %s", r.Status, r.Message)
 	}
-	mut, err = set.Mutate(engine.ControllerContext(ctx), req)
+	ctrl := *req
+	ctrl.Controller = true
+	mut, err = set.Mutate(ctx, &ctrl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,16 @@ type Request struct {
 	// Background marks a background scan: no admission data is available,
 	// and rules of policies with background: false are not evaluated.
 	Background bool
+	// Controller marks a request the background controller evaluates
+	// (generate.Controller, processing an UpdateRequest or a trigger,
+	// downstream or policy event), not the API server: it is not an
+	// admission request even when an UpdateRequestQueue is configured, so
+	// Generate and Mutate queue no UpdateRequest; generate rules compute
+	// their downstream resources, a DELETE is evaluated on its old object
+	// (generation on deletion), and mutate-existing rules and
+	// MutatingPolicies patch their targets (PatchedTargets, only those
+	// that change).
+	Controller bool
 	// NamespaceLabels are the labels of the object's namespace. When nil,
 	// the engine asks its NamespaceLabeler if a rule needs them.
 	NamespaceLabels map[string]string

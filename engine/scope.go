@@ -10,9 +10,9 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/images"
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
-	"github.com/gavelpolicy/gavel/match"
 )
 
 // reqState is the per-request state shared by every rule of one call.

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
 
@@ -78,6 +78,7 @@ func (e *Engine) compileVAP(p *api.ValidatingAdmissionPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
 	}
 	cp.body = body
+	cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
 	return cp, nil
 }
 

@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
-	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/autogen"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 // Rule names of the results of ValidatingPolicies, as upstream names
@@ -130,7 +130,8 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 	errs = append(errs, verrs...)
 	body.variants = append(body.variants, v)
 	if len(errs) == 0 && !body.json {
-		errs = append(errs, body.compileAutogen(spec)...)
+		cp.variants = ownVariant(spec.MatchConstraints, spec.MatchConditions)
+		errs = append(errs, body.compileAutogen(spec, &cp.variants)...)
 	}
 	if len(errs) > 0 {
 		return nil, &CompileError{Policy: cp.key, Errs: errs}
@@ -157,17 +158,19 @@ func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *
 	return v, append(errs, berrs...)
 }
 
-// compileAutogen compiles the Pod controller variants of the policy.
-func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec) field.ErrorList {
-	variants, err := autogen.ValidatingPolicy(spec)
+// compileAutogen compiles the Pod controller variants of the policy; it
+// appends them to variants.
+func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec, variants *[]Variant) field.ErrorList {
+	gen, err := autogen.ValidatingPolicy(spec)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("spec", "autogen"), err)}
 	}
 	var errs field.ErrorList
-	for _, av := range variants {
+	for _, av := range gen {
 		v, verrs := b.compileVariant(av.Spec, field.NewPath("status", "autogen", "configs").Key(av.Config).Child("spec"), true)
 		errs = append(errs, verrs...)
 		b.variants = append(b.variants, v)
+		*variants = append(*variants, autogenVariant(av.Config, av.Targets, av.Spec.MatchConstraints, av.Spec.MatchConditions))
 	}
 	return errs
 }

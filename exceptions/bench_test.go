@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 )
 
 func BenchmarkCandidatesAndMatch(b *testing.B) {

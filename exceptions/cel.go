@@ -67,14 +67,6 @@ func (s *Set) CELCandidates(kind, name string) []*CELException {
 	return s.celByRef[kind+"/"+name]
 }
 
-// CELExceptions returns the compiled CEL exceptions in order.
-func (s *Set) CELExceptions() []*CELException {
-	if s == nil {
-		return nil
-	}
-	return append([]*CELException(nil), s.celAll...)
-}
-
 // addCEL validates and indexes the CEL exceptions.
 func (s *Set) addCEL(o *options) []error {
 	var errs []error

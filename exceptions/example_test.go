@@ -6,7 +6,6 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/exceptions"
-	"github.com/gavelpolicy/gavel/match"
 )
 
 func Example() {
@@ -34,15 +33,16 @@ spec:
 		return
 	}
 
-	res := match.Resource{Group: "apps", Version: "v1", Kind: "Deployment", Name: "important-tool", Namespace: "delta"}
-	var applied []string
+	// The engine (engine.WithExceptions) asks the set for the exceptions
+	// of a rule, then matches each against the resource.
+	var keys []string
 	for _, e := range set.Candidates("disallow-host-namespaces", "autogen-host-namespaces") {
-		if ok, _ := e.Matches(res, match.Request{Operation: "CREATE"}); ok && e.Conditions == nil {
-			applied = append(applied, e.Key())
-		}
+		keys = append(keys, e.Key())
 	}
-	fmt.Println(exceptions.SkipMessage(applied...))
+	fmt.Println(set.Len(), len(set.Candidates("disallow-host-namespaces", "other-rule")))
+	fmt.Println(exceptions.SkipMessage(keys...))
 	// Output:
+	// 1 0
 	// rule is skipped due to policy exception: delta/delta-exception
 }
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
-	"github.com/gavelpolicy/gavel/match"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -188,11 +188,6 @@ func (s *Set) Candidates(policyKey, ruleName string) []*Exception {
 		}
 	}
 	return out
-}
-
-// Exceptions returns every compiled exception, in the order given to Compile.
-func (s *Set) Exceptions() []*Exception {
-	return append([]*Exception(nil), s.all...)
 }
 
 // Len returns the number of compiled exceptions (CEL exceptions

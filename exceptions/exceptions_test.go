@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"sigs.k8s.io/yaml"
 )
 
@@ -109,7 +109,7 @@ func TestCandidates(t *testing.T) {
 			t.Errorf("Candidates(%q, %q) = %v, want %v", tt.policy, tt.rule, got, tt.want)
 		}
 	}
-	if s.Len() != 3 || len(s.Exceptions()) != 3 {
+	if s.Len() != 3 || len(s.all) != 3 {
 		t.Fatalf("Len = %d", s.Len())
 	}
 }

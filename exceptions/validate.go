@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 

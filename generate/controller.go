@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
@@ -119,13 +117,11 @@ type Controller struct {
 }
 
 // NewController returns a controller for the policies of set (an empty
-// set is fine; it must not be nil) that writes through client (the
-// engine's client when nil).
+// set is fine; it must not be nil) that reads and writes the cluster
+// through client, usually the engine's (engine.WithClient); without one
+// Process fails with engine.ErrNotConfigured.
 func NewController(set *engine.PolicySet, client engine.Client, opts ...Option) *Controller {
 	c := &Controller{client: client, set: set, maxRetries: DefaultMaxRetries, workers: 1, gpolKinds: map[string]map[kindRef]bool{}}
-	if c.client == nil && set != nil {
-		c.client = set.Engine().Client()
-	}
 	for _, o := range opts {
 		if o != nil {
 			o(c)
@@ -280,21 +276,26 @@ func (c *Controller) Run(ctx context.Context, queue Queue) error {
 	if queue == nil {
 		return errors.New("update request controller: nil queue")
 	}
-	// the first worker whose queue fails stops the others
-	g, gctx := errgroup.WithContext(ctx)
+	// the first worker whose queue fails stops the others: the first
+	// cause given to stop is the one Cause reports
+	wctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var wg sync.WaitGroup
 	for range c.workers {
-		g.Go(func() error {
+		wg.Go(func() {
 			for {
-				ur, err := queue.Next(gctx)
+				ur, err := queue.Next(wctx)
 				if err != nil {
-					return err
+					stop(err)
+					return
 				}
-				_ = c.Process(gctx, ur)
+				_ = c.Process(wctx, ur)
 			}
 		})
 	}
-	err := g.Wait()
-	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	wg.Wait()
+	err := context.Cause(wctx) // ctx's cause when ctx stopped them first
+	if ctxErr := ctx.Err(); ctxErr != nil && (err == context.Cause(ctx) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return ctxErr
 	}
 	return err

@@ -14,6 +14,7 @@ import (
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/generate"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 )
 
 const netpolPolicy = `apiVersion: kyverno.io/v1
@@ -395,7 +396,7 @@ func TestMutateExisting(t *testing.T) {
 		h.cluster.Deny = func(verb string, obj map[string]any) error { return errors.New("secrets is forbidden") }
 		h.ctrl = generate.NewController(h.set, h.cluster, generate.WithMaxRetries(0))
 		ur := &api.UpdateRequest{Spec: api.UpdateRequestSpec{Type: api.URMutate, Policy: "mutate-existing-secret",
-			RuleContext: []api.RuleContext{{Rule: "mutate-secret-on-configmap-event", Trigger: engine.TriggerSpec(trigger)}}}}
+			RuleContext: []api.RuleContext{{Rule: "mutate-secret-on-configmap-event", Trigger: genlabel.Spec(trigger)}}}}
 		if err := h.ctrl.Process(h.ctx, ur); err == nil {
 			t.Fatal("no error")
 		}
@@ -474,7 +475,7 @@ type applier struct {
 }
 
 func (a *applier) Apply(ctx context.Context, obj map[string]any, manager string) (map[string]any, error) {
-	a.applied = append(a.applied, engine.TriggerSpec(obj).Name+"/"+manager)
+	a.applied = append(a.applied, genlabel.Spec(obj).Name+"/"+manager)
 	a.cluster.Add(obj)
 	return obj, nil
 }
@@ -523,7 +524,7 @@ spec:
 	if len(urs) != 1 || urs[0].Status.State != api.URCompleted || h.get("v1", "ConfigMap", "team-a", "own") == nil {
 		t.Fatalf("own namespace: %+v", urs)
 	}
-	resp, err := h.set.Generate(engine.ControllerContext(h.ctx), &engine.Request{Object: secret("team-a", "escape", map[string]any{"target": "team-b"})})
+	resp, err := h.set.Generate(h.ctx, &engine.Request{Controller: true, Object: secret("team-a", "escape", map[string]any{"target": "team-b"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,4 +532,53 @@ spec:
 	if rr.Status != engine.StatusError || !strings.Contains(rr.Message, "a namespaced policy cannot generate resources in other namespaces") {
 		t.Errorf("result %+v", rr)
 	}
+}
+
+// failingQueue fails the first Next with err; the other calls wait for
+// their context.
+type failingQueue struct {
+	once sync.Once
+	err  error
+}
+
+func (q *failingQueue) Next(ctx context.Context) (*api.UpdateRequest, error) {
+	failed := false
+	q.once.Do(func() { failed = true })
+	if failed {
+		return nil, q.err
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRunStops checks which error Run returns when it stops: the first
+// queue failure (the other workers stopped by it), or ctx's error, even
+// when ctx was cancelled with a cause.
+func TestRunStops(t *testing.T) {
+	boom := errors.New("boom")
+	t.Run("first queue failure stops the other workers", func(t *testing.T) {
+		h := newHarness(t, netpolPolicy)
+		ctrl := generate.NewController(h.set, h.cluster, generate.WithWorkers(4))
+		if err := ctrl.Run(context.Background(), &failingQueue{err: boom}); err != boom {
+			t.Fatalf("Run returned %v, want %v", err, boom)
+		}
+	})
+	t.Run("ctx cancelled with a cause", func(t *testing.T) {
+		h := newHarness(t, netpolPolicy)
+		ctrl := generate.NewController(h.set, h.cluster, generate.WithWorkers(4))
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(boom)
+		if err := ctrl.Run(ctx, h.queue); err != context.Canceled {
+			t.Fatalf("Run returned %v, want %v", err, context.Canceled)
+		}
+	})
+	t.Run("ctx deadline", func(t *testing.T) {
+		h := newHarness(t, netpolPolicy)
+		ctrl := generate.NewController(h.set, h.cluster, generate.WithWorkers(2))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if err := ctrl.Run(ctx, h.queue); err != context.DeadlineExceeded {
+			t.Fatalf("Run returned %v, want %v", err, context.DeadlineExceeded)
+		}
+	})
 }

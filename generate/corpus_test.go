@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/loader"
 )
 
@@ -43,7 +43,7 @@ func TestCorpusLabelExistingNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range readObjects(t, filepath.Join(dir, "want.yaml")) {
-		s := engine.TriggerSpec(want)
+		s := genlabel.Spec(want)
 		got := h.get("v1", "Namespace", "", s.Name)
 		if !reflect.DeepEqual(labelsOf(got), labelsOf(want)) {
 			t.Errorf("%s labels %v, want %v", s.Name, labelsOf(got), labelsOf(want))

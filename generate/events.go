@@ -106,7 +106,7 @@ func (c *Controller) deleteRulesDownstream(ctx context.Context, p *engine.Policy
 		}
 		for _, d := range downstreams {
 			ur := newRequest(p.Key(), api.URGenerate, api.RuleContext{Rule: r.Name, Trigger: triggerFromLabels(genlabel.Of(d)), DeleteDownstream: true})
-			s := engine.TriggerSpec(d)
+			s := genlabel.Spec(d)
 			s.UID = ""
 			ur.Status.GeneratedResources = []api.ResourceSpec{s}
 			urs = append(urs, ur)
@@ -218,7 +218,7 @@ func (c *Controller) applyExisting(ctx context.Context, p *engine.Policy) ([]*ap
 			errs = append(errs, err)
 		}
 		for _, t := range triggers {
-			ur := newRequest(p.Key(), typ, api.RuleContext{Rule: r.Name, Trigger: engine.TriggerSpec(t)})
+			ur := newRequest(p.Key(), typ, api.RuleContext{Rule: r.Name, Trigger: genlabel.Spec(t)})
 			err := c.Process(ctx, ur)
 			if ur.Status.State == api.URSkip {
 				continue
@@ -295,7 +295,7 @@ func (c *Controller) mutateExistingTriggers(ctx context.Context, p *engine.Polic
 						if !ok {
 							continue
 						}
-						ur := newRequest(p.Key(), api.URMutate, api.RuleContext{Trigger: engine.TriggerSpec(t)})
+						ur := newRequest(p.Key(), api.URMutate, api.RuleContext{Trigger: genlabel.Spec(t)})
 						ur.Spec.Context.AdmissionRequestInfo.Operation = api.Update
 						err := c.Process(ctx, ur)
 						if ur.Status.State == api.URSkip {
@@ -366,11 +366,11 @@ func (c *Controller) OnTriggerDelete(ctx context.Context, trigger map[string]any
 	if set == nil {
 		return nil, nil
 	}
-	resp, err := set.Generate(engine.ControllerContext(ctx), &engine.Request{Operation: api.Delete, Object: trigger, OldObject: trigger})
+	resp, err := set.Generate(ctx, &engine.Request{Controller: true, Operation: api.Delete, Object: trigger, OldObject: trigger})
 	if err != nil {
 		return nil, err
 	}
-	spec := engine.TriggerSpec(trigger)
+	spec := genlabel.Spec(trigger)
 	adm := map[string]any{"operation": string(api.Delete), "oldObject": trigger, "object": trigger, "name": spec.Name, "namespace": spec.Namespace}
 	urs, err := c.gpolTriggerEvent(ctx, set, api.Delete, trigger, trigger)
 	errs := []error{err}
@@ -411,11 +411,11 @@ func (c *Controller) OnTriggerUpdate(ctx context.Context, old, cur map[string]an
 	if set == nil {
 		return nil, nil
 	}
-	resp, err := set.Generate(engine.ControllerContext(ctx), &engine.Request{Operation: api.Update, Object: cur, OldObject: old})
+	resp, err := set.Generate(ctx, &engine.Request{Controller: true, Operation: api.Update, Object: cur, OldObject: old})
 	if err != nil {
 		return nil, err
 	}
-	newSpec, oldSpec := engine.TriggerSpec(cur), engine.TriggerSpec(old)
+	newSpec, oldSpec := genlabel.Spec(cur), genlabel.Spec(old)
 	urs, err := c.gpolTriggerEvent(ctx, set, api.Update, old, cur)
 	errs := []error{err}
 	for _, pr := range resp.Policies {
@@ -472,7 +472,7 @@ func (c *Controller) OnSourceChange(ctx context.Context, old, cur map[string]any
 	if old == nil {
 		return nil, errors.New("OnSourceChange: nil old object")
 	}
-	spec := engine.TriggerSpec(old)
+	spec := genlabel.Spec(old)
 	group, version := splitAPIVersion(spec.APIVersion)
 	base := map[string]string{
 		genlabel.SourceGroup:   group,
@@ -495,7 +495,7 @@ func (c *Controller) OnSourceChange(ctx context.Context, old, cur map[string]any
 			return nil, fmt.Errorf("failed to list targets resources: %w", err)
 		}
 		for _, o := range objs {
-			s := engine.TriggerSpec(o)
+			s := genlabel.Spec(o)
 			key := s.Kind + "/" + s.Namespace + "/" + s.Name
 			if seen[key] {
 				continue
@@ -574,7 +574,7 @@ func (c *Controller) dispatch(ctx context.Context, ur *api.UpdateRequest) error 
 
 // appliesTo reports whether the rule of p matches obj (as a trigger).
 func (c *Controller) appliesTo(ctx context.Context, p *engine.Policy, rule string, obj map[string]any) bool {
-	resp, err := c.engine().NewPolicySet(p).Generate(engine.ControllerContext(ctx), &engine.Request{Operation: api.Update, Object: obj})
+	resp, err := c.engine().NewPolicySet(p).Generate(ctx, &engine.Request{Controller: true, Operation: api.Update, Object: obj})
 	if err != nil {
 		return false
 	}

@@ -65,7 +65,7 @@ func (c *Controller) noteKinds(key string, objs []map[string]any) {
 	var fresh []kindRef
 	c.kindsMu.Lock()
 	for _, o := range objs {
-		s := engine.TriggerSpec(o)
+		s := genlabel.Spec(o)
 		if s.Kind == "" {
 			continue
 		}
@@ -129,7 +129,7 @@ func (c *Controller) processCELGenerate(ctx context.Context, ur *api.UpdateReque
 // applyGpol evaluates a GeneratingPolicy on one trigger and writes its
 // downstream. It reports whether the policy applied to the trigger.
 func (c *Controller) applyGpol(ctx context.Context, p *engine.Policy, rc api.RuleContext, ur *api.UpdateRequest, trigger map[string]any) ([]engine.PolicyResult, []api.ResourceSpec, bool, error) {
-	resp, err := c.engine().NewPolicySet(p).Generate(engine.ControllerContext(ctx), c.request(ur, trigger))
+	resp, err := c.engine().NewPolicySet(p).Generate(ctx, c.request(ur, trigger))
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -140,7 +140,7 @@ func (c *Controller) applyGpol(ctx context.Context, p *engine.Policy, rc api.Rul
 		}
 	}
 	sync := gpolSpec(p).SynchronizationEnabled()
-	tspec := engine.TriggerSpec(trigger)
+	tspec := genlabel.Spec(trigger)
 	if res == nil {
 		// the trigger no longer matches the policy: with synchronize, its
 		// downstream goes
@@ -186,7 +186,7 @@ func (c *Controller) applyGpol(ctx context.Context, p *engine.Policy, rc api.Rul
 // left alone (not adopted, not reported) when another owner's object has
 // its name.
 func (c *Controller) writeGpol(ctx context.Context, obj map[string]any, ssa bool) (api.ResourceSpec, bool, error) {
-	spec := engine.TriggerSpec(obj)
+	spec := genlabel.Spec(obj)
 	spec.UID = ""
 	where := fmt.Sprintf("%s %s", spec.Kind, objKey(spec.Namespace, spec.Name))
 	existing, err := c.client.Get(ctx, spec.APIVersion, spec.Kind, spec.Namespace, spec.Name)
@@ -296,7 +296,7 @@ func clonedFrom(ur *api.UpdateRequest, rc api.RuleContext) func(map[string]any) 
 	if old == nil || operation(ur) != api.Delete {
 		return nil
 	}
-	src := engine.TriggerSpec(old)
+	src := genlabel.Spec(old)
 	if src.Kind == rc.Trigger.Kind && src.Namespace == rc.Trigger.Namespace && src.Name == rc.Trigger.Name {
 		return nil
 	}
@@ -322,12 +322,12 @@ func (c *Controller) deleteGpolDownstream(ctx context.Context, key string, p *en
 	objs, err := c.gpolDownstream(ctx, key, &trigger)
 	kept := map[string]bool{}
 	for _, k := range keep {
-		s := engine.TriggerSpec(k)
+		s := genlabel.Spec(k)
 		kept[s.APIVersion+"|"+s.Kind+"|"+s.Namespace+"|"+s.Name] = true
 	}
 	errs := []error{err}
 	for _, o := range objs {
-		s := engine.TriggerSpec(o)
+		s := genlabel.Spec(o)
 		if kept[s.APIVersion+"|"+s.Kind+"|"+s.Namespace+"|"+s.Name] || (only != nil && !only(o)) {
 			continue
 		}
@@ -346,7 +346,7 @@ func (c *Controller) learnKinds(ctx context.Context, p *engine.Policy, trigger a
 	if err != nil {
 		return
 	}
-	resp, err := c.engine().NewPolicySet(p).Generate(engine.ControllerContext(ctx), &engine.Request{Operation: api.Create, Object: obj})
+	resp, err := c.engine().NewPolicySet(p).Generate(ctx, &engine.Request{Controller: true, Operation: api.Create, Object: obj})
 	if err != nil {
 		return
 	}
@@ -385,7 +385,7 @@ func (c *Controller) gpolPolicyUpdate(ctx context.Context, old, cur *engine.Poli
 		triggers, err := c.gpolTriggers(ctx, cur)
 		errs = append(errs, err)
 		for _, t := range triggers {
-			ts := engine.TriggerSpec(t)
+			ts := genlabel.Spec(t)
 			if done[ts.UID+"|"+ts.Kind+"|"+ts.Namespace+"|"+ts.Name] {
 				continue
 			}
@@ -417,7 +417,7 @@ func (c *Controller) gpolPolicyDelete(ctx context.Context, p *engine.Policy) ([]
 			continue
 		}
 		ur := newRequest(p.Key(), api.URCELGenerate, api.RuleContext{Rule: p.Key(), Trigger: triggerFromLabels(genlabel.Of(d)), DeleteDownstream: true})
-		s := engine.TriggerSpec(d)
+		s := genlabel.Spec(d)
 		if err := c.client.Delete(ctx, s.APIVersion, s.Kind, s.Namespace, s.Name); err != nil && !errors.Is(err, engine.ErrNotFound) {
 			ur.Status.State, ur.Status.Message = api.URFailed, err.Error()
 			errs = append(errs, err)
@@ -504,7 +504,7 @@ func (c *Controller) Restore(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			resp, err := one.Generate(engine.ControllerContext(ctx), &engine.Request{Operation: api.Create, Object: t})
+			resp, err := one.Generate(ctx, &engine.Request{Controller: true, Operation: api.Create, Object: t})
 			if err != nil {
 				continue
 			}
@@ -534,11 +534,11 @@ func (c *Controller) gpolTriggerEvent(ctx context.Context, set *engine.PolicySet
 			continue
 		}
 		spec := gpolSpec(p)
-		req := &engine.Request{Operation: op, Object: cur, OldObject: old}
+		req := &engine.Request{Operation: op, Object: cur, OldObject: old, Controller: true}
 		if op == api.Delete {
 			req.Object = nil
 		}
-		resp, err := c.engine().NewPolicySet(p).Generate(engine.ControllerContext(ctx), req)
+		resp, err := c.engine().NewPolicySet(p).Generate(ctx, req)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -547,16 +547,16 @@ func (c *Controller) gpolTriggerEvent(ctx context.Context, set *engine.PolicySet
 		for _, pr := range resp.Policies {
 			matched = matched || len(pr.Rules) > 0
 		}
-		t := engine.TriggerSpec(cur)
+		t := genlabel.Spec(cur)
 		if op == api.Delete {
-			t = engine.TriggerSpec(old)
+			t = genlabel.Spec(old)
 		}
 		rc := api.RuleContext{Rule: p.Key(), Trigger: t, Synchronize: op == api.Update && spec.SynchronizationEnabled()}
 		if !matched {
 			if !spec.SynchronizationEnabled() {
 				continue
 			}
-			old := engine.TriggerSpec(old)
+			old := genlabel.Spec(old)
 			if d, err := c.gpolDownstream(ctx, p.Key(), &old); err != nil || len(d) == 0 {
 				errs = append(errs, err)
 				continue
@@ -602,7 +602,7 @@ func (c *Controller) resyncGpol(ctx context.Context, key string, changed map[str
 // gpolApplies reports whether a GeneratingPolicy applies to obj (as a
 // trigger being updated).
 func (c *Controller) gpolApplies(ctx context.Context, p *engine.Policy, obj map[string]any) bool {
-	resp, err := c.engine().NewPolicySet(p).Generate(engine.ControllerContext(ctx), &engine.Request{Operation: api.Update, Object: obj, OldObject: obj})
+	resp, err := c.engine().NewPolicySet(p).Generate(ctx, &engine.Request{Controller: true, Operation: api.Update, Object: obj, OldObject: obj})
 	if err != nil {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/generate"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/loader"
 )
 
@@ -72,7 +73,7 @@ func (h *harness) admit(op api.AdmissionOperation, obj, old map[string]any) []*a
 		}
 		req.Object, req.OldObject = obj, old
 	case api.Delete:
-		s := engine.TriggerSpec(old)
+		s := genlabel.Spec(old)
 		if err := h.cluster.Delete(h.ctx, s.APIVersion, s.Kind, s.Namespace, s.Name); err != nil {
 			h.t.Fatal(err)
 		}
@@ -123,7 +124,7 @@ func (h *harness) update(obj map[string]any) {
 
 func (h *harness) delete(obj map[string]any) {
 	h.t.Helper()
-	s := engine.TriggerSpec(obj)
+	s := genlabel.Spec(obj)
 	if err := h.cluster.Delete(h.ctx, s.APIVersion, s.Kind, s.Namespace, s.Name); err != nil {
 		h.t.Fatal(err)
 	}

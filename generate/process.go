@@ -115,7 +115,7 @@ func (c *Controller) processGenerate(ctx context.Context, ur *api.UpdateRequest)
 // the rule's downstream resources.
 func (c *Controller) applyGenerate(ctx context.Context, policy *engine.Policy, rc api.RuleContext, ur *api.UpdateRequest, trigger map[string]any) ([]engine.PolicyResult, []api.ResourceSpec, error) {
 	set := c.engine().NewPolicySet(policy)
-	resp, err := set.Generate(engine.ControllerContext(ctx), c.request(ur, trigger))
+	resp, err := set.Generate(ctx, c.request(ur, trigger))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,7 +166,7 @@ func findRule(prs []engine.PolicyResult, name string) (*engine.PolicyResult, int
 
 // write creates a downstream object, or updates the existing one.
 func (c *Controller) write(ctx context.Context, obj map[string]any, ssa bool) (api.ResourceSpec, error) {
-	spec := engine.TriggerSpec(obj)
+	spec := genlabel.Spec(obj)
 	spec.UID = ""
 	where := fmt.Sprintf("%s %s", spec.Kind, objKey(spec.Namespace, spec.Name))
 	if ssa {
@@ -342,7 +342,7 @@ func (c *Controller) fetch(ctx context.Context, spec api.ResourceSpec) (map[stri
 			return nil, err
 		}
 		for _, o := range objs {
-			if engine.TriggerSpec(o).UID == spec.UID {
+			if genlabel.Spec(o).UID == spec.UID {
 				return o, nil
 			}
 		}
@@ -356,6 +356,7 @@ func (c *Controller) request(ur *api.UpdateRequest, trigger map[string]any) *eng
 	info := ur.Spec.Context.UserRequestInfo
 	op := operation(ur)
 	req := &engine.Request{
+		Controller:   true,
 		Operation:    op,
 		Object:       trigger,
 		UserInfo:     info.AdmissionUserInfo,
@@ -375,7 +376,7 @@ func (c *Controller) request(ur *api.UpdateRequest, trigger map[string]any) *eng
 			g, _ := k["group"].(string)
 			v, _ := k["version"].(string)
 			kind, _ := k["kind"].(string)
-			if kind != "" && kind == engine.TriggerSpec(trigger).Kind {
+			if kind != "" && kind == genlabel.Spec(trigger).Kind {
 				req.Kind = engine.GroupVersionKind{Group: g, Version: v, Kind: kind}
 			}
 		}
@@ -420,7 +421,7 @@ func (c *Controller) deleteDownstream(ctx context.Context, policy *engine.Policy
 		genlabel.ManagedBy:       genlabel.ManagedByValue,
 	}
 	if src := deletedCloneSource(ur); src != nil {
-		s := engine.TriggerSpec(src)
+		s := genlabel.Spec(src)
 		if s.UID != "" {
 			selector[genlabel.SourceUID] = s.UID
 		} else {
@@ -434,7 +435,7 @@ func (c *Controller) deleteDownstream(ctx context.Context, policy *engine.Policy
 	}
 	var errs []error
 	for _, d := range downstreams {
-		s := engine.TriggerSpec(d)
+		s := genlabel.Spec(d)
 		if err := c.client.Delete(ctx, s.APIVersion, s.Kind, s.Namespace, s.Name); err != nil && !errors.Is(err, engine.ErrNotFound) {
 			errs = append(errs, err)
 		}
@@ -580,14 +581,14 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 		var err error
 		if mutatingPolicy(policy) && rc.Trigger.Kind == "" {
 			// a policy event: every existing resource the policy selects
-			resp, err = set.MutateExisting(engine.ControllerContext(ctx), policy)
+			resp, err = set.MutateExisting(ctx, policy)
 		} else {
 			trigger, terr := c.trigger(ctx, ur, rc)
 			if terr != nil {
 				failures = append(failures, fmt.Errorf("rule %s failed: failed to fetch trigger resource: %w", rc.Rule, terr))
 				continue
 			}
-			resp, err = set.Mutate(engine.ControllerContext(ctx), c.request(ur, trigger))
+			resp, err = set.Mutate(ctx, c.request(ur, trigger))
 		}
 		if err != nil {
 			failures = append(failures, fmt.Errorf("rule %s failed: %w", rc.Rule, err))
@@ -609,7 +610,7 @@ func (c *Controller) processMutate(ctx context.Context, ur *api.UpdateRequest) (
 				case engine.StatusPass:
 					var errs []error
 					for _, t := range res.PatchedTargets {
-						s := engine.TriggerSpec(t)
+						s := genlabel.Spec(t)
 						if _, err := c.client.Update(ctx, t); err != nil {
 							errs = append(errs, fmt.Errorf("failed to update %s %s: %w", s.Kind, objKey(s.Namespace, s.Name), err))
 						}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/cel-go/common/types"
 
-	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 func celHosts() *cel.Libraries {

@@ -22,7 +22,9 @@
 // Errors: Compile returns *CompileError (naming the expression) for a syntax
 // error and for a call that would fail on every evaluation: an unknown
 // function, a wrong number of arguments, a literal argument of a type the
-// function does not take (nope(@), to_upper(@, 'x'), length(`5`)); custom
-// functions fail with *FunctionError whose text follows the upstream form
-// "JMESPath function 'name': ..."; other evaluation failures are *EvalError.
+// function does not take (nope(@), to_upper(@, 'x'), length(`5`)).
+// Evaluation errors are plain errors: a custom function's text follows the
+// upstream form "JMESPath function 'name': ...", input data that is not a
+// JSON-like tree names the JSON path of the value, and a result beyond
+// WithMaxResultSize matches ErrTooLarge.
 package jmespath

@@ -129,17 +129,6 @@ type FunctionInfo = core.FunctionInfo
 // the offset of a syntax error, and the cause.
 type CompileError = core.CompileError
 
-// FunctionError reports a custom function that failed, in upstream's form
-// "JMESPath function 'name': ...".
-type FunctionError = core.FunctionError
-
-// EvalError reports an evaluation failure other than a custom function's.
-type EvalError = core.EvalError
-
-// InputError reports input data that cannot be read as a JSON-like tree
-// (for instance an invalid json.Number), with the JSON path of the value.
-type InputError = core.InputError
-
 var (
 	// ErrInvalidOption is wrapped by the error New returns for an option
 	// given a bad value.

@@ -13,8 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-
-	"golang.org/x/sync/errgroup"
+	"sync"
 
 	"github.com/gavelpolicy/gavel/api"
 )
@@ -132,15 +131,16 @@ func Load(paths ...string) (*Set, error) {
 	}
 	parts := make([]Set, len(files))
 	errs := make([]error, len(files))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0)) // at most that many at a time
 	for i := range files {
-		g.Go(func() error {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
 			errs[i] = parts[i].ReadFile(files[i])
-			return nil
 		})
 	}
-	_ = g.Wait() // the errors are kept by file, in order
+	wg.Wait() // the errors are kept by file, in order
 	s := &Set{}
 	for i := range parts {
 		s.Policies = append(s.Policies, parts[i].Policies...)

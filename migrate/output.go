@@ -8,7 +8,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
+	"github.com/gavelpolicy/gavel/internal/autogen"
 )
 
 // matchConstraints builds matchConstraints from kinds and operations.

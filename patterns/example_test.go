@@ -84,3 +84,21 @@ func ExampleCompile_operators() {
 	// 1!-2 3 true
 	// 8080 8080 true
 }
+
+func ExampleWildcard() {
+	for _, c := range [][2]string{
+		{"require-*", "require-labels"},
+		{"require-*", "disallow-latest"},
+		{"kube-?ublic", "kube-public"},
+		{"*", ""},
+		{"[ab]", "a"}, // no character classes
+	} {
+		fmt.Println(c[0], c[1], patterns.Wildcard(c[0], c[1]))
+	}
+	// Output:
+	// require-* require-labels true
+	// require-* disallow-latest false
+	// kube-?ublic kube-public true
+	// *  true
+	// [ab] a false
+}

@@ -36,6 +36,7 @@ import (
 	"errors"
 
 	ipatterns "github.com/gavelpolicy/gavel/internal/patterns"
+	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // Pattern is a compiled pattern.
@@ -93,3 +94,12 @@ func (p *Pattern) Match(value any) Result {
 	}
 	return Result{Skipped: pe.Skip, Path: pe.Path, Reason: pe.Error()}
 }
+
+// Wildcard reports whether s matches pattern in Kyverno's wildcard
+// dialect, that of pattern leaves, match/exclude blocks (names,
+// namespaces, the parts of a kind: api.ParseKindSelector), exception rule
+// names and upstream's CLI test selector: '*' stands for any run of
+// characters (including none), '?' for exactly one (a code point); no
+// other character is special and there is no escaping. The empty pattern
+// matches only the empty string. It does not allocate.
+func Wildcard(pattern, s string) bool { return wildcard.Match(pattern, s) }

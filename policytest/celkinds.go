@@ -4,7 +4,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -36,15 +35,8 @@ func keepsEmpty(p *engine.Policy) bool {
 	if vp.Spec.EvaluationMode() == api.EvaluationModeJSON {
 		return false
 	}
-	if !simpleConstraints(vp.Spec.MatchConstraints) {
-		return true
-	}
-	variants, err := autogen.ValidatingPolicy(&vp.Spec)
-	if err != nil {
-		return false
-	}
-	for _, v := range variants {
-		if !simpleConstraints(v.Spec.MatchConstraints) {
+	for _, v := range p.Variants() {
+		if !simpleConstraints(v.MatchConstraints) {
 			return true
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/remote"
 )
 

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
 	"github.com/gavelpolicy/gavel/cluster/dynclient"
 	"github.com/gavelpolicy/gavel/engine"
 )
@@ -219,16 +218,11 @@ func policyKinds(set *engine.PolicySet) []kindSelector {
 // subresources left out.
 func celResources(p *engine.Policy) []kindSelector {
 	var constraints []*admissionregistrationv1.MatchResources
-	switch src := p.Source().(type) {
-	case *api.ValidatingPolicy:
-		constraints = append(constraints, src.Spec.MatchConstraints)
-		if variants, err := autogen.ValidatingPolicy(&src.Spec); err == nil {
-			for _, v := range variants {
-				constraints = append(constraints, v.Spec.MatchConstraints)
-			}
+	switch p.Source().(type) {
+	case *api.ValidatingPolicy, *api.ValidatingAdmissionPolicy:
+		for _, v := range p.Variants() {
+			constraints = append(constraints, v.MatchConstraints)
 		}
-	case *api.ValidatingAdmissionPolicy:
-		constraints = append(constraints, src.Spec.MatchConstraints)
 	}
 	var out []kindSelector
 	for _, m := range constraints {

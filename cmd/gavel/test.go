@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/patterns"
 	"github.com/gavelpolicy/gavel/policytest"
 	"github.com/gavelpolicy/gavel/remote"
 )
@@ -58,10 +58,10 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 	}
 	var out []policytest.Result
 	for _, r := range results {
-		if r.Policy != "" && !match.Wildcard(f.policy, r.Policy) {
+		if r.Policy != "" && !patterns.Wildcard(f.policy, r.Policy) {
 			continue
 		}
-		if r.Rule != "" && !match.Wildcard(f.rule, r.Rule) {
+		if r.Rule != "" && !patterns.Wildcard(f.rule, r.Rule) {
 			continue
 		}
 		names := r.Resources
@@ -70,7 +70,7 @@ func (f testFilter) keep(results []policytest.Result) []policytest.Result {
 		}
 		matched := len(names) == 0
 		for _, n := range names {
-			matched = matched || match.Wildcard(f.resource, n)
+			matched = matched || patterns.Wildcard(f.resource, n)
 		}
 		if matched {
 			out = append(out, r)

@@ -10,7 +10,7 @@ import (
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // Variables of ImageValidatingPolicy expressions.

@@ -11,7 +11,6 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apiserver/pkg/cel/mutation"
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 )
@@ -27,7 +26,7 @@ import (
 
 var (
 	jsonPatchValType = reflect.TypeOf(&mutation.JSONPatchVal{})
-	structValueType  = reflect.TypeOf(&structpb.Value{})
+	structValueType  = types.JSONValueType // *structpb.Value
 )
 
 // applyConfiguration merges the Object v into obj.

@@ -13,7 +13,7 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	yaml "sigs.k8s.io/yaml/goyaml.v3"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // A template is a generate entry's YAML (spec.generate[].template): one or

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // Templates that would make the compiler or the renderer loop, or blow

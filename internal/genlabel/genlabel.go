@@ -1,9 +1,13 @@
 // Package genlabel holds the label keys upstream puts on the resources
 // generate rules produce (tracking their policy, rule, trigger and clone
-// source), on clone sources, and on UpdateRequests. The engine writes
-// them and the generate controller reads them back; both must agree with
-// upstream's keys, so they are kept in one place.
+// source), on clone sources, and on UpdateRequests, and the
+// api.ResourceSpec by which both name a trigger, a downstream resource or
+// a clone source (Spec). The engine writes them and the generate
+// controller reads them back; both must agree with upstream's keys, so
+// they are kept in one place.
 package genlabel
+
+import "github.com/gavelpolicy/gavel/api"
 
 // Labels of downstream resources: managed-by, policy, rule, trigger and,
 // for clones, source; clone sources carry CloneSource.
@@ -35,6 +39,18 @@ const (
 	URMutateTriggerNS   = "mutate.updaterequest.kyverno.io/trigger-namespace"
 	URMutateTriggerKind = "mutate.updaterequest.kyverno.io/trigger-kind"
 )
+
+// Spec returns the ResourceSpec of an object (apiVersion, kind,
+// namespace, name and uid), the fields it lacks empty.
+func Spec(obj map[string]any) api.ResourceSpec {
+	av, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	ns, _ := md["namespace"].(string)
+	uid, _ := md["uid"].(string)
+	return api.ResourceSpec{APIVersion: av, Kind: kind, Namespace: ns, Name: name, UID: uid}
+}
 
 // Of returns an object's labels whose values are strings.
 func Of(obj map[string]any) map[string]string {

@@ -11,7 +11,8 @@
 //     the root module's packages, is recorded per package in
 //     testdata/surface.golden, so that it grows only on purpose
 //     (go test ./internal/layout -run TestPublicSurface -update rewrites
-//     it).
+//     it), and its total may not exceed a budget (surfaceBudget) that
+//     only goes down.
 //
 // The rules are checked on the source files, whatever their build tags.
 package layout

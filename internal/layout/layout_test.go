@@ -130,9 +130,7 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case f.module == rootModule && isRootInternal(f.pkgPath):
 				checked["internal"]++
-				// cel is allowed for now: internal/celpolicy builds on it
-				// until cel itself moves under internal/ (the surface pass)
-				if gavel && !isRootInternal(p) && p != rootModule+"/api" && p != rootModule+"/cel" {
+				if gavel && !isRootInternal(p) && p != rootModule+"/api" {
 					t.Errorf("%s imports %s: internal/ packages import no public package of gavel but api", f.path, p)
 				}
 			case f.module != rootModule:
@@ -262,8 +260,15 @@ func receiverName(e ast.Expr) (string, bool) {
 	}
 }
 
+// surfaceBudget is the most exported functions, methods and types the
+// root module's public packages may have: the figure the surface pass of
+// issue 28 reached (650 before it, 470 the issue's goal). Lower it when
+// the surface shrinks; it never goes up.
+const surfaceBudget = 571
+
 // TestPublicSurface compares the public surface with the recorded one:
-// an API that grows or shrinks updates testdata/surface.golden with it.
+// an API that grows or shrinks updates testdata/surface.golden with it;
+// and it fails when the total goes over surfaceBudget, golden or not.
 func TestPublicSurface(t *testing.T) {
 	counts := publicSurface(t)
 	pkgs := make([]string, 0, len(counts))
@@ -281,6 +286,9 @@ func TestPublicSurface(t *testing.T) {
 		fmt.Fprintf(&b, "%-20s %4d  funcs %3d  methods %3d  types %3d\n", p, s.total(), s.funcs, s.methods, s.types)
 	}
 	fmt.Fprintf(&b, "%-20s %4d\n", "total", total)
+	if total > surfaceBudget {
+		t.Errorf("the public surface has %d exported functions, methods and types, over the budget of %d", total, surfaceBudget)
+	}
 	golden := filepath.Join("testdata", "surface.golden")
 	if *update {
 		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {

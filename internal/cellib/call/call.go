@@ -7,6 +7,7 @@ package call
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"time"
 
@@ -82,6 +83,76 @@ func Arg[T any](args []ref.Val, i int) (T, ref.Val) {
 	out, err := Native[T](args[i])
 	if err != nil {
 		return out, types.NewErr("invalid arg %d: %v", i, err)
+	}
+	return out, nil
+}
+
+// The JSON arguments of upstream's functions are protobuf's well-known
+// JSON types (*structpb.Struct, *structpb.Value), which cel-go converts
+// to through types.JSONStructType and types.JSONValueType; the values are
+// used through their methods, so gavel names neither protobuf nor its
+// types.
+
+// jsonStruct is a *structpb.Struct.
+type jsonStruct interface{ AsMap() map[string]any }
+
+// JSONObject converts args[i] to a JSON object, as upstream's
+// *structpb.Struct argument (with its error texts).
+func JSONObject(args []ref.Val, i int) (map[string]any, ref.Val) {
+	out, bad := argOf(args, i, types.JSONStructType)
+	if bad != nil {
+		return nil, bad
+	}
+	s, ok := out.(jsonStruct)
+	if !ok {
+		return nil, types.NewErr("invalid arg %d: %v", i, &conversionError{from: args[i].Type().TypeName(), to: types.JSONStructType})
+	}
+	return s.AsMap(), nil
+}
+
+// JSONObjects converts args[i] to a list of JSON objects, as upstream's
+// []*structpb.Struct argument (with its error texts).
+func JSONObjects(args []ref.Val, i int) ([]map[string]any, ref.Val) {
+	t := reflect.SliceOf(types.JSONStructType)
+	out, bad := argOf(args, i, t)
+	if bad != nil {
+		return nil, bad
+	}
+	list := reflect.ValueOf(out)
+	objects := make([]map[string]any, list.Len())
+	for k := range objects {
+		s, ok := list.Index(k).Interface().(jsonStruct)
+		if !ok {
+			return nil, types.NewErr("invalid arg %d: %v", i, &conversionError{from: args[i].Type().TypeName(), to: t})
+		}
+		objects[k] = s.AsMap()
+	}
+	return objects, nil
+}
+
+// JSONValue converts args[i] to a JSON value, as upstream's
+// *structpb.Value argument (with its error texts); it marshals to the
+// value's JSON.
+func JSONValue(args []ref.Val, i int) (json.Marshaler, ref.Val) {
+	out, bad := argOf(args, i, types.JSONValueType)
+	if bad != nil {
+		return nil, bad
+	}
+	m, ok := out.(json.Marshaler)
+	if !ok {
+		return nil, types.NewErr("invalid arg %d: %v", i, &conversionError{from: args[i].Type().TypeName(), to: types.JSONValueType})
+	}
+	return m, nil
+}
+
+// argOf converts args[i] to a value of type t, as Arg does.
+func argOf(args []ref.Val, i int, t reflect.Type) (any, ref.Val) {
+	out, err := args[i].ConvertToNative(t)
+	if err == nil && reflect.TypeOf(out) != t {
+		err = &conversionError{from: args[i].Type().TypeName(), to: t}
+	}
+	if err != nil {
+		return nil, types.NewErr("invalid arg %d: %v", i, err)
 	}
 	return out, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"google.golang.org/protobuf/types/known/structpb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -113,16 +112,12 @@ func apply(args ...ref.Val) ref.Val {
 	if bad != nil {
 		return bad
 	}
-	list, bad := call.Arg[[]*structpb.Struct](args, 2)
+	objects, bad := call.JSONObjects(args, 2)
 	if bad != nil {
 		return bad
 	}
 	if own := self.Scope.Namespace; own != "" && namespace != own {
 		return types.NewErr("failed to generate resources: a policy of namespace %q cannot generate resources in namespace %q", own, namespace)
-	}
-	objects := make([]map[string]any, len(list))
-	for i, s := range list {
-		objects[i] = s.AsMap()
 	}
 	ctx, cancel := self.Scope.Context()
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/gavelpolicy/gavel/internal/cellib/call"
@@ -97,7 +96,7 @@ func post(args ...ref.Val) ref.Val {
 	if bad != nil {
 		return bad
 	}
-	data, bad := call.Arg[*structpb.Value](args, 2)
+	data, bad := call.JSONValue(args, 2)
 	if bad != nil {
 		return bad
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"google.golang.org/protobuf/types/known/structpb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -246,13 +245,13 @@ func post(ns nsArg) func(...ref.Val) ref.Val {
 		if bad != nil {
 			return bad
 		}
-		data, bad := call.Arg[*structpb.Struct](args, next)
+		data, bad := call.JSONObject(args, next)
 		if bad != nil {
 			return bad
 		}
 		ctx, cancel := a.ctx.Scope.Context()
 		defer cancel()
-		out, err := a.ctx.Client.PostResource(ctx, a.apiVersion, a.resource, a.namespace, data.AsMap())
+		out, err := a.ctx.Client.PostResource(ctx, a.apiVersion, a.resource, a.namespace, data)
 		if err != nil {
 			return hostErr("create", err)
 		}

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gavelpolicy/gavel/examples/webhook"
+	"github.com/gavelpolicy/gavel/examples/webhook/internal/webhook"
 )
 
 func main() {

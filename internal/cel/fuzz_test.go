@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // FuzzCompileEval compiles an expression as a variable and as a

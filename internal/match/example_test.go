@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/match"
+	"github.com/gavelpolicy/gavel/internal/match"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -87,22 +87,4 @@ func ExampleFilter_Matches() {
 	ok, err := f.Matches(res, match.Request{})
 	fmt.Println(ok, err)
 	// Output: true <nil>
-}
-
-func ExampleWildcard() {
-	for _, c := range [][2]string{
-		{"require-*", "require-labels"},
-		{"require-*", "disallow-latest"},
-		{"kube-?ublic", "kube-public"},
-		{"*", ""},
-		{"[ab]", "a"}, // no character classes
-	} {
-		fmt.Println(c[0], c[1], match.Wildcard(c[0], c[1]))
-	}
-	// Output:
-	// require-* require-labels true
-	// require-* disallow-latest false
-	// kube-?ublic kube-public true
-	// *  true
-	// [ab] a false
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"k8s.io/apiserver/pkg/cel/mutation"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // Mutations of a MutatingAdmissionPolicy: without WithPatchTypes only the

@@ -24,7 +24,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gavelpolicy/gavel/examples/webhook"
+	"github.com/gavelpolicy/gavel/examples/webhook/internal/webhook"
 )
 
 // testServer is a webhook serving over HTTPS on a loopback port.
@@ -41,7 +41,7 @@ type testServer struct {
 func start(t *testing.T) *testServer {
 	t.Helper()
 	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "policies"), dir)
+	copyDir(t, filepath.Join("..", "..", "testdata", "policies"), dir)
 	srv, err := webhook.New(webhook.Options{
 		PolicyDir:    dir,
 		PollInterval: 20 * time.Millisecond,

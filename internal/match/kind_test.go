@@ -2,42 +2,6 @@ package match
 
 import "testing"
 
-func TestParseKindSelector(t *testing.T) {
-	tests := []struct {
-		in   string
-		want KindSelector
-	}{
-		{"Pod", KindSelector{"*", "*", "Pod", ""}},
-		{"*", KindSelector{"*", "*", "*", ""}},
-		{"*/*", KindSelector{"*", "*", "*", "*"}},
-		{"*/scale", KindSelector{"*", "*", "*", "scale"}},
-		{"*/Pod", KindSelector{"*", "*", "Pod", ""}},
-		{"v1/Pod", KindSelector{"*", "v1", "Pod", ""}},
-		{"v2beta1/HorizontalPodAutoscaler", KindSelector{"*", "v2beta1", "HorizontalPodAutoscaler", ""}},
-		{"v10alpha3/Thing", KindSelector{"*", "v10alpha3", "Thing", ""}},
-		{"Pod/exec", KindSelector{"*", "*", "Pod", "exec"}},
-		{"Pod.exec", KindSelector{"*", "*", "Pod", "exec"}},
-		{"Pods/status", KindSelector{"*", "*", "Pods", "status"}},
-		{"v1/Pod/eviction", KindSelector{"*", "v1", "Pod", "eviction"}},
-		{"v1/Pod.eviction", KindSelector{"*", "v1", "Pod", "eviction"}},
-		{"*/Node/status", KindSelector{"*", "*", "Node", "status"}},
-		{"apps/v1/Deployment", KindSelector{"apps", "v1", "Deployment", ""}},
-		{"networking.k8s.io/v1/NetworkPolicy", KindSelector{"networking.k8s.io", "v1", "NetworkPolicy", ""}},
-		{"apps/*/Deployment", KindSelector{"apps", "*", "Deployment", ""}},
-		{"apps/*/*", KindSelector{"apps", "*", "*", ""}},
-		{"apps/v1/Deployment/scale", KindSelector{"apps", "v1", "Deployment", "scale"}},
-		{"apps/v1/Deployment.scale", KindSelector{"apps", "v1", "Deployment", "scale"}},
-		{"version/Kind", KindSelector{"*", "*", "version", "Kind"}},
-		{"vx/Pod", KindSelector{"*", "*", "vx", "Pod"}},
-		{"a/b/c/d/e", KindSelector{}},
-	}
-	for _, tt := range tests {
-		if got := ParseKindSelector(tt.in); got != tt.want {
-			t.Errorf("ParseKindSelector(%q) = %+v, want %+v", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestKindSelectorMatches(t *testing.T) {
 	type gvks struct{ g, v, k, s string }
 	pod := gvks{"", "v1", "Pod", ""}

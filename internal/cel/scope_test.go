@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/cel-go/common/types"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // TestInputShared evaluates one Input in many goroutines, each with a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // BenchmarkEval evaluates one validation with a comprehension over a Pod's

@@ -6,7 +6,7 @@ import (
 
 	celgo "github.com/google/cel-go/cel"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // countingHost is the tests' host: an attestor verifies the images whose

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/autogen"
+	"github.com/gavelpolicy/gavel/internal/autogen"
 )
 
 const policyYAML = `

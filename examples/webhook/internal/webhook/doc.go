@@ -23,6 +23,7 @@
 // base64 in the JSON body as the API server expects) and denies the request
 // when a mutate rule errors in a policy whose failurePolicy is Fail.
 //
-// The package is importable so that tests (and other programs) can start
-// the server; cmd/gavel-webhook is the command around it.
+// The package is internal to the example (an example is not a library):
+// cmd/gavel-webhook is the command around it and its tests start the
+// server; copy the source to build your own.
 package webhook

@@ -4,9 +4,32 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gavelpolicy/gavel/cel"
-	"github.com/gavelpolicy/gavel/inmem"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
+
+// configMaps is a ResourceClient that has ConfigMaps only.
+type configMaps map[string]map[string]any // namespace/name -> object
+
+func (c configMaps) GetResource(_ context.Context, apiVersion, resource, namespace, name string) (map[string]any, error) {
+	if apiVersion != "v1" || resource != "configmaps" {
+		return nil, nil
+	}
+	return c[namespace+"/"+name], nil
+}
+
+func (c configMaps) ListResources(context.Context, string, string, string, map[string]string) (map[string]any, error) {
+	return nil, fmt.Errorf("list: %w", cel.ErrNotConfigured)
+}
+
+func (c configMaps) PostResource(context.Context, string, string, string, map[string]any) (map[string]any, error) {
+	return nil, fmt.Errorf("post: %w", cel.ErrNotConfigured)
+}
+
+func (c configMaps) ToGVR(_ context.Context, apiVersion, kind string) (schema.GroupVersionResource, error) {
+	return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, nil
+}
 
 // An expression of a ValidatingPolicy that reads a ConfigMap with
 // Kyverno's resource library and parses images with its image library.
@@ -24,11 +47,11 @@ func ExampleWithLibraries() {
 	if err != nil {
 		panic(err)
 	}
-	cluster := inmem.New(map[string]any{
+	cluster := configMaps{"kube-system/registries": {
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "registries", "namespace": "kube-system"},
 		"data":     map[string]any{"allowed": "ghcr.io"},
-	})
+	}}
 	libs := &cel.Libraries{Resource: cluster}
 	for _, image := range []string{"ghcr.io/team/app:1.0", "nginx:latest"} {
 		pod := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": image}}}}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // Two policies of one request: their Evaluations share a Scope, made once

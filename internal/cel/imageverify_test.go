@@ -10,7 +10,7 @@ import (
 	celgo "github.com/google/cel-go/cel"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/cel"
+	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
 // fakeImageVerifier answers the image verification functions: an attestor
