@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	celgo "github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/gavelpolicy/gavel/internal/cel"
@@ -41,6 +42,9 @@ type checkedExpr struct {
 	path string
 	expr string
 	kind cel.Kind
+	// want, when set, is the exact type the expression must have (a
+	// target expression's map(string, any))
+	want *celgo.Type
 }
 
 // check compiles every expression of an output and returns those that do
@@ -71,8 +75,12 @@ func (s *exprSet) checkOn(envOf func() (*cel.Env, error)) ([]checkError, error) 
 		}
 	}
 	for _, x := range s.exprs {
-		if _, err := comp.Compile(x.expr, x.kind); err != nil {
+		p, err := comp.Compile(x.expr, x.kind)
+		switch {
+		case err != nil:
 			out = append(out, checkError{path: x.path, err: err})
+		case x.want != nil && !p.OutputType().IsExactType(x.want):
+			out = append(out, checkError{path: x.path, err: fmt.Errorf("its type is %s, not %s", p.OutputType(), x.want)})
 		}
 	}
 	return out, nil

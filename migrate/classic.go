@@ -265,7 +265,7 @@ func buildValidating(p api.ClassicPolicy, name string, plan autogenPlan, outcome
 	vp, comments, owners := assembleValidating(p, name, rules, pv, plan.controllers, plan.note)
 	vp.Spec.ValidationAction = validationActions(action, p.GetSpec())
 	comments["spec.validationActions"] = "validationFailureAction " + action
-	out := &Output{Object: vp, Type: TypeValidate, comments: comments, owners: owners, entries: pv.entries, numbers: pv.numbers()}
+	out := &Output{Object: vp, Type: TypeValidate, comments: comments, owners: owners, entries: pv.entries, numbers: pv.numbers(), binds: pv.binds, imageVars: pv.imageVars()}
 	seen := map[int]bool{}
 	for _, r := range rules {
 		origin := originOf(p, r.name)
@@ -300,6 +300,12 @@ func originOf(p api.ClassicPolicy, rule string) int {
 // context (into the output's variables), the preconditions and
 // celPreconditions.
 func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []namedCond, error) {
+	c.pv, c.rule, c.podSpec = pv, r.Name, podSpecOf(r)
+	if fs, _ := filters(&r.MatchResources); len(fs) > 0 {
+		for _, f := range fs {
+			c.kinds = append(c.kinds, f.Kinds...)
+		}
+	}
 	mc, err := c.match(&r.MatchResources, r.ExcludeResources, path+".match")
 	if err != nil {
 		return nil, nil, err
@@ -308,6 +314,11 @@ func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []na
 	if !mc.cond.isTrue() {
 		conds = append(conds, namedCond{name: "match", e: mc.cond})
 	}
+	saved := c.sc
+	if c.contextObject != nil {
+		c.sc = saved.child()
+		c.sc.object = *c.contextObject
+	}
 	for i, ce := range r.Context {
 		v, err := c.contextEntry(ce, fmt.Sprintf("%s.context[%d]", path, i))
 		if err != nil {
@@ -315,8 +326,9 @@ func ruleBase(c *jp, r *api.Rule, path string, pv *policyVars) (*matchConv, []na
 		}
 		name := pv.add(v, r.Name)
 		pv.entry(r.Name, ce.Name, name)
-		c.sc.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem}
+		saved.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem, key: v.key}
 	}
+	c.sc = saved
 	if r.Preconditions != nil {
 		b, err := readConditions(r.Preconditions)
 		if err != nil {

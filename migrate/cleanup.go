@@ -69,7 +69,7 @@ func convertCleanup(doc api.Document) (*Conversion, error) {
 			return fail(problemOf(fmt.Sprintf("spec.context[%d]", i), err)), nil
 		}
 		name := pv.add(v, cp.Name)
-		c.sc.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem}
+		c.sc.names[ce.Name] = jv{e: ident("variables." + name), t: v.t, elem: v.elem, key: v.key}
 	}
 	used := map[string]bool{}
 	addCond := func(name string, e ex, note string) {

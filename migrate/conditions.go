@@ -349,6 +349,12 @@ func (c *jp) member(value jv, static bool, raw any) (func(ex) ex, error) {
 	}
 	list := value.value(exNull)
 	if value.t == tList {
+		if value.elem == tBool || value.elem == tNumber {
+			// Kyverno compares the texts of the value's elements
+			v := c.freshName("v")
+			list = macro(list, "map", v, call("string", ident(v)))
+			c.release(v)
+		}
 		return func(k ex) ex { return rel(k, "in", list) }, nil
 	}
 	// a string value is a JSON list of strings, or the string itself; a
@@ -368,9 +374,24 @@ func memberBinding(value jv, static bool) func(ex) ex {
 	if static || value.t == tList {
 		return func(e ex) ex { return e }
 	}
-	return func(e ex) ex {
-		return call("cel.bind", ident("set"), value.value(exNull), and(rel(ident("set"), "!=", exNull), e))
+	v := value.value(exNull)
+	if value.t == tString && !value.opt && !mentions(v.s, "null") {
+		// a string read strictly is never null
+		return func(e ex) ex { return call("cel.bind", ident("set"), v, e) }
 	}
+	return func(e ex) ex {
+		return call("cel.bind", ident("set"), v, and(rel(nullable(ident("set"), value), "!=", exNull), e))
+	}
+}
+
+// nullable is e, whose value v is, in a form CEL compares with null: a
+// value of a known JSON type (a string, a number) is dyn for it.
+func nullable(e ex, v jv) ex {
+	switch v.t {
+	case tString, tNumber, tBool, tList, tMap:
+		return call("dyn", e)
+	}
+	return e
 }
 
 // textValue is the text of a scalar in a condition's value.
@@ -439,6 +460,17 @@ func orderCond(key jv, op conditions.Operator, value jv, static bool, raw any) (
 			} else {
 				return ex{}, unsupportedf("condition value", "%q is neither a number, a quantity nor a duration", s)
 			}
+		}
+	}
+	if s, ok := key.staticString(); ok && !static {
+		// a literal key: its kind (a duration, a quantity) says how the
+		// value compares, as Kyverno reads both sides
+		v := value.value(exNull)
+		switch {
+		case isDurationText(s):
+			return rel(call("duration", strLit(s)), o, call("duration", v)), nil
+		case isQuantityText(s):
+			return rel(method(call("quantity", strLit(s)), "compareTo", call("quantity", v)), o, numLit(0)), nil
 		}
 	}
 	if key.t != tNumber {

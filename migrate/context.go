@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -16,8 +17,21 @@ type variable struct {
 	expr ex
 	// t and elem are what is known of its type
 	t, elem vtype
+	// key marks the value's shape (imageDataKey), if known
+	key string
 	// note says how the entry was rewritten, for a comment
-	note string
+	// builtin marks a variable of Kyverno's own context (images), not
+	// of a context entry
+	builtin bool
+	note    string
+}
+
+// comment is the comment of the variable in the output.
+func (v variable) comment() string {
+	if v.builtin {
+		return v.note
+	}
+	return "context entry " + v.note
 }
 
 // celName is a context entry's name as a CEL identifier.
@@ -83,11 +97,52 @@ func (c *jp) contextEntry(ce api.ContextEntry, path string) (variable, error) {
 		v.expr, v.t, v.elem = g.value(exNull), g.t, g.elem
 		v.note = "globalReference " + ce.GlobalReference.Name + ": globalContext.Get"
 	case ce.ImageRegistry != nil:
-		return v, unsupportedf("context entry imageRegistry", "at %s: Kyverno's image data (configData, manifest) differs from image.GetMetadata's", path)
+		e, t, err := c.imageRegistry(ce.ImageRegistry)
+		if err != nil {
+			return v, at(path+".imageRegistry", err)
+		}
+		v.expr, v.t, v.elem, v.key = e, t.t, t.elem, t.key
+		v.note = "imageRegistry " + ce.ImageRegistry.Reference + ": image.GetMetadata (configData is config, manifestList imageIndex)"
 	default:
 		return v, unsupportedf("context entry", "at %s: no source", path)
 	}
 	return v, nil
+}
+
+// imageDataKey marks the value of image.GetMetadata: its fields are
+// Kyverno's image data under the CEL library's names (imageDataField).
+const imageDataKey = "\x00imageData"
+
+// imageDataField is the field of image.GetMetadata's value that holds
+// Kyverno's image data field name: the image's config (configData) and
+// its index (manifestList) are named after the OCI documents there.
+func imageDataField(name string) string {
+	switch name {
+	case "configData":
+		return "config"
+	case "manifestList":
+		return "imageIndex"
+	}
+	return name
+}
+
+// imageRegistry converts an imageRegistry entry: image.GetMetadata of the
+// reference, then the entry's jmesPath on it.
+func (c *jp) imageRegistry(r *api.ImageRegistry) (ex, jv, error) {
+	if r.ImageRegistryCredentials != nil {
+		return ex{}, jv{}, unsupportedf("imageRegistryCredentials", "per-entry registry credentials (the CEL library uses the host's)")
+	}
+	ref, err := c.str(r.Reference)
+	if err != nil {
+		return ex{}, jv{}, at("reference", err)
+	}
+	out := jv{e: method(ident("image"), "GetMetadata", ref.value(strLit(""))), t: tMap, key: imageDataKey}
+	if r.JMESPath != "" {
+		if out, err = c.on(r.JMESPath, out); err != nil {
+			return ex{}, jv{}, at("jmesPath", err)
+		}
+	}
+	return out.value(exNull), out, nil
 }
 
 // contextVariable converts a variable entry: its value (or a JMESPath
@@ -136,7 +191,7 @@ func (c *jp) contextVariable(v *api.Variable) (ex, jv, error) {
 		if out.opt {
 			return method(out.e, "orValue", def.value(exNull)), out, nil
 		}
-		return dynCond(rel(out.e, "!=", exNull), out, def), out, nil
+		return dynCond(rel(nullable(out.e, out), "!=", exNull), out, def), out, nil
 	}
 	return out.value(exNull), out, nil
 }
@@ -154,7 +209,7 @@ func (c *jp) document(x any) (jv, error) {
 			if err != nil {
 				return jv{}, err
 			}
-			parts[i], kinds[i] = v.value(exNull), kindOfType(v.t)
+			parts[i], kinds[i] = v.value(exNull), kindOfValue(v)
 			if c.dynAll && (v.t == tMap || v.t == tList || v.t == tAny) {
 				parts[i], kinds[i] = call("dyn", parts[i]), "dyn"
 			}
@@ -176,7 +231,7 @@ func (c *jp) document(x any) (jv, error) {
 			if err != nil {
 				return jv{}, err
 			}
-			vals[i], kinds[i] = v.value(exNull), kindOfType(v.t)
+			vals[i], kinds[i] = v.value(exNull), kindOfValue(v)
 			if c.dynAll && (v.t == tMap || v.t == tList || v.t == tAny) {
 				vals[i], kinds[i] = call("dyn", vals[i]), "dyn"
 			}
@@ -281,7 +336,7 @@ func (c *jp) body(data []api.RequestData) (ex, error) {
 		if err != nil {
 			return ex{}, at(fmt.Sprintf("data[%d]", i), err)
 		}
-		keys[i], vals[i], kinds[i] = d.Key, v.value(exNull), kindOfType(v.t)
+		keys[i], vals[i], kinds[i] = d.Key, v.value(exNull), kindOfValue(v)
 	}
 	return mapOf(keys, homogeneous(vals, kinds)), nil
 }
@@ -396,6 +451,40 @@ func (c *jp) labelQuery(q string) (ex, error) {
 func rawJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// kindOfValue is the kind of a converted value in a list or map
+// literal: a literal's own, dyn for an expression (the converter knows
+// the JSON type of what an expression reads, not its CEL type: a field
+// of object is dyn).
+func kindOfValue(v jv) string {
+	if v.opt || !isLiteral(v.e.s) {
+		return "dyn"
+	}
+	return kindOfType(v.t)
+}
+
+// isLiteral reports whether s is one CEL literal: null, a bool, a
+// number or a quoted string.
+func isLiteral(s string) bool {
+	switch {
+	case s == "null" || s == "true" || s == "false":
+		return true
+	case s == "":
+		return false
+	case s[0] == '\'':
+		for i := 1; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				i++
+			case '\'':
+				return i == len(s)-1
+			}
+		}
+		return false
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // kindOfType is a vtype as litKind names it (numbers are unknown: int or

@@ -75,10 +75,14 @@ func TestCorpus(t *testing.T) {
 			equal++
 		}
 	}
-	// a floor below today's figure (the validate rules alone: the
-	// engine does not evaluate every CEL kind yet); a regression of the
-	// converter or of the engine fails the test
-	if min := 95; equal < min {
+	// today's figure: a regression of the converter or of the engine
+	// fails the test. (194 since deferred context loading: three sources
+	// whose imageRegistry entry failed without a registry client, as their
+	// conversions do, were "equal" errors; upstream's loader lets the
+	// default of the variable that reads the entry stand in, so the
+	// sources now evaluate and their conversions still error; two others
+	// became equal.)
+	if min := 194; equal < min {
 		t.Errorf("%d of %d policies convert with equal results, want at least %d", equal, len(rows), min)
 	}
 }
@@ -236,7 +240,10 @@ func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRo
 	case v != nil && len(v.Unverified) > 0:
 		row.status, row.detail = statusUnverified, dedup(v.Unverified)
 	case v == nil || v.Evaluations == 0:
-		row.status, row.detail = statusUnverified, "no resource to verify on"
+		row.status, row.detail = statusUnverified, "no resource to verify on: the folder's tests apply none (no resource files, no kyverno-test.yaml; a chainsaw script runs kubectl on a cluster)"
+		if seen[TypeVerifyImages] {
+			row.detail += "; the images' signatures and attestations are in registries, out of reach offline"
+		}
 	default:
 		row.status = statusEqual
 	}
@@ -349,6 +356,7 @@ func chainsawResources(t *testing.T, dir string) []map[string]any {
 			if ns, _ := md["namespace"].(string); ns == "" && d.Kind() != "Namespace" {
 				md["namespace"] = "default"
 			}
+			templateMetadata(d.Object)
 			k := resourceName(d.Object)
 			if seen[k] {
 				continue
@@ -358,6 +366,37 @@ func chainsawResources(t *testing.T, dir string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// templateMetadata gives a Pod controller's templates the metadata the
+// API server writes when it stores the object (its ObjectMeta is not
+// optional: {creationTimestamp: null}), as the admission request that
+// the chainsaw test's apply makes holds it.
+func templateMetadata(obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return
+	}
+	withMetadata := func(m map[string]any) {
+		if m == nil {
+			return
+		}
+		if _, ok := m["metadata"]; !ok {
+			m["metadata"] = map[string]any{"creationTimestamp": nil}
+		}
+	}
+	switch obj["kind"] {
+	case "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job", "ReplicationController":
+		tmpl, _ := spec["template"].(map[string]any)
+		withMetadata(tmpl)
+	case "CronJob":
+		jt, _ := spec["jobTemplate"].(map[string]any)
+		withMetadata(jt)
+		if js, _ := jt["spec"].(map[string]any); js != nil {
+			tmpl, _ := js["template"].(map[string]any)
+			withMetadata(tmpl)
+		}
+	}
 }
 
 // golden compares got with testdata/name, or writes it with -update.

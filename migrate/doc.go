@@ -35,10 +35,20 @@
 //     matchConditions hold when one of them applies;
 //   - context entries into variables: configMap and apiCall paths into
 //     resource.Get and resource.List, service calls into http.Get and
-//     http.Post, globalReference into globalContext.Get; JMESPath into CEL
-//     (projections as map and filter, null where JMESPath gives null: a
-//     plain path stays strict, since Kyverno reports its missing fields as
-//     errors);
+//     http.Post, globalReference into globalContext.Get, imageRegistry
+//     into image.GetMetadata (configData read as config, manifestList as
+//     imageIndex); JMESPath into CEL (projections as map and filter, null
+//     where JMESPath gives null: a plain path stays strict, since Kyverno
+//     reports its missing fields as errors), Kyverno's functions into the
+//     CEL libraries (merge into transform.listObjToMap, time_to_cron,
+//     time_add and time_since into the time library and timestamp
+//     arithmetic, regex_replace_all into regex.replace, to_string of a
+//     list or map into json.marshal, divide of quantities into the ratio of
+//     quantity values);
+//   - Kyverno's images variable into a variable that builds the same map
+//     from the Pod spec at its path in the rule's kinds (each image parsed
+//     as Kyverno parses it: docker.io the default registry, latest the
+//     default tag);
 //   - patterns into the CEL of Kyverno's matcher (anchors, operators,
 //     quantities, durations, lists), deny conditions into their negation,
 //     anyPattern into a disjunction, foreach into all and exists,
@@ -55,17 +65,26 @@
 //     replaces are patched key by key), patchesJson6902 into a JSONPatch
 //     list (adds create missing parents, removes of missing paths do
 //     nothing, as Kyverno's patches do), mutate foreach into one patch of
-//     the selected elements;
+//     the selected elements (a strategic merge patch's element lifted into
+//     the innermost list literal that holds it; JSON patches of nested
+//     foreach in each foreach's order; the foreach patches of a rule with a
+//     context in one list, since Kyverno computes the context once);
+//   - mutate targets into targetMatchConstraints (resource.Get of a named
+//     target, resource.List and a targetMatchCondition on the name
+//     otherwise); the rule's context reads the trigger as request.object;
 //   - generate data into the object generator.Apply creates, clone and
 //     cloneList into resource.Get and resource.List;
 //   - verifyImages into matchImageReferences, attestors and attestations,
 //     and validations counting the attestors that verify each image.
 //
 // Constructs without a CEL form are problems: the roles Kyverno computes
-// for a user, Kyverno's images variable and image data, JMESPath functions
-// CEL lacks (merge, regex_replace_all, time arithmetic), rule-level
-// PolicyExceptions of a policy whose other rules share the output, mutate
-// targets, validate.podSecurity and validate.manifests.
+// for a user (upstream's CEL request has none either), JMESPath functions
+// without an exact CEL equivalent (arithmetic on durations, time layouts
+// other than RFC 3339, named groups in a replacement), rule-level
+// PolicyExceptions of a policy whose other rules share the output,
+// several mutate targets,
+// validate.podSecurity (Kyverno runs pod-security-admission's checks with
+// exclusions; no CEL library does) and validate.manifests.
 //
 // # Verification
 //
@@ -78,7 +97,13 @@
 // equal whatever their messages. An output of a kind the engine does not
 // evaluate, or of a type whose rules were not all converted, is reported
 // as not verified. CEL PolicyExceptions among the conversions apply to the
-// outputs, their sources to the source policies.
+// outputs, their sources to the source policies. A MutatingPolicy with
+// targets is verified on its targets only (admission off in the verified
+// copy), as upstream's admission webhook runs it. A test's values stand for
+// the context entries the outputs turned into variables and cel.bind
+// names (in the expressions of the rule they belong to); a value that is
+// the JSON text of a list or map is that list or map, as Kyverno's
+// operators read it.
 //
 // Deliberate differences, which verification shows where they matter: a
 // rule without operations matches CREATE and UPDATE (and DELETE when its

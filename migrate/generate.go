@@ -297,7 +297,7 @@ func convertGenerateRules(p api.ClassicPolicy, name string, idx []int, outcomes 
 		}
 		return nil
 	}
-	out := &Output{Object: gp, Type: TypeGenerate, comments: comments, entries: pv.entries, numbers: pv.numbers()}
+	out := &Output{Object: gp, Type: TypeGenerate, comments: comments, entries: pv.entries, numbers: pv.numbers(), binds: pv.binds, imageVars: pv.imageVars()}
 	for _, r := range rules {
 		i := originOf(p, r.name)
 		outcomes[i].Policy = name

@@ -144,6 +144,17 @@ type jp struct {
 	// dynAll makes the maps and lists of documents dyn (objects of any
 	// shape: generated resources)
 	dynAll bool
+	// pv and rule, when set, record the rule's foreach context entries
+	pv   *policyVars
+	rule string
+	// podSpec is the path of the Pod spec in the rule's kinds (for
+	// Kyverno's images variable), "" when they have none at one path
+	podSpec string
+	// kinds are the kinds the rule matches
+	kinds []string
+	// contextObject, when set, is what request.object is in the rule's
+	// context entries (the trigger of a rule with mutate targets)
+	contextObject *ex
 }
 
 // need says what the consumer of a value does with a missing one.
@@ -502,8 +513,15 @@ func (c *jp) field(cur jv, name string, nd need) (jv, error) {
 	case symRequest:
 		return c.requestField(name)
 	}
+	if cur.key == imageDataKey {
+		name = imageDataField(name)
+	}
 	t, elem := fieldTypeIn(cur.key, name)
 	out := jv{t: t, key: name, elem: elem}
+	if k, ok := imagesKeys[cur.key]; ok {
+		// Kyverno's images: maps by container name of image infos
+		out.t, out.elem, out.key = k.t, tAny, k.key
+	}
 	switch {
 	case cur.opt:
 		out.e, out.opt = optField(cur.e, name), true
@@ -553,7 +571,7 @@ func (c *jp) rootName(name string) (jv, error) {
 		isSA := method(user, "startsWith", strLit("system:serviceaccount:"))
 		return jv{e: cond(isSA, index(method(user, "split", strLit(":")), numLit(float64(i))), strLit("")), t: tString}, nil
 	case "images":
-		return jv{}, unsupportedf("variable images", "Kyverno's images variable has no CEL equivalent; use image() on the containers' images")
+		return c.imagesVariable()
 	case "element", "elementIndex":
 		return jv{}, unsupportedf("variable "+name, "outside a foreach")
 	case "target":
@@ -571,7 +589,8 @@ func (c *jp) requestField(name string) (jv, error) {
 		}
 		return jv{e: c.sc.object, t: tMap}, nil
 	case "oldObject":
-		return jv{e: c.sc.oldObject, t: tMap}, nil
+		// null but on UPDATE and DELETE: its fields are not required
+		return jv{e: c.sc.oldObject, t: tMap, key: oldObjectKey}, nil
 	case "operation", "namespace", "name", "uid", "subResource":
 		return jv{e: field(ident("request"), name), t: tString, key: name}, nil
 	case "userInfo", "kind", "resource", "requestKind", "requestResource", "options":
@@ -579,7 +598,7 @@ func (c *jp) requestField(name string) (jv, error) {
 	case "dryRun":
 		return jv{e: field(ident("request"), name), t: tBool, key: name}, nil
 	case "roles", "clusterRoles":
-		return jv{}, unsupportedf("variable request."+name, "the roles Kyverno computes for the user are not in the CEL request")
+		return jv{}, unsupportedf("variable request."+name, "%s", rolesWhy)
 	}
 	return jv{}, unsupportedf("variable request."+name, "not a field of the admission request")
 }
@@ -638,6 +657,10 @@ func (c *jp) project(l jv, right parsing.ASTNode) (jv, error) {
 	v := c.fresh(l.key)
 	defer c.release(v)
 	el := jv{e: ident(v), t: l.elem, key: singular(l.key)}
+	if l.key == imagesListKey {
+		// the values of a map of image infos
+		el.t, el.key = tMap, imageInfoKey
+	}
 	opt, err := c.node(right, el, needNullable)
 	if err != nil {
 		return jv{}, err

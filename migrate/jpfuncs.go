@@ -1,6 +1,8 @@
 package migrate
 
 import (
+	"strings"
+
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
 )
 
@@ -156,12 +158,25 @@ func (c *jp) moreFunctions(name string, args []jv, val func(int) ex) (jv, error)
 			l, r := call("double", val(0)), call("double", val(1))
 			return jv{e: ex{s: l.at(prec) + " " + op + " " + r.at(prec+1), prec: prec}, t: tNumber}, nil
 		}
+		if name == "divide" && args[0].t != tNumber && args[1].t != tNumber && args[0].t != tList && args[1].t != tList {
+			// Kyverno's quantity / quantity is the ratio of their
+			// approximate values (a string that is not a quantity, a
+			// duration, is an error here)
+			q := func(i int) ex { return method(call("quantity", val(i)), "asApproximateFloat") }
+			return jv{e: ex{s: q(0).s + " / " + q(1).s, prec: precMul}, t: tNumber}, nil
+		}
 		return jv{}, unsupportedf("JMESPath function "+name, "Kyverno's arithmetic on quantities and durations")
 	case "time_now_utc":
 		if len(args) != 0 {
 			return jv{}, unsupportedf("JMESPath function "+name, "%d arguments", len(args))
 		}
 		return jv{e: call("string", call("time.now")), t: tString}, nil
+	case "time_to_cron", "time_add", "time_since", "time_utc":
+		return timeFunction(name, args, val)
+	case "merge":
+		return c.merge(args)
+	case "regex_replace_all", "regex_replace_all_literal":
+		return regexReplace(name, args, val)
 	case "random":
 		if len(args) != 1 {
 			return jv{}, unsupportedf("JMESPath function "+name, "%d arguments", len(args))
@@ -211,7 +226,8 @@ func toString(v jv) (jv, error) {
 	case tNumber, tBool:
 		return jv{e: call("string", v.value(exNull)), t: tString}, nil
 	case tList, tMap:
-		return jv{}, unsupportedf("JMESPath function to_string", "the JSON text of a list or map")
+		// JMESPath's JSON text: encoding/json's, as json.marshal
+		return jv{e: call("json.marshal", v.value(exNull)), t: tString}, nil
 	}
 	return jv{e: call("string", v.value(exNull)), t: tString}, nil
 }
@@ -276,4 +292,166 @@ func unquote(s string) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+// timestampOf is the timestamp of an RFC 3339 time string (the string of
+// a timestamp, time_now_utc's, is that timestamp).
+func timestampOf(v jv, e ex) ex {
+	if strings.HasPrefix(e.s, "string(") && strings.HasSuffix(e.s, ")") && matching(e.s, len("string")) == len(e.s)-1 {
+		inner := e.s[len("string(") : len(e.s)-1]
+		if inner == "time.now()" || strings.HasPrefix(inner, "timestamp(") {
+			return ex{s: inner, prec: precPrimary}
+		}
+	}
+	return call("timestamp", e)
+}
+
+// timeFunction converts Kyverno's time functions on RFC 3339 strings:
+// time_to_cron (the time library's toCron), time_add and time_since
+// (timestamp and duration arithmetic; time_since's duration is CEL's
+// text of it, in seconds, which the duration operators read back),
+// time_utc.
+func timeFunction(name string, args []jv, val func(int) ex) (jv, error) {
+	want := map[string]int{"time_to_cron": 1, "time_add": 2, "time_since": 3, "time_utc": 1}[name]
+	if len(args) != want {
+		return jv{}, unsupportedf("JMESPath function "+name, "%d arguments", len(args))
+	}
+	switch name {
+	case "time_to_cron":
+		return jv{e: call("time.toCron", timestampOf(args[0], val(0))), t: tString}, nil
+	case "time_add":
+		return jv{e: call("string", add(timestampOf(args[0], val(0)), call("duration", val(1)))), t: tString}, nil
+	case "time_utc":
+		return jv{e: call("string", timestampOf(args[0], val(0))), t: tString}, nil
+	}
+	// time_since(layout, t1, t2): t2 (now when empty) - t1
+	if !isStringLiteral(val(0).s) || unquote(val(0).s) != "" {
+		return jv{}, unsupportedf("JMESPath function time_since", "a layout other than RFC 3339 ('')")
+	}
+	end := ex{s: "time.now()", prec: precPrimary}
+	if !isStringLiteral(val(2).s) || unquote(val(2).s) != "" {
+		end = timestampOf(args[2], val(2))
+	}
+	d := ex{s: end.at(precAdd) + " - " + timestampOf(args[1], val(1)).at(precAdd+1), prec: precAdd}
+	return jv{e: call("string", d), t: tString}, nil
+}
+
+// merge converts merge(a, b, ...): the keys of every map, a later map's
+// value winning, built with transform.listObjToMap.
+func (c *jp) merge(args []jv) (jv, error) {
+	if len(args) < 1 {
+		return jv{}, unsupportedf("JMESPath function merge", "no arguments")
+	}
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	k := c.freshName("key")
+	defer c.release(k)
+	// the keys: those of each map that no later map has, in order
+	var keyParts, pick []ex
+	for i, a := range args {
+		m := a.value(ex{s: "{}", prec: precPrimary})
+		keys := macro(m, "map", k, ident(k))
+		var later []ex
+		for _, b := range args[i+1:] {
+			later = append(later, not(rel(ident(k), "in", b.value(ex{s: "{}", prec: precPrimary}))))
+		}
+		if len(later) > 0 {
+			keys = macro(keys, "filter", k, and(later...))
+		}
+		keyParts = append(keyParts, keys)
+		pick = append(pick, m)
+	}
+	ks := keyParts[0]
+	for _, p := range keyParts[1:] {
+		ks = add(ks, p)
+	}
+	// the value of a key: from the last map that has it
+	value := index(pick[0], ident(k))
+	for _, m := range pick[1:] {
+		value = cond(rel(ident(k), "in", m), index(m, ident(k)), value)
+	}
+	names := c.freshName("keys")
+	defer c.release(names)
+	e := call("cel.bind", ident(names), ks, call("transform.listObjToMap",
+		macro(ident(names), "map", k, ex{s: "{'key': " + k + "}", prec: precPrimary}),
+		macro(ident(names), "map", k, ex{s: "{'value': " + value.s + "}", prec: precPrimary}),
+		strLit("key"), strLit("value")))
+	return jv{e: e, t: tMap}, nil
+}
+
+// regexReplace converts regex_replace_all(regex, src, replacement) into
+// the regex library's replace: Go's $1 and ${1} references become \1;
+// the literal variant escapes the replacement's backslashes.
+func regexReplace(name string, args []jv, val func(int) ex) (jv, error) {
+	if len(args) != 3 {
+		return jv{}, unsupportedf("JMESPath function "+name, "%d arguments", len(args))
+	}
+	src := val(1)
+	if args[1].t != tString {
+		src = call("string", src)
+	}
+	repl := val(2)
+	if !isStringLiteral(repl.s) {
+		return jv{}, unsupportedf("JMESPath function "+name, "a replacement that is not a literal")
+	}
+	text := unquote(repl.s)
+	if name == "regex_replace_all_literal" {
+		text = strings.ReplaceAll(text, `\`, `\\`)
+	} else {
+		var ok bool
+		if text, ok = goToCELReplacement(text); !ok {
+			return jv{}, unsupportedf("JMESPath function "+name, "a replacement with named groups")
+		}
+	}
+	return jv{e: call("regex.replace", src, val(0), strLit(text)), t: tString}, nil
+}
+
+// goToCELReplacement rewrites a Go regexp replacement ($1, ${1}, $$)
+// into the regex library's (\1, \\ for a backslash); false for a named
+// group.
+func goToCELReplacement(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\':
+			b.WriteString(`\\`)
+		case s[i] != '$':
+			b.WriteByte(s[i])
+		case i+1 < len(s) && s[i+1] == '$':
+			b.WriteByte('$')
+			i++
+		default:
+			name, n := replacementName(s[i+1:])
+			if name == "" {
+				// Go drops a $ not followed by a name
+				i += n
+				continue
+			}
+			for _, r := range name {
+				if r < '0' || r > '9' {
+					return "", false
+				}
+			}
+			b.WriteString(`\` + name)
+			i += n
+		}
+	}
+	return b.String(), true
+}
+
+// replacementName reads the name after a $: {name} or the longest run of
+// letters, digits and underscores; n is the length read.
+func replacementName(s string) (string, int) {
+	if strings.HasPrefix(s, "{") {
+		if end := strings.IndexByte(s, '}'); end > 0 {
+			return s[1:end], end + 1
+		}
+		return "", 0
+	}
+	n := 0
+	for n < len(s) && (isIdentByte(s[n])) {
+		n++
+	}
+	return s[:n], n
 }

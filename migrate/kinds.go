@@ -7,6 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// clusterScopedKinds are the built-in kinds without a namespace.
+var clusterScopedKinds = map[string]bool{"Namespace": true, "Node": true, "PersistentVolume": true,
+	"StorageClass": true, "ClusterRole": true, "ClusterRoleBinding": true, "CustomResourceDefinition": true,
+	"PriorityClass": true, "ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true,
+	"IngressClass": true, "CertificateSigningRequest": true, "RuntimeClass": true, "APIService": true,
+	"CSIDriver": true, "CSINode": true, "VolumeAttachment": true, "ClusterPolicy": true}
+
 // builtin are the group and resource of the built-in kinds (and
 // Kyverno's), which a bare kind name stands for.
 var builtin = map[string]struct{ group, version, resource string }{

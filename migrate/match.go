@@ -158,6 +158,31 @@ func selectorWildcards(s *metav1.LabelSelector) bool {
 	return false
 }
 
+// rolesWhy says why roles and clusterRoles have no CEL form.
+const rolesWhy = "the roles Kyverno computes for the user (its RoleBindings and ClusterRoleBindings read through the API) are not in the CEL request, upstream's either: the CEL request has userInfo, and the authorizer checks permissions, not role names"
+
+// namespaceOf is the namespace Kyverno's namespaces filter reads for the
+// kinds (the rule's when the filter has none): a Namespace's own name,
+// the request's namespace for other kinds.
+func (c *jp) namespaceOf(kinds []string) ex {
+	if len(kinds) == 0 {
+		kinds = c.kinds
+	}
+	ns := 0
+	for _, k := range kinds {
+		if k == "Namespace" || strings.HasSuffix(k, "/Namespace") {
+			ns++
+		}
+	}
+	switch {
+	case ns == 0:
+		return ident("request.namespace")
+	case ns == len(kinds):
+		return ident("object.metadata.name")
+	}
+	return cond(rel(ident("request.kind.kind"), "==", strLit("Namespace")), ident("object.metadata.name"), ident("request.namespace"))
+}
+
 // filter converts one resource filter; withKinds adds the test of its
 // kinds (when the rule's kinds differ between filters), withOps the test
 // of its operations.
@@ -182,7 +207,7 @@ func (c *jp) filter(f api.ResourceFilter, withKinds, withOps bool, path string) 
 		conds = append(conds, inItems(name, names))
 	}
 	if len(f.Namespaces) > 0 {
-		conds = append(conds, inItems(ident("request.namespace"), f.Namespaces))
+		conds = append(conds, inItems(c.namespaceOf(f.Kinds), f.Namespaces))
 	}
 	if len(f.Annotations) > 0 {
 		keys := make([]string, 0, len(f.Annotations))
@@ -213,7 +238,7 @@ func (c *jp) filter(f api.ResourceFilter, withKinds, withOps bool, path string) 
 		conds = append(conds, e)
 	}
 	if len(f.Roles) > 0 || len(f.ClusterRoles) > 0 {
-		return ex{}, unsupportedf("roles and clusterRoles", "at %s: the roles Kyverno computes for the user are not in the CEL request", path)
+		return ex{}, unsupportedf("roles and clusterRoles", "at %s: %s", path, rolesWhy)
 	}
 	if len(f.Subjects) > 0 {
 		var subs []ex

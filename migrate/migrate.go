@@ -56,6 +56,20 @@ type Output struct {
 	entries map[string]map[string]string
 	// numbers are the variables known to hold numbers
 	numbers map[string]bool
+	// binds are the cel.bind names of the rules' foreach context
+	// entries: rule → entry → binding
+	binds map[string]map[string]localBind
+	// imageVars are the variables that hold image.GetMetadata's value
+	imageVars map[string]bool
+}
+
+// localBind is a foreach context entry bound with cel.bind: its name and
+// the text of the expression it is bound to.
+type localBind struct {
+	name, init string
+	// imageData: the value of image.GetMetadata, whose field names
+	// differ from Kyverno's image data
+	imageData bool
 }
 
 // RuleOutcome is what became of one rule.

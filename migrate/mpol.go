@@ -2,9 +2,11 @@ package migrate
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
+	celgo "github.com/google/cel-go/cel"
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	apiservercommon "k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -146,7 +148,7 @@ func buildMutating(p api.ClassicPolicy, name string, plan autogenPlan, outcomes 
 		}
 	}
 	mp, comments, owners, autogenOK := assembleMutating(p, name, rules, pv, plan)
-	out := &mutOutput{Output: &Output{Object: mp, Type: TypeMutate, comments: comments, owners: owners, entries: pv.entries, numbers: pv.numbers()}, autogenOK: autogenOK}
+	out := &mutOutput{Output: &Output{Object: mp, Type: TypeMutate, comments: comments, owners: owners, entries: pv.entries, numbers: pv.numbers(), binds: pv.binds, imageVars: pv.imageVars()}, autogenOK: autogenOK}
 	seen := map[int]bool{}
 	for _, r := range rules {
 		origin := originOf(p, r.name)
@@ -171,6 +173,33 @@ func asVrules(rules []*mrule) []*vrule {
 		out[i] = &vrule{name: r.name, path: r.path, mc: r.mc, conds: r.conds}
 	}
 	return out
+}
+
+// optMetadataRE is an optional field of a Pod's labels or annotations.
+var optMetadataRE = regexp.MustCompile(`\b(object|oldObject)\.metadata\.\?(labels|annotations)\b`)
+
+// autogenMetadata rewrites the optional labels and annotations of a
+// MutatingPolicy's expressions (object.metadata.?labels) into a form its
+// autogen moves to the controllers' templates: it rewrites
+// object.metadata.labels and object.metadata.annotations only.
+func autogenMetadata(spec *policiesv1alpha1.MutatingPolicySpec) {
+	rewrite := func(s string) string {
+		return optMetadataRE.ReplaceAllString(s, "(has(${1}.metadata.${2}) ? optional.of(${1}.metadata.${2}) : optional.none())")
+	}
+	for i := range spec.MatchConditions {
+		spec.MatchConditions[i].Expression = rewrite(spec.MatchConditions[i].Expression)
+	}
+	for i := range spec.Variables {
+		spec.Variables[i].Expression = rewrite(spec.Variables[i].Expression)
+	}
+	for i := range spec.Mutations {
+		if m := spec.Mutations[i].ApplyConfiguration; m != nil {
+			m.Expression = rewrite(m.Expression)
+		}
+		if m := spec.Mutations[i].JSONPatch; m != nil {
+			m.Expression = rewrite(m.Expression)
+		}
+	}
 }
 
 // assembleMutating builds the MutatingPolicy of a policy's mutate rules.
@@ -283,12 +312,13 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 		spec.Variables = append(spec.Variables, varOut(v))
 		owners[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = pv.users[v.name]
 		if v.note != "" {
-			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = "context entry " + v.note
+			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = v.comment()
 		}
 	}
 	if plan.controllers != nil {
 		if ac := autogenConfig(plan.controllers); ac != nil {
 			spec.AutogenConfiguration = &policiesv1alpha1.MutatingPolicyAutogenConfiguration{PodControllers: ac.PodControllers}
+			autogenMetadata(spec)
 		}
 		if plan.note != "" {
 			comments["spec.autogen"] = plan.note
@@ -345,7 +375,8 @@ func mutatingExprs(mp *api.MutatingPolicy) *mutExprSet {
 		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.mutations[%d]", i), expr: e, kind: cel.Validation})
 	}
 	if t := mp.Spec.TargetMatchConstraints; t != nil && t.Expression != "" {
-		s.exprs = append(s.exprs, checkedExpr{path: "spec.targetMatchConstraints", expr: t.Expression, kind: cel.Variable})
+		s.exprs = append(s.exprs, checkedExpr{path: "spec.targetMatchConstraints", expr: t.Expression, kind: cel.Variable,
+			want: celgo.MapType(celgo.StringType, celgo.AnyType)})
 	}
 	for i, c := range mp.Spec.TargetMatchConditions {
 		s.exprs = append(s.exprs, checkedExpr{path: fmt.Sprintf("spec.targetMatchConditions[%d]", i), expr: c.Expression, kind: cel.Validation})

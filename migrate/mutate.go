@@ -49,7 +49,11 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 	c := &jp{sc: newScope()}
 	m := r.Mutation
 	if len(m.Targets) > 0 && len(r.Context) > 0 {
-		return nil, at(path+".context", unsupportedf("context of a rule with targets", "the output's variables would see the target as object in its mutations and the trigger in its conditions"))
+		// the output's variables are computed where object is the
+		// target (the mutations) and where it is the trigger (the
+		// conditions): the context reads the trigger as request.object
+		trigger := ident("request.object")
+		c.contextObject = &trigger
 	}
 	mc, conds, err := ruleBase(c, r, path, pv)
 	if err != nil {
@@ -108,6 +112,7 @@ func convertMutateRule(p api.ClassicPolicy, r *api.Rule, path string, pv *policy
 			out.atomic = out.atomic || mu.atomic
 			out.mutations = append(out.mutations, mu.mutation)
 		}
+		out.mutations = joinForeachPatches(out.mutations, len(r.Context) > 0)
 	default:
 		return nil, unsupportedf("mutate", "at %s: no patchStrategicMerge, patchesJson6902 or foreach", mpath)
 	}
@@ -148,17 +153,18 @@ func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
 		ns = v
 	}
 	res := resourceOf(kr.kind)
+	named := t.Name != "" && (!hasWildcard(t.Name) || strings.Contains(t.Name, "{{"))
 	switch {
-	case t.Name != "" && !hasWildcard(t.Name) && !strings.Contains(t.Name, "{{") || strings.Contains(t.Name, "{{"):
+	case named && (t.Namespace != "" || clusterScopedKinds[kr.kind]):
 		name, err := c.str(t.Name)
 		if err != nil {
 			return nil, at(tpath+".name", err)
 		}
 		get := method(ident("resource"), "Get", strLit(av), strLit(res), ns.value(strLit("")), name.value(strLit("")))
-		// a target that does not exist is none
-		it := c.freshName("item")
-		out.expr = ex{s: "{'items': " + macro(listOf(get), "filter", it, rel(ident(it), "!=", exNull)).s + "}", prec: precPrimary}
-		c.release(it)
+		// the target itself (a target expression is a map(string, any):
+		// the resource library's own type); one that does not exist is
+		// none where resource.Get gives null for it
+		out.expr = get
 	default:
 		args := []ex{strLit(av), strLit(res), ns.value(strLit(""))}
 		if s := t.Selector; s != nil {
@@ -168,12 +174,23 @@ func (c *jp) mutateTarget(m *api.Mutation, path string) (*mtarget, error) {
 			args = append(args, lit(stringMap(s.MatchLabels)))
 		}
 		out.expr = method(ident("resource"), "List", args...)
-		if t.Name != "" {
+		switch {
+		case named:
+			// a name without a namespace: the objects of that name in
+			// every namespace, as Kyverno lists them (the condition is
+			// on each target: request.object is the trigger)
+			saved := c.sc
+			c.sc = saved.child()
+			c.sc.object = ident("request.object")
+			name, err := c.str(t.Name)
+			c.sc = saved
+			if err != nil {
+				return nil, at(tpath+".name", err)
+			}
+			out.conds = append(out.conds, namedCond{name: "name", e: rel(ident("object.metadata.name"), "==", name.value(strLit("")))})
+		case t.Name != "":
 			// a name with wildcards: the listed objects it matches
-			it := c.freshName("item")
-			out.expr = ex{s: "{'items': " + method(optField(out.expr, "items"), "orValue", listOf()).s + ".filter(" + it + ", " +
-				wildcardMatch(field(field(ident(it), "metadata"), "name"), t.Name).s + ")}", prec: precPrimary}
-			c.release(it)
+			out.conds = append(out.conds, namedCond{name: "name", e: wildcardMatch(ident("object.metadata.name"), t.Name)})
 		}
 	}
 	if t.Preconditions != nil {
@@ -320,7 +337,7 @@ func (c *jp) jsonOp(op jsonOp) (opList, error) {
 			return opList{list: cond(present, patchList([]ex{single}), listOf())}, nil
 		}
 	}
-	if op.Op != "add" || dynamic {
+	if op.Op != "add" {
 		return opList{single: &single}, nil
 	}
 	l, ok := c.addWithParents(op.Path, val, patchList([]ex{single}))
@@ -331,13 +348,12 @@ func (c *jp) jsonOp(op jsonOp) (opList, error) {
 }
 
 // addWithParents is the add of value at path, or, when a parent is
-// missing, the add of the first missing parent holding it.
+// missing, the add of the first missing parent holding it (Kyverno's
+// JSON patches create the parents of an add). A segment of the path may
+// be one {{ }} (a foreach's elementIndex).
 func (c *jp) addWithParents(path string, value, direct ex) (ex, bool) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	for i := range segs {
-		segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
-	}
-	if len(segs) < 2 {
+	segs, ok := c.pointerSegs(path)
+	if !ok || len(segs) < 2 {
 		return direct, false
 	}
 	out := direct
@@ -346,26 +362,113 @@ func (c *jp) addWithParents(path string, value, direct ex) (ex, bool) {
 	// holding what is below (parents that objects always have are not
 	// tested: spec, metadata, template, a list's element)
 	wrapped := value
-	for i := len(segs) - 1; i >= 1 && i >= len(segs)-3; i-- {
-		if last := segs[i-1]; last == "spec" || last == "metadata" || last == "template" || isIndex(last) {
+	for i := len(segs) - 1; i >= 1; i-- {
+		if last := segs[i-1]; last.index() || last.static == "spec" || last.static == "metadata" || last.static == "template" {
 			break
 		}
 		seg := segs[i]
-		if seg == "-" || isIndex(seg) {
+		if seg.static == "-" || seg.index() {
 			wrapped = call("dyn", listOf(wrapped))
+		} else if seg.dyn == nil {
+			wrapped = call("dyn", ex{s: "{" + strLit(seg.static).s + ": " + wrapped.s + "}", prec: precPrimary})
 		} else {
-			wrapped = call("dyn", ex{s: "{" + strLit(seg).s + ": " + wrapped.s + "}", prec: precPrimary})
+			return direct, false
 		}
 		parent := segs[:i]
-		present, ok := pointerPresence(c.sc.object, parent)
+		present, ok := segPresence(c.sc.object, parent)
 		if !ok {
 			break
 		}
-		add := patchList([]ex{typed("JSONPatch", []string{"op: 'add'", "path: " + strLit("/"+joinPointer(parent)).s, "value: " + wrapped.s})})
+		add := patchList([]ex{typed("JSONPatch", []string{"op: 'add'", "path: " + segPointer(parent).s, "value: " + wrapped.s})})
 		out = cond(present, out, add)
 		changed = true
 	}
 	return out, changed
+}
+
+// pointerSeg is a segment of a JSON pointer: static text, or the value
+// of one {{ }}.
+type pointerSeg struct {
+	static string
+	dyn    *jv
+}
+
+// index reports whether the segment is a list index.
+func (s pointerSeg) index() bool {
+	if s.dyn != nil {
+		return s.dyn.t == tNumber
+	}
+	return isIndex(s.static)
+}
+
+// pointerSegs splits a JSON pointer whose {{ }} were replaced by
+// placeholders; false when a segment mixes text and a placeholder.
+func (c *jp) pointerSegs(path string) ([]pointerSeg, bool) {
+	raw := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	out := make([]pointerSeg, len(raw))
+	for i, r := range raw {
+		if strings.Contains(r, placeholderPrefix) {
+			v, ok := c.dyn[r]
+			if !ok {
+				return nil, false
+			}
+			out[i] = pointerSeg{dyn: &v}
+			continue
+		}
+		if strings.Contains(r, "{{") {
+			return nil, false
+		}
+		out[i] = pointerSeg{static: strings.ReplaceAll(strings.ReplaceAll(r, "~1", "/"), "~0", "~")}
+	}
+	return out, true
+}
+
+// segPresence tests that the value at a JSON pointer exists.
+func segPresence(root ex, segs []pointerSeg) (ex, bool) {
+	e := root.s
+	for _, s := range segs {
+		switch {
+		case s.dyn != nil:
+			e += "[?" + s.dyn.value(exNull).s + "]"
+		case isIndex(s.static):
+			e += "[?" + s.static + "]"
+		case s.static == "-":
+			return ex{}, false
+		case isIdent(s.static):
+			e += ".?" + s.static
+		default:
+			e += "[?" + strLit(s.static).s + "]"
+		}
+	}
+	return method(ex{s: e, prec: precPrimary}, "hasValue"), true
+}
+
+// segPointer is the text of a JSON pointer as a CEL string.
+func segPointer(segs []pointerSeg) ex {
+	var parts []ex
+	text := ""
+	for _, s := range segs {
+		text += "/"
+		if s.dyn == nil {
+			text += jsonPointerEscape(s.static)
+			continue
+		}
+		parts = append(parts, strLit(text))
+		text = ""
+		v := s.dyn.value(exNull)
+		if s.dyn.t != tString {
+			v = call("string", v)
+		}
+		parts = append(parts, v)
+	}
+	if text != "" {
+		parts = append(parts, strLit(text))
+	}
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out = ex{s: out.s + " + " + p.at(precAdd), prec: precAdd}
+	}
+	return out
 }
 
 func isIndex(s string) bool {
@@ -418,8 +521,12 @@ type foreachMut struct {
 // selected elements; a patch that does not read the element applies once
 // when an element is selected; a JSON patch is one list of operations.
 func (c *jp) foreachMutation(fe *api.ForEachMutation, path string) (foreachMut, error) {
-	if fe.ForEachMutation != nil {
-		return foreachMut{}, unsupportedf("nested foreach", "at %s.foreach", path)
+	if fe.ForEachMutation != nil || fe.PatchesJSON6902 != "" {
+		e, err := c.foreachPatch(fe, 0, path)
+		if err != nil {
+			return foreachMut{}, err
+		}
+		return foreachMut{mutation: mutation{expr: e, note: "foreach patchesJson6902"}}, nil
 	}
 	if strings.Contains(fe.List, "{{") {
 		return foreachMut{}, unsupportedf("foreach list", "at %s.list: variables in the list expression", path)
@@ -465,27 +572,7 @@ func (c *jp) foreachMutation(fe *api.ForEachMutation, path string) (foreachMut, 
 		}
 	}
 	pre = binds(pre)
-	switch {
-	case fe.PatchesJSON6902 != "":
-		ops, err := c.jsonPatch(fe.PatchesJSON6902, path+".patchesJson6902")
-		if err != nil {
-			return foreachMut{}, err
-		}
-		ops = binds(ops)
-		var e ex
-		if idx != "" {
-			e = ex{s: listE.at(precPrimary) + ".transformList(" + idx + ", " + x + ", " + pre.s + ", " + ops.s + ")", prec: precPrimary}
-		} else {
-			e = macro(macro(listE, "filter", x, pre), "map", x, ops)
-		}
-		e = method(e, "flatten")
-		if fe.Order == nil || *fe.Order != api.Ascending {
-			// upstream patches the elements from the last one, so that
-			// removals keep the indexes of the others
-			e = method(e, "reverse")
-		}
-		return foreachMut{mutation: mutation{expr: e, note: "foreach patchesJson6902"}}, nil
-	case fe.PatchStrategicMerge != nil:
+	if fe.PatchStrategicMerge != nil {
 		res, err := c.smpRoot(fe.PatchStrategicMerge, path+".patchStrategicMerge")
 		if err != nil {
 			return foreachMut{}, err
@@ -493,6 +580,113 @@ func (c *jp) foreachMutation(fe *api.ForEachMutation, path string) (foreachMut, 
 		return c.foreachApply(res, listE, x, idx, pre, binds, path)
 	}
 	return foreachMut{}, unsupportedf("foreach", "at %s: no patchStrategicMerge or patchesJson6902", path)
+}
+
+// joinForeachPatches joins the JSON patches of a rule's foreach entries
+// into one list when the rule has a context: Kyverno computes the
+// context once for the rule, where the variables of a MutatingPolicy
+// are computed again on the object each mutation patched.
+func joinForeachPatches(ms []mutation, context bool) []mutation {
+	if !context || len(ms) < 2 {
+		return ms
+	}
+	parts := make([]ex, len(ms))
+	for i, m := range ms {
+		if m.apply {
+			return ms
+		}
+		parts[i] = m.expr
+	}
+	return []mutation{{expr: joinPatches(parts), note: "foreach patchesJson6902, one list (the rule's context is computed once, on the object before the patches)"}}
+}
+
+// foreachPatch converts a foreach of JSON patches (and the foreach
+// nested in it, at depth+1) into the list of its operations: per
+// selected element, in the foreach's order, the element's operations
+// (its patch, then those of its nested foreach).
+func (c *jp) foreachPatch(fe *api.ForEachMutation, depth int, path string) (ex, error) {
+	if fe.PatchStrategicMerge != nil && fe.ForEachMutation != nil {
+		return ex{}, unsupportedf("nested foreach", "at %s.foreach: beside a patchStrategicMerge", path)
+	}
+	if fe.PatchStrategicMerge != nil {
+		return ex{}, unsupportedf("nested foreach", "at %s: a patchStrategicMerge in a nested foreach", path)
+	}
+	if strings.Contains(fe.List, "{{") {
+		return ex{}, unsupportedf("foreach list", "at %s.list: variables in the list expression", path)
+	}
+	n, err := parseJMESPath(fe.List)
+	if err != nil {
+		return ex{}, at(path+".list", err)
+	}
+	lv, err := c.node(n, jv{sym: symRoot}, needNullable)
+	if err != nil {
+		return ex{}, at(path+".list", err)
+	}
+	listE := listOperand(lv)
+	x := c.fresh(lv.key)
+	defer c.release(x)
+	idx := c.freshName("index")
+	defer c.release(idx)
+	saved := c.sc
+	c.sc = saved.child()
+	defer func() { c.sc = saved }()
+	el := jv{e: ident(x), t: lv.elem, key: singular(lv.key)}
+	ix := jv{e: ident(idx), t: tNumber}
+	c.sc.names["element"], c.sc.names["elementIndex"] = el, ix
+	c.sc.names[fmt.Sprintf("element%d", depth)], c.sc.names[fmt.Sprintf("elementIndex%d", depth)] = el, ix
+	binds, err := c.localContext(fe.Context, path+".context")
+	if err != nil {
+		return ex{}, err
+	}
+	pre := exTrue
+	if fe.Preconditions != nil {
+		b, err := readConditions(fe.Preconditions)
+		if err != nil {
+			return ex{}, at(path+".preconditions", unsupportedf("conditions", "%v", err))
+		}
+		if pre, err = c.block(b, path+".preconditions"); err != nil {
+			return ex{}, err
+		}
+	}
+	pre = binds(pre)
+	var parts []ex
+	if fe.PatchesJSON6902 != "" {
+		ops, err := c.jsonPatch(fe.PatchesJSON6902, path+".patchesJson6902")
+		if err != nil {
+			return ex{}, err
+		}
+		parts = append(parts, ops)
+	}
+	if fe.ForEachMutation != nil {
+		var nested []api.ForEachMutation
+		raw, _ := json.Marshal(fe.ForEachMutation)
+		if err := json.Unmarshal(raw, &nested); err != nil {
+			return ex{}, unsupportedf("nested foreach", "at %s.foreach: %v", path, err)
+		}
+		for i := range nested {
+			e, err := c.foreachPatch(&nested[i], depth+1, fmt.Sprintf("%s.foreach[%d]", path, i))
+			if err != nil {
+				return ex{}, err
+			}
+			parts = append(parts, e)
+		}
+	}
+	if len(parts) == 0 {
+		return ex{}, unsupportedf("foreach", "at %s: no patchesJson6902 or foreach", path)
+	}
+	ops := binds(joinPatches(parts))
+	var e ex
+	if mentions(ops.s, idx) || mentions(pre.s, idx) {
+		e = ex{s: listE.at(precPrimary) + ".transformList(" + idx + ", " + x + ", " + pre.s + ", " + ops.s + ")", prec: precPrimary}
+	} else {
+		e = macro(macro(listE, "filter", x, pre), "map", x, ops)
+	}
+	if fe.Order == nil || *fe.Order != api.Ascending {
+		// upstream patches the elements from the last one, so that
+		// removals keep the indexes of the others
+		e = method(e, "reverse")
+	}
+	return method(e, "flatten"), nil
 }
 
 // foreachApply turns the strategic merge patch of one element into the
@@ -506,6 +700,12 @@ func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds 
 	}
 	sel := and(pre, res.cond, res.global)
 	obj := binds(res.obj)
+	if lifted, ok := liftList(res.obj, listE, x, sel, binds); ok {
+		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	}
+	if lifted, ok := liftFilters(res.obj, listE, x, sel, binds); ok {
+		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	}
 	if !mentions(obj.s, x) {
 		// the same patch whatever the element: once, when one is selected
 		e := obj
@@ -514,11 +714,7 @@ func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds 
 		}
 		return foreachMut{mutation: mutation{apply: true, expr: e, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
 	}
-	lifted, ok := liftList(obj, listE, x, sel)
-	if !ok {
-		return foreachMut{}, unsupportedf("foreach patchStrategicMerge", "at %s: the patch reads the element outside a list it patches", path)
-	}
-	return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	return foreachMut{}, unsupportedf("foreach patchStrategicMerge", "at %s: the patch reads the element outside a list it patches", path)
 }
 
 // mentions reports whether the expression s uses the identifier x.
@@ -542,39 +738,79 @@ func isIdentByte(c byte) bool {
 
 // liftList rewrites the one-element list literal of the patch that holds
 // the element variable x into the list of the selected elements:
-// [T{...x...}] becomes list.filter(x, sel).map(x, T{...x...}).
-func liftList(obj, list ex, x string, sel ex) (ex, bool) {
+// [T{...x...}] becomes list.filter(x, sel).map(x, T{...x...}). The list
+// literal is the innermost one that holds every use of x; bind wraps the
+// element (the foreach's context entries).
+func liftList(obj, list ex, x string, sel ex, bind func(ex) ex) (ex, bool) {
 	s := obj.s
-	// the innermost list literal holding x
-	at := -1
+	at, end := -1, -1
 	for i := 0; i < len(s); i++ {
 		if s[i] != '[' {
 			continue
 		}
-		end := matching(s, i)
-		if end < 0 {
+		e := matching(s, i)
+		if e < 0 {
 			return ex{}, false
 		}
-		inner := s[i+1 : end]
-		if mentions(inner, x) && !strings.Contains(inner, "[") {
-			at = i
-			break
+		if mentions(s[i+1:e], x) && !mentions(s[:i], x) && !mentions(s[e+1:], x) {
+			// nested literals come later: the last one found is the
+			// innermost
+			at, end = i, e
 		}
 	}
 	if at < 0 {
 		return ex{}, false
 	}
-	end := matching(s, at)
-	elem := s[at+1 : end]
+	elem := bind(ex{s: s[at+1 : end]})
 	selected := list
 	if !sel.isTrue() {
-		selected = macro(list, "filter", x, sel)
+		selected = macro(list, "filter", x, bind(sel))
 	}
-	out := s[:at] + macro(selected, "map", x, ex{s: elem}).s + s[end+1:]
-	if mentions(s[:at], x) || mentions(s[end+1:], x) {
+	out := s[:at] + macro(selected, "map", x, elem).s + s[end+1:]
+	return ex{s: out, prec: obj.prec}, true
+}
+
+// liftFilters rewrites a patch that reads the element x only in the
+// predicates of filters (a condition anchor that selects the resource's
+// elements by the foreach element: (name): "{{ element.name }}") into the
+// patch of the resource's elements that some selected element selects:
+// filter(v, P) becomes filter(v, list.exists(x, sel && P)).
+func liftFilters(obj, list ex, x string, sel ex, bind func(ex) ex) (ex, bool) {
+	s := obj.s
+	var b, outside strings.Builder
+	lifted := false
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], ".filter(")
+		if j < 0 {
+			b.WriteString(s[i:])
+			outside.WriteString(s[i:])
+			break
+		}
+		open := i + j + len(".filter")
+		end := matching(s, open)
+		comma := strings.IndexByte(s[open:], ',')
+		if end < 0 || comma < 0 || open+comma > end {
+			return ex{}, false
+		}
+		pred := strings.TrimSpace(s[open+comma+1 : end])
+		head := s[i : open+comma+1]
+		b.WriteString(head)
+		outside.WriteString(head)
+		if mentions(pred, x) {
+			b.WriteString(" " + macro(list, "exists", x, bind(and(sel, ex{s: pred, prec: precCond}))).s)
+			lifted = true
+		} else {
+			b.WriteString(" " + pred)
+			outside.WriteString(pred)
+		}
+		b.WriteByte(')')
+		outside.WriteByte(')')
+		i = end + 1
+	}
+	if !lifted || mentions(outside.String(), x) {
 		return ex{}, false
 	}
-	return ex{s: out, prec: obj.prec}, true
+	return ex{s: b.String(), prec: obj.prec}, true
 }
 
 // matching is the index of the bracket that closes the one at i.

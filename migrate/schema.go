@@ -138,11 +138,16 @@ func listOfLists(name string) bool { return listOfListsFields[name] }
 // non-empty where it is read (a Pod's containers).
 func nonEmptyField(name string) bool { return name == "containers" }
 
+// oldObjectKey marks request.oldObject, null on CREATE and CONNECT.
+const oldObjectKey = "\x00oldObject"
+
 // requiredField reports a field of an element of a list field that the
 // API server always sets (a container's name and image, a volume's name):
 // such a field is read without a presence test.
 func requiredField(parent, name string) bool {
 	switch parent {
+	case oldObjectKey:
+		return false
 	case "":
 		// the object's own metadata and spec (objects of kinds with a spec)
 		return name == "metadata" || name == "spec" || name == "kind" || name == "apiVersion"

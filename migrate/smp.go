@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -286,6 +287,12 @@ func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 }
 
+// currentRE is a {{ @ }} template; currentName is the name the
+// converter binds the current value to.
+var currentRE = regexp.MustCompile(`\{\{-?\s*@\s*\}\}`)
+
+const currentName = "__gavel_current"
+
 // smpValue converts the patch value of a field whose resource value is v.
 func (c *jp) smpValue(val any, v vref, typeName, path string) (smpResult, error) {
 	return c.smpValueAt(val, v, typeName, "-", path)
@@ -300,6 +307,15 @@ func (c *jp) smpValueAt(val any, v vref, typeName, ptr, path string) (smpResult,
 		return c.smpList(t, v, typeName, path)
 	case keyRef:
 		return smpResult{obj: v.e, cond: exTrue}, nil
+	case string:
+		if currentRE.MatchString(t) {
+			// {{ @ }}: the value of the field in the resource patched
+			saved := c.sc
+			c.sc = saved.child()
+			defer func() { c.sc = saved }()
+			c.sc.names[currentName] = jv{e: v.e, t: v.t, key: v.key}
+			val = currentRE.ReplaceAllString(t, "{{ "+currentName+" }}")
+		}
 	}
 	d, err := c.document(val)
 	if err != nil {

@@ -130,7 +130,9 @@ func asText(v jv) (ex, error) {
 	case tNumber, tBool:
 		return call("string", v.value(exNull)), nil
 	case tList, tMap:
-		return ex{}, unsupportedf("template", "a list or map spliced into a string (Kyverno writes its JSON)")
+		// Kyverno writes the JSON of a list or map (encoding/json's,
+		// as the json library's marshal)
+		return call("json.marshal", v.value(exNull)), nil
 	}
 	return call("string", v.value(exNull)), nil
 }

@@ -38,6 +38,15 @@ func TestTemplates(t *testing.T) {
 		// text around variables is a concatenation
 		{"pod {{ request.object.metadata.name }} has {{ length(request.object.spec.containers) }} containers",
 			"'pod ' + object.metadata.name + ' has ' + string(size(object.spec.containers)) + ' containers'"},
+		// Kyverno's functions on the CEL libraries
+		{"{{ regex_replace_all('^([a-z]+)/(.*)$', request.object.metadata.name, 'x/$2${1}$$') }}",
+			`regex.replace(object.metadata.name, '^([a-z]+)/(.*)$', 'x/\\2\\1$')`},
+		{"{{ time_since('', request.object.metadata.creationTimestamp, '') }}", "string(time.now() - timestamp(object.metadata.creationTimestamp))"},
+		{"{{ time_to_cron(time_now_utc()) }}", "time.toCron(time.now())"},
+		{"{{ time_add('2024-01-01T00:00:00Z', '4h') }}", "string(timestamp('2024-01-01T00:00:00Z') + duration('4h'))"},
+		{"{{ to_string(request.object.metadata.labels) }}", "json.marshal(object.metadata.?labels.orValue(null))"},
+		{"{{ merge(request.object.metadata.labels, `{\"a\": \"b\"}`) }}",
+			"cel.bind(keys, object.metadata.labels.map(key, key).filter(key, !(key in {'a': 'b'})) + {'a': 'b'}.map(key, key), transform.listObjToMap(keys.map(key, {'key': key}), keys.map(key, {'value': key in {'a': 'b'} ? {'a': 'b'}[key] : object.metadata.labels[key]}), 'key', 'value'))"},
 		// a nested template is a dynamic key
 		{`{{ cm.data."{{ request.namespace }}" }}`, "variables.cm.data[request.namespace]"},
 	}
@@ -60,8 +69,8 @@ func TestTemplatesUnsupported(t *testing.T) {
 	}{
 		{"{{ request.roles }}", "variable request.roles"},
 		{"{{ images.containers.app.tag }}", "variable images"},
-		{"{{ regex_replace_all('a', request.object.metadata.name, 'b') }}", "JMESPath function regex_replace_all"},
-		{"{{ time_since('', request.object.metadata.creationTimestamp, '') }}", "JMESPath function time_since"},
+		{"{{ regex_replace_all('(?P<x>a)', request.object.metadata.name, '${x}') }}", "JMESPath function regex_replace_all"},
+		{"{{ time_since('2006-01-02', request.object.metadata.creationTimestamp, '') }}", "JMESPath function time_since"},
 		{"{{ unknown_name }}", "variable unknown_name"},
 	}
 	for _, tt := range tests {

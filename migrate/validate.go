@@ -23,7 +23,7 @@ func (c *jp) objectRef() vref {
 func (c *jp) validateBody(v *api.Validation, path string) (body, error) {
 	switch {
 	case v.PodSecurity != nil:
-		return body{}, unsupportedf("validate.podSecurity", "at %s.podSecurity: no CEL form here; write a validation for each Pod Security control", path)
+		return body{}, unsupportedf("validate.podSecurity", "at %s.podSecurity: Kyverno runs the Pod Security Standards' checks of k8s.io/pod-security-admission at the level and version, with exclusions by control, image and field value; the CEL policy types have no such library, and the library's pod-security-cel policies rewrite the latest version's controls without those exclusions: write a validation per control", path)
 	case v.Manifests != nil:
 		return body{}, unsupportedf("validate.manifests", "at %s.manifests: signed manifests have no CEL policy type", path)
 	case v.Assert != nil:
@@ -218,7 +218,10 @@ func (c *jp) localContext(entries []api.ContextEntry, path string) (func(ex) ex,
 		}
 		name := c.freshName(v.name)
 		bs = append(bs, bound{name: name, e: v.expr})
-		c.sc.names[ce.Name] = jv{e: ident(name)}
+		if c.pv != nil {
+			c.pv.bind(c.rule, ce.Name, localBind{name: name, init: v.expr.s, imageData: v.key == imageDataKey})
+		}
+		c.sc.names[ce.Name] = jv{e: ident(name), t: v.t, elem: v.elem, key: v.key}
 	}
 	return func(e ex) ex {
 		for i := len(bs) - 1; i >= 0; i-- {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
@@ -192,6 +194,7 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		if !ok {
 			continue
 		}
+		src := obj
 		if cfg.values != nil {
 			mocked, err := withValues(obj, o, c.Name, cfg.values)
 			if err != nil {
@@ -199,6 +202,7 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 			}
 			obj = mocked
 		}
+		obj = targetsOnly(obj)
 		conv, err := convEng.CompilePolicy(obj)
 		if err != nil {
 			pv.Differences = append(pv.Differences, Difference{Resource: "-", Output: o.Object.GetName(), Type: o.Type,
@@ -211,7 +215,11 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 			rules[r] = true
 		}
 		for _, res := range resources {
-			d, err := compare(ctx, cfg, origEng.NewPolicySet(orig), convEng.NewPolicySet(conv), o, rules, res)
+			set, err := resourceSet(cfg, convEng, conv, src, o, c.Name, res)
+			if err != nil {
+				return nil, err
+			}
+			d, err := compare(ctx, cfg, origEng.NewPolicySet(orig), set, o, rules, res)
 			if err != nil {
 				return nil, err
 			}
@@ -222,6 +230,66 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 		}
 	}
 	return pv, nil
+}
+
+// resourceSet is the policy set the output is verified with on res: the
+// compiled output, or, when the test gives the resource values of its
+// own (a kyverno-test.yaml's policies[].resources[].values, in the
+// request's Variables), the output with those values too.
+func resourceSet(cfg *verifyConfig, eng *engine.Engine, conv *engine.Policy, src api.PolicyObject, o *Output, policy string, res map[string]any) (*engine.PolicySet, error) {
+	vars := cfg.request(policy, copyJSON(res)).Variables
+	own := map[string]any{}
+	for k, v := range vars {
+		if !strings.HasPrefix(k, "request.") {
+			own[k] = v
+		}
+	}
+	if len(own) == 0 {
+		return eng.NewPolicySet(conv), nil
+	}
+	values := func(policy, rule string) map[string]any {
+		out := map[string]any{}
+		if cfg.values != nil {
+			for k, v := range cfg.values(policy, rule) {
+				out[k] = v
+			}
+		}
+		for k, v := range own {
+			out[k] = v
+		}
+		return out
+	}
+	mocked, err := withValues(src, o, policy, values)
+	if err != nil {
+		return nil, err
+	}
+	p, err := eng.CompilePolicy(targetsOnly(mocked))
+	if err != nil {
+		return nil, fmt.Errorf("%s with the values of %s: %w", o.Object.GetName(), resourceName(res), err)
+	}
+	return eng.NewPolicySet(p), nil
+}
+
+// targetsOnly is a MutatingPolicy with targets as upstream's admission
+// webhook runs it: on its targets only (the webhook leaves out the
+// policies with targetMatchConstraints when it mutates the request's
+// object, as Kyverno leaves a trigger unchanged); upstream's CLI, as the
+// engine without a background queue, also mutates the trigger. The
+// verified copy has admission off, which the engine reads as that.
+func targetsOnly(obj api.PolicyObject) api.PolicyObject {
+	mp, ok := obj.(*api.MutatingPolicy)
+	if !ok || mp.Spec.TargetMatchConstraints == nil {
+		return obj
+	}
+	cp := *mp
+	ev := policiesv1alpha1.MutatingPolicyEvaluationConfiguration{}
+	if mp.Spec.EvaluationConfiguration != nil {
+		ev = *mp.Spec.EvaluationConfiguration
+	}
+	off := false
+	ev.Admission = &policiesv1alpha1.AdmissionConfiguration{Enabled: &off}
+	cp.Spec.EvaluationConfiguration = &ev
+	return &cp
 }
 
 // withValues is the output with the variables of the context entries
@@ -238,11 +306,31 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 						v = f
 					}
 				}
+				v = jsonText(v)
+				if o.imageVars[variable] {
+					v = imageDataValue(v)
+				}
 				set[variable] = v
 			}
 		}
 	}
-	if len(set) == 0 {
+	// the foreach entries bound with cel.bind: their bound expression
+	// is replaced by the value
+	binds := map[string][]string{}
+	for rule, entries := range o.binds {
+		vals := values(policy, rule)
+		for entry, b := range entries {
+			if v, ok := valueOf(vals, entry); ok {
+				v = jsonText(v)
+				if b.imageData {
+					v = imageDataValue(v)
+				}
+				prefix := "cel.bind(" + b.name + ", "
+				binds[rule] = append(binds[rule], prefix+b.init+", ", prefix+call("dyn", lit(normalize(v))).s+", ")
+			}
+		}
+	}
+	if len(set) == 0 && len(binds) == 0 {
 		return obj, nil
 	}
 	data, err := json.Marshal(obj)
@@ -262,7 +350,76 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 			vm["expression"] = call("dyn", lit(normalize(val))).s
 		}
 	}
+	if len(binds) > 0 {
+		// each expression takes the values of the rules it comes from
+		replaceOwned(m, "", o.owners, binds, nil)
+	}
 	return api.DecodePolicy(api.Document{Object: m, Source: "verification of " + obj.GetName()})
+}
+
+// jsonText is a test's value given as the JSON text of a list or a map
+// (Kyverno's operators read such a string as the list or map it writes)
+// as that list or map; any other value as it is.
+func jsonText(v any) any {
+	str, ok := v.(string)
+	if !ok {
+		return v
+	}
+	trimmed := strings.TrimSpace(str)
+	if !strings.HasPrefix(trimmed, "[") && !strings.HasPrefix(trimmed, "{") {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal([]byte(trimmed), &out); err != nil {
+		return v
+	}
+	return out
+}
+
+// imageDataValue is a test's value of Kyverno's image data under the
+// names image.GetMetadata gives its fields.
+func imageDataValue(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		out[imageDataField(k)] = x
+	}
+	return out
+}
+
+// replaceOwned applies to the strings of a JSON value at path the
+// replacements of the rules that own it (owners by the path of an
+// expression: spec.validations[0]); r are those of the enclosing owner.
+func replaceOwned(v any, path string, owners map[string][]string, byRule map[string][]string, r *strings.Replacer) any {
+	if rules, ok := owners[path]; ok {
+		var pairs []string
+		for _, rule := range rules {
+			pairs = append(pairs, byRule[rule]...)
+		}
+		r = strings.NewReplacer(pairs...)
+	}
+	switch t := v.(type) {
+	case string:
+		if r != nil {
+			return r.Replace(t)
+		}
+	case map[string]any:
+		for k, x := range t {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			t[k] = replaceOwned(x, p, owners, byRule, r)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = replaceOwned(x, fmt.Sprintf("%s[%d]", path, i), owners, byRule, r)
+		}
+	}
+	return v
 }
 
 // valueOf is the value the values give an entry: the entry's own, or

@@ -54,6 +54,20 @@ type policyVars struct {
 	// entries are the variables of the rules' context entries: rule →
 	// entry name → variable name
 	entries map[string]map[string]string
+	// binds are the foreach context entries bound with cel.bind
+	binds map[string]map[string]localBind
+}
+
+// bind records that a foreach context entry of a rule is bound with
+// cel.bind.
+func (pv *policyVars) bind(rule, entry string, b localBind) {
+	if pv.binds == nil {
+		pv.binds = map[string]map[string]localBind{}
+	}
+	if pv.binds[rule] == nil {
+		pv.binds[rule] = map[string]localBind{}
+	}
+	pv.binds[rule][entry] = b
 }
 
 // numbers are the variables known to hold numbers.
@@ -61,6 +75,17 @@ func (pv *policyVars) numbers() map[string]bool {
 	out := map[string]bool{}
 	for _, v := range pv.list {
 		if v.t == tNumber {
+			out[v.name] = true
+		}
+	}
+	return out
+}
+
+// imageVars are the variables that hold image.GetMetadata's value.
+func (pv *policyVars) imageVars() map[string]bool {
+	out := map[string]bool{}
+	for _, v := range pv.list {
+		if v.key == imageDataKey {
 			out[v.name] = true
 		}
 	}
@@ -391,7 +416,7 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 		spec.Variables = append(spec.Variables, varOut(v))
 		owners[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = pv.users[v.name]
 		if v.note != "" {
-			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = "context entry " + v.note
+			comments[fmt.Sprintf("spec.variables[%d]", len(spec.Variables)-1)] = v.comment()
 		}
 	}
 	for i, mc := range spec.MatchConditions {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	celgo "github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -300,6 +301,10 @@ func (m *Mutating) Targets(ctx context.Context, in *cel.Input, s *cel.Scope) ([]
 	v, err := ev.Eval(m.target)
 	if err != nil {
 		return nil, Cause(err)
+	}
+	if v == nil || v.Type() == types.NullType {
+		// null (resource.Get of an object that does not exist): none
+		return nil, nil
 	}
 	native, err := v.ConvertToNative(mapType)
 	if err != nil {

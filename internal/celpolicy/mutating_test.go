@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	celgo "github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -191,6 +192,44 @@ func TestCompileMutatingErrors(t *testing.T) {
 			_, errs := CompileMutating(apiserver, &tt.spec, APIServer, MutatingOptions{}, field.NewPath("spec"))
 			if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tt.want) {
 				t.Fatalf("errors %v, want %q", errs, tt.want)
+			}
+		})
+	}
+}
+
+// TestTargetsNull checks that a target expression that gives null (the
+// resource library's Get of an object that does not exist) selects no
+// target, and that an object or a list of them are the targets.
+func TestTargetsNull(t *testing.T) {
+	env, err := cel.NewEnv(append(EnvOptions(), cel.WithPatchTypes(),
+		cel.WithVariable("found", celgo.MapType(celgo.StringType, celgo.AnyType)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := MutatingSpec{TargetExpression: "found", Mutations: []Mutation{apply(`Object{metadata: Object.metadata{labels: {"b": "2"}}}`)}}
+	m, errs := CompileMutating(env, &spec, Kyverno, MutatingOptions{}, field.NewPath("spec"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	obj := map[string]any{"metadata": map[string]any{"name": "t"}}
+	tests := []struct {
+		name  string
+		found any
+		want  int
+	}{
+		{"null", nil, 0},
+		{"an object", obj, 1},
+		{"a list", map[string]any{"items": []any{obj, obj}}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &cel.Input{Object: jsonObj(t, mutPod), Extra: map[string]any{"found": tt.found}}
+			got, err := m.Targets(context.Background(), in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.want {
+				t.Errorf("%d targets, want %d", len(got), tt.want)
 			}
 		})
 	}
