@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	celgo "github.com/google/cel-go/cel"
@@ -433,11 +434,7 @@ func (v *Validating) evaluateInOrder(ev *cel.Evaluation) Outcome {
 		if b {
 			continue
 		}
-		msg := v.message(ev, &x)
-		if msg == "" {
-			msg = fmt.Sprintf("CEL expression validation failed at index %d", i)
-		}
-		out := Outcome{Status: Fail, Message: msg, Reason: x.reason, Index: i}
+		out := Outcome{Status: Fail, Message: kyvernoMessage(ev, &x, i), Reason: x.reason, Index: i}
 		if out.AuditAnnotations, err = v.auditAnnotations(ev); err != nil {
 			return Outcome{Status: Error, Message: err.Error(), Index: i, Err: err}
 		}
@@ -476,7 +473,7 @@ func (v *Validating) evaluateAll(ctx context.Context, ev *cel.Evaluation) Outcom
 			continue
 		}
 		x := &v.validations[i]
-		msg := v.message(ev, x)
+		msg := apiServerMessage(ev, x)
 		if msg == "" {
 			msg = "failed expression: " + strings.TrimSpace(x.prog.Expression())
 		}
@@ -485,10 +482,32 @@ func (v *Validating) evaluateAll(ctx context.Context, ev *cel.Evaluation) Outcom
 	return Outcome{Status: Pass}
 }
 
-// message is the message of a failed validation: its messageExpression's
-// value when it is a string of one line and not too long, else its
-// message (both trimmed), else "".
-func (v *Validating) message(ev *cel.Evaluation, x *validationProg) string {
+// kyvernoMessage is upstream Kyverno's message of the failed validation
+// i: its messageExpression's value, or the error that expression gave
+// (as upstream words it), else its message, as written; when that is
+// empty, upstream's default.
+func kyvernoMessage(ev *cel.Evaluation, x *validationProg, i int) string {
+	msg := x.message
+	if x.msgExpr != nil {
+		mv, err := ev.Eval(x.msgExpr)
+		if err != nil {
+			msg = "failed to evaluate message expression: " + Cause(err).Error()
+		} else if s, cerr := mv.ConvertToNative(reflect.TypeFor[string]()); cerr != nil {
+			msg = "failed to convert message expression to string: " + cerr.Error()
+		} else {
+			msg = s.(string)
+		}
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("CEL expression validation failed at index %d", i)
+	}
+	return msg
+}
+
+// apiServerMessage is the API server's message of a failed validation:
+// its messageExpression's value when it is a string of one line and not
+// too long, else its message (both trimmed), else "".
+func apiServerMessage(ev *cel.Evaluation, x *validationProg) string {
 	if x.msgExpr != nil {
 		mv, err := ev.Eval(x.msgExpr)
 		if s, isStr := mv.(types.String); err == nil && isStr {

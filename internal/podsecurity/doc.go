@@ -67,4 +67,9 @@
 //   - CheckResult.Images holds container images as written; upstream
 //     renders them through its image parser.
 //   - An empty level is a compile error.
+//   - Version latest is k8s.io/pod-security-admission's latest (1.35+
+//     checks): an unmasked procMount fails the restricted level's
+//     procMount_restricted check, which overrides the baseline procMount
+//     check; upstream's fork predates 1.35, so it reports the baseline
+//     check (the same Pods fail either way; the check named differs).
 package podsecurity
