@@ -103,20 +103,8 @@ func TestCELPolicies(t *testing.T) {
 		// from the background scans, in its report of the namespace
 		var entry map[string]any
 		eventually(t, 45*time.Second, "the fail entry in vpol-cel-audit-owner", func() bool {
-			r, err := e.Dynamic.Resource(cluster.PolicyReports).Namespace("cel-a").Get(ctx, "vpol-cel-audit-owner", metav1.GetOptions{})
-			if err != nil {
-				return false
-			}
-			results, _, _ := unstructured.NestedSlice(r.Object, "results")
-			for _, x := range results {
-				m := x.(map[string]any)
-				res, _ := m["resources"].([]any)
-				if m["result"] == "fail" && len(res) == 1 && res[0].(map[string]any)["name"] == "with-team" {
-					entry = m
-					return true
-				}
-			}
-			return false
+			entry = e.reportEntry(ctx, "cel-a", "vpol-cel-audit-owner", "fail", "with-team")
+			return entry != nil
 		})
 		props, _ := entry["properties"].(map[string]any)
 		if entry["source"] != "KyvernoValidatingPolicy" || entry["policy"] != "cel-audit-owner" ||

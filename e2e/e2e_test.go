@@ -139,6 +139,27 @@ func (e *env) configMap(ns, name string) (*corev1.ConfigMap, error) {
 	return e.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
+// reportEntry returns the entry of the PolicyReport report of namespace ns
+// with the result given about the single resource named, nil when there
+// is none (or no such report).
+func (e *env) reportEntry(ctx context.Context, ns, report, result, resource string) map[string]any {
+	r, err := e.Dynamic.Resource(cluster.PolicyReports).Namespace(ns).Get(ctx, report, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	results, _, _ := unstructured.NestedSlice(r.Object, "results")
+	for _, x := range results {
+		m, _ := x.(map[string]any)
+		res, _ := m["resources"].([]any)
+		if m["result"] == result && len(res) == 1 {
+			if ref, _ := res[0].(map[string]any); ref["name"] == resource {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
 // TestScenarios runs the scenarios of the issue in order on one cluster:
 // they share the webhook and the controllers.
 func TestScenarios(t *testing.T) {
@@ -196,21 +217,7 @@ func TestScenarios(t *testing.T) {
 
 	t.Run("AuditReport", func(t *testing.T) {
 		// the Pod "mutated" has no owner: a fail entry in cpol-warn-owner
-		hasEntry := func() bool {
-			r, err := e.Dynamic.Resource(cluster.PolicyReports).Namespace("e2e").Get(ctx, "cpol-warn-owner", metav1.GetOptions{})
-			if err != nil {
-				return false
-			}
-			results, _, _ := unstructured.NestedSlice(r.Object, "results")
-			for _, x := range results {
-				m := x.(map[string]any)
-				res, _ := m["resources"].([]any)
-				if m["result"] == "fail" && len(res) == 1 && res[0].(map[string]any)["name"] == "mutated" {
-					return true
-				}
-			}
-			return false
-		}
+		hasEntry := func() bool { return e.reportEntry(ctx, "e2e", "cpol-warn-owner", "fail", "mutated") != nil }
 		eventually(t, 30*time.Second, "the fail entry in cpol-warn-owner", hasEntry)
 		if err := pods.Delete(ctx, "mutated", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 			t.Fatal(err)
