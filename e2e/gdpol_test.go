@@ -96,13 +96,15 @@ func TestDeletingPolicyOnSchedule(t *testing.T) {
 	if !exists("dpol-a", "fresh") || !exists("dpol-b", "expired-elsewhere") {
 		t.Error("the policy deleted what it does not select")
 	}
-	p, err := e.Dynamic.Resource(deletingPolicies).Get(ctx, "expire-configmaps", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last, _, _ := unstructured.NestedString(p.Object, "status", "lastExecutionTime"); last == "" {
-		t.Error("no status.lastExecutionTime after a run")
-	}
+	// the run's time is written after its deletions
+	eventually(t, 10*time.Second, "status.lastExecutionTime after a run", func() bool {
+		p, err := e.Dynamic.Resource(deletingPolicies).Get(ctx, "expire-configmaps", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		last, _, _ := unstructured.NestedString(p.Object, "status", "lastExecutionTime")
+		return last != ""
+	})
 	eventually(t, 30*time.Second, "the events of the deletions", func() bool {
 		l, err := e.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
