@@ -19,7 +19,7 @@ import (
 // as returns a clientset that impersonates user (the suite's token is
 // system:masters): the admission requests carry that user.
 func (e *env) as(user string) kubernetes.Interface {
-	cfg := rest.CopyConfig(e.cfg)
+	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return kubernetes.NewForConfigOrDie(cfg)
 }
@@ -37,7 +37,7 @@ func denial(ns, name, lines string) string {
 func celScenario(t *testing.T, e *env) {
 	ctx := context.Background()
 	e.namespace(t, "cel", map[string]string{"tier": "restricted"})
-	rbac := e.kube.RbacV1()
+	rbac := e.Kube.RbacV1()
 	// alice and bob may create Pods in cel; only alice may create
 	// PriorityClasses
 	if _, err := rbac.Roles("cel").Create(ctx, &rbacv1.Role{
@@ -67,12 +67,12 @@ func celScenario(t *testing.T, e *env) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cms := e.kube.CoreV1().ConfigMaps("cel")
+	cms := e.Kube.CoreV1().ConfigMaps("cel")
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "image-rules", Namespace: "cel"},
 		Data: map[string]string{"prefix": "registry.example/"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.applyFile(filepath.Join("testdata", "cel.yaml")); err != nil {
+	if err := e.ApplyFile(ctx, filepath.Join("testdata", "cel.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	alice, bob := e.as("alice").CoreV1().Pods("cel"), e.as("bob").CoreV1().Pods("cel")
@@ -89,7 +89,7 @@ func celScenario(t *testing.T, e *env) {
 	eventually(t, 30*time.Second, "the authorizer's denial", func() bool {
 		_, err = bob.Create(ctx, pod("bob-priority", priority, "registry.example/nginx"), metav1.CreateOptions{})
 		if err == nil {
-			_ = e.kube.CoreV1().Pods("cel").Delete(ctx, "bob-priority", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+			_ = e.Kube.CoreV1().Pods("cel").Delete(ctx, "bob-priority", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
 		}
 		return err != nil && strings.Contains(err.Error(), "priority-label")
 	})

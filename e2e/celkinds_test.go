@@ -34,31 +34,31 @@ func TestCELPolicies(t *testing.T) {
 	e.stopGavel()
 	e.chartWebhooks(t)
 	e.namespace(t, "cel-a", map[string]string{"gavel-cel": "true"})
-	if err := e.applyFile(filepath.Join("testdata", "celkinds.yaml")); err != nil {
+	if err := e.ApplyFile(ctx, filepath.Join("testdata", "celkinds.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{"cel-require-team", "cel-audit-owner"} {
-			_ = e.dyn.Resource(validatingPolicies).Delete(ctx, n, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(validatingPolicies).Delete(ctx, n, metav1.DeleteOptions{})
 		}
 		for _, n := range []string{"cel-add-env", "cel-label-target"} {
-			_ = e.dyn.Resource(mutatingPolicies).Delete(ctx, n, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(mutatingPolicies).Delete(ctx, n, metav1.DeleteOptions{})
 		}
 	})
 	p, _, _ := e.deployed(t, "celkinds")
-	t.Cleanup(p.stop)
+	t.Cleanup(p.Stop)
 	eventually(t, 30*time.Second, "the webhooks of the CEL policies", func() bool {
 		names := strings.Join(e.webhookNames(), " ")
 		return strings.Contains(names, "validate.gavel.io-fail-finegrained-selectors-") &&
 			strings.Contains(names, "mutate.gavel.io-fail-finegrained-selectors-") &&
 			strings.Contains(names, "validate.gavel.io-fail-finegrained-mutatingpolicy.cel-label-target")
 	})
-	pods := e.kube.CoreV1().Pods("cel-a")
+	pods := e.Kube.CoreV1().Pods("cel-a")
 
 	t.Run("StatusConditions", func(t *testing.T) {
 		// upstream's conditions, as the policy library's tests assert them
 		eventually(t, 30*time.Second, "cel-require-team ready", func() bool {
-			u, err := e.dyn.Resource(validatingPolicies).Get(ctx, "cel-require-team", metav1.GetOptions{})
+			u, err := e.Dynamic.Resource(validatingPolicies).Get(ctx, "cel-require-team", metav1.GetOptions{})
 			if err != nil {
 				return false
 			}
@@ -103,20 +103,8 @@ func TestCELPolicies(t *testing.T) {
 		// from the background scans, in its report of the namespace
 		var entry map[string]any
 		eventually(t, 45*time.Second, "the fail entry in vpol-cel-audit-owner", func() bool {
-			r, err := e.dyn.Resource(cluster.PolicyReports).Namespace("cel-a").Get(ctx, "vpol-cel-audit-owner", metav1.GetOptions{})
-			if err != nil {
-				return false
-			}
-			results, _, _ := unstructured.NestedSlice(r.Object, "results")
-			for _, x := range results {
-				m := x.(map[string]any)
-				res, _ := m["resources"].([]any)
-				if m["result"] == "fail" && len(res) == 1 && res[0].(map[string]any)["name"] == "with-team" {
-					entry = m
-					return true
-				}
-			}
-			return false
+			entry = e.reportEntry(ctx, "cel-a", "vpol-cel-audit-owner", "fail", "with-team")
+			return entry != nil
 		})
 		props, _ := entry["properties"].(map[string]any)
 		if entry["source"] != "KyvernoValidatingPolicy" || entry["policy"] != "cel-audit-owner" ||
@@ -126,7 +114,7 @@ func TestCELPolicies(t *testing.T) {
 	})
 
 	t.Run("MutateExistingThroughUpdateRequest", func(t *testing.T) {
-		cms := e.kube.CoreV1().ConfigMaps("cel-a")
+		cms := e.Kube.CoreV1().ConfigMaps("cel-a")
 		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "target"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +129,7 @@ func TestCELPolicies(t *testing.T) {
 	})
 
 	t.Run("BrokenValidatingPolicyKeepsItsPreviousVersion", func(t *testing.T) {
-		ri := e.dyn.Resource(validatingPolicies)
+		ri := e.Dynamic.Resource(validatingPolicies)
 		u, err := ri.Get(ctx, "cel-require-team", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

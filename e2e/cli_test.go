@@ -139,7 +139,7 @@ func TestCLICluster(t *testing.T) {
 	apiCallPolicy := write("apicall.yaml", cliAPICallPolicy)
 	// a kubeconfig whose current context is a server that is not there:
 	// only --context e2e reaches the suite's API server
-	kc, err := os.ReadFile(e.kubeconfig())
+	kc, err := os.ReadFile(e.Kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestCLICluster(t *testing.T) {
 	e.namespace(t, "cli-dev", map[string]string{"env": "dev"})
 	pod := func(ns, name string, labels map[string]string) {
 		t.Helper()
-		_, err := e.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		_, err := e.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}},
 		}, metav1.CreateOptions{})
@@ -168,7 +168,7 @@ func TestCLICluster(t *testing.T) {
 	pod("cli-prod", "owned", map[string]string{"team": "a", "owner": "x"})
 	pod("cli-prod", "unowned", map[string]string{"team": "a"})
 	for name, labels := range map[string]map[string]string{"cli-owned": {"owner": "x"}, "cli-unowned": nil} {
-		_, err := e.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+		_, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -183,13 +183,13 @@ func TestCLICluster(t *testing.T) {
 		stderr []string
 		not    []string
 	}{
-		{name: "namespace, pages", args: []string{"apply", policies, "-c", "--kubeconfig", e.kubeconfig(), "-n", "cli-dev", "--batch-size", "100"}, code: 1,
+		{name: "namespace, pages", args: []string{"apply", policies, "-c", "--kubeconfig", e.Kubeconfig(), "-n", "cli-dev", "--batch-size", "100"}, code: 1,
 			stdout: []string{"Applying 6 policy rule(s) to 151 resource(s)...", "policy require-team -> resource cli-dev/Pod/no-team failed:\n1 - team validation error: the team label is required. rule team failed at path /metadata/labels/\n", "pass: 150, fail: 1, warn: 0, error: 0, skip: 0"}},
-		{name: "namespace labels from the cluster", args: []string{"apply", policies, "--cluster", "--kubeconfig", e.kubeconfig(), "--namespace", "cli-prod", "--concurrent", "2"}, code: 1,
+		{name: "namespace labels from the cluster", args: []string{"apply", policies, "--cluster", "--kubeconfig", e.Kubeconfig(), "--namespace", "cli-prod", "--concurrent", "2"}, code: 1,
 			stdout: []string{"policy prod-owner -> resource cli-prod/Pod/unowned failed:", "pass: 3, fail: 1"}, not: []string{"cli-prod/Pod/owned failed"}},
-		{name: "names, every namespace, policy report", args: []string{"apply", policies, "-c", "--kubeconfig", e.kubeconfig(), "-r", "no-team", "-r", "owned", "-p"}, code: 1,
+		{name: "names, every namespace, policy report", args: []string{"apply", policies, "-c", "--kubeconfig", e.Kubeconfig(), "-r", "no-team", "-r", "owned", "-p"}, code: 1,
 			stdout: []string{"name: no-team", "name: owned"}, stderr: []string{"pass: 2, fail: 1"}},
-		{name: "name not in the cluster", args: []string{"apply", policies, "-c", "--kubeconfig", e.kubeconfig(), "-r", "not-there"}, code: 1,
+		{name: "name not in the cluster", args: []string{"apply", policies, "-c", "--kubeconfig", e.Kubeconfig(), "-r", "not-there"}, code: 1,
 			stderr: []string{"not-there not found in cluster"}},
 		{name: "current context unreachable", args: []string{"apply", policies, "-c", "--kubeconfig", otherKC, "-n", "cli-dev"}, code: 1,
 			stderr: []string{"127.0.0.1:1"}},
@@ -197,11 +197,11 @@ func TestCLICluster(t *testing.T) {
 			stdout: []string{"pass: 3, fail: 1"}},
 		{name: "KUBECONFIG", args: []string{"apply", policies, "-c", "--context", "e2e", "-n", "cli-prod", "-r", "owned"}, env: []string{"KUBECONFIG=" + otherKC}, code: 0,
 			stdout: []string{"pass: 2, fail: 0"}},
-		{name: "cluster-wide resources", args: []string{"apply", rolePolicy, "-c", "--kubeconfig", e.kubeconfig(), "--cluster-wide-resources", "--table"}, code: 1,
+		{name: "cluster-wide resources", args: []string{"apply", rolePolicy, "-c", "--kubeconfig", e.Kubeconfig(), "--cluster-wide-resources", "--table"}, code: 1,
 			stdout: []string{"cli-owned", "cli-unowned", "pass: 1, fail: 1"}},
-		{name: "apiCall", args: []string{"apply", apiCallPolicy, "-c", "--kubeconfig", e.kubeconfig(), "-n", "cli-dev", "-r", "no-team"}, code: 1,
+		{name: "apiCall", args: []string{"apply", apiCallPolicy, "-c", "--kubeconfig", e.Kubeconfig(), "-n", "cli-dev", "-r", "no-team"}, code: 1,
 			stdout: []string{"too many Pods: 151", "pass: 0, fail: 1"}},
-		{name: "apiCall, few Pods", args: []string{"apply", apiCallPolicy, "-c", "--kubeconfig", e.kubeconfig(), "-n", "cli-prod"}, code: 0,
+		{name: "apiCall, few Pods", args: []string{"apply", apiCallPolicy, "-c", "--kubeconfig", e.Kubeconfig(), "-n", "cli-prod"}, code: 0,
 			stdout: []string{"pass: 2, fail: 0, warn: 0, error: 0"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,10 +48,10 @@ spec:
 // stopControllers stops the controllers earlier tests left running, so
 // that the test decides when one runs.
 func (e *env) stopControllers() {
-	for _, p := range e.procs {
-		if strings.HasPrefix(p.name, "controller") || strings.HasPrefix(p.name, "csync") {
-			if p.running() {
-				p.stop()
+	for _, p := range e.Procs() {
+		if strings.HasPrefix(p.Name, "controller") || strings.HasPrefix(p.Name, "csync") {
+			if p.Running() {
+				p.Stop()
 			}
 		}
 	}
@@ -73,7 +73,7 @@ func TestControllerCatchesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.apply(docs[0].Object); err != nil {
+	if err := e.Apply(ctx, docs[0].Object); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
@@ -99,7 +99,7 @@ func TestControllerCatchesUp(t *testing.T) {
 	// the record of a policy: the ConfigMap its annotation names it in
 	// (its name is a hash of the policy's key, the cluster package's own)
 	recorded := func(policy string) (bool, error) {
-		l, err := e.kube.CoreV1().ConfigMaps("gavel").List(ctx, metav1.ListOptions{})
+		l, err := e.Kube.CoreV1().ConfigMaps("gavel").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -115,32 +115,32 @@ func TestControllerCatchesUp(t *testing.T) {
 		return err == nil && ok
 	})
 
-	c1.kill() // a crash: the lease is not released
+	c1.Kill() // a crash: the lease is not released
 	cm, err := e.configMap("csync-a", "csync-defaults")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Data["owner"] = "someone"
-	if _, err := e.kube.CoreV1().ConfigMaps("csync-a").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().ConfigMaps("csync-a").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
 	c2 := e.gavel(t, "csync-2", "-webhook=false")
-	defer c2.stop() // released: the next test's controller leads at once
+	defer c2.Stop() // released: the next test's controller leads at once
 	eventually(t, 60*time.Second, "the edit made while no controller ran reverted", owners("gavel"))
 	t.Logf("edit with no controller: reverted %s after the controller started (lease expiry included)", time.Since(start).Round(time.Millisecond))
 
 	// while it leads: an edit goes through an UpdateRequest
 	cm, _ = e.configMap("csync-b", "csync-defaults")
 	cm.Data["owner"] = "someone"
-	if _, err := e.kube.CoreV1().ConfigMaps("csync-b").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().ConfigMaps("csync-b").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the edit reverted by the leader", owners("gavel"))
 	eventually(t, 30*time.Second, "no UpdateRequest left", func() bool { return e.pendingURs(t) == 0 })
 
 	// the policy deleted: its synchronized downstream goes, its record too
-	if err := e.dyn.Resource(clusterPolicies).Delete(ctx, "csync-defaults", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dynamic.Resource(clusterPolicies).Delete(ctx, "csync-defaults", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the downstream deleted with the policy", func() bool {
@@ -173,11 +173,11 @@ func TestCertsManifests(t *testing.T) {
 	if len(docs) != 1 {
 		t.Fatalf("%d documents, want the Secret", len(docs))
 	}
-	defer func() { _ = e.kube.CoreV1().Secrets("gavel").Delete(ctx, "certs-test", metav1.DeleteOptions{}) }()
-	if err := e.apply(docs[0].Object); err != nil {
+	defer func() { _ = e.Kube.CoreV1().Secrets("gavel").Delete(ctx, "certs-test", metav1.DeleteOptions{}) }()
+	if err := e.Apply(ctx, docs[0].Object); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := e.kube.CoreV1().Secrets("gavel").Get(ctx, "certs-test", metav1.GetOptions{})
+	sec, err := e.Kube.CoreV1().Secrets("gavel").Get(ctx, "certs-test", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

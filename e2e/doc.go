@@ -1,6 +1,6 @@
 // Package e2e is gavel's end-to-end suite: it starts etcd and
 // kube-apiserver on 127.0.0.1 (built from the module proxy by build.sh,
-// cached by version, with helm), applies the chart charts/gavel as helm
+// cached by version, with helm; started by internal/testcluster), applies the chart charts/gavel as helm
 // template renders it, runs the example's webhook and controllers against
 // them (one with the chart's ServiceAccount token) and checks the
 // scenarios of a real cluster: denials, mutations, warnings, generate with

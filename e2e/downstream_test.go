@@ -61,14 +61,14 @@ func (e *env) downstreamWebhook(t *testing.T, url string) func() {
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: "generate.kyverno.io/policy-name", Operator: metav1.LabelSelectorOpExists,
 			}}},
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr(url + "/downstream"), CABundle: e.caPEM},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr(url + "/downstream"), CABundle: e.CAPEM},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
 			}},
 		}},
 	}
-	vw := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	vw := e.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	_ = vw.Delete(ctx, cfg.Name, metav1.DeleteOptions{})
 	if _, err := vw.Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -90,12 +90,12 @@ func TestDownstreamDeletedWhileNoController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.apply(docs[0].Object); err != nil {
+	if err := e.Apply(ctx, docs[0].Object); err != nil {
 		t.Fatal(err)
 	}
 	port, _ := freePort()
 	wh := e.gavel(t, "dsdel-webhook", "-controller=false", "-listen", fmt.Sprintf("127.0.0.1:%d", port))
-	defer wh.stop()
+	defer wh.Stop()
 	defer e.downstreamWebhook(t, fmt.Sprintf("https://127.0.0.1:%d", port))()
 	owner := func() string {
 		cm, err := e.configMap("dsdel-a", "dsdel-defaults")
@@ -108,13 +108,13 @@ func TestDownstreamDeletedWhileNoController(t *testing.T) {
 	c1 := e.gavel(t, "dsdel-controller-1", "-webhook=false")
 	eventually(t, 60*time.Second, "the downstream generated", func() bool { return owner() == "gavel" })
 	eventually(t, 30*time.Second, "no UpdateRequest left", func() bool { return e.pendingURs(t) == 0 })
-	c1.stop() // the lease is released: no controller runs from now on
+	c1.Stop() // the lease is released: no controller runs from now on
 
 	saved, err := e.configMap("dsdel-a", "dsdel-defaults")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms := e.kube.CoreV1().ConfigMaps("dsdel-a")
+	cms := e.Kube.CoreV1().ConfigMaps("dsdel-a")
 	// the API server starts calling a new webhook configuration within
 	// moments: until a deletion gives an UpdateRequest, put the object
 	// back (as gavel had written it) and delete it again
@@ -149,13 +149,13 @@ func TestDownstreamDeletedWhileNoController(t *testing.T) {
 
 	start := time.Now()
 	c2 := e.gavel(t, "dsdel-controller-2", "-webhook=false")
-	defer c2.stop()
+	defer c2.Stop()
 	eventually(t, 60*time.Second, "the downstream recreated by the controller that started later", func() bool { return owner() == "gavel" })
 	t.Logf("deleted with no controller: recreated %s after the controller started", time.Since(start).Round(time.Millisecond))
 	eventually(t, 30*time.Second, "no UpdateRequest left", func() bool { return e.pendingURs(t) == 0 })
 
 	// the policy goes while a controller runs: its downstream with it
-	if err := e.dyn.Resource(clusterPolicies).Delete(ctx, "dsdel-defaults", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dynamic.Resource(clusterPolicies).Delete(ctx, "dsdel-defaults", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the downstream deleted with the policy", func() bool {

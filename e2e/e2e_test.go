@@ -24,8 +24,6 @@ import (
 	"github.com/gavelpolicy/gavel/cluster"
 )
 
-var crdResource = schemaGVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-
 func schemaGVR(g, v, r string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: g, Version: v, Resource: r}
 }
@@ -52,7 +50,7 @@ func (e *env) webhooks(t testing.TB, url string) {
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "mutate.gavel.io", AdmissionReviewVersions: []string{"v1"}, SideEffects: &none,
 			FailurePolicy: &fail, TimeoutSeconds: &timeout, NamespaceSelector: exclude,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr(url + "/mutate"), CABundle: e.caPEM},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr(url + "/mutate"), CABundle: e.CAPEM},
 			Rules:        rule(admissionregistrationv1.Create, admissionregistrationv1.Update),
 		}},
 	}
@@ -61,11 +59,11 @@ func (e *env) webhooks(t testing.TB, url string) {
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "validate.gavel.io", AdmissionReviewVersions: []string{"v1"}, SideEffects: &none,
 			FailurePolicy: &fail, TimeoutSeconds: &timeout, NamespaceSelector: exclude,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr(url + "/validate"), CABundle: e.caPEM},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr(url + "/validate"), CABundle: e.CAPEM},
 			Rules:        rule(admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
 		}},
 	}
-	ar := e.kube.AdmissionregistrationV1()
+	ar := e.Kube.AdmissionregistrationV1()
 	_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 	_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 	if _, err := ar.MutatingWebhookConfigurations().Create(ctx, mu, metav1.CreateOptions{}); err != nil {
@@ -105,7 +103,7 @@ func testPod(ns, name string, labels map[string]string) *corev1.Pod {
 
 func (e *env) namespace(t testing.TB, name string, labels map[string]string) {
 	t.Helper()
-	_, err := e.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	_, err := e.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -113,7 +111,7 @@ func (e *env) namespace(t testing.TB, name string, labels map[string]string) {
 
 // leader returns the holder of the controller's Lease.
 func (e *env) leader() string {
-	l, err := e.kube.CoordinationV1().Leases("gavel").Get(context.Background(), "gavel-controller", metav1.GetOptions{})
+	l, err := e.Kube.CoordinationV1().Leases("gavel").Get(context.Background(), "gavel-controller", metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -124,7 +122,7 @@ var _ = coordinationv1.SchemeGroupVersion
 
 func (e *env) pendingURs(t testing.TB) int {
 	t.Helper()
-	l, err := e.dyn.Resource(cluster.UpdateRequests).Namespace("gavel").List(context.Background(), metav1.ListOptions{})
+	l, err := e.Dynamic.Resource(cluster.UpdateRequests).Namespace("gavel").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +136,28 @@ func (e *env) pendingURs(t testing.TB) int {
 }
 
 func (e *env) configMap(ns, name string) (*corev1.ConfigMap, error) {
-	return e.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return e.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// reportEntry returns the entry of the PolicyReport report of namespace ns
+// with the result given about the single resource named, nil when there
+// is none (or no such report).
+func (e *env) reportEntry(ctx context.Context, ns, report, result, resource string) map[string]any {
+	r, err := e.Dynamic.Resource(cluster.PolicyReports).Namespace(ns).Get(ctx, report, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	results, _, _ := unstructured.NestedSlice(r.Object, "results")
+	for _, x := range results {
+		m, _ := x.(map[string]any)
+		res, _ := m["resources"].([]any)
+		if m["result"] == result && len(res) == 1 {
+			if ref, _ := res[0].(map[string]any); ref["name"] == resource {
+				return m
+			}
+		}
+	}
+	return nil
 }
 
 // TestScenarios runs the scenarios of the issue in order on one cluster:
@@ -146,7 +165,7 @@ func (e *env) configMap(ns, name string) (*corev1.ConfigMap, error) {
 func TestScenarios(t *testing.T) {
 	e := suite
 	ctx := context.Background()
-	if err := e.applyFile(filepath.Join("testdata", "policies.yaml")); err != nil {
+	if err := e.ApplyFile(ctx, filepath.Join("testdata", "policies.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	e.namespace(t, "e2e", nil)
@@ -158,7 +177,7 @@ func TestScenarios(t *testing.T) {
 	eventually(t, 30*time.Second, "a leader", func() bool { return e.leader() == "controller-1" })
 
 	var warns warnings
-	wcfg := rest.CopyConfig(e.cfg)
+	wcfg := rest.CopyConfig(e.Config)
 	wcfg.WarningHandler = &warns
 	wkube := kubernetes.NewForConfigOrDie(wcfg)
 	pods := wkube.CoreV1().Pods("e2e")
@@ -198,21 +217,7 @@ func TestScenarios(t *testing.T) {
 
 	t.Run("AuditReport", func(t *testing.T) {
 		// the Pod "mutated" has no owner: a fail entry in cpol-warn-owner
-		hasEntry := func() bool {
-			r, err := e.dyn.Resource(cluster.PolicyReports).Namespace("e2e").Get(ctx, "cpol-warn-owner", metav1.GetOptions{})
-			if err != nil {
-				return false
-			}
-			results, _, _ := unstructured.NestedSlice(r.Object, "results")
-			for _, x := range results {
-				m := x.(map[string]any)
-				res, _ := m["resources"].([]any)
-				if m["result"] == "fail" && len(res) == 1 && res[0].(map[string]any)["name"] == "mutated" {
-					return true
-				}
-			}
-			return false
-		}
+		hasEntry := func() bool { return e.reportEntry(ctx, "e2e", "cpol-warn-owner", "fail", "mutated") != nil }
 		eventually(t, 30*time.Second, "the fail entry in cpol-warn-owner", hasEntry)
 		if err := pods.Delete(ctx, "mutated", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 			t.Fatal(err)
@@ -228,14 +233,14 @@ func TestScenarios(t *testing.T) {
 		})
 		cm, _ := e.configMap("gen-1", "defaults")
 		cm.Data["owner"] = "someone"
-		if _, err := e.kube.CoreV1().ConfigMaps("gen-1").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		if _, err := e.Kube.CoreV1().ConfigMaps("gen-1").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 30*time.Second, "the manual edit reverted", func() bool {
 			cm, err := e.configMap("gen-1", "defaults")
 			return err == nil && cm.Data["owner"] == "gavel"
 		})
-		if err := e.kube.CoreV1().Namespaces().Delete(ctx, "gen-1", metav1.DeleteOptions{}); err != nil {
+		if err := e.Kube.CoreV1().Namespaces().Delete(ctx, "gen-1", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// no namespace controller runs: the namespace stays Terminating,
@@ -248,7 +253,7 @@ func TestScenarios(t *testing.T) {
 
 	t.Run("CloneSynchronized", func(t *testing.T) {
 		src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "gavel-src"}, Data: map[string]string{"level": "1"}}
-		if _, err := e.kube.CoreV1().ConfigMaps("gavel-src").Create(ctx, src, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Kube.CoreV1().ConfigMaps("gavel-src").Create(ctx, src, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		e.namespace(t, "clone-1", map[string]string{"gavel-e2e": "clone"})
@@ -263,7 +268,7 @@ func TestScenarios(t *testing.T) {
 				return false
 			}
 			cur.Data["level"] = "2"
-			_, err = e.kube.CoreV1().ConfigMaps("gavel-src").Update(ctx, cur, metav1.UpdateOptions{})
+			_, err = e.Kube.CoreV1().ConfigMaps("gavel-src").Update(ctx, cur, metav1.UpdateOptions{})
 			return err == nil
 		})
 		eventually(t, 30*time.Second, "the clone synchronized", func() bool {
@@ -282,7 +287,7 @@ func TestScenarios(t *testing.T) {
 					"kinds": []any{"Pod"}, "names": []any{"exempt-*"}}}}},
 			},
 		}
-		if err := e.apply(exc); err != nil {
+		if err := e.Apply(ctx, exc); err != nil {
 			t.Fatal(err)
 		}
 		i := 0
@@ -300,7 +305,7 @@ func TestScenarios(t *testing.T) {
 	t.Run("CELAuthorizerAndParams", func(t *testing.T) { celScenario(t, e) })
 
 	t.Run("BrokenPolicyKeepsPreviousSet", func(t *testing.T) {
-		ri := e.dyn.Resource(cluster.ClusterPolicies)
+		ri := e.Dynamic.Resource(cluster.ClusterPolicies)
 		p, err := ri.Get(ctx, "require-team", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -332,7 +337,7 @@ func TestScenarios(t *testing.T) {
 			t.Errorf("condition reason %q message %q", reason, message)
 		}
 		eventually(t, 30*time.Second, "the Warning event", func() bool {
-			l, err := e.kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+			l, err := e.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false
 			}
@@ -350,7 +355,7 @@ func TestScenarios(t *testing.T) {
 	})
 
 	t.Run("RestartFinishesPendingUpdateRequests", func(t *testing.T) {
-		c1.kill()
+		c1.Kill()
 		const n = 5
 		before := e.pendingURs(t)
 		for i := range n {
@@ -383,7 +388,7 @@ func TestScenarios(t *testing.T) {
 		if l := e.leader(); l != "controller-1b" {
 			t.Fatalf("leader changed to %q with both replicas up", l)
 		}
-		c1.kill() // no release: the lease must expire
+		c1.Kill() // no release: the lease must expire
 		eventually(t, 30*time.Second, "controller-2 leading", func() bool { return e.leader() == "controller-2" })
 		e.namespace(t, "after-failover", map[string]string{"gavel-e2e": "provision"})
 		eventually(t, 30*time.Second, "the new leader generating", func() bool {

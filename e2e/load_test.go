@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/e2e/internal/testcluster"
 )
 
 func sharedDir() string {
@@ -47,15 +48,15 @@ func TestLoad(t *testing.T) {
 	// a fresh webhook and controller with only the bench policies; no
 	// webhook is registered meanwhile
 	e.stopGavel()
-	_ = e.dyn.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = e.Dynamic.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	// the bench policies go with the test: the next tests' objects are
 	// not the synthetic Pods they are written for
 	t.Cleanup(func() {
-		_ = e.dyn.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = e.Dynamic.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
 	files, _ := filepath.Glob(filepath.Join(bench, "policies", "*.yaml"))
 	for _, f := range files {
-		if err := e.applyFile(f); err != nil {
+		if err := e.ApplyFile(ctx, f); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
@@ -87,17 +88,17 @@ func TestLoad(t *testing.T) {
 	// the leader writes the webhook configurations the policies need
 	// (all Fail: validate.gavel.io-fail, mutate.gavel.io-fail)
 	ctrl := e.gavel(t, "controller-load", "-webhook=false", "-scan-interval", "10s", "-webhook-url", url)
-	waitLog(t, e, "webhook-load", "policies=42")
+	waitLog(t, wh, "policies=42")
 	eventually(t, 60*time.Second, "the webhooks of the bench policies", func() bool {
 		return strings.Contains(strings.Join(e.webhookNames(), " "), "validate.gavel.io-fail")
 	})
 	t.Cleanup(func() {
-		ar := e.kube.AdmissionregistrationV1()
+		ar := e.Kube.AdmissionregistrationV1()
 		_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 		_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 	})
 	// the synthetic Pods draw many API server warnings: not logged
-	qcfg := rest.CopyConfig(e.cfg)
+	qcfg := rest.CopyConfig(e.Config)
 	qcfg.WarningHandler = rest.NoWarnings{}
 	dyn := dynamic.NewForConfigOrDie(qcfg)
 
@@ -114,7 +115,7 @@ func TestLoad(t *testing.T) {
 	e.loadPass(t, dyn, docs, n, "audit")
 	var reports, entries int
 	eventually(t, 60*time.Second, "the reports of the admitted Pods", func() bool {
-		l, err := e.dyn.Resource(policyReports).List(ctx, metav1.ListOptions{})
+		l, err := e.Dynamic.Resource(policyReports).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
@@ -129,11 +130,11 @@ func TestLoad(t *testing.T) {
 	// the admitted Pods' results of the two admission-only bench policies
 	// came as EphemeralReports: the leader merges and deletes them all
 	eventually(t, 60*time.Second, "the ephemeral reports merged", func() bool {
-		l, err := e.dyn.Resource(ephemeralReports).List(ctx, metav1.ListOptions{})
+		l, err := e.Dynamic.Resource(ephemeralReports).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
-	for _, p := range []*proc{wh, ctrl} {
-		t.Logf("memory %s: peak RSS %s", p.name, peakRSS(p))
+	for _, p := range []*testcluster.Proc{wh, ctrl} {
+		t.Logf("memory %s: peak RSS %s", p.Name, peakRSS(p))
 	}
 }
 
@@ -242,7 +243,7 @@ func (e *env) applyAudit(path string) error {
 		if rules != nil {
 			_ = unstructured.SetNestedSlice(u.Object, rules, "spec", "rules")
 		}
-		if err := e.apply(u.Object); err != nil {
+		if err := e.Apply(context.Background(), u.Object); err != nil {
 			return err
 		}
 	}
@@ -263,8 +264,8 @@ func copyMap(m map[string]any) map[string]any {
 }
 
 // peakRSS reads VmHWM of a running process.
-func peakRSS(p *proc) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+func peakRSS(p *testcluster.Proc) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
 	if err != nil {
 		return "unknown"
 	}
@@ -336,7 +337,7 @@ func (h histogram) bucket(q float64) string {
 
 // webhookHistogram scrapes the API server's /metrics.
 func (e *env) webhookHistogram() (map[string]histogram, error) {
-	body, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	body, err := e.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,19 +23,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gavelpolicy/gavel/e2e/internal/testcluster"
 )
 
 // stopGavel stops every gavel process the suite started, and deletes the
 // webhook configurations that name them: a test that needs the Lease and
 // the webhook configurations to itself.
 func (e *env) stopGavel() {
-	for _, p := range e.procs {
-		if p.name != "etcd" && p.name != "kube-apiserver" && p.running() {
-			p.stop()
+	for _, p := range e.Procs() {
+		if p.Name != "etcd" && p.Name != "kube-apiserver" && p.Running() {
+			p.Stop()
 		}
 	}
 	ctx := context.Background()
-	ar := e.kube.AdmissionregistrationV1()
+	ar := e.Kube.AdmissionregistrationV1()
 	_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 	_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 }
@@ -46,26 +47,13 @@ func (e *env) stopGavel() {
 func (e *env) saKubeconfig(t *testing.T) string {
 	t.Helper()
 	exp := int64(7200)
-	tok, err := e.kube.CoreV1().ServiceAccounts("gavel").CreateToken(context.Background(), "gavel",
+	tok, err := e.Kube.CoreV1().ServiceAccounts("gavel").CreateToken(context.Background(), "gavel",
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: e2e
-  cluster: {server: %s, certificate-authority: %s}
-users:
-- name: gavel
-  user: {token: %s}
-contexts:
-- name: e2e
-  context: {cluster: e2e, user: gavel}
-current-context: e2e
-`, e.apiURL, filepath.Join(e.dir, "ca.crt"), tok.Status.Token)
-	path := filepath.Join(e.dir, "sa-kubeconfig")
-	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+	path := filepath.Join(e.Dir, "sa-kubeconfig")
+	if err := e.WriteKubeconfig(path, "gavel", tok.Status.Token); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -75,14 +63,14 @@ current-context: e2e
 // controller, the webhook configurations its own to write), with the
 // ServiceAccount's token; it returns the process and its webhook and
 // metrics addresses.
-func (e *env) deployed(t *testing.T, name string) (*proc, string, string) {
+func (e *env) deployed(t *testing.T, name string) (*testcluster.Proc, string, string) {
 	t.Helper()
 	port, _ := freePort()
 	mport, _ := freePort()
 	url := fmt.Sprintf("https://127.0.0.1:%d", port)
-	p, err := e.start(name, exec.Command(e.binary,
+	p, err := e.Spawn(name, exec.Command(e.binary,
 		"-kubeconfig", e.saKubeconfig(t), "-namespace", "gavel", "-identity", name,
-		"-tls-cert", e.whCert, "-tls-key", e.whKey, "-ca-file", filepath.Join(e.dir, "ca.crt"),
+		"-tls-cert", e.whCert, "-tls-key", e.whKey, "-ca-file", filepath.Join(e.Dir, "ca.crt"),
 		"-listen", fmt.Sprintf("127.0.0.1:%d", port), "-metrics-listen", fmt.Sprintf("127.0.0.1:%d", mport),
 		"-webhook-url", url, "-webhook-owner", "gavel", "-service-account", "gavel",
 		"-lease-duration", "8s", "-renew-deadline", "6s", "-retry-period", "1s",
@@ -90,14 +78,14 @@ func (e *env) deployed(t *testing.T, name string) (*proc, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, e, name, "msg=started")
+	waitLog(t, p, "msg=started")
 	return p, url, fmt.Sprintf("http://127.0.0.1:%d", mport)
 }
 
 // productClient is an HTTPS client trusting the suite's CA.
 func (e *env) productClient() *http.Client {
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(e.caPEM)
+	pool.AppendCertsFromPEM(e.CAPEM)
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
@@ -115,12 +103,12 @@ func get(c *http.Client, url string) (int, string) {
 func (e *env) webhookNames() []string {
 	ctx := context.Background()
 	var out []string
-	if m, err := e.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "gavel", metav1.GetOptions{}); err == nil {
+	if m, err := e.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "gavel", metav1.GetOptions{}); err == nil {
 		for _, w := range m.Webhooks {
 			out = append(out, w.Name)
 		}
 	}
-	if v, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "gavel", metav1.GetOptions{}); err == nil {
+	if v, err := e.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "gavel", metav1.GetOptions{}); err == nil {
 		for _, w := range v.Webhooks {
 			out = append(out, w.Name)
 		}
@@ -151,19 +139,19 @@ func TestProduct(t *testing.T) {
 	ctx := context.Background()
 	e.stopGavel()
 	e.chartWebhooks(t)
-	if err := e.applyFile(filepath.Join("testdata", "product.yaml")); err != nil {
+	if err := e.ApplyFile(ctx, filepath.Join("testdata", "product.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{"product-require-team", "product-label-sa-and-ns", "product-beta", "product-widgets", "product-touch", "product-secret", "product-no-exec"} {
-			_ = e.dyn.Resource(clusterPolicies).Delete(ctx, n, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(clusterPolicies).Delete(ctx, n, metav1.DeleteOptions{})
 		}
 	})
 	for _, ns := range []string{"product-a", "product-beta"} {
 		e.namespace(t, ns, nil)
 	}
 	p, url, metrics := e.deployed(t, "product")
-	t.Cleanup(p.stop)
+	t.Cleanup(p.Stop)
 	eventually(t, 30*time.Second, "the leader's webhooks", func() bool {
 		names := strings.Join(e.webhookNames(), " ")
 		return strings.Contains(names, "validate.gavel.io-fail") && strings.Contains(names, "mutate.gavel.io-fail")
@@ -218,13 +206,13 @@ func (e *env) chartWebhooks(t *testing.T) {
 	}
 	for _, d := range docs {
 		if k, _ := d.Object["kind"].(string); strings.HasSuffix(k, "WebhookConfiguration") {
-			_ = e.dyn.Resource(schemaGVR("admissionregistration.k8s.io", "v1", strings.ToLower(k)+"s")).Delete(ctx, "gavel", metav1.DeleteOptions{})
-			if err := e.apply(d.Object); err != nil {
+			_ = e.Dynamic.Resource(schemaGVR("admissionregistration.k8s.io", "v1", strings.ToLower(k)+"s")).Delete(ctx, "gavel", metav1.DeleteOptions{})
+			if err := e.Apply(ctx, d.Object); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	ar := e.kube.AdmissionregistrationV1()
+	ar := e.Kube.AdmissionregistrationV1()
 	t.Cleanup(func() {
 		_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 		_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
@@ -240,7 +228,7 @@ func testSA(name string) *corev1.ServiceAccount {
 func (e *env) denied(t *testing.T, obj map[string]any) bool {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: obj}
-	ri, err := e.resource(u)
+	ri, err := e.Resource(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,22 +282,22 @@ func productKinds(t *testing.T, e *env) {
 func productSubresources(t *testing.T, e *env) {
 	ctx := context.Background()
 	pod := testPod("product-a", "product-target", map[string]string{"team": "a"})
-	if _, err := e.kube.CoreV1().Pods("product-a").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().Pods("product-a").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var err error
 	eventually(t, 30*time.Second, "the exec denied", func() bool {
-		err = e.kube.CoreV1().RESTClient().Post().Namespace("product-a").Resource("pods").Name("product-target").
+		err = e.Kube.CoreV1().RESTClient().Post().Namespace("product-a").Resource("pods").Name("product-target").
 			SubResource("exec").Param("command", "ls").Param("stdout", "true").Do(ctx).Error()
 		return err != nil && strings.Contains(err.Error(), "exec is not allowed")
 	})
-	cur, err := e.kube.CoreV1().Pods("product-a").Get(ctx, "product-target", metav1.GetOptions{})
+	cur, err := e.Kube.CoreV1().Pods("product-a").Get(ctx, "product-target", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1.36"}})
-	_, err = e.kube.CoreV1().Pods("product-a").UpdateEphemeralContainers(ctx, "product-target", cur, metav1.UpdateOptions{})
+	_, err = e.Kube.CoreV1().Pods("product-a").UpdateEphemeralContainers(ctx, "product-target", cur, metav1.UpdateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "ephemeral containers are not allowed") {
 		t.Errorf("ephemeral container: %v, want product-no-exec's denial", err)
 	}
@@ -319,22 +307,22 @@ func productMutations(t *testing.T, e *env) {
 	ctx := context.Background()
 	eventually(t, 30*time.Second, "the ServiceAccount mutated", func() bool {
 		name := fmt.Sprintf("product-sa-%d", time.Now().UnixNano())
-		sa, err := e.kube.CoreV1().ServiceAccounts("product-a").Create(ctx, testSA(name), metav1.CreateOptions{})
+		sa, err := e.Kube.CoreV1().ServiceAccounts("product-a").Create(ctx, testSA(name), metav1.CreateOptions{})
 		return err == nil && sa.Labels["gavel.io/product"] == "seen"
 	})
-	ns, err := e.kube.CoreV1().Namespaces().Get(ctx, "product-beta", metav1.GetOptions{})
+	ns, err := e.Kube.CoreV1().Namespaces().Get(ctx, "product-beta", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns.Labels["touch"] = "yes"
-	ns, err = e.kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+	ns, err = e.Kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
 	if err != nil || ns.Labels["gavel.io/product"] != "seen" {
 		t.Errorf("Namespace update: %v, labels %v", err, ns.Labels)
 	}
 }
 
 func productV2beta1(t *testing.T, e *env) {
-	u, err := e.dyn.Resource(schemaGVR("kyverno.io", "v2beta1", "clusterpolicies")).Get(context.Background(), "product-beta", metav1.GetOptions{})
+	u, err := e.Dynamic.Resource(schemaGVR("kyverno.io", "v2beta1", "clusterpolicies")).Get(context.Background(), "product-beta", metav1.GetOptions{})
 	if err != nil || u.GetAPIVersion() != "kyverno.io/v2beta1" {
 		t.Fatalf("the v2beta1 policy read in v2beta1: %v", err)
 	}
@@ -353,7 +341,7 @@ func productV2beta1(t *testing.T, e *env) {
 				"kinds": []any{"ConfigMap"}, "names": []any{"exempt-*"}}}}},
 		},
 	}
-	if err := e.apply(exc); err != nil {
+	if err := e.Apply(context.Background(), exc); err != nil {
 		t.Fatalf("a kyverno.io/v2beta1 PolicyException: %v", err)
 	}
 	eventually(t, 30*time.Second, "the v2beta1 exception in force", func() bool {
@@ -372,14 +360,14 @@ func productWidgets(t *testing.T, e *env) {
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
 		},
 	}
-	if err := e.apply(crd); err != nil {
+	if err := e.Apply(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
-	e.resetMapper()
+	e.ResetMapper()
 	eventually(t, 60*time.Second, "the Widget denied once its CRD is installed", func() bool {
-		e.resetMapper()
+		e.ResetMapper()
 		u := &unstructured.Unstructured{Object: labelled("Widget", "e2e.gavel.io/v1", "product-a", fmt.Sprintf("w-%d", time.Now().UnixNano()), nil, nil)}
-		ri, err := e.resource(u)
+		ri, err := e.Resource(u)
 		if err != nil {
 			return false
 		}
@@ -401,10 +389,10 @@ func productAggregation(t *testing.T, e *env) {
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete"}},
 		},
 	}
-	if _, err := e.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.kube.RbacV1().ClusterRoles().Delete(ctx, "product-background", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = e.Kube.RbacV1().ClusterRoles().Delete(ctx, "product-background", metav1.DeleteOptions{}) })
 	if err := e.aggregate("gavel"); err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +401,7 @@ func productAggregation(t *testing.T, e *env) {
 		"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "x"}},
 			"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx:1.27"}}}},
 	}})
-	if err := e.apply(deploy); err != nil {
+	if err := e.Apply(ctx, deploy); err != nil {
 		t.Fatal(err)
 	}
 	touch := map[string]any{
@@ -428,11 +416,11 @@ func productAggregation(t *testing.T, e *env) {
 			},
 		}}},
 	}
-	if err := e.apply(touch); err != nil {
+	if err := e.Apply(ctx, touch); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the existing Deployment mutated on the policy's creation", func() bool {
-		d, err := e.kube.AppsV1().Deployments("product-a").Get(ctx, "product-existing", metav1.GetOptions{})
+		d, err := e.Kube.AppsV1().Deployments("product-a").Get(ctx, "product-existing", metav1.GetOptions{})
 		return err == nil && d.Labels["touched"] == "yes"
 	})
 	gen := map[string]any{
@@ -444,7 +432,7 @@ func productAggregation(t *testing.T, e *env) {
 				"data": map[string]any{"stringData": map[string]any{"k": "v"}}},
 		}}},
 	}
-	if err := e.apply(gen); err != nil {
+	if err := e.Apply(ctx, gen); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the Secret generated with the aggregated rights", func() bool {
@@ -452,7 +440,7 @@ func productAggregation(t *testing.T, e *env) {
 		e.namespace(t, ns, nil)
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
-			if _, err := e.kube.CoreV1().Secrets(ns).Get(ctx, "token", metav1.GetOptions{}); err == nil {
+			if _, err := e.Kube.CoreV1().Secrets(ns).Get(ctx, "token", metav1.GetOptions{}); err == nil {
 				return true
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -466,12 +454,12 @@ func productAggregation(t *testing.T, e *env) {
 func productSchemas(t *testing.T, e *env) {
 	bad := map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "product-bad"},
 		"spec": map[string]any{"rules": "not a list"}}
-	_, err := e.dyn.Resource(clusterPolicies).Create(context.Background(), &unstructured.Unstructured{Object: bad}, metav1.CreateOptions{})
+	_, err := e.Dynamic.Resource(clusterPolicies).Create(context.Background(), &unstructured.Unstructured{Object: bad}, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.rules") {
 		t.Errorf("a ClusterPolicy with rules not a list: %v, want Invalid naming spec.rules", err)
 	}
 	for _, path := range []string{"/openapi/v3/apis/kyverno.io/v1", "/openapi/v3/apis/kyverno.io/v2beta1", "/openapi/v3/apis/wgpolicyk8s.io/v1alpha2", "/openapi/v3/apis/policies.kyverno.io/v1"} {
-		body, err := e.kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(context.Background())
+		body, err := e.Kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(context.Background())
 		if err != nil {
 			t.Errorf("%s: %v", path, err)
 			continue
@@ -487,27 +475,27 @@ func productSchemas(t *testing.T, e *env) {
 func productKyverno(t *testing.T, e *env) {
 	ctx := context.Background()
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kyverno-resource-validating-webhook-cfg"}}
-	if _, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		_ = e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+		_ = e.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
 	}()
-	cmd := exec.Command(e.binary, "-kubeconfig", e.kubeconfig(), "-namespace", "gavel", "-tls-cert", e.whCert, "-tls-key", e.whKey, "-metrics-listen", "")
+	cmd := exec.Command(e.binary, "-kubeconfig", e.Kubeconfig(), "-namespace", "gavel", "-tls-cert", e.whCert, "-tls-key", e.whKey, "-metrics-listen", "")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "Kyverno is installed in this cluster (ValidatingWebhookConfiguration kyverno-resource-validating-webhook-cfg)") {
 		t.Errorf("the binary with Kyverno installed: %v\n%s", err, out)
 	}
 	helm := func() (string, error) {
 		cmd := exec.Command(e.helm, "install", "gavel-check", filepath.Join(e.root, "charts", "gavel"), "--namespace", "gavel",
-			"--dry-run=server", "--kubeconfig", e.kubeconfig())
+			"--dry-run=server", "--kubeconfig", e.Kubeconfig())
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	if out, err := helm(); err == nil || !strings.Contains(out, "Kyverno is installed in this cluster") {
 		t.Errorf("helm install with Kyverno installed: %v\n%s", err, out)
 	}
-	_ = e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+	_ = e.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
 	if out, err := helm(); err != nil {
 		t.Errorf("helm install --dry-run=server without Kyverno: %v\n%s", err, out)
 	}

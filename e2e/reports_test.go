@@ -52,22 +52,22 @@ func TestAdmissionReports(t *testing.T) {
 	e := suite
 	ctx := context.Background()
 	// a fresh webhook and controller of their own
-	ar := e.kube.AdmissionregistrationV1()
+	ar := e.Kube.AdmissionregistrationV1()
 	_ = ar.MutatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
 	_ = ar.ValidatingWebhookConfigurations().Delete(ctx, "gavel", metav1.DeleteOptions{})
-	for _, p := range e.procs {
-		if (strings.HasPrefix(p.name, "webhook") || strings.HasPrefix(p.name, "controller")) && p.running() {
-			p.stop()
+	for _, p := range e.Procs() {
+		if (strings.HasPrefix(p.Name, "webhook") || strings.HasPrefix(p.Name, "controller")) && p.Running() {
+			p.Stop()
 		}
 	}
 	// only this policy: the suite's earlier tests leave theirs, and
 	// thousands of Pods that they would have the new leader report on
-	_ = e.dyn.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = e.Dynamic.Resource(clusterPolicies).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	docs, err := api.ReadDocuments(strings.NewReader(admissionOnlyPolicy), "policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.apply(docs[0].Object); err != nil {
+	if err := e.Apply(ctx, docs[0].Object); err != nil {
 		t.Fatal(err)
 	}
 	e.namespace(t, "adm-reports", nil)
@@ -75,15 +75,15 @@ func TestAdmissionReports(t *testing.T) {
 	wh := e.gavel(t, "webhook-reports", "-controller=false", "-listen", fmt.Sprintf("127.0.0.1:%d", port))
 	ctrl := e.gavel(t, "controller-reports", "-webhook=false", "-scan-interval", "1h")
 	defer func() {
-		wh.stop()
-		ctrl.stop()
+		wh.Stop()
+		ctrl.Stop()
 	}()
 	e.webhooks(t, fmt.Sprintf("https://127.0.0.1:%d", port))
 	eventually(t, 30*time.Second, "a leader", func() bool { return e.leader() == "controller-reports" })
 
 	// every ephemeral report written in the namespace, by the name of its
 	// resource
-	w, err := e.dyn.Resource(cluster.EphemeralReports).Namespace("adm-reports").Watch(ctx, metav1.ListOptions{})
+	w, err := e.Dynamic.Resource(cluster.EphemeralReports).Namespace("adm-reports").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestAdmissionReports(t *testing.T) {
 		}
 	}()
 
-	pods := e.kube.CoreV1().Pods("adm-reports")
+	pods := e.Kube.CoreV1().Pods("adm-reports")
 	// the webhook may not have seen the policy yet: a dry run is answered
 	// all the same, and never reported
 	if _, err := pods.Create(ctx, testPod("adm-reports", "dry", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
@@ -111,7 +111,7 @@ func TestAdmissionReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := func() map[string]string {
-		r, err := e.dyn.Resource(cluster.PolicyReports).Namespace("adm-reports").Get(ctx, "cpol-adm-only-team", metav1.GetOptions{})
+		r, err := e.Dynamic.Resource(cluster.PolicyReports).Namespace("adm-reports").Get(ctx, "cpol-adm-only-team", metav1.GetOptions{})
 		if err != nil {
 			return nil
 		}
@@ -129,7 +129,7 @@ func TestAdmissionReports(t *testing.T) {
 	eventually(t, 60*time.Second, "the admission's fail entry", func() bool { return entries()["no-team"] == "fail" })
 	t.Logf("the entry reached the report %s after the create", time.Since(start).Round(100*time.Millisecond))
 	eventually(t, 60*time.Second, "the ephemeral reports deleted", func() bool {
-		l, err := e.dyn.Resource(cluster.EphemeralReports).Namespace("adm-reports").List(ctx, metav1.ListOptions{})
+		l, err := e.Dynamic.Resource(cluster.EphemeralReports).Namespace("adm-reports").List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
 	if got := entries(); len(got) != 1 {
@@ -147,15 +147,15 @@ func TestAdmissionReports(t *testing.T) {
 
 	t.Run("OpenReports", func(t *testing.T) {
 		// a leader that writes openreports.io Reports
-		ctrl.stop()
+		ctrl.Stop()
 		orc := e.gavel(t, "controller-openreports", "-webhook=false", "-scan-interval", "1h", "-report-format", "openreports")
-		defer orc.stop()
+		defer orc.Stop()
 		eventually(t, 60*time.Second, "a leader", func() bool { return e.leader() == "controller-openreports" })
 		if _, err := pods.Create(ctx, testPod("adm-reports", "no-team-2", nil), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 60*time.Second, "the fail entry in the Report", func() bool {
-			r, err := e.dyn.Resource(cluster.OpenReports).Namespace("adm-reports").Get(ctx, "cpol-adm-only-team", metav1.GetOptions{})
+			r, err := e.Dynamic.Resource(cluster.OpenReports).Namespace("adm-reports").Get(ctx, "cpol-adm-only-team", metav1.GetOptions{})
 			if err != nil {
 				return false
 			}

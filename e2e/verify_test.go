@@ -136,14 +136,14 @@ func TestVerifyImages(t *testing.T) {
 
 	e.namespace(t, "verify", nil)
 	// the key, in gavel's namespace; the pull secret, in the Pods'
-	if _, err := e.kube.CoreV1().Secrets("gavel").Create(ctx, &corev1.Secret{
+	if _, err := e.Kube.CoreV1().Secrets("gavel").Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cosign"}, Data: map[string][]byte{"cosign.pub": pub},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	dockercfg, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.host: map[string]any{
 		"auth": base64.StdEncoding.EncodeToString([]byte("puller:s3cret"))}}})
-	if _, err := e.kube.CoreV1().Secrets("verify").Create(ctx, &corev1.Secret{
+	if _, err := e.Kube.CoreV1().Secrets("verify").Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: dockercfg},
 	}, metav1.CreateOptions{}); err != nil {
@@ -163,13 +163,13 @@ func TestVerifyImages(t *testing.T) {
 			}},
 		}}},
 	}
-	if err := e.apply(policy); err != nil {
+	if err := e.Apply(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = e.dyn.Resource(clusterPolicies).Delete(ctx, "e2e-verify", metav1.DeleteOptions{}) }()
+	defer func() { _ = e.Dynamic.Resource(clusterPolicies).Delete(ctx, "e2e-verify", metav1.DeleteOptions{}) }()
 	e.chartWebhooks(t)
 	p, _, _ := e.deployed(t, "verify")
-	t.Cleanup(p.stop)
+	t.Cleanup(p.Stop)
 
 	pod := func(name, image string) *corev1.Pod {
 		return &corev1.Pod{
@@ -183,7 +183,7 @@ func TestVerifyImages(t *testing.T) {
 	start := time.Now()
 	eventually(t, 60*time.Second, "the signed image admitted, pinned to its digest", func() bool {
 		name := fmt.Sprintf("signed-%d", time.Now().UnixNano())
-		created, err = e.kube.CoreV1().Pods("verify").Create(ctx, pod(name, tag), metav1.CreateOptions{})
+		created, err = e.Kube.CoreV1().Pods("verify").Create(ctx, pod(name, tag), metav1.CreateOptions{})
 		return err == nil && created.Spec.Containers[0].Image == tag+"@"+signed.DigestStr()
 	})
 	t.Logf("signed image verified and pinned %s after gavel started", time.Since(start).Round(time.Millisecond))
@@ -191,7 +191,7 @@ func TestVerifyImages(t *testing.T) {
 	if !strings.Contains(ann, signed.DigestStr()) || !strings.Contains(ann, "pass") {
 		t.Errorf("verify-images annotation %q, want the digest passed", ann)
 	}
-	_, err = e.kube.CoreV1().Pods("verify").Create(ctx, pod("unsigned", reg.host+"/private/unsigned:v1"), metav1.CreateOptions{})
+	_, err = e.Kube.CoreV1().Pods("verify").Create(ctx, pod("unsigned", reg.host+"/private/unsigned:v1"), metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "denied the request") || !strings.Contains(err.Error(), "e2e-verify") {
 		t.Errorf("the unsigned image: %v, want e2e-verify's denial", err)
 	}
@@ -199,7 +199,7 @@ func TestVerifyImages(t *testing.T) {
 	// (an image not verified before: the engine keeps verified digests)
 	noCreds := pod("no-creds", reg.host+"/private/other:v1")
 	noCreds.Spec.ImagePullSecrets = nil
-	if _, err := e.kube.CoreV1().Pods("verify").Create(ctx, noCreds, metav1.CreateOptions{}); err == nil {
+	if _, err := e.Kube.CoreV1().Pods("verify").Create(ctx, noCreds, metav1.CreateOptions{}); err == nil {
 		t.Error("an image of the private registry verified without its credentials")
 	}
 }

@@ -19,9 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gavelpolicy/gavel/e2e/internal/testcluster"
 )
@@ -55,7 +53,7 @@ func installGavel(ctx context.Context, c *testcluster.Cluster, binary, helm, cha
 	if err := c.ApplyDocuments(ctx, bytes.NewReader(out), "helm template "+chart); err != nil {
 		return err
 	}
-	if err := waitCRDs(ctx, c); err != nil {
+	if err := c.WaitCRDs(ctx, time.Minute); err != nil {
 		return err
 	}
 	return runPods(ctx, c, binary, gavelNamespace, gavelDeployment)
@@ -294,42 +292,4 @@ func waitService(ctx context.Context, c *testcluster.Cluster, namespace, service
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// waitCRDs waits until every CustomResourceDefinition is established.
-func waitCRDs(ctx context.Context, c *testcluster.Cluster) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		l, err := c.Dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})
-		pending := 0
-		if err == nil {
-			for _, crd := range l.Items {
-				if !established(crd) {
-					pending++
-				}
-			}
-			if pending == 0 {
-				c.ResetMapper()
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("CRDs not established (%d pending): %v", pending, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func established(crd unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, x := range conds {
-		if m, ok := x.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }

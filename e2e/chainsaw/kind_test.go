@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,7 +29,7 @@ func kindStandIns(ctx context.Context, c *testcluster.Cluster) error {
 			return err
 		}
 	}
-	return waitCRDs(ctx, c)
+	return c.WaitCRDs(ctx, time.Minute)
 }
 
 // kindNodes are the Nodes of the kind cluster of upstream's CI (one

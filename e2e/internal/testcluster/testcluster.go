@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -436,6 +437,53 @@ func (c *Cluster) Stop() {
 			procs[i].Stop()
 		}
 	}
+}
+
+// Procs returns the processes started so far (the cluster's, then those
+// of Spawn), in order, until Stop.
+func (c *Cluster) Procs() []*Proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.procs)
+}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// WaitCRDs waits up to d until every CustomResourceDefinition is
+// established, then forgets the kinds discovered so far (ResetMapper).
+func (c *Cluster) WaitCRDs(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		l, err := c.Dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})
+		pending := 0
+		if err == nil {
+			for _, crd := range l.Items {
+				if !established(crd) {
+					pending++
+				}
+			}
+			if pending == 0 {
+				c.ResetMapper()
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("CRDs not established (%d pending): %v", pending, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func established(crd unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, x := range conds {
+		if m, ok := x.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 // ResetMapper forgets the kinds discovered so far (after CRDs are created).
