@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
@@ -89,40 +88,7 @@ type celCaseRule struct {
 // payload validated as a JSON payload, and the results are compared with
 // expected.yaml (-update rewrites it).
 func TestCELKindsGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/celkinds/*")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no cases: %v", err)
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			got := runCELCase(t, dir)
-			file := filepath.Join(dir, "expected.yaml")
-			gotRaw, err := yaml.Marshal(got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *update {
-				if err := os.WriteFile(file, gotRaw, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want, gotNorm []celCaseResult
-			if err := yaml.Unmarshal(raw, &want); err != nil {
-				t.Fatal(err)
-			}
-			if err := yaml.Unmarshal(gotRaw, &gotNorm); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotNorm, want) {
-				t.Errorf("results differ from %s\n--- got\n%s", file, gotRaw)
-			}
-		})
-	}
+	goldenDirs(t, "testdata/celkinds/*", runCELCase)
 }
 
 func runCELCase(t *testing.T, dir string) []celCaseResult {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
@@ -50,40 +49,7 @@ type cleanupCaseResult struct {
 // each policy's next runs, propagation and targets, and Cleanup's results
 // on each object, compared with expected.yaml (-update rewrites it).
 func TestCleanupGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/cleanup/*")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no cases: %v", err)
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			got := runCleanupCase(t, dir)
-			file := filepath.Join(dir, "expected.yaml")
-			gotRaw, err := yaml.Marshal(got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *update {
-				if err := os.WriteFile(file, gotRaw, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want, gotNorm cleanupCase
-			if err := yaml.Unmarshal(raw, &want); err != nil {
-				t.Fatal(err)
-			}
-			if err := yaml.Unmarshal(gotRaw, &gotNorm); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotNorm, want) {
-				t.Errorf("results differ from %s\n--- got\n%s", file, gotRaw)
-			}
-		})
-	}
+	goldenDirs(t, "testdata/cleanup/*", runCleanupCase)
 }
 
 func runCleanupCase(t *testing.T, dir string) cleanupCase {

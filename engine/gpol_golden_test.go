@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -68,40 +67,7 @@ type gpolCaseUR struct {
 // Generate, and the results (rules, generated objects, UpdateRequests) are
 // compared with expected.yaml (-update rewrites it).
 func TestGeneratingPolicyGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/gpol/*")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no cases: %v", err)
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			got := runGpolCase(t, dir)
-			file := filepath.Join(dir, "expected.yaml")
-			gotRaw, err := yaml.Marshal(got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *update {
-				if err := os.WriteFile(file, gotRaw, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want, gotNorm []gpolCaseResult
-			if err := yaml.Unmarshal(raw, &want); err != nil {
-				t.Fatal(err)
-			}
-			if err := yaml.Unmarshal(gotRaw, &gotNorm); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotNorm, want) {
-				t.Errorf("results differ from %s\n--- got\n%s", file, gotRaw)
-			}
-		})
-	}
+	goldenDirs(t, "testdata/gpol/*", runGpolCase)
 }
 
 func runGpolCase(t *testing.T, dir string) []gpolCaseResult {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
@@ -44,40 +43,7 @@ type mutCaseResult struct {
 // answered as an admission request, and the results are compared with
 // expected.yaml (-update rewrites it).
 func TestMutatingKindsGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/mutating/*")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no cases: %v", err)
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			got := runMutatingCase(t, dir)
-			file := filepath.Join(dir, "expected.yaml")
-			gotRaw, err := yaml.Marshal(got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *update {
-				if err := os.WriteFile(file, gotRaw, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want, gotNorm []mutCaseResult
-			if err := yaml.Unmarshal(raw, &want); err != nil {
-				t.Fatal(err)
-			}
-			if err := yaml.Unmarshal(gotRaw, &gotNorm); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotNorm, want) {
-				t.Errorf("results differ from %s\n--- got\n%s", file, gotRaw)
-			}
-		})
-	}
+	goldenDirs(t, "testdata/mutating/*", runMutatingCase)
 }
 
 func runMutatingCase(t *testing.T, dir string) []mutCaseResult {
