@@ -42,6 +42,8 @@ type config struct {
 	ivpolNoMutation bool
 	// timing sets PolicyResult.Duration (WithPolicyTiming)
 	timing bool
+	// filter leaves resources out (WithResourceFilter)
+	filter ResourceFilter
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().
