@@ -155,6 +155,9 @@ func (w *webhook) serve(typ string, pick policySet, fn reviewFunc) http.HandlerF
 // rules, whose UpdateRequests the host writes to the cluster.
 func (w *webhook) validate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	req, err := w.request(ar)
+	if err == nil && w.skips(req) {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
 	var resp *engine.Response
 	if err == nil {
 		resp, err = set.Validate(ctx, req)
@@ -192,12 +195,23 @@ func (w *webhook) request(ar *admissionv1.AdmissionRequest) (*engine.Request, er
 	return req, err
 }
 
+// skips reports whether the host's configuration (its ConfigMap's
+// resourceFilters and user exclusions) leaves the request out: it is then
+// admitted without evaluating a policy, as upstream's webhooks filter
+// requests before their handlers.
+func (w *webhook) skips(req *engine.Request) bool {
+	return w.host != nil && w.host.Config().SkipsRequest(req)
+}
+
 // mutate answers with the mutate rules' JSON patch, as admission.Mutate
 // does (its three steps, so that the request is decoded once). The
 // results of the CEL mutating kinds of an admitted request are recorded
 // for the reports, as upstream's MutatingPolicy handler does.
 func (w *webhook) mutate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	req, err := w.request(ar)
+	if err == nil && w.skips(req) {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
 	var resp *engine.Response
 	if err == nil && req.Object != nil {
 		resp, err = set.Mutate(ctx, req)
