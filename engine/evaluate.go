@@ -171,6 +171,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 		if rs.ctx.Err() != nil {
 			break
 		}
+		if e.backgroundRule(rs, r) {
+			continue
+		}
 		// while indexed, the index selected the rule for the current kind
 		at := len(rs.results)
 		results := e.runRule(rs, p, r, handler, indexed)

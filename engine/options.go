@@ -44,6 +44,9 @@ type config struct {
 	timing bool
 	// filter leaves resources out (WithResourceFilter)
 	filter ResourceFilter
+	// backgroundUser is the user the host's controller writes as
+	// (WithBackgroundUser)
+	backgroundUser string
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().

@@ -252,17 +252,20 @@ func (s *hostSecrets) SecretData(ctx context.Context, namespace, name string) (m
 // engineOptions are the engine's options beyond the host's: the image
 // verifier, with the cluster's Secrets.
 func engineOptions(secrets verify.SecretReader, o *options) []engine.Option {
+	// the controller's own writes (mutate-existing targets, generated
+	// resources) skip the policies that skip background requests
+	opts := []engine.Option{engine.WithBackgroundUser(o.controllerUser)}
 	if !o.verifyImages {
-		return nil
+		return opts
 	}
 	vopts := []verify.Option{verify.WithSecrets(secrets), verify.WithSecretsNamespace(o.namespace)}
 	if o.tufURL != "" {
 		vopts = append(vopts, verify.WithTUF(verify.TUFOptions{RepositoryURL: o.tufURL, CacheDir: o.tufCache}))
 	}
-	return []engine.Option{
+	return append(opts,
 		engine.WithImageVerifier(verify.New(vopts...)),
 		engine.WithImageVerifyCache(engine.ImageVerifyCacheOptions{TTL: o.imageVerifyCacheTTL, MaxEntries: o.imageVerifyCacheSize}),
-	}
+	)
 }
 
 // serve runs the webhook and the controller until ctx is done, and
