@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -121,4 +122,48 @@ func TestBackgroundUser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The background controller's own write of a target is not mutated again
+// by a MutatingPolicy (skipBackgroundRequests defaults to true); other
+// users' requests are.
+func ExampleWithBackgroundUser() {
+	const controller = "system:serviceaccount:gavel:gavel"
+	eng, err := engine.New(engine.WithBackgroundUser(controller))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	set, err := eng.Compile(decode(`
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata:
+  name: pin-agent
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"agent": "1.5"}}}'
+`).Policies...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, user := range []string{"alice", controller} {
+		resp, err := set.Mutate(context.Background(), &engine.Request{Operation: api.Update,
+			Object:    map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}},
+			OldObject: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}},
+			UserInfo:  api.UserInfoData{Username: user}})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %s\n", user, resp.Patch)
+	}
+	// Output:
+	// alice: [{"op":"add","path":"/metadata/labels","value":{"agent":"1.5"}}]
+	// system:serviceaccount:gavel:gavel:
 }

@@ -333,3 +333,59 @@ spec:
 	// error MaxForeachElements
 	// failed to process foreach: list "request.object.spec.containers" has 3 elements, more than the limit of 2
 }
+
+// nodeFilter leaves out Nodes, as upstream's default [Node,*,*].
+type nodeFilter struct{}
+
+func (nodeFilter) Filtered(kind engine.GroupVersionKind, _, _, _ string) bool {
+	return kind.Group == "" && kind.Kind == "Node"
+}
+
+// A host's ResourceFilter leaves resources out of evaluation: a filtered
+// request gets an empty response.
+func ExampleWithResourceFilter() {
+	eng, err := engine.New(engine.WithResourceFilter(nodeFilter{}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	set, err := eng.Compile(decode(`
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: require-team
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: team
+    match:
+      any:
+      - resources: {kinds: [Node, ConfigMap]}
+    validate:
+      message: a team label is required
+      pattern:
+        metadata:
+          labels:
+            team: "?*"
+`).Policies...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, kind := range []string{"Node", "ConfigMap"} {
+		resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create,
+			Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "a"}}})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		results := []string{}
+		for _, r := range resp.Rules() {
+			results = append(results, string(r.Status))
+		}
+		fmt.Println(kind, results)
+	}
+	// Output:
+	// Node []
+	// ConfigMap [fail]
+}
