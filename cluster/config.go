@@ -10,7 +10,7 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/internal/wildcard"
+	"github.com/gavelpolicy/gavel/patterns"
 )
 
 // The keys of the configuration ConfigMap the host honours (upstream's
@@ -50,17 +50,12 @@ type Config struct {
 // "[*/*,kube-system,*]" leaves out the kube-system Namespace itself.
 type ResourceFilter struct {
 	Group, Version, Kind, Subresource, Namespace, Name string
-
-	// compiled patterns, in the order of the fields above
-	patterns [6]wildcard.Pattern
 }
 
 // Subjects are wildcard patterns of usernames, groups, Roles
 // ("namespace:name") and ClusterRoles.
 type Subjects struct {
 	Usernames, Groups, Roles, ClusterRoles []string
-
-	compiled [4][]wildcard.Pattern
 }
 
 // ParseConfig reads the configuration from a ConfigMap's data; keys it
@@ -72,19 +67,11 @@ func ParseConfig(data map[string]string) *Config {
 		ex, in := parseExclusions(data[key])
 		*c.Excluded.field(i), *c.Included.field(i) = ex, in
 	}
-	c.Excluded.compile()
-	c.Included.compile()
 	return c
 }
 
 func (s *Subjects) field(i int) *[]string {
 	return [...]*[]string{&s.Usernames, &s.Groups, &s.Roles, &s.ClusterRoles}[i]
-}
-
-func (s *Subjects) compile() {
-	for i := range s.compiled {
-		s.compiled[i] = wildcard.CompileAll(*s.field(i))
-	}
 }
 
 // parseExclusions splits a comma-separated list into its exclusions and
@@ -130,9 +117,6 @@ func ParseResourceFilters(in string) []ResourceFilter {
 			// ([a,b,c,d]); gavel ignores it
 			continue
 		}
-		for i, p := range [...]string{f.Group, f.Version, f.Kind, f.Subresource, f.Namespace, f.Name} {
-			f.patterns[i] = wildcard.Compile(p)
-		}
 		out = append(out, f)
 	}
 	return out
@@ -140,14 +124,14 @@ func ParseResourceFilters(in string) []ResourceFilter {
 
 // Matches reports whether the filter selects a resource.
 func (f *ResourceFilter) Matches(kind engine.GroupVersionKind, subresource, namespace, name string) bool {
-	p := &f.patterns
-	if !p[0].Match(kind.Group) || !p[1].Match(kind.Version) || !p[2].Match(kind.Kind) || !p[3].Match(subresource) {
+	match := patterns.Wildcard
+	if !match(f.Kind, kind.Kind) || !match(f.Group, kind.Group) || !match(f.Version, kind.Version) || !match(f.Subresource, subresource) {
 		return false
 	}
-	if p[4].Match(namespace) && p[5].Match(name) {
+	if match(f.Namespace, namespace) && match(f.Name, name) {
 		return true
 	}
-	return kind.Group == "" && kind.Version == "v1" && kind.Kind == "Namespace" && p[4].Match(name)
+	return kind.Group == "" && kind.Version == "v1" && kind.Kind == "Namespace" && match(f.Namespace, name)
 }
 
 // Filtered implements engine.ResourceFilter: whether one of the
@@ -178,14 +162,23 @@ func (c *Config) ExcludedUser(username string, groups, roles, clusterRoles []str
 }
 
 func (s *Subjects) matches(username string, groups, roles, clusterRoles []string) bool {
-	if wildcard.MatchAny(s.compiled[0], username) {
+	if matchAny(s.Usernames, username) {
 		return true
 	}
 	for i, values := range [...][]string{groups, roles, clusterRoles} {
 		for _, v := range values {
-			if wildcard.MatchAny(s.compiled[i+1], v) {
+			if matchAny(*s.field(i + 1), v) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+func matchAny(ps []string, s string) bool {
+	for _, p := range ps {
+		if patterns.Wildcard(p, s) {
+			return true
 		}
 	}
 	return false
