@@ -125,11 +125,28 @@ type Env struct {
 
 // variant is one environment: plain has the admission variables but no
 // "variables" declaration; shared adds an empty variables object, for
-// units without variables.
+// units without variables. Every program of the variant runs in shared
+// (see Compiler.Compile), the mutations' in patch, shared with the patch
+// types (built on first use).
 type variant struct {
 	once          sync.Once
 	plain, shared *cel.Env
 	err           error
+
+	patchOnce sync.Once
+	patch     *cel.Env
+	patchErr  error
+}
+
+// patchEnv returns the variant's shared environment with the patch types.
+func (v *variant) patchEnv() (*cel.Env, error) {
+	v.patchOnce.Do(func() {
+		v.patch, v.patchErr = v.shared.Extend(patchTypeOptions()...)
+		if v.patchErr != nil {
+			v.patchErr = fmt.Errorf("cel: environment: patch types: %w", v.patchErr)
+		}
+	})
+	return v.patch, v.patchErr
 }
 
 // EnvOption configures NewEnv.
@@ -445,6 +462,17 @@ func (e *Env) NewCompiler(hasParams bool, opts ...CompilerOption) *Compiler {
 	return c
 }
 
+// Release drops the environments the compiler keeps to check its unit's
+// expressions: each of a unit with variables holds its own copy of every
+// function declaration of the environment, about 70 KB, which its
+// programs do not need (they run in the environment's shared variants,
+// see Compile). Call it once the unit is compiled; the compiler stays
+// usable for NewEvaluation, and a later AddVariable or Compile builds the
+// environments again.
+func (c *Compiler) Release() {
+	c.envs, c.patchEnv = [2]*cel.Env{}, nil
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -497,11 +525,18 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 	authz := k.authorizer() || c.env.cfg.noAuthorizer // one environment without authorizer
 	a := b2i(authz)
+	v, err := c.env.variant(c.params, authz, c.namespace != "")
+	if err != nil {
+		return nil, err
+	}
+	// the expression is checked in the unit's environment, which types
+	// its variables, and runs in the variant's, which differs only by the
+	// type of the variables object: a program reads variables.<name>
+	// through the object (traits.Indexer), never through their types. The
+	// unit's environment, with its copy of every function, is then not
+	// kept, and the function bindings are made once per variant.
+	plan := v.shared
 	if c.envs[a] == nil {
-		v, err := c.env.variant(c.params, authz, c.namespace != "")
-		if err != nil {
-			return nil, err
-		}
 		env := v.shared
 		if c.vars != nil {
 			if env, _, err = c.env.withVariables(v.plain, c.vars); err != nil {
@@ -520,6 +555,9 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 			c.patchEnv = pe
 		}
 		env = c.patchEnv
+		if plan, err = v.patchEnv(); err != nil {
+			return nil, err
+		}
 	}
 	ast, issues := env.Compile(expr)
 	if issues != nil && issues.Err() != nil {
@@ -550,10 +588,10 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 	}
 	c.noteReads(p, readsOf(ast))
 	if c.lazy {
-		p.ast, p.celEnv, p.popts = ast, env, popts
+		p.ast, p.celEnv, p.popts = ast, plan, popts
 		return p, nil
 	}
-	prog, err := env.Program(ast, popts...)
+	prog, err := plan.Program(ast, popts...)
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
 	}
