@@ -2,8 +2,10 @@ package cel_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/internal/cel"
@@ -90,5 +92,46 @@ func TestRelease(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLazyConcurrent checks that the programs of a lazy compiler, checked
+// again on their first evaluation, may be first evaluated concurrently
+// (run with -race).
+func TestLazyConcurrent(t *testing.T) {
+	c := env(t).NewCompiler(false).Lazy()
+	if _, err := c.AddVariable("images", "object.spec.containers.map(c, c.image)"); err != nil {
+		t.Fatal(err)
+	}
+	exprs := []string{"variables.images.size() == 2", "'nginx:1.25' in variables.images", "object.metadata.name == 'web'", "variables.images.exists(i, i == 'busybox')"}
+	var progs []*cel.Program
+	for _, x := range exprs {
+		p, err := c.Compile(x, cel.Validation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, p)
+	}
+	c.Release()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*len(progs))
+	for range 8 {
+		wg.Go(func() {
+			ev := c.NewEvaluation(context.Background(), &cel.Input{Object: pod()}, nil)
+			for _, p := range progs {
+				v, err := ev.Eval(p)
+				if err == nil && v.Value() != true {
+					err = fmt.Errorf("%s: got %v", p.Expression(), v)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
