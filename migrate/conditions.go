@@ -223,7 +223,28 @@ func equalsCond(key, value jv, static bool) ex {
 			return equality(key, "==", value)
 		}
 	}
+	if !static && key.t == tString && !key.opt && (value.t == tString || value.t == tAny) {
+		return dynWildcardMatch(k, value.value(exNull), value.t == tString)
+	}
 	return rel(k, "==", value.value(exNull))
+}
+
+// dynWildcardMatch is key Equals a value known only at evaluation: Kyverno
+// matches a string key against the value as a wildcard pattern, so the
+// pattern becomes an anchored regular expression, its text quoted
+// (\Q...\E) and its wildcards * and ? left out of the quotes.
+func dynWildcardMatch(k, v ex, isString bool) ex {
+	p := ident("pattern")
+	re := method(method(method(p, "replace", strLit(`\E`), strLit(`\E\\E\Q`)),
+		"replace", strLit("*"), strLit(`\E.*\Q`)), "replace", strLit("?"), strLit(`\E.\Q`))
+	match := cond(or(method(p, "contains", strLit("*")), method(p, "contains", strLit("?"))),
+		method(k, "matches", add(add(strLit(`^\Q`), re), strLit(`\E$`))),
+		rel(k, "==", p))
+	if !isString {
+		// a value that is no string is never equal to a string key
+		match = and(rel(call("type", p), "==", ident("string")), match)
+	}
+	return call("cel.bind", p, v, match)
 }
 
 // staticString is the text of a literal string.

@@ -343,11 +343,29 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 	}
 	spec, _ := m["spec"].(map[string]any)
 	vars, _ := spec["variables"].([]any)
+	var inlined []string
 	for _, v := range vars {
 		vm, _ := v.(map[string]any)
 		name, _ := vm["name"].(string)
 		if val, ok := set[name]; ok {
-			vm["expression"] = call("dyn", lit(normalize(val))).s
+			value := call("dyn", lit(normalize(val))).s
+			if expr, ok := vm["expression"].(string); ok {
+				// the matchConditions bind the variable with cel.bind
+				// (see bindVariables)
+				prefix := "cel.bind(" + name + ", "
+				inlined = append(inlined, prefix+variablesRE.ReplaceAllString(expr, "$1")+", ", prefix+value+", ")
+			}
+			vm["expression"] = value
+		}
+	}
+	if mcs, ok := spec["matchConditions"].([]any); ok && len(inlined) > 0 {
+		r := strings.NewReplacer(inlined...)
+		for _, mc := range mcs {
+			if m, ok := mc.(map[string]any); ok {
+				if e, ok := m["expression"].(string); ok {
+					m["expression"] = r.Replace(e)
+				}
+			}
 		}
 	}
 	if len(binds) > 0 {
@@ -490,7 +508,7 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 	name := o.Object.GetName()
 	d := &Difference{Resource: resourceName(res), Output: name, Type: o.Type}
 	origReq := cfg.request(orig.Policies()[0].Name(), copyJSON(res))
-	convReq := cfg.request(name, copyJSON(res))
+	convReq := convertedRequest(cfg, orig.Policies()[0].Name(), o, cfg.request(name, copyJSON(res)), origReq.Variables)
 	switch o.Type {
 	case TypeValidate, TypeVerifyImages:
 		a, err := orig.Validate(ctx, origReq)
