@@ -268,6 +268,14 @@ func (c *jp) wildcardEntry(v vref, e anchorEntry, path string) (outcome, error) 
 	switch {
 	case e.isAnchor && e.anchor == patterns.Negation:
 		return outcome{fail: macro(v.e, "exists", k, keyTest), skip: exFalse}, nil
+	case e.isAnchor && e.anchor == patterns.Equality:
+		// optional: no key that fits passes, else the value of one must
+		val := vref{e: index(v.e, ident(k)), present: exTrue, key: "value", t: tString}
+		h, err := c.leaf(val, e.value, path)
+		if err != nil {
+			return outcome{}, err
+		}
+		return outcome{fail: and(macro(v.e, "exists", k, keyTest), not(macro(v.e, "exists", k, and(keyTest, h)))), skip: exFalse}, nil
 	case e.isAnchor:
 		return outcome{}, unsupportedf("anchor "+e.raw, "at %s: a wildcard key under this anchor", path)
 	}
