@@ -23,7 +23,7 @@ func (c *jp) objectRef() vref {
 func (c *jp) validateBody(v *api.Validation, path string) (body, error) {
 	switch {
 	case v.PodSecurity != nil:
-		return body{}, unsupportedf("validate.podSecurity", "at %s.podSecurity: Kyverno runs the Pod Security Standards' checks of k8s.io/pod-security-admission at the level and version, with exclusions by control, image and field value; the CEL policy types have no such library, and the library's pod-security-cel policies rewrite the latest version's controls without those exclusions: write a validation per control", path)
+		return c.podSecurityBody(v.PodSecurity, path+".podSecurity")
 	case v.Manifests != nil:
 		return body{}, unsupportedf("validate.manifests", "at %s.manifests: signed manifests have no CEL policy type", path)
 	case v.Assert != nil:
