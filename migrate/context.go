@@ -162,14 +162,14 @@ func (c *jp) contextVariable(v *api.Variable) (ex, jv, error) {
 			}
 		}
 	case v.JMESPath != "":
-		if strings.Contains(v.JMESPath, "{{") {
-			return ex{}, jv{}, unsupportedf("jmesPath", "variables in a jmesPath")
-		}
-		n, err := parseJMESPath(v.JMESPath)
+		// {{ }} in the expression read the values they name
+		n, restore, err := c.parseWithTemplates(v.JMESPath)
 		if err != nil {
 			return ex{}, jv{}, err
 		}
-		if out, err = c.node(n, jv{sym: symRoot}, needNullable); err != nil {
+		out, err = c.node(n, jv{sym: symRoot}, needNullable)
+		restore()
+		if err != nil {
 			return ex{}, jv{}, at("jmesPath", err)
 		}
 		if out.sym != symNone {
