@@ -374,8 +374,14 @@ func (c *jp) urlPath(a *api.APICall, method string) (ex, string, error) {
 		return ex{}, "", unsupportedf("urlPath "+a.URLPath, "not a resource or a resource's object")
 	}
 	resource := segs[0]
+	res := strLit(resource)
 	if strings.Contains(resource, "{{") {
-		return ex{}, "", unsupportedf("urlPath "+a.URLPath, "a resource given by a variable")
+		// a resource given by a variable: its value
+		v, err := c.str(resource)
+		if err != nil {
+			return ex{}, "", at("urlPath", err)
+		}
+		res = v.value(strLit(""))
 	}
 	av := strLit(apiVersion)
 	if method == "POST" {
@@ -387,9 +393,9 @@ func (c *jp) urlPath(a *api.APICall, method string) (ex, string, error) {
 			return ex{}, "", err
 		}
 		if ns.e.s == "''" {
-			return method2("Post", av, strLit(resource), body), "apiCall " + a.URLPath + ": resource.Post", nil
+			return method2("Post", av, res, body), "apiCall " + a.URLPath + ": resource.Post", nil
 		}
-		return method2("Post", av, strLit(resource), ns.value(strLit("")), body), "apiCall " + a.URLPath + ": resource.Post", nil
+		return method2("Post", av, res, ns.value(strLit("")), body), "apiCall " + a.URLPath + ": resource.Post", nil
 	}
 	if method != "GET" {
 		return ex{}, "", unsupportedf("method "+a.Method, "only GET and POST")
@@ -405,9 +411,9 @@ func (c *jp) urlPath(a *api.APICall, method string) (ex, string, error) {
 		if err != nil {
 			return ex{}, "", at("urlPath", err)
 		}
-		return method2("Get", av, strLit(resource), ns.value(strLit("")), name.value(strLit(""))), "apiCall " + a.URLPath + ": resource.Get", nil
+		return method2("Get", av, res, ns.value(strLit("")), name.value(strLit(""))), "apiCall " + a.URLPath + ": resource.Get", nil
 	}
-	args := []ex{av, strLit(resource), ns.value(strLit(""))}
+	args := []ex{av, res, ns.value(strLit(""))}
 	if query != "" {
 		labels, err := c.labelQuery(query)
 		if err != nil {
