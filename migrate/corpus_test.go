@@ -216,13 +216,13 @@ func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
 	}
 	var rows []corpusRow
 	for _, c := range convs {
-		rows = append(rows, corpusOutcome(folder, c, results[c]))
+		rows = append(rows, corpusOutcome(folder, c, results[c], noResourceReason(dir, len(tests) > 0)))
 	}
 	return rows
 }
 
 // corpusOutcome classifies a conversion and its verification.
-func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRow {
+func corpusOutcome(folder string, c *Conversion, v *PolicyVerification, noResource string) corpusRow {
 	row := corpusRow{folder: folder, policy: c.Name}
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
@@ -250,7 +250,7 @@ func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRo
 		// others is not proof
 		row.status, row.detail = statusUnverified, fmt.Sprintf("equal on %d evaluations, %d not compared: %s", v.Evaluations, len(v.NotCompared), v.NotCompared[0])
 	case v == nil || v.Evaluations == 0:
-		row.status, row.detail = statusUnverified, "no resource to verify on: the folder's tests apply none (no resource files, no kyverno-test.yaml; a chainsaw script runs kubectl on a cluster)"
+		row.status, row.detail = statusUnverified, "no resource to verify on: "+noResource
 		if seen[TypeVerifyImages] {
 			row.detail += "; the images' signatures and attestations are in registries, out of reach offline"
 		}
@@ -258,6 +258,18 @@ func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRo
 		row.status = statusEqual
 	}
 	return row
+}
+
+// noResourceReason says why a folder gives no resource to verify on.
+func noResourceReason(dir string, kyvernoTests bool) string {
+	_, err := os.Stat(filepath.Join(dir, ".chainsaw-test", "chainsaw-test.yaml"))
+	switch {
+	case kyvernoTests:
+		return "its kyverno-test.yaml gives none the policy applies to"
+	case err != nil:
+		return "the folder has no test (no resource file, no chainsaw test, no kyverno-test.yaml)"
+	}
+	return "its chainsaw test applies none (its scripts run kubectl on a cluster)"
 }
 
 func dedup(xs []string) string {

@@ -105,6 +105,17 @@ func TestConditions(t *testing.T) {
 			"duration(object.metadata.annotations.ttl) > duration('1h')"},
 		{"range", api.Condition{Key: "{{ request.object.spec.replicas }}", Operator: "AnyIn", Value: "1-5"},
 			"double(string(object.spec.replicas)) >= 1 && double(string(object.spec.replicas)) <= 5"},
+		// a value known only at evaluation: Kyverno matches it as a wildcard
+		{"equals a variable", api.Condition{Key: "{{ request.object.metadata.name }}", Operator: "Equals", Value: "{{ cm.data.pattern }}"},
+			`cel.bind(pattern, variables.cm.data.pattern, pattern.contains('*') || pattern.contains('?') ? object.metadata.name.matches('^\\Q' + pattern.replace('\\E', '\\E\\\\E\\Q').replace('*', '\\E.*\\Q').replace('?', '\\E.\\Q') + '\\E$') : object.metadata.name == pattern)`},
+		// and a number key compares with the number a string writes
+		{"number equals a variable", api.Condition{Key: "{{ request.object.spec.replicas }}", Operator: "Equals", Value: "{{ cm.data.replicas }}"},
+			`cel.bind(value, variables.cm.data.replicas, value.matches('^[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$') && double(value) == double(object.spec.replicas))`},
+		// a string key that writes no number is not greater than one
+		{"text greater than", api.Condition{Key: "{{ cm.data.count }}", Operator: "GreaterThan", Value: 0.0},
+			`cel.bind(key, variables.cm.data.count, key.matches('^[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$') && double(key) > 0)`},
+		{"unknown type greater than", api.Condition{Key: "{{ request.object.metadata.annotations.count || '' }}", Operator: "GreaterThan", Value: 0.0},
+			`cel.bind(key, object.metadata.?annotations.?count.orValue(''), type(key) == string ? key.matches('^[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$') && double(key) > 0 : (type(key) == int || type(key) == uint || type(key) == double) && double(key) > 0)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,8 +123,8 @@ func TestConditions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.s != tt.want {
-				t.Errorf("got  %s\nwant %s", e.s, tt.want)
+			if flat(e.s) != tt.want {
+				t.Errorf("got  %s\nwant %s", flat(e.s), tt.want)
 			}
 		})
 	}
@@ -143,6 +154,8 @@ func TestPatterns(t *testing.T) {
 		{name: "alternatives", pattern: map[string]any{"spec": map[string]any{"restartPolicy": "Always|OnFailure"}},
 			holds: "has(object.spec.restartPolicy) && (object.spec.restartPolicy == 'Always|OnFailure' || object.spec.restartPolicy == 'Always' || object.spec.restartPolicy == 'OnFailure')", skip: "false"},
 		{name: "reference", pattern: map[string]any{"spec": map[string]any{"a": "$(./b)"}}, construct: "reference $(./b)"},
+		{name: "wildcard key under an equality anchor", pattern: map[string]any{"=(metadata)": map[string]any{"=(annotations)": map[string]any{"=(x.io/*)": "a|b"}}},
+			holds: "!has(object.metadata.annotations) || !object.metadata.annotations.exists(key, key.startsWith('x.io/')) || object.metadata.annotations.exists(key, key.startsWith('x.io/') && (object.metadata.annotations[key] == 'a|b' || object.metadata.annotations[key] == 'a' || object.metadata.annotations[key] == 'b'))", skip: "false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,4 +191,35 @@ func flat(s string) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+func TestAPICalls(t *testing.T) {
+	tests := []struct {
+		name string
+		call api.APICall
+		want string
+	}{
+		{"resource given by a variable", api.APICall{URLPath: "/apis/apps/v1/namespaces/{{ request.namespace }}/{{ cm.data.resource }}"},
+			"resource.List('apps/v1', variables.cm.data.resource, request.namespace)"},
+		{"fieldSelector", api.APICall{URLPath: "/apis/apps/v1/namespaces/{{request.namespace}}/deployments?fieldSelector=metadata.name={{request.name}}", JMESPath: "items[0]"},
+			"cel.bind(list, resource.List('apps/v1', 'deployments', request.namespace), {'items': list.?items.orValue([]).filter(item, string(item.?metadata.?name.orValue('')) == request.name)}).?items[?0].orValue(null)"},
+		{"fieldSelector and labelSelector", api.APICall{URLPath: "/api/v1/pods?labelSelector=app=x&fieldSelector=spec.nodeName!=n1,status.phase==Running", JMESPath: "items"},
+			"cel.bind(list, resource.List('v1', 'pods', '', {'app': 'x'}), {'items': list.?items.orValue([]).filter(item, string(item.?spec.?nodeName.orValue('')) != 'n1' && string(item.?status.?phase.orValue('')) == 'Running')}).?items.orValue(null)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _, _, err := newTestJP().apiCall(&tt.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := flat(e.s); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	// a fieldSelector with a jmesPath that reads the list itself
+	call := api.APICall{URLPath: "/api/v1/pods?fieldSelector=spec.nodeName=n1", JMESPath: "metadata.resourceVersion"}
+	if _, _, _, err := newTestJP().apiCall(&call); err == nil {
+		t.Error("a fieldSelector whose jmesPath reads the list's metadata converts")
+	}
 }
