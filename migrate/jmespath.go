@@ -49,6 +49,11 @@ type jv struct {
 	parts []jv
 	// pres, for an optional, tests that it has a value (has() chains)
 	pres ex
+	// own marks the object written request."object": Kyverno's autogen
+	// rewrites request.object.spec and .metadata as text, so this
+	// spelling reads the controller's own fields; so does CEL's index
+	// form object['metadata'], which the CEL autogen leaves alone
+	own bool
 }
 
 // present tests that the optional v has a value.
@@ -172,7 +177,7 @@ const (
 // parseJMESPath parses a JMESPath expression.
 func parseJMESPath(expr string) (parsing.ASTNode, error) {
 	p := parsing.NewParser()
-	n, err := p.Parse(expr)
+	n, err := p.Parse(strings.ReplaceAll(expr, `request."object"`, "request."+ownObject))
 	if err != nil {
 		return n, unsupportedf("JMESPath", "%q does not parse: %v", expr, err)
 	}
@@ -531,8 +536,20 @@ func (c *jp) field(cur jv, name string, nd need) (jv, error) {
 		out.e = field(cur.e, name)
 		out.nonEmpty = nonEmptyField(name)
 	}
+	if cur.own && (name == "metadata" || name == "spec") {
+		// the index form, which autogen does not rewrite
+		if out.opt {
+			out.e = ex{s: cur.e.at(precPrimary) + "[?" + strLit(name).s + "]", prec: precPrimary}
+		} else {
+			out.e = index(cur.e, strLit(name))
+		}
+	}
 	return out, nil
 }
+
+// ownObject stands for request."object" in a parsed expression (see
+// jv.own).
+const ownObject = "gavelOwnObject"
 
 // dynIndex converts cur."{{ x }}": the field named by x's value.
 func (c *jp) dynIndex(cur jv, key jv, nd need) (jv, error) {
@@ -583,6 +600,10 @@ func (c *jp) rootName(name string) (jv, error) {
 // requestField converts request.<name>.
 func (c *jp) requestField(name string) (jv, error) {
 	switch name {
+	case ownObject:
+		v, err := c.requestField("object")
+		v.own = true
+		return v, err
 	case "object":
 		if c.sc.deleteOp {
 			return jv{e: c.sc.oldObject, t: tMap}, nil

@@ -47,6 +47,8 @@ func TestTemplates(t *testing.T) {
 		{"{{ to_string(request.object.metadata.labels) }}", "json.marshal(object.metadata.?labels.orValue(null))"},
 		{"{{ merge(request.object.metadata.labels, `{\"a\": \"b\"}`) }}",
 			"cel.bind(keys, object.metadata.labels.map(key, key).filter(key, !(key in {'a': 'b'})) + {'a': 'b'}.map(key, key), transform.listObjToMap(keys.map(key, {'key': key}), keys.map(key, {'value': key in {'a': 'b'} ? {'a': 'b'}[key] : object.metadata.labels[key]}), 'key', 'value'))"},
+		// request."object" escapes Kyverno's autogen: so does the index form
+		{`{{ request."object".metadata.name }}`, "object['metadata'].name"},
 		// a nested template is a dynamic key
 		{`{{ cm.data."{{ request.namespace }}" }}`, "variables.cm.data[request.namespace]"},
 	}
