@@ -160,6 +160,9 @@ type jp struct {
 	// contextObject, when set, is what request.object is in the rule's
 	// context entries (the trigger of a rule with mutate targets)
 	contextObject *ex
+	// patternVars, when set, collects the values the variables of a
+	// validate pattern read strictly (see strictPattern)
+	patternVars *[]patternVar
 }
 
 // need says what the consumer of a value does with a missing one.

@@ -225,3 +225,17 @@ func TestAPICalls(t *testing.T) {
 		t.Error("a fieldSelector whose jmesPath reads the list's metadata converts")
 	}
 }
+
+// TestStrictPattern: a pattern's variables are read before its tests, as
+// Kyverno substitutes them first.
+func TestStrictPattern(t *testing.T) {
+	c := newTestJP()
+	got, err := c.strictPattern(c.objectRef(), map[string]any{"spec": map[string]any{"=(a)": "{{ request.object.spec.b }}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := " // Kyverno substitutes the pattern's variables first: one that reads a missing field is an error size([object.spec.b]) == 1 ? !has(object.spec.a) || string(object.spec.a) == string(object.spec.b) : false"
+	if flat(got.holds.s) != want {
+		t.Errorf("got  %s\nwant %s", flat(got.holds.s), want)
+	}
+}

@@ -29,7 +29,7 @@ func (c *jp) validateBody(v *api.Validation, path string) (body, error) {
 	case v.Assert != nil:
 		return body{}, unsupportedf("validate.assert", "at %s.assert: kyverno-json assertions", path)
 	case v.Pattern != nil:
-		t, err := c.pattern(c.objectRef(), v.Pattern, "")
+		t, err := c.strictPattern(c.objectRef(), v.Pattern)
 		if err != nil {
 			return body{}, at(path+".pattern", err)
 		}
@@ -160,7 +160,7 @@ func (c *jp) foreachOne(fe *api.ForEachValidation, path string, depth int) (hold
 	var b body
 	switch {
 	case fe.Pattern != nil:
-		t, err := c.pattern(target, fe.Pattern, "")
+		t, err := c.strictPattern(target, fe.Pattern)
 		if err != nil {
 			return ex{}, ex{}, at(path+".pattern", err)
 		}
