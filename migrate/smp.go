@@ -421,7 +421,7 @@ func (c *jp) smpList(list []any, v vref, typeName, path string) (smpResult, erro
 	if len(parts) == 0 {
 		return smpResult{cond: exTrue, global: and(globals...), empty: true, atomic: atomic}, nil
 	}
-	if _, inForeach := c.sc.lookup("element"); !every && allNamed && !inForeach {
+	if _, inForeach := c.sc.lookup("element"); !every && allNamed && !inForeach && !v.present.isFalse() {
 		// a strategic merge puts the elements it names first, the others
 		// after them: an apply keeps the order of the list it is given
 		list := v.e
