@@ -1,6 +1,8 @@
 package migrate
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -237,5 +239,67 @@ func TestStrictPattern(t *testing.T) {
 	want := " // Kyverno substitutes the pattern's variables first: one that reads a missing field is an error size([object.spec.b]) == 1 ? !has(object.spec.a) || string(object.spec.a) == string(object.spec.b) : false"
 	if flat(got.holds.s) != want {
 		t.Errorf("got  %s\nwant %s", flat(got.holds.s), want)
+	}
+}
+
+// TestForeachElementMap: a foreach strategic merge whose annotation key
+// reads the element becomes one map of every element's entry, and
+// decides as the source.
+func TestForeachElementMap(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: annotate
+spec:
+  rules:
+  - name: annotate
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      foreach:
+      - list: request.object.spec.containers
+        preconditions:
+          all:
+          - key: "{{ element.name }}"
+            operator: NotEquals
+            value: skip-me
+        patchStrategicMerge:
+          metadata:
+            annotations:
+              example.com/{{element.name}}: "{{ element.image }}"
+`
+	docs, err := api.ReadDocuments(strings.NewReader(src), "annotate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := Convert(docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !conv.Rules[0].Converted() {
+		t.Fatalf("not converted: %v", conv.Rules[0].Problems)
+	}
+	var y strings.Builder
+	if err := conv.WriteYAML(&y); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(y.String(), "transform.listObjToMap(") {
+		t.Errorf("no lifted map:\n%s", y.String())
+	}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "default",
+		"annotations": map[string]any{"keep": "x"}},
+		"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "a", "image": "nginx"},
+			map[string]any{"name": "skip-me", "image": "busybox"},
+			map[string]any{"name": "b", "image": "redis"}}}}
+	v, err := Verify(context.Background(), []*Conversion{conv}, []map[string]any{pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := v.Policies[0]
+	if p.Evaluations != 1 || len(p.Differences) > 0 || len(p.Unverified) > 0 {
+		t.Errorf("verification: %+v", p)
 	}
 }
