@@ -654,6 +654,10 @@ func (c *jp) index(l jv, i int, nd need) (jv, error) {
 // listOperand is the list a projection ranges over: a missing list is
 // empty (JMESPath gives null, which a projection ignores).
 func listOperand(v jv) ex {
+	if v.opt && nullableLists[v.key] {
+		// the API server writes the field as null when it is empty
+		return method(macro(v.e, "optFlatMap", v.key, call("optional.ofNonZeroValue", ident(v.key))), "orValue", listOf())
+	}
 	if v.opt {
 		return v.value(listOf())
 	}

@@ -51,6 +51,8 @@ func TestTemplates(t *testing.T) {
 			"cel.bind(keys, object.metadata.labels.map(key, key).filter(key, !(key in {'a': 'b'})) + {'a': 'b'}.map(key, key), transform.listObjToMap(keys.map(key, {'key': key}), keys.map(key, {'value': key in {'a': 'b'} ? {'a': 'b'}[key] : object.metadata.labels[key]}), 'key', 'value'))"},
 		// request."object" escapes Kyverno's autogen: so does the index form
 		{`{{ request."object".metadata.name }}`, "object['metadata'].name"},
+		// a list the API server writes as null when empty
+		{"{{ request.object.rules[].verbs[] }}", "object.?rules.optFlatMap(rules, optional.ofNonZeroValue(rules)).orValue([]).filter(rule, has(rule.verbs)).map(rule, rule.verbs).flatten()"},
 		// a nested template is a dynamic key
 		{`{{ cm.data."{{ request.namespace }}" }}`, "variables.cm.data[request.namespace]"},
 	}
