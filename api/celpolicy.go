@@ -38,34 +38,9 @@ const (
 )
 
 // The spec types of the policies.kyverno.io kinds are those of
-// github.com/kyverno/api, the same Go types in every served version
-// (v1alpha1, v1beta1 and v1 alias them).
-type (
-	// ValidatingPolicySpec is the body of a ValidatingPolicy.
-	ValidatingPolicySpec = policiesv1alpha1.ValidatingPolicySpec
-	// ImageValidatingPolicySpec is the body of an ImageValidatingPolicy.
-	ImageValidatingPolicySpec = policiesv1alpha1.ImageValidatingPolicySpec
-	// MutatingPolicySpec is the body of a MutatingPolicy.
-	MutatingPolicySpec = policiesv1alpha1.MutatingPolicySpec
-	// GeneratingPolicySpec is the body of a GeneratingPolicy.
-	GeneratingPolicySpec = policiesv1alpha1.GeneratingPolicySpec
-	// DeletingPolicySpec is the body of a DeletingPolicy.
-	DeletingPolicySpec = policiesv1alpha1.DeletingPolicySpec
-	// CELPolicyExceptionSpec is the body of a policies.kyverno.io
-	// PolicyException.
-	CELPolicyExceptionSpec = policiesv1alpha1.PolicyExceptionSpec
-	// PolicyRef names a policy of a CEL PolicyException (name and kind).
-	PolicyRef = policiesv1alpha1.PolicyRef
-	// ImageAttestor is an attestor of an ImageValidatingPolicy
-	// (spec.attestors): a Cosign or a Notary trust authority.
-	ImageAttestor = policiesv1alpha1.Attestor
-	// ImageAttestation is an attestation of an ImageValidatingPolicy
-	// (spec.attestations): an in-toto statement or an OCI referrer.
-	ImageAttestation = policiesv1alpha1.Attestation
-	// ImageCredentials are the registry credentials of an
-	// ImageValidatingPolicy (spec.credentials).
-	ImageCredentials = policiesv1alpha1.Credentials
-)
+// github.com/kyverno/api (package policies.kyverno.io/v1alpha1), the same
+// Go types in every served version (v1alpha1, v1beta1 and v1 alias them):
+// gavel uses them as they are and does not rename them.
 
 // Evaluation modes of a ValidatingPolicy (spec.evaluation.mode).
 const (
@@ -79,7 +54,7 @@ const (
 type ValidatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              ValidatingPolicySpec `json:"spec"`
+	Spec              policiesv1alpha1.ValidatingPolicySpec `json:"spec"`
 	// Status is accepted on input and ignored.
 	Status any `json:"status,omitempty"`
 }
@@ -98,8 +73,8 @@ func (p *ValidatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespaced
 type ImageValidatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              ImageValidatingPolicySpec `json:"spec"`
-	Status            any                       `json:"status,omitempty"`
+	Spec              policiesv1alpha1.ImageValidatingPolicySpec `json:"spec"`
+	Status            any                                        `json:"status,omitempty"`
 }
 
 // GetKind implements PolicyObject.
@@ -116,8 +91,8 @@ func (p *ImageValidatingPolicy) IsNamespaced() bool {
 type MutatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              MutatingPolicySpec `json:"spec"`
-	Status            any                `json:"status,omitempty"`
+	Spec              policiesv1alpha1.MutatingPolicySpec `json:"spec"`
+	Status            any                                 `json:"status,omitempty"`
 }
 
 // GetKind implements PolicyObject.
@@ -132,8 +107,8 @@ func (p *MutatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedMu
 type GeneratingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              GeneratingPolicySpec `json:"spec"`
-	Status            any                  `json:"status,omitempty"`
+	Spec              policiesv1alpha1.GeneratingPolicySpec `json:"spec"`
+	Status            any                                   `json:"status,omitempty"`
 }
 
 // GetKind implements PolicyObject.
@@ -149,8 +124,8 @@ func (p *GeneratingPolicy) IsNamespaced() bool { return p.Kind == KindNamespaced
 type DeletingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              DeletingPolicySpec `json:"spec"`
-	Status            any                `json:"status,omitempty"`
+	Spec              policiesv1alpha1.DeletingPolicySpec `json:"spec"`
+	Status            any                                 `json:"status,omitempty"`
 }
 
 // GetKind implements PolicyObject.
@@ -229,7 +204,7 @@ func (p *MutatingAdmissionPolicyBinding) IsNamespaced() bool { return false }
 type CELPolicyException struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              CELPolicyExceptionSpec `json:"spec"`
+	Spec              policiesv1alpha1.PolicyExceptionSpec `json:"spec"`
 }
 
 // ExceptionReportPass is the spec.reportResult that reports an excepted

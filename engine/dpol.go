@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -26,7 +27,7 @@ type deletingPolicy struct {
 	match *celpolicy.Constraints
 	body  *celpolicy.Deleting
 	del   deletion
-	spec  *api.DeletingPolicySpec
+	spec  *policiesv1alpha1.DeletingPolicySpec
 }
 
 // compileDeletingPolicy compiles a DeletingPolicy: matchConstraints,

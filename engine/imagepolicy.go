@@ -1,6 +1,7 @@
 package engine
 
 import (
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -34,7 +35,7 @@ type imagePolicy struct {
 	mutateDigest, required bool
 	// creds are spec.credentials, classic the same as a verifyImages
 	// entry's, credKey their part of cache keys
-	creds   *api.ImageCredentials
+	creds   *policiesv1alpha1.Credentials
 	classic *api.ImageRegistryCredentials
 	credKey string
 }
@@ -139,7 +140,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 
 // compileVariant compiles the matchConstraints (Kubernetes mode) and the
 // body of one spec; lazy variants instantiate their programs on first use.
-func (b *imagePolicy) compileVariant(spec *api.ImageValidatingPolicySpec, path *field.Path, lazy bool) (ivpolVariant, field.ErrorList) {
+func (b *imagePolicy) compileVariant(spec *policiesv1alpha1.ImageValidatingPolicySpec, path *field.Path, lazy bool) (ivpolVariant, field.ErrorList) {
 	var v ivpolVariant
 	var errs field.ErrorList
 	if !b.json {
@@ -162,7 +163,7 @@ func (b *imagePolicy) compileVariant(spec *api.ImageValidatingPolicySpec, path *
 // classicCredentials converts spec.credentials to the credentials of a
 // verifyImages entry (what ImageVerifier.ResolveDigest takes), with their
 // part of cache keys.
-func classicCredentials(c *api.ImageCredentials) (*api.ImageRegistryCredentials, string) {
+func classicCredentials(c *policiesv1alpha1.Credentials) (*api.ImageRegistryCredentials, string) {
 	if c == nil {
 		return nil, ""
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -143,7 +144,7 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 // compileVariant compiles the matchConstraints (Kubernetes mode) and the
 // body of one spec. The Pod controller variants (lazy) instantiate their
 // programs on first use: a run on Pods never needs them.
-func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *field.Path, lazy bool) (vpolVariant, field.ErrorList) {
+func (b *validatingPolicy) compileVariant(spec *policiesv1alpha1.ValidatingPolicySpec, path *field.Path, lazy bool) (vpolVariant, field.ErrorList) {
 	var v vpolVariant
 	var errs field.ErrorList
 	if !b.json {
@@ -160,7 +161,7 @@ func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *
 
 // compileAutogen compiles the Pod controller variants of the policy; it
 // appends them to variants.
-func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec, variants *[]Variant) field.ErrorList {
+func (b *validatingPolicy) compileAutogen(spec *policiesv1alpha1.ValidatingPolicySpec, variants *[]Variant) field.ErrorList {
 	gen, err := autogen.ValidatingPolicy(spec)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("spec", "autogen"), err)}

@@ -2,6 +2,7 @@ package exceptions_test
 
 import (
 	"errors"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +14,21 @@ import (
 	"github.com/gavelpolicy/gavel/exceptions"
 )
 
-func celException(name string, spec api.CELPolicyExceptionSpec) *api.CELPolicyException {
+func celException(name string, spec policiesv1alpha1.PolicyExceptionSpec) *api.CELPolicyException {
 	return &api.CELPolicyException{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ops"}, Spec: spec}
 }
 
 func TestCELValidation(t *testing.T) {
-	ref := []api.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}
+	ref := []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}
 	tests := []struct {
 		name string
-		spec api.CELPolicyExceptionSpec
+		spec policiesv1alpha1.PolicyExceptionSpec
 		want []string
 	}{
-		{"no refs", api.CELPolicyExceptionSpec{}, []string{"spec.policyRefs: Required value"}},
-		{"ref without kind", api.CELPolicyExceptionSpec{PolicyRefs: []api.PolicyRef{{Name: "p"}}}, []string{"spec.policyRefs[0].kind: Required value"}},
-		{"bad report result", api.CELPolicyExceptionSpec{PolicyRefs: ref, ReportResult: "fail"}, []string{`spec.reportResult: Unsupported value: "fail"`}},
-		{"condition names", api.CELPolicyExceptionSpec{PolicyRefs: ref, MatchConditions: []admissionregistrationv1.MatchCondition{
+		{"no refs", policiesv1alpha1.PolicyExceptionSpec{}, []string{"spec.policyRefs: Required value"}},
+		{"ref without kind", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p"}}}, []string{"spec.policyRefs[0].kind: Required value"}},
+		{"bad report result", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: ref, ReportResult: "fail"}, []string{`spec.reportResult: Unsupported value: "fail"`}},
+		{"condition names", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: ref, MatchConditions: []admissionregistrationv1.MatchCondition{
 			{Name: "a", Expression: "true"}, {Name: "a", Expression: "true"}, {Expression: ""}}},
 			[]string{"spec.matchConditions[1].name: Duplicate value", "spec.matchConditions[2].name: Required value", "spec.matchConditions[2].expression: Required value"}},
 	}
@@ -49,11 +50,11 @@ func TestCELValidation(t *testing.T) {
 
 func TestCELCandidates(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := celException("a", api.CELPolicyExceptionSpec{ExpiresAt: &at, PolicyRefs: []api.PolicyRef{
+	a := celException("a", policiesv1alpha1.PolicyExceptionSpec{ExpiresAt: &at, PolicyRefs: []policiesv1alpha1.PolicyRef{
 		{Name: "p", Kind: "ValidatingPolicy"}, {Name: "p", Kind: "ValidatingPolicy"}, {Name: "q", Kind: "ValidatingAdmissionPolicy"}}})
-	b := celException("b", api.CELPolicyExceptionSpec{ReportResult: "pass", AllowedValues: []string{"x"},
-		PolicyRefs: []api.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
-	other := celException("other", api.CELPolicyExceptionSpec{PolicyRefs: []api.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
+	b := celException("b", policiesv1alpha1.PolicyExceptionSpec{ReportResult: "pass", AllowedValues: []string{"x"},
+		PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
+	other := celException("other", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
 	other.Namespace = "elsewhere"
 	set, err := exceptions.Compile(nil, exceptions.CEL(a, b, other), exceptions.Namespaces("ops"))
 	if err != nil {
