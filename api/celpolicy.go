@@ -59,12 +59,6 @@ type ValidatingPolicy struct {
 	Status any `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *ValidatingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject: a NamespacedValidatingPolicy.
-func (p *ValidatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedValidatingPolicy }
-
 // ImageValidatingPolicy is a policies.kyverno.io ImageValidatingPolicy
 // (Kind ImageValidatingPolicy, cluster-wide) or
 // NamespacedImageValidatingPolicy (applies only to resources of its
@@ -77,14 +71,6 @@ type ImageValidatingPolicy struct {
 	Status            any                                        `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *ImageValidatingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *ImageValidatingPolicy) IsNamespaced() bool {
-	return p.Kind == KindNamespacedImageValidatingPolicy
-}
-
 // MutatingPolicy is a policies.kyverno.io MutatingPolicy (cluster-wide)
 // or NamespacedMutatingPolicy (applies only to resources of its
 // namespace), in any served version.
@@ -95,12 +81,6 @@ type MutatingPolicy struct {
 	Status            any                                 `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *MutatingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *MutatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedMutatingPolicy }
-
 // GeneratingPolicy is a policies.kyverno.io GeneratingPolicy or
 // NamespacedGeneratingPolicy (whose triggers and downstream resources
 // are in its namespace).
@@ -110,12 +90,6 @@ type GeneratingPolicy struct {
 	Spec              policiesv1alpha1.GeneratingPolicySpec `json:"spec"`
 	Status            any                                   `json:"status,omitempty"`
 }
-
-// GetKind implements PolicyObject.
-func (p *GeneratingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *GeneratingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedGeneratingPolicy }
 
 // DeletingPolicy is a policies.kyverno.io DeletingPolicy or
 // NamespacedDeletingPolicy (which deletes objects of its namespace only):
@@ -128,12 +102,6 @@ type DeletingPolicy struct {
 	Status            any                                 `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *DeletingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *DeletingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedDeletingPolicy }
-
 // ValidatingAdmissionPolicy is Kubernetes' admissionregistration.k8s.io
 // ValidatingAdmissionPolicy (cluster-scoped). Its bindings
 // (ValidatingAdmissionPolicyBinding) select what it applies to, with which
@@ -145,12 +113,6 @@ type ValidatingAdmissionPolicy struct {
 	Status            any                                                   `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *ValidatingAdmissionPolicy) GetKind() string { return KindValidatingAdmissionPolicy }
-
-// IsNamespaced implements PolicyObject: false.
-func (p *ValidatingAdmissionPolicy) IsNamespaced() bool { return false }
-
 // ValidatingAdmissionPolicyBinding binds a ValidatingAdmissionPolicy
 // (spec.policyName) to resources, parameters and validation actions. It is
 // a PolicyObject so that policy sets can carry it: the engine compiles it
@@ -160,14 +122,6 @@ type ValidatingAdmissionPolicyBinding struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec `json:"spec"`
 }
-
-// GetKind implements PolicyObject.
-func (p *ValidatingAdmissionPolicyBinding) GetKind() string {
-	return KindValidatingAdmissionPolicyBinding
-}
-
-// IsNamespaced implements PolicyObject: false.
-func (p *ValidatingAdmissionPolicyBinding) IsNamespaced() bool { return false }
 
 // MutatingAdmissionPolicy is Kubernetes' MutatingAdmissionPolicy, in the
 // version the vendored k8s.io/api serves (admissionregistration.k8s.io
@@ -179,24 +133,12 @@ type MutatingAdmissionPolicy struct {
 	Status            any                                                 `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *MutatingAdmissionPolicy) GetKind() string { return KindMutatingAdmissionPolicy }
-
-// IsNamespaced implements PolicyObject: false.
-func (p *MutatingAdmissionPolicy) IsNamespaced() bool { return false }
-
 // MutatingAdmissionPolicyBinding binds a MutatingAdmissionPolicy.
 type MutatingAdmissionPolicyBinding struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              admissionregistrationv1.MutatingAdmissionPolicyBindingSpec `json:"spec"`
 }
-
-// GetKind implements PolicyObject.
-func (p *MutatingAdmissionPolicyBinding) GetKind() string { return KindMutatingAdmissionPolicyBinding }
-
-// IsNamespaced implements PolicyObject: false.
-func (p *MutatingAdmissionPolicyBinding) IsNamespaced() bool { return false }
 
 // CELPolicyException is a policies.kyverno.io PolicyException: it exempts
 // resources from the CEL policies its policyRefs name (by name and kind)

@@ -24,12 +24,6 @@ type CleanupPolicy struct {
 	Status any `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *CleanupPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject: a CleanupPolicy.
-func (p *CleanupPolicy) IsNamespaced() bool { return p.Kind == KindCleanupPolicy }
-
 // CleanupPolicySpec is the body of a cleanup policy.
 type CleanupPolicySpec struct {
 	// Context are variables and data sources of the conditions (a

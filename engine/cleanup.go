@@ -30,12 +30,12 @@ type cleanupPolicy struct {
 // schedule in cron format.
 func (e *Engine) compileCleanupPolicy(p *api.CleanupPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: true, admission: false, failurePolicy: api.Fail, failureAction: api.Audit, action: api.Audit,
 		types: typeBit(Deletion)}
 	path := field.NewPath("spec")
 	b := &cleanupPolicy{}
-	if p.IsNamespaced() {
+	if api.IsNamespaced(p) {
 		b.namespace = p.GetNamespace()
 	}
 	var errs field.ErrorList

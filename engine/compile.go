@@ -67,7 +67,7 @@ func (p *Policy) Kind() string { return p.kind }
 // NamespacedValidatingPolicy, NamespacedMutatingPolicy), "" for the
 // others.
 func (p *Policy) Namespace() string {
-	if p.src.IsNamespaced() {
+	if api.IsNamespaced(p.src) {
 		return p.src.GetNamespace()
 	}
 	return ""
@@ -255,7 +255,7 @@ func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 	spec := p.GetSpec()
 	cp := &Policy{
 		src:           p,
-		kind:          p.GetKind(),
+		kind:          api.KindOf(p),
 		failurePolicy: classicFailurePolicy(spec),
 		timeout:       classicTimeout(spec),
 		key:           api.PolicyKey(p),
@@ -282,7 +282,7 @@ func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 	if spec.ApplyRules != nil && *spec.ApplyRules != api.ApplyAll && *spec.ApplyRules != api.ApplyOne {
 		errs = append(errs, field.NotSupported(specPath.Child("applyRules"), *spec.ApplyRules, []string{"All", "One"}))
 	}
-	if p.IsNamespaced() && len(spec.ValidationFailureActionOverrides) > 0 {
+	if api.IsNamespaced(p) && len(spec.ValidationFailureActionOverrides) > 0 {
 		errs = append(errs, field.Forbidden(specPath.Child("validationFailureActionOverrides"), "Use of validationFailureActionOverrides is supported only with ClusterPolicy"))
 	}
 	ovs, oerrs := compileOverrides(spec.ValidationFailureActionOverrides, specPath.Child("validationFailureActionOverrides"))

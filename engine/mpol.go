@@ -67,7 +67,7 @@ type mpolVariant struct {
 // matchConstraints and its Pod controller variants.
 func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: spec.BackgroundEnabled(), admission: spec.AdmissionEnabled(),
 		failurePolicy: celFailurePolicy(spec.FailurePolicy), types: typeBit(Mutation),
 		failureAction: api.Audit, action: api.Audit}
@@ -217,7 +217,7 @@ func (b *mutatingPolicy) validate(_ *reqState, _ *Policy, out []PolicyResult) []
 func (b *mutatingPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult {
 	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction}
 	if (rs.req.Background && !p.background) ||
-		(p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) {
+		(api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) {
 		return append(out, pr)
 	}
 	start := len(rs.results)

@@ -107,7 +107,7 @@ func (b *mutatingPolicy) targets(rs *reqState, p *Policy, v *mpolVariant) ([]exi
 func (b *mutatingPolicy) listTargets(rs *reqState, p *Policy) ([]existingTarget, error) {
 	rc := rs.e.celLibs.Resource
 	ns := ""
-	if p.src.IsNamespaced() {
+	if api.IsNamespaced(p.src) {
 		ns = p.src.GetNamespace()
 	}
 	var out []existingTarget

@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"strconv"
 	"strings"
 
@@ -52,7 +52,7 @@ type reqState struct {
 	condBuf  [4]condMemo
 
 	// excSet is the host's exceptions, read once (see exceptions).
-	excSet  *exceptions.Set
+	excSet  *polex.Set
 	excErr  error
 	excDone bool
 

@@ -39,7 +39,7 @@ func newScope() *scope {
 
 // convertClassic converts a ClusterPolicy or Policy.
 func convertClassic(p api.ClassicPolicy) *Conversion {
-	conv := &Conversion{Kind: p.GetKind(), Name: p.GetName(), Namespace: p.GetNamespace(), Source: p}
+	conv := &Conversion{Kind: api.KindOf(p), Name: p.GetName(), Namespace: p.GetNamespace(), Source: p}
 	spec := p.GetSpec()
 	byType := map[string][]int{}
 	for i := range spec.Rules {

@@ -154,9 +154,9 @@ func exceptionRefs(e api.Exception, policies []*Conversion, path string) ([]poli
 		}
 		if len(other) > 0 {
 			return nil, &Problem{Path: path + ".ruleNames", Construct: "ruleNames " + strings.Join(e.RuleNames, ", "),
-				Detail: fmt.Sprintf("%s %s also holds rules %s: a CEL exception exempts the whole policy", p.GetKind(), p.GetName(), strings.Join(other, ", "))}
+				Detail: fmt.Sprintf("%s %s also holds rules %s: a CEL exception exempts the whole policy", api.KindOf(p), p.GetName(), strings.Join(other, ", "))}
 		}
-		refs = append(refs, policiesv1alpha1.PolicyRef{Name: p.GetName(), Kind: p.GetKind()})
+		refs = append(refs, policiesv1alpha1.PolicyRef{Name: p.GetName(), Kind: api.KindOf(p)})
 	}
 	for _, r := range src.Rules {
 		if matchesAny(e.RuleNames, r.Rule) && !r.Converted() {

@@ -312,7 +312,7 @@ func assembleGenerating(src api.ClassicPolicy, name string, rules []*grule, pv *
 	gp := &api.GeneratingPolicy{}
 	gp.APIVersion = api.GroupPolicies + "/v1"
 	gp.Kind = api.KindGeneratingPolicy
-	if src.IsNamespaced() {
+	if api.IsNamespaced(src) {
 		gp.Kind = api.KindNamespacedGeneratingPolicy
 		gp.Namespace = src.GetNamespace()
 	}

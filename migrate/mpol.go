@@ -209,7 +209,7 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 	mp := &api.MutatingPolicy{}
 	mp.APIVersion = api.GroupPolicies + "/v1"
 	mp.Kind = api.KindMutatingPolicy
-	if src.IsNamespaced() {
+	if api.IsNamespaced(src) {
 		mp.Kind = api.KindNamespacedMutatingPolicy
 		mp.Namespace = src.GetNamespace()
 	}

@@ -1,4 +1,4 @@
-package exceptions_test
+package polex_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/polex"
 )
 
 func celException(name string, spec policiesv1alpha1.PolicyExceptionSpec) *api.CELPolicyException {
@@ -34,8 +34,8 @@ func TestCELValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := exceptions.Compile(nil, exceptions.CEL(celException("x", tt.spec)))
-			var ve *exceptions.ValidationError
+			_, err := polex.Compile(nil, polex.CEL(celException("x", tt.spec)))
+			var ve *polex.ValidationError
 			if !errors.As(err, &ve) || ve.Name != "x" {
 				t.Fatalf("got %v, want a *ValidationError naming x", err)
 			}
@@ -56,7 +56,7 @@ func TestCELCandidates(t *testing.T) {
 		PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
 	other := celException("other", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
 	other.Namespace = "elsewhere"
-	set, err := exceptions.Compile(nil, exceptions.CEL(a, b, other), exceptions.Namespaces("ops"))
+	set, err := polex.Compile(nil, polex.CEL(a, b, other), polex.Namespaces("ops"))
 	if err != nil {
 		t.Fatal(err)
 	}
