@@ -51,7 +51,3 @@ type CleanupMatchResources struct {
 	All ResourceFilters `json:"all,omitempty"`
 }
 
-// AsMatchResources returns the block as a rule's match block.
-func (m *CleanupMatchResources) AsMatchResources() MatchResources {
-	return MatchResources{Any: m.Any, All: m.All}
-}

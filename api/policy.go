@@ -149,15 +149,6 @@ func (a ValidationFailureAction) IsEnforce() bool {
 	return strings.EqualFold(string(a), string(Enforce))
 }
 
-// IsValid reports whether a is one of the spellings upstream accepts.
-func (a ValidationFailureAction) IsValid() bool {
-	switch a {
-	case "Audit", "audit", "Enforce", "enforce":
-		return true
-	}
-	return false
-}
-
 // ValidationFailureActionOverride overrides the failure action by namespace.
 type ValidationFailureActionOverride struct {
 	Action            ValidationFailureAction `json:"action,omitempty"`
@@ -232,21 +223,6 @@ func (s *Spec) GetApplyRules() ApplyRulesType {
 	return *s.ApplyRules
 }
 
-// IsGenerateExisting reports whether generate rules also apply to existing
-// triggers, combining the rule field and the deprecated spec fields as
-// upstream does.
-func (s *Spec) IsGenerateExisting() bool {
-	for i := range s.Rules {
-		if g := s.Rules[i].Generation; g != nil && g.GenerateExisting != nil {
-			return *g.GenerateExisting
-		}
-	}
-	if s.GenerateExistingOnPolicyUpdate != nil && *s.GenerateExistingOnPolicyUpdate {
-		return true
-	}
-	return s.GenerateExisting
-}
-
 // Rule is one validate, mutate, generate or verifyImages rule.
 type Rule struct {
 	Name                   string                            `json:"name,omitempty"`
@@ -263,18 +239,6 @@ type Rule struct {
 	SkipBackgroundRequests *bool                             `json:"skipBackgroundRequests,omitempty"`
 	ReportProperties       map[string]string                 `json:"reportProperties,omitempty"`
 }
-
-// HasValidate reports whether the rule is a validate rule.
-func (r *Rule) HasValidate() bool { return r.Validation != nil }
-
-// HasMutate reports whether the rule is a mutate rule.
-func (r *Rule) HasMutate() bool { return r.Mutation != nil }
-
-// HasGenerate reports whether the rule is a generate rule.
-func (r *Rule) HasGenerate() bool { return r.Generation != nil }
-
-// HasVerifyImages reports whether the rule is a verifyImages rule.
-func (r *Rule) HasVerifyImages() bool { return len(r.VerifyImages) > 0 }
 
 // ImageExtractorConfig tells where images are found in a custom resource.
 type ImageExtractorConfig struct {

@@ -47,11 +47,11 @@ func (e *Engine) compileCleanupPolicy(p *api.CleanupPolicy) (*Policy, error) {
 			errs = append(errs, field.Invalid(path.Child("context").Index(i), c.Name, "ConfigMap is not allowed in CleanUp Policy"))
 		}
 	}
-	m := spec.MatchResources.AsMatchResources()
+	m := api.MatchResources{Any: spec.MatchResources.Any, All: spec.MatchResources.All}
 	errs = append(errs, noUserInfo(&m, path.Child("match"))...)
 	var ex *api.MatchResources
 	if spec.ExcludeResources != nil {
-		x := spec.ExcludeResources.AsMatchResources()
+		x := api.MatchResources{Any: spec.ExcludeResources.Any, All: spec.ExcludeResources.All}
 		ex = &x
 		errs = append(errs, noUserInfo(ex, path.Child("exclude"))...)
 	}

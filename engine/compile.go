@@ -268,7 +268,7 @@ func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 	}
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
-	if a := spec.ValidationFailureAction; a != "" && !a.IsValid() {
+	if a := spec.ValidationFailureAction; a != "" && !validFailureAction(a) {
 		errs = append(errs, field.NotSupported(specPath.Child("validationFailureAction"), a, []string{"Audit", "Enforce"}))
 	}
 	for _, fp := range []struct {
@@ -364,7 +364,7 @@ func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
 		errs = append(errs, field.TooLong(path.Child("name"), r.Name, 63))
 	}
 	count := 0
-	for _, has := range []bool{r.HasValidate(), r.HasMutate(), r.HasGenerate(), r.HasVerifyImages()} {
+	for _, has := range []bool{r.Validation != nil, r.Mutation != nil, r.Generation != nil, len(r.VerifyImages) > 0} {
 		if has {
 			count++
 		}
@@ -387,7 +387,7 @@ func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(vp, "", "exactly one of pattern, anyPattern, deny, foreach, podSecurity, cel, manifests or assert must be set"))
 		}
 		for _, a := range []*api.ValidationFailureAction{v.FailureAction, v.ValidationFailureAction} {
-			if a != nil && !a.IsValid() {
+			if a != nil && !validFailureAction(*a) {
 				errs = append(errs, field.NotSupported(vp.Child("failureAction"), *a, []string{"Audit", "Enforce"}))
 			}
 		}

@@ -14,13 +14,13 @@ import (
 // ruleType is the type of a rule.
 func ruleType(r *api.Rule) string {
 	switch {
-	case r.HasValidate():
+	case r.Validation != nil:
 		return TypeValidate
-	case r.HasMutate():
+	case r.Mutation != nil:
 		return TypeMutate
-	case r.HasGenerate():
+	case r.Generation != nil:
 		return TypeGenerate
-	case r.HasVerifyImages():
+	case len(r.VerifyImages) > 0:
 		return TypeVerifyImages
 	}
 	return ""
