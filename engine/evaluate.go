@@ -16,7 +16,6 @@ import (
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/mutate"
-	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // ErrNoObject is returned for a request without an object.
@@ -303,7 +302,7 @@ func (rs *reqState) exceptions() (*polex.Set, error) {
 // matchingExceptions returns the exceptions that apply to the rule and the
 // resource, including their conditions.
 func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*polex.Exception, error) {
-	if e.cfg.exceptionsOff || e.cfg.exceptions == nil {
+	if e.cfg.exceptions == nil {
 		return nil, nil
 	}
 	set, err := rs.exceptions()
@@ -313,9 +312,6 @@ func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*polex.
 	var out []*polex.Exception
 	for _, x := range set.Candidates(p.key, r.name) {
 		if rs.req.Background && !x.Background() {
-			continue
-		}
-		if !e.exceptionNamespaceAllowed(x.Source.Namespace) {
 			continue
 		}
 		ok, err := x.Matches(rs.matchRes, rs.matchReq)
@@ -343,20 +339,6 @@ func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*polex.
 		out = append(out, x)
 	}
 	return out, nil
-}
-
-// exceptionNamespaceAllowed reports whether exceptions from namespace are
-// accepted (WithExceptionNamespaces).
-func (e *Engine) exceptionNamespaceAllowed(namespace string) bool {
-	if len(e.cfg.exceptionNS) == 0 {
-		return true
-	}
-	for _, pat := range e.cfg.exceptionNS {
-		if wildcard.Match(pat, namespace) {
-			return true
-		}
-	}
-	return false
 }
 
 // exceptionConditions compiles an exception's conditions once and caches

@@ -153,7 +153,7 @@ func runCase(t *testing.T, dir string) []caseResult {
 		engine.WithServiceCaller(services),
 		engine.WithGlobalContext(global),
 		engine.WithClock(func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }),
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithExceptions(excs),
 		engine.WithConfigMapResolver(cluster),
 		engine.WithAPIClient(cluster),
 	)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"runtime/debug"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -280,7 +281,7 @@ func (s *PolicySet) MutateExisting(ctx context.Context, p *Policy) (*Response, e
 			return resp, err
 		}
 		req := &Request{Operation: api.Update, Object: t.obj, OldObject: t.obj, Controller: true,
-			Resource: GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
+			Resource: schema.GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
 		object, oldObject, _, err := req.check()
 		if err != nil {
 			continue

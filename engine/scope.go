@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gavelpolicy/gavel/internal/polex"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strconv"
 	"strings"
 
@@ -23,7 +24,7 @@ type reqState struct {
 	op  api.AdmissionOperation
 
 	obj  map[string]any // the resource rules look at (old object for DELETE)
-	gvk  GroupVersionKind
+	gvk  schema.GroupVersionKind
 	base map[string]any // request, serviceAccount*, images, variables
 	// object and oldObject are the request's objects in canonical form
 	object, oldObject map[string]any

@@ -333,22 +333,16 @@ func (rs *reqState) exceptedResult(excs []*polex.CELException) *RuleResult {
 }
 
 // kindExceptions returns the host's CEL exceptions for a policy (none
-// when exceptions are disabled).
+// without an exception source).
 func (rs *reqState) kindExceptions(p *Policy) ([]*polex.CELException, error) {
-	if rs.e.cfg.exceptionsOff || rs.e.cfg.exceptions == nil {
+	if rs.e.cfg.exceptions == nil {
 		return nil, nil
 	}
 	set, err := rs.exceptions()
 	if err != nil || set == nil {
 		return nil, err
 	}
-	var out []*polex.CELException
-	for _, x := range set.CELCandidates(p.kind, p.Name()) {
-		if rs.e.exceptionNamespaceAllowed(x.Source.Namespace) {
-			out = append(out, x)
-		}
-	}
-	return out, nil
+	return set.CELCandidates(p.kind, p.Name()), nil
 }
 
 // celExceptions evaluates the CEL PolicyExceptions of a policy on the

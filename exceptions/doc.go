@@ -3,7 +3,7 @@
 // the CEL option) into an immutable Set for the engine:
 //
 //	set, err := exceptions.Compile(polexs, exceptions.Namespaces("kyverno"))
-//	eng, err := engine.New(engine.WithExceptions(engine.StaticExceptions{Set: set}))
+//	eng, err := engine.New(engine.WithExceptions(set))
 //
 // The engine applies them with upstream's semantics: an exception names
 // policies (the name of a ClusterPolicy or "<namespace>/<name>" of a

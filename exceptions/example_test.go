@@ -27,7 +27,7 @@ func decodeExceptions(src string) []*api.PolicyException {
 }
 
 // Compile a set once and hand it to the engine
-// (engine.WithExceptions(engine.StaticExceptions{Set: set})); Namespaces
+// (engine.WithExceptions(set)); Namespaces
 // keeps only the exceptions of the namespaces a host trusts, like
 // upstream's exceptionNamespace setting.
 func Example() {

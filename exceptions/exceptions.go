@@ -1,6 +1,8 @@
 package exceptions
 
 import (
+	"context"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/polex"
 )
@@ -32,7 +34,8 @@ func AutogenAliases(enabled bool) Option { return polex.AutogenAliases(enabled) 
 func CEL(excs ...*api.CELPolicyException) Option { return polex.CEL(excs...) }
 
 // Set is a compiled, immutable, concurrency-safe set of exceptions, for
-// the engine (engine.WithExceptions, engine.StaticExceptions). It holds
+// the engine (engine.WithExceptions: a Set is an engine.ExceptionSource
+// that always gives itself). It holds
 // the exceptions indexed by the policies and rules they name, their match
 // and exclude blocks compiled.
 type Set polex.Set
@@ -60,6 +63,10 @@ func Compile(excs []*api.PolicyException, opts ...Option) (*Set, error) {
 // Len returns the number of compiled exceptions (CEL exceptions
 // included).
 func (s *Set) Len() int { return (*polex.Set)(s).Len() }
+
+// Exceptions returns s: a fixed Set is the engine's ExceptionSource
+// (engine.WithExceptions(set)).
+func (s *Set) Exceptions(context.Context) (*Set, error) { return s, nil }
 
 // ValidationError reports an invalid PolicyException: its namespace and
 // name, and the fields at fault.

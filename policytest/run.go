@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -441,7 +442,7 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	if err != nil {
 		return err
 	}
-	engOpts = append(append([]engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: excs})}, engOpts...), opts.EngineOptions...)
+	engOpts = append(append([]engine.Option{engine.WithExceptions(excs)}, engOpts...), opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)
 	if err != nil {
 		return err
@@ -775,7 +776,7 @@ func NewRequest(policy string, obj map[string]any, values *Values, user *UserInf
 		g, v := splitAPIVersion(av)
 		for _, s := range values.Subresources {
 			if s.Subresource.Kind == kindOf(obj) && s.Subresource.Group == g && s.Subresource.Version == v {
-				req.Kind = engine.GroupVersionKind{Group: s.ParentResource.Group, Version: s.ParentResource.Version, Kind: s.ParentResource.Kind}
+				req.Kind = schema.GroupVersionKind{Group: s.ParentResource.Group, Version: s.ParentResource.Version, Kind: s.ParentResource.Kind}
 				if _, sub, ok := strings.Cut(s.Subresource.Name, "/"); ok {
 					req.SubResource = sub
 				}
