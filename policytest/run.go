@@ -474,8 +474,8 @@ func (e *env) engineOptions(opts Options) ([]engine.Option, error) {
 		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster))
 		apiClient = e.cluster
 	}
-	if len(e.t.APICallResponses) > 0 {
-		calls, err := newMockCalls(e.t.APICallResponses)
+	if len(e.t.mocks.APICallResponses) > 0 {
+		calls, err := newMockCalls(e.t.mocks.APICallResponses)
 		if err != nil {
 			return nil, err
 		}
@@ -486,8 +486,8 @@ func (e *env) engineOptions(opts Options) ([]engine.Option, error) {
 		engOpts = append(engOpts, engine.WithAPIClient(apiClient))
 	}
 	e.gctx = mockGlobalContext{}
-	if len(e.t.GlobalContextEntries) > 0 {
-		g, err := e.newMockGlobalContext(e.t.GlobalContextEntries)
+	if len(e.t.mocks.GlobalContextEntries) > 0 {
+		g, err := e.newMockGlobalContext(e.t.mocks.GlobalContextEntries)
 		if err != nil {
 			return nil, err
 		}
@@ -523,7 +523,7 @@ type Environment struct {
 	// Request builds the request a resource is evaluated with for the
 	// policy of a name (the values of that policy apply).
 	Request func(policy string, obj map[string]any) *engine.Request
-	// RuleValues are the context values the test gives a policy's rule.
+	// ruleValues are the context values the test gives a policy's rule.
 	RuleValues func(policy, rule string) map[string]any
 }
 
@@ -621,13 +621,13 @@ func (v *Values) ForeachValues(policy, rule string) map[string][]any {
 // rule returns the values of a policy's rule. The values given for a rule
 // also apply to the rules autogen derives from it (autogen-<rule> and
 // autogen-cronjob-<rule>), unless the values name those rules too.
-func (v *Values) rule(policy, rule string) *RuleValues {
+func (v *Values) rule(policy, rule string) *ruleValues {
 	if v == nil {
 		return nil
 	}
-	find := func(name string) *RuleValues {
-		for i := range v.Policies {
-			p := &v.Policies[i]
+	find := func(name string) *ruleValues {
+		for i := range v.sections.Policies {
+			p := &v.sections.Policies[i]
 			if p.Name != policy {
 				continue
 			}
@@ -650,9 +650,9 @@ func (v *Values) rule(policy, rule string) *RuleValues {
 	return nil
 }
 
-// ResourceValues returns the global values and the policy's values for a
+// resourceValues returns the global values and the policy's values for a
 // resource, as upstream's ComputeVariables.
-func (v *Values) ResourceValues(policy, resource string) map[string]any {
+func (v *Values) resourceValues(policy, resource string) map[string]any {
 	if v == nil {
 		return nil
 	}
@@ -660,7 +660,7 @@ func (v *Values) ResourceValues(policy, resource string) map[string]any {
 	for k, x := range v.GlobalValues {
 		out[k] = x
 	}
-	for _, p := range v.Policies {
+	for _, p := range v.sections.Policies {
 		if p.Name != policy {
 			continue
 		}
@@ -675,36 +675,36 @@ func (v *Values) ResourceValues(policy, resource string) map[string]any {
 	return out
 }
 
-// NamespaceLabels returns the labels given to namespaces (namespaceSelector
+// namespaceLabels returns the labels given to namespaces (namespaceSelector
 // and namespaces entries, the latter taking precedence).
-func (v *Values) NamespaceLabels() map[string]map[string]string {
+func (v *Values) namespaceLabels() map[string]map[string]string {
 	if v == nil {
 		return nil
 	}
 	out := map[string]map[string]string{}
-	for _, n := range v.NamespaceSelector {
+	for _, n := range v.sections.NamespaceSelector {
 		out[n.Name] = n.Labels
 	}
-	for _, n := range v.Namespaces {
+	for _, n := range v.sections.Namespaces {
 		out[n.Metadata.Name] = n.Metadata.Labels
 	}
 	return out
 }
 
-// Namespace returns the namespace the values give (a namespaces entry as
+// namespace returns the namespace the values give (a namespaces entry as
 // written, else a namespaceSelector entry's name and labels), nil when
 // they give none: the namespaceObject of CEL policy kinds, as upstream's
 // CLI gives it.
-func (v *Values) Namespace(name string) map[string]any {
+func (v *Values) namespace(name string) map[string]any {
 	if v == nil || name == "" {
 		return nil
 	}
-	for i := range v.Namespaces {
-		if n := &v.Namespaces[i]; n.Metadata.Name == name && n.Object != nil {
+	for i := range v.sections.Namespaces {
+		if n := &v.sections.Namespaces[i]; n.Metadata.Name == name && n.Object != nil {
 			return n.Object
 		}
 	}
-	for _, n := range v.NamespaceSelector {
+	for _, n := range v.sections.NamespaceSelector {
 		if n.Name != name {
 			continue
 		}
@@ -741,7 +741,7 @@ func LoadUserInfo(path string) (*UserInfoFile, error) {
 // info, the namespace labels of the values, and the parent kind of a
 // declared subresource.
 func NewRequest(policy string, obj map[string]any, values *Values, user *UserInfoFile) *engine.Request {
-	vals := values.ResourceValues(policy, nameOf(obj))
+	vals := values.resourceValues(policy, nameOf(obj))
 	op := api.Create
 	switch vals["request.operation"] {
 	case "DELETE":
@@ -765,16 +765,16 @@ func NewRequest(policy string, obj map[string]any, values *Values, user *UserInf
 		req.Roles = u.Roles
 		req.ClusterRoles = u.ClusterRoles
 	}
-	labels := values.NamespaceLabels()[namespaceOf(obj)]
+	labels := values.namespaceLabels()[namespaceOf(obj)]
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	req.NamespaceLabels = labels
-	req.NamespaceObject = values.Namespace(namespaceOf(obj))
+	req.NamespaceObject = values.namespace(namespaceOf(obj))
 	if values != nil {
 		av, _ := obj["apiVersion"].(string)
 		g, v := splitAPIVersion(av)
-		for _, s := range values.Subresources {
+		for _, s := range values.sections.Subresources {
 			if s.Subresource.Kind == kindOf(obj) && s.Subresource.Group == g && s.Subresource.Version == v {
 				req.Kind = schema.GroupVersionKind{Group: s.ParentResource.Group, Version: s.ParentResource.Version, Kind: s.ParentResource.Kind}
 				if _, sub, ok := strings.Cut(s.Subresource.Name, "/"); ok {
