@@ -173,7 +173,7 @@ func WithDefaultRegistry(registry string, mutate bool) Option {
 			return fmt.Errorf("WithDefaultRegistry: empty registry")
 		}
 		c.defaultRegistry, c.registryMutation = registry, mutate
-		c.jpOpts = append(c.jpOpts, jmespath.WithDefaultRegistry(registry), jmespath.WithDefaultRegistryMutation(mutate))
+		c.jpOpts = append(c.jpOpts, jmespath.WithDefaultRegistry(registry, mutate))
 		return nil
 	}
 }
