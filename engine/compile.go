@@ -85,10 +85,6 @@ func (p *Policy) Background() bool { return p.background }
 // Admission reports whether the policy applies to admission requests.
 func (p *Policy) Admission() bool { return p.admission }
 
-// EmitWarning reports whether results should be returned as admission
-// warnings (spec.emitWarning).
-func (p *Policy) EmitWarning() bool { return p.emitWarning }
-
 // FailurePolicy returns how a webhook treats errors of this policy:
 // api.Fail (the default) or api.Ignore, from
 // spec.webhookConfiguration.failurePolicy or the deprecated

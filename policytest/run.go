@@ -56,14 +56,26 @@ type response struct {
 	action   api.ValidationFailureAction
 }
 
-// Run evaluates a test and returns its rows. A test that cannot be loaded
-// returns an error and no rows.
+// Run evaluates a test and returns its rows. A test that cannot run (its
+// files do not load, a policy does not compile, an evaluation fails)
+// returns the error and, as upstream counts such a test, one failed row
+// per expected result whose Reason is the error (none when the test
+// lists no result).
 //
 // Each resource is evaluated once with the operation its values give it
 // (CREATE by default), and once more for each other operation a result
 // names in its operation field, whose rows are checked against those
 // evaluations.
 func Run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
+	rows, err := run(ctx, t, opts)
+	if err != nil {
+		return failedRows(t, err), err
+	}
+	return rows, nil
+}
+
+// run is Run without the failed rows.
+func run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
 	env, err := prepare(t, opts)
 	if err != nil {
 		return nil, err
@@ -144,8 +156,8 @@ func resultOperation(r Result) (api.AdmissionOperation, error) {
 	}
 }
 
-// FailedRows returns rows for every entry of a test that could not run.
-func FailedRows(t *Test, err error) []Row {
+// failedRows returns rows for every entry of a test that could not run.
+func failedRows(t *Test, err error) []Row {
 	var rows []Row
 	for _, r := range t.Results {
 		for _, name := range resultResources(r) {
