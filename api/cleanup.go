@@ -50,4 +50,3 @@ type CleanupMatchResources struct {
 	Any ResourceFilters `json:"any,omitempty"`
 	All ResourceFilters `json:"all,omitempty"`
 }
-
