@@ -607,6 +607,10 @@ func (r *reporter) prune() {
 	})
 }
 
+// firstWriteWait bounds how long a Reporter's first Write waits for the
+// evaluation of the resources its informers list at the start.
+const firstWriteWait = 30 * time.Second
+
 // defaultEphemeralWait is how long an ephemeral report waits for its
 // resource to reach the Reporter's informers before it is dropped as the
 // report of a resource that is gone (or was never stored).
@@ -646,6 +650,7 @@ func (r *reporter) Run(ctx context.Context, interval time.Duration) {
 	if ephFactory != nil {
 		defer ephFactory.Shutdown()
 	}
+	begun := time.Now()
 	flush := time.NewTicker(r.flushEvery)
 	defer flush.Stop()
 	full := time.NewTicker(interval)
@@ -666,11 +671,19 @@ func (r *reporter) Run(ctx context.Context, interval time.Duration) {
 			}
 		}
 		rs.mergePending()
+		if !rs.started && rs.queue.Len() > 0 && time.Since(begun) < firstWriteWait {
+			// the first Write compares every report in the cluster with
+			// the store: not before the resources listed at the start are
+			// evaluated (their reports would go, then come back)
+			continue
+		}
 		if rs.dirty.Swap(false) || r.pending() {
 			if err := r.Write(ctx); err != nil && ctx.Err() == nil {
 				r.h.log.Error("writing the policy reports", "err", err)
 				rs.dirty.Store(true)
+				continue
 			}
+			rs.started = true
 		}
 	}
 }
@@ -686,8 +699,9 @@ type reporterRun struct {
 	dirty   atomic.Bool
 	queue   workqueue.TypedRateLimitingInterface[objectKey]
 
-	// missing is used by Run's goroutine only
+	// missing and started are used by Run's goroutine only
 	missing map[string]bool // resources with entries absent from the informers at the last sweep
+	started bool            // a Write succeeded
 
 	mu         sync.Mutex
 	watched    map[schema.GroupVersionResource]gvk
