@@ -33,9 +33,9 @@
 // Options.AuditWarn; see EntryResult), its message, category and severity
 // from the policies.kyverno.io/category and policies.kyverno.io/severity
 // annotations, the resource reference (in the reports of Build and
-// Stream; a Store's report names its resource in its scope), and properties: the rule's
-// reportProperties, process ("background scan" or "admission review"),
-// exceptions and the failed Pod Security controls.
+// Stream; a Store's report names its resource in its scope), and
+// properties: the rule's reportProperties, process ("background scan" or
+// "admission review"), exceptions and the failed Pod Security controls.
 //
 // Timestamps come from Options.Clock (time.Now when nil). Inputs are never
 // modified, and every value returned is new.

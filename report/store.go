@@ -39,7 +39,7 @@ var ErrNoUID = errors.New("report: resource UID is required")
 //
 // Each resource has two sets of entries, the last admission results and
 // the last background scan results (upstream's admission and background
-// scan reports); a report shows, per policy and rule, the entry of the
+// scan reports); a report shows, per source, policy and rule, the entry of the
 // latest update. Only validate and verifyImages results are kept, and
 // the results of the CEL mutating kinds (MutatingPolicy,
 // MutatingAdmissionPolicy: in a background scan, a fail for a resource
