@@ -3,17 +3,17 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"strconv"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 // validateRule is the handler of validate rules.
-func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult {
+func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs []*polex.Exception) []RuleResult {
 	if r.verify != nil {
 		return e.validateImagesRule(rs, p, r, sc, excs)
 	}

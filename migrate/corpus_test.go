@@ -517,7 +517,7 @@ func handConversion(t *testing.T, ours *Conversion, dir string) *Conversion {
 				continue
 			}
 			typ := map[string]string{api.KindValidatingPolicy: TypeValidate, api.KindMutatingPolicy: TypeMutate,
-				api.KindGeneratingPolicy: TypeGenerate, api.KindImageValidatingPolicy: TypeVerifyImages}[obj.GetKind()]
+				api.KindGeneratingPolicy: TypeGenerate, api.KindImageValidatingPolicy: TypeVerifyImages}[api.KindOf(obj)]
 			mo, ok := obj.(metav1.Object)
 			if !ok {
 				continue

@@ -147,14 +147,14 @@ func (cfg *verifyConfig) engines(convs []*Conversion) (*engine.Engine, *engine.E
 		if err != nil {
 			return nil, nil, fmt.Errorf("exceptions: %w", err)
 		}
-		origOpts = append(origOpts, engine.WithExceptions(engine.StaticExceptions{Set: set}))
+		origOpts = append(origOpts, engine.WithExceptions(set))
 	}
 	if len(cel) > 0 {
 		set, err := exceptions.Compile(nil, exceptions.CEL(cel...))
 		if err != nil {
 			return nil, nil, fmt.Errorf("converted exceptions: %w", err)
 		}
-		convOpts = append(convOpts, engine.WithExceptions(engine.StaticExceptions{Set: set}))
+		convOpts = append(convOpts, engine.WithExceptions(set))
 	}
 	origEng, err := engine.New(origOpts...)
 	if err != nil {
