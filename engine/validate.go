@@ -396,7 +396,9 @@ func (e *Engine) eachElement(rs *reqState, r *rule, sc *scope, fe *foreachValida
 			if res.status == StatusError && index < len(elements)-1 {
 				continue
 			}
-			return decided(res.status, "validation failure: "+res.msg), true, applyCount
+			out := decided(res.status, "validation failure: "+res.msg)
+			out.err = res.err // an element's error keeps its cause
+			return out, true, applyCount
 		}
 		applyCount++
 	}

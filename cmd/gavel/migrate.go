@@ -351,6 +351,9 @@ func printVerifications(w io.Writer, reports []*migrate.Verification) bool {
 			for _, u := range p.Unverified {
 				fmt.Fprintf(w, "  not verified: %s\n", u)
 			}
+			for _, u := range p.NotCompared {
+				fmt.Fprintf(w, "  not compared: %s\n", u)
+			}
 		}
 	}
 	return differ
