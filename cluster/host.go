@@ -295,7 +295,7 @@ func (h *Host) SetResourceKind(req *engine.Request) {
 	if err != nil {
 		return
 	}
-	req.ResourceKind = engine.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+	req.ResourceKind = schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
 }
 
 // SecretData returns the data of a Secret, read from the API server on

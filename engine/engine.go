@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"sync"
 	"time"
 
@@ -77,9 +76,6 @@ func New(opts ...Option) (*Engine, error) {
 		if err := o(&c); err != nil {
 			return nil, err
 		}
-	}
-	if c.exceptionsOff && (c.exceptions != nil || c.exceptionNS != nil) {
-		return nil, errors.New("engine: WithExceptionsDisabled contradicts WithExceptions and WithExceptionNamespaces")
 	}
 	// the limit comes first: an explicit WithJMESPathOptions overrides it
 	jpOpts := append([]jmespath.Option{jmespath.WithMaxResultSize(c.limits.MaxJMESPathResultBytes)}, c.jpOpts...)

@@ -177,7 +177,7 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	eng, err := engine.New(engine.WithExceptions(engine.StaticExceptions{Set: excs}))
+	eng, err := engine.New(engine.WithExceptions(excs))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -44,7 +44,7 @@ type generatingBody interface {
 // compileGeneratingPolicy compiles a GeneratingPolicy.
 func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: true, admission: spec.AdmissionEnabled(), failurePolicy: api.Fail,
 		failureAction: api.Audit, action: api.Audit, types: typeBit(Generation)}
 	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
@@ -56,7 +56,7 @@ func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, erro
 		return nil, &CompileError{Policy: cp.key, Errs: field.ErrorList{field.InternalError(path, err)}}
 	}
 	b := &generatingPolicy{namespace: p.GetNamespace(), env: env, sync: spec.SynchronizationEnabled()}
-	if !p.IsNamespaced() {
+	if !api.IsNamespaced(p) {
 		b.namespace = ""
 	}
 	var errs field.ErrorList

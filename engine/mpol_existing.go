@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"runtime/debug"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -107,7 +108,7 @@ func (b *mutatingPolicy) targets(rs *reqState, p *Policy, v *mpolVariant) ([]exi
 func (b *mutatingPolicy) listTargets(rs *reqState, p *Policy) ([]existingTarget, error) {
 	rc := rs.e.celLibs.Resource
 	ns := ""
-	if p.src.IsNamespaced() {
+	if api.IsNamespaced(p.src) {
 		ns = p.src.GetNamespace()
 	}
 	var out []existingTarget
@@ -280,7 +281,7 @@ func (s *PolicySet) MutateExisting(ctx context.Context, p *Policy) (*Response, e
 			return resp, err
 		}
 		req := &Request{Operation: api.Update, Object: t.obj, OldObject: t.obj, Controller: true,
-			Resource: GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
+			Resource: schema.GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
 		object, oldObject, _, err := req.check()
 		if err != nil {
 			continue
