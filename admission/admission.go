@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -50,8 +51,8 @@ func request(ar *admissionv1.AdmissionRequest) (*engine.Request, error) {
 	}
 	req := &engine.Request{
 		Operation:   op,
-		Kind:        engine.GroupVersionKind{Group: ar.Kind.Group, Version: ar.Kind.Version, Kind: ar.Kind.Kind},
-		Resource:    engine.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource},
+		Kind:        schema.GroupVersionKind{Group: ar.Kind.Group, Version: ar.Kind.Version, Kind: ar.Kind.Kind},
+		Resource:    schema.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource},
 		SubResource: ar.SubResource,
 		Name:        ar.Name,
 		Namespace:   ar.Namespace,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"reflect"
 	"strings"
 	"testing"
@@ -339,8 +340,8 @@ func TestRequest(t *testing.T) {
 		Object:      map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "shop", "labels": map[string]any{"team": "a"}}},
 		OldObject:   map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "shop", "labels": map[string]any{"team": "a"}}},
 		UserInfo:    api.UserInfoData{Username: "alice", UID: "42", Groups: []string{"dev"}, Extra: map[string][]string{"scopes": {"a", "b"}}},
-		Kind:        engine.GroupVersionKind{Version: "v1", Kind: "Pod"},
-		Resource:    engine.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Kind:        schema.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource:    schema.GroupVersionResource{Version: "v1", Resource: "pods"},
 		SubResource: "status",
 		Name:        "web",
 		Namespace:   "shop",

@@ -38,34 +38,9 @@ const (
 )
 
 // The spec types of the policies.kyverno.io kinds are those of
-// github.com/kyverno/api, the same Go types in every served version
-// (v1alpha1, v1beta1 and v1 alias them).
-type (
-	// ValidatingPolicySpec is the body of a ValidatingPolicy.
-	ValidatingPolicySpec = policiesv1alpha1.ValidatingPolicySpec
-	// ImageValidatingPolicySpec is the body of an ImageValidatingPolicy.
-	ImageValidatingPolicySpec = policiesv1alpha1.ImageValidatingPolicySpec
-	// MutatingPolicySpec is the body of a MutatingPolicy.
-	MutatingPolicySpec = policiesv1alpha1.MutatingPolicySpec
-	// GeneratingPolicySpec is the body of a GeneratingPolicy.
-	GeneratingPolicySpec = policiesv1alpha1.GeneratingPolicySpec
-	// DeletingPolicySpec is the body of a DeletingPolicy.
-	DeletingPolicySpec = policiesv1alpha1.DeletingPolicySpec
-	// CELPolicyExceptionSpec is the body of a policies.kyverno.io
-	// PolicyException.
-	CELPolicyExceptionSpec = policiesv1alpha1.PolicyExceptionSpec
-	// PolicyRef names a policy of a CEL PolicyException (name and kind).
-	PolicyRef = policiesv1alpha1.PolicyRef
-	// ImageAttestor is an attestor of an ImageValidatingPolicy
-	// (spec.attestors): a Cosign or a Notary trust authority.
-	ImageAttestor = policiesv1alpha1.Attestor
-	// ImageAttestation is an attestation of an ImageValidatingPolicy
-	// (spec.attestations): an in-toto statement or an OCI referrer.
-	ImageAttestation = policiesv1alpha1.Attestation
-	// ImageCredentials are the registry credentials of an
-	// ImageValidatingPolicy (spec.credentials).
-	ImageCredentials = policiesv1alpha1.Credentials
-)
+// github.com/kyverno/api (package policies.kyverno.io/v1alpha1), the same
+// Go types in every served version (v1alpha1, v1beta1 and v1 alias them):
+// gavel uses them as they are and does not rename them.
 
 // Evaluation modes of a ValidatingPolicy (spec.evaluation.mode).
 const (
@@ -79,16 +54,10 @@ const (
 type ValidatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              ValidatingPolicySpec `json:"spec"`
+	Spec              policiesv1alpha1.ValidatingPolicySpec `json:"spec"`
 	// Status is accepted on input and ignored.
 	Status any `json:"status,omitempty"`
 }
-
-// GetKind implements PolicyObject.
-func (p *ValidatingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject: a NamespacedValidatingPolicy.
-func (p *ValidatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedValidatingPolicy }
 
 // ImageValidatingPolicy is a policies.kyverno.io ImageValidatingPolicy
 // (Kind ImageValidatingPolicy, cluster-wide) or
@@ -98,16 +67,8 @@ func (p *ValidatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespaced
 type ImageValidatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              ImageValidatingPolicySpec `json:"spec"`
-	Status            any                       `json:"status,omitempty"`
-}
-
-// GetKind implements PolicyObject.
-func (p *ImageValidatingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *ImageValidatingPolicy) IsNamespaced() bool {
-	return p.Kind == KindNamespacedImageValidatingPolicy
+	Spec              policiesv1alpha1.ImageValidatingPolicySpec `json:"spec"`
+	Status            any                                        `json:"status,omitempty"`
 }
 
 // MutatingPolicy is a policies.kyverno.io MutatingPolicy (cluster-wide)
@@ -116,15 +77,9 @@ func (p *ImageValidatingPolicy) IsNamespaced() bool {
 type MutatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              MutatingPolicySpec `json:"spec"`
-	Status            any                `json:"status,omitempty"`
+	Spec              policiesv1alpha1.MutatingPolicySpec `json:"spec"`
+	Status            any                                 `json:"status,omitempty"`
 }
-
-// GetKind implements PolicyObject.
-func (p *MutatingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *MutatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedMutatingPolicy }
 
 // GeneratingPolicy is a policies.kyverno.io GeneratingPolicy or
 // NamespacedGeneratingPolicy (whose triggers and downstream resources
@@ -132,15 +87,9 @@ func (p *MutatingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedMu
 type GeneratingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              GeneratingPolicySpec `json:"spec"`
-	Status            any                  `json:"status,omitempty"`
+	Spec              policiesv1alpha1.GeneratingPolicySpec `json:"spec"`
+	Status            any                                   `json:"status,omitempty"`
 }
-
-// GetKind implements PolicyObject.
-func (p *GeneratingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *GeneratingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedGeneratingPolicy }
 
 // DeletingPolicy is a policies.kyverno.io DeletingPolicy or
 // NamespacedDeletingPolicy (which deletes objects of its namespace only):
@@ -149,15 +98,9 @@ func (p *GeneratingPolicy) IsNamespaced() bool { return p.Kind == KindNamespaced
 type DeletingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              DeletingPolicySpec `json:"spec"`
-	Status            any                `json:"status,omitempty"`
+	Spec              policiesv1alpha1.DeletingPolicySpec `json:"spec"`
+	Status            any                                 `json:"status,omitempty"`
 }
-
-// GetKind implements PolicyObject.
-func (p *DeletingPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject.
-func (p *DeletingPolicy) IsNamespaced() bool { return p.Kind == KindNamespacedDeletingPolicy }
 
 // ValidatingAdmissionPolicy is Kubernetes' admissionregistration.k8s.io
 // ValidatingAdmissionPolicy (cluster-scoped). Its bindings
@@ -170,12 +113,6 @@ type ValidatingAdmissionPolicy struct {
 	Status            any                                                   `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *ValidatingAdmissionPolicy) GetKind() string { return KindValidatingAdmissionPolicy }
-
-// IsNamespaced implements PolicyObject: false.
-func (p *ValidatingAdmissionPolicy) IsNamespaced() bool { return false }
-
 // ValidatingAdmissionPolicyBinding binds a ValidatingAdmissionPolicy
 // (spec.policyName) to resources, parameters and validation actions. It is
 // a PolicyObject so that policy sets can carry it: the engine compiles it
@@ -185,14 +122,6 @@ type ValidatingAdmissionPolicyBinding struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec `json:"spec"`
 }
-
-// GetKind implements PolicyObject.
-func (p *ValidatingAdmissionPolicyBinding) GetKind() string {
-	return KindValidatingAdmissionPolicyBinding
-}
-
-// IsNamespaced implements PolicyObject: false.
-func (p *ValidatingAdmissionPolicyBinding) IsNamespaced() bool { return false }
 
 // MutatingAdmissionPolicy is Kubernetes' MutatingAdmissionPolicy, in the
 // version the vendored k8s.io/api serves (admissionregistration.k8s.io
@@ -204,12 +133,6 @@ type MutatingAdmissionPolicy struct {
 	Status            any                                                 `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *MutatingAdmissionPolicy) GetKind() string { return KindMutatingAdmissionPolicy }
-
-// IsNamespaced implements PolicyObject: false.
-func (p *MutatingAdmissionPolicy) IsNamespaced() bool { return false }
-
 // MutatingAdmissionPolicyBinding binds a MutatingAdmissionPolicy.
 type MutatingAdmissionPolicyBinding struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -217,19 +140,13 @@ type MutatingAdmissionPolicyBinding struct {
 	Spec              admissionregistrationv1.MutatingAdmissionPolicyBindingSpec `json:"spec"`
 }
 
-// GetKind implements PolicyObject.
-func (p *MutatingAdmissionPolicyBinding) GetKind() string { return KindMutatingAdmissionPolicyBinding }
-
-// IsNamespaced implements PolicyObject: false.
-func (p *MutatingAdmissionPolicyBinding) IsNamespaced() bool { return false }
-
 // CELPolicyException is a policies.kyverno.io PolicyException: it exempts
 // resources from the CEL policies its policyRefs name (by name and kind)
 // when all its matchConditions hold.
 type CELPolicyException struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              CELPolicyExceptionSpec `json:"spec"`
+	Spec              policiesv1alpha1.PolicyExceptionSpec `json:"spec"`
 }
 
 // ExceptionReportPass is the spec.reportResult that reports an excepted

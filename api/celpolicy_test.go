@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func doc(t *testing.T, src string) api.Document {
@@ -16,6 +17,36 @@ func doc(t *testing.T, src string) api.Document {
 		t.Fatalf("%v (%d documents)", err, len(docs))
 	}
 	return docs[0]
+}
+
+// TestKindOfBuilt checks KindOf and IsNamespaced on policies built in Go,
+// whose kind field may be empty: the Go type decides, the kind field only
+// picks the namespaced kind of a type that serves two.
+func TestKindOfBuilt(t *testing.T) {
+	tests := []struct {
+		p          api.PolicyObject
+		kind       string
+		namespaced bool
+	}{
+		{&api.ClusterPolicy{}, api.KindClusterPolicy, false},
+		{&api.Policy{}, api.KindPolicy, true},
+		{&api.CleanupPolicy{}, api.KindClusterCleanupPolicy, false},
+		{&api.CleanupPolicy{TypeMeta: metav1.TypeMeta{Kind: api.KindCleanupPolicy}}, api.KindCleanupPolicy, true},
+		{&api.ValidatingPolicy{}, api.KindValidatingPolicy, false},
+		{&api.ValidatingPolicy{TypeMeta: metav1.TypeMeta{Kind: "Unrelated"}}, api.KindValidatingPolicy, false},
+		{&api.MutatingPolicy{TypeMeta: metav1.TypeMeta{Kind: api.KindNamespacedMutatingPolicy}}, api.KindNamespacedMutatingPolicy, true},
+		{&api.GeneratingPolicy{TypeMeta: metav1.TypeMeta{Kind: api.KindNamespacedGeneratingPolicy}}, api.KindNamespacedGeneratingPolicy, true},
+		{&api.DeletingPolicy{}, api.KindDeletingPolicy, false},
+		{&api.ImageValidatingPolicy{TypeMeta: metav1.TypeMeta{Kind: api.KindNamespacedImageValidatingPolicy}}, api.KindNamespacedImageValidatingPolicy, true},
+		{&api.ValidatingAdmissionPolicy{}, api.KindValidatingAdmissionPolicy, false},
+		{&api.MutatingAdmissionPolicyBinding{}, api.KindMutatingAdmissionPolicyBinding, false},
+		{nil, "", false},
+	}
+	for _, tt := range tests {
+		if got, ns := api.KindOf(tt.p), api.IsNamespaced(tt.p); got != tt.kind || ns != tt.namespaced {
+			t.Errorf("%T: kind %q namespaced %v, want %q %v", tt.p, got, ns, tt.kind, tt.namespaced)
+		}
+	}
 }
 
 func TestDecodeCELKinds(t *testing.T) {
@@ -53,8 +84,8 @@ func TestDecodeCELKinds(t *testing.T) {
 			if got := fmt.Sprintf("%T", p); got != tt.typ {
 				t.Errorf("type %s, want %s", got, tt.typ)
 			}
-			if p.GetKind() != tt.kind || p.IsNamespaced() != tt.namespaced {
-				t.Errorf("kind %s namespaced %v, want %s %v", p.GetKind(), p.IsNamespaced(), tt.kind, tt.namespaced)
+			if api.KindOf(p) != tt.kind || api.IsNamespaced(p) != tt.namespaced {
+				t.Errorf("kind %s namespaced %v, want %s %v", api.KindOf(p), api.IsNamespaced(p), tt.kind, tt.namespaced)
 			}
 			if tt.namespaced && p.GetNamespace() != "default" {
 				t.Errorf("namespace %q, want default", p.GetNamespace())

@@ -24,12 +24,6 @@ type CleanupPolicy struct {
 	Status any `json:"status,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *CleanupPolicy) GetKind() string { return p.Kind }
-
-// IsNamespaced implements PolicyObject: a CleanupPolicy.
-func (p *CleanupPolicy) IsNamespaced() bool { return p.Kind == KindCleanupPolicy }
-
 // CleanupPolicySpec is the body of a cleanup policy.
 type CleanupPolicySpec struct {
 	// Context are variables and data sources of the conditions (a
@@ -55,9 +49,4 @@ type CleanupPolicySpec struct {
 type CleanupMatchResources struct {
 	Any ResourceFilters `json:"any,omitempty"`
 	All ResourceFilters `json:"all,omitempty"`
-}
-
-// AsMatchResources returns the block as a rule's match block.
-func (m *CleanupMatchResources) AsMatchResources() MatchResources {
-	return MatchResources{Any: m.Any, All: m.All}
 }

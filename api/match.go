@@ -12,11 +12,6 @@ type MatchResources struct {
 	ResourceDescription `json:"resources,omitempty"`
 }
 
-// IsEmpty reports whether nothing at all is specified.
-func (m *MatchResources) IsEmpty() bool {
-	return len(m.Any) == 0 && len(m.All) == 0 && m.UserInfo.IsEmpty() && m.ResourceDescription.IsEmpty()
-}
-
 // ResourceFilters is a list of ResourceFilter.
 type ResourceFilters []ResourceFilter
 

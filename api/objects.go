@@ -154,7 +154,7 @@ func DecodePolicy(d Document) (PolicyObject, error) {
 	if err := DecodeStrict(d, p); err != nil {
 		return nil, err
 	}
-	if p.IsNamespaced() && p.GetNamespace() == "" {
+	if IsNamespaced(p) && p.GetNamespace() == "" {
 		setNamespace(p, "default")
 	}
 	return p, nil
@@ -206,7 +206,7 @@ func DecodeCELPolicyException(d Document) (*CELPolicyException, error) {
 // "<namespace>/<name>" for a namespaced kind (Policy,
 // NamespacedValidatingPolicy, ...).
 func PolicyKey(p PolicyObject) string {
-	if p.IsNamespaced() {
+	if IsNamespaced(p) {
 		return p.GetNamespace() + "/" + p.GetName()
 	}
 	return p.GetName()

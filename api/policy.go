@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Group and versions of the policy types.
@@ -17,20 +18,82 @@ const (
 )
 
 // PolicyObject is implemented by every policy kind gavel decodes (see
-// DecodePolicy): ClusterPolicy and Policy, the policies.kyverno.io kinds
-// and Kubernetes' admission policies and bindings.
+// DecodePolicy): ClusterPolicy and Policy, the cleanup policies, the
+// policies.kyverno.io kinds and Kubernetes' admission policies and
+// bindings. KindOf gives its kind and IsNamespaced its scope.
 type PolicyObject interface {
 	GetName() string
 	GetNamespace() string
 	GetAnnotations() map[string]string
-	// GetKind returns the kind (ClusterPolicy, ValidatingPolicy,
-	// NamespacedValidatingPolicy, ValidatingAdmissionPolicy, ...).
-	GetKind() string
-	// IsNamespaced reports whether the policy is of a namespaced kind
-	// (Policy, NamespacedValidatingPolicy, ...): it applies only to
-	// resources of its namespace.
-	IsNamespaced() bool
+	// GetObjectKind is the embedded TypeMeta's: the kind and apiVersion
+	// the policy was decoded with.
+	GetObjectKind() schema.ObjectKind
 }
+
+// KindOf returns the kind of a policy (ClusterPolicy, ValidatingPolicy,
+// NamespacedValidatingPolicy, ValidatingAdmissionPolicy, ...). A Go type
+// that serves one kind gives that kind whatever its kind field says; one
+// that serves a cluster-wide and a namespaced kind (ValidatingPolicy and
+// NamespacedValidatingPolicy, ClusterCleanupPolicy and CleanupPolicy, ...)
+// gives the namespaced kind when its kind field names it, the
+// cluster-wide one otherwise.
+func KindOf(p PolicyObject) string {
+	switch p := p.(type) {
+	case *ClusterPolicy:
+		return KindClusterPolicy
+	case *Policy:
+		return KindPolicy
+	case *CleanupPolicy:
+		return scoped(p.Kind, KindClusterCleanupPolicy, KindCleanupPolicy)
+	case *ValidatingPolicy:
+		return scoped(p.Kind, KindValidatingPolicy, KindNamespacedValidatingPolicy)
+	case *ImageValidatingPolicy:
+		return scoped(p.Kind, KindImageValidatingPolicy, KindNamespacedImageValidatingPolicy)
+	case *MutatingPolicy:
+		return scoped(p.Kind, KindMutatingPolicy, KindNamespacedMutatingPolicy)
+	case *GeneratingPolicy:
+		return scoped(p.Kind, KindGeneratingPolicy, KindNamespacedGeneratingPolicy)
+	case *DeletingPolicy:
+		return scoped(p.Kind, KindDeletingPolicy, KindNamespacedDeletingPolicy)
+	case *ValidatingAdmissionPolicy:
+		return KindValidatingAdmissionPolicy
+	case *ValidatingAdmissionPolicyBinding:
+		return KindValidatingAdmissionPolicyBinding
+	case *MutatingAdmissionPolicy:
+		return KindMutatingAdmissionPolicy
+	case *MutatingAdmissionPolicyBinding:
+		return KindMutatingAdmissionPolicyBinding
+	case nil:
+		return ""
+	}
+	return p.GetObjectKind().GroupVersionKind().Kind
+}
+
+// scoped is the namespaced kind when kind names it, the cluster-wide one
+// otherwise.
+func scoped(kind, cluster, namespaced string) string {
+	if kind == namespaced {
+		return namespaced
+	}
+	return cluster
+}
+
+// namespacedKinds are the kinds whose policies apply only to resources
+// of their own namespace.
+var namespacedKinds = map[string]bool{
+	KindPolicy:                          true,
+	KindCleanupPolicy:                   true,
+	KindNamespacedValidatingPolicy:      true,
+	KindNamespacedImageValidatingPolicy: true,
+	KindNamespacedMutatingPolicy:        true,
+	KindNamespacedGeneratingPolicy:      true,
+	KindNamespacedDeletingPolicy:        true,
+}
+
+// IsNamespaced reports whether the policy is of a namespaced kind
+// (Policy, CleanupPolicy, NamespacedValidatingPolicy, ...): it applies
+// only to resources of its namespace.
+func IsNamespaced(p PolicyObject) bool { return namespacedKinds[KindOf(p)] }
 
 // ClassicPolicy is a policy of rules: a ClusterPolicy or a Policy.
 type ClassicPolicy interface {
@@ -65,23 +128,11 @@ type PolicyStatus struct {
 	Validating any                `json:"validatingadmissionpolicy,omitempty"`
 }
 
-// GetKind implements PolicyObject.
-func (p *ClusterPolicy) GetKind() string { return KindClusterPolicy }
-
 // GetSpec implements PolicyObject.
 func (p *ClusterPolicy) GetSpec() *Spec { return &p.Spec }
 
-// IsNamespaced implements PolicyObject.
-func (p *ClusterPolicy) IsNamespaced() bool { return false }
-
-// GetKind implements PolicyObject.
-func (p *Policy) GetKind() string { return KindPolicy }
-
 // GetSpec implements PolicyObject.
 func (p *Policy) GetSpec() *Spec { return &p.Spec }
-
-// IsNamespaced implements PolicyObject.
-func (p *Policy) IsNamespaced() bool { return true }
 
 // ValidationFailureAction is Audit or Enforce (upstream also accepts the
 // lower-case spellings).
@@ -96,15 +147,6 @@ const (
 // IsEnforce reports whether the action blocks (Enforce, case-insensitive).
 func (a ValidationFailureAction) IsEnforce() bool {
 	return strings.EqualFold(string(a), string(Enforce))
-}
-
-// IsValid reports whether a is one of the spellings upstream accepts.
-func (a ValidationFailureAction) IsValid() bool {
-	switch a {
-	case "Audit", "audit", "Enforce", "enforce":
-		return true
-	}
-	return false
 }
 
 // ValidationFailureActionOverride overrides the failure action by namespace.
@@ -181,21 +223,6 @@ func (s *Spec) GetApplyRules() ApplyRulesType {
 	return *s.ApplyRules
 }
 
-// IsGenerateExisting reports whether generate rules also apply to existing
-// triggers, combining the rule field and the deprecated spec fields as
-// upstream does.
-func (s *Spec) IsGenerateExisting() bool {
-	for i := range s.Rules {
-		if g := s.Rules[i].Generation; g != nil && g.GenerateExisting != nil {
-			return *g.GenerateExisting
-		}
-	}
-	if s.GenerateExistingOnPolicyUpdate != nil && *s.GenerateExistingOnPolicyUpdate {
-		return true
-	}
-	return s.GenerateExisting
-}
-
 // Rule is one validate, mutate, generate or verifyImages rule.
 type Rule struct {
 	Name                   string                            `json:"name,omitempty"`
@@ -212,18 +239,6 @@ type Rule struct {
 	SkipBackgroundRequests *bool                             `json:"skipBackgroundRequests,omitempty"`
 	ReportProperties       map[string]string                 `json:"reportProperties,omitempty"`
 }
-
-// HasValidate reports whether the rule is a validate rule.
-func (r *Rule) HasValidate() bool { return r.Validation != nil }
-
-// HasMutate reports whether the rule is a mutate rule.
-func (r *Rule) HasMutate() bool { return r.Mutation != nil }
-
-// HasGenerate reports whether the rule is a generate rule.
-func (r *Rule) HasGenerate() bool { return r.Generation != nil }
-
-// HasVerifyImages reports whether the rule is a verifyImages rule.
-func (r *Rule) HasVerifyImages() bool { return len(r.VerifyImages) > 0 }
 
 // ImageExtractorConfig tells where images are found in a custom resource.
 type ImageExtractorConfig struct {

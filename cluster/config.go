@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -123,7 +124,7 @@ func ParseResourceFilters(in string) []ResourceFilter {
 }
 
 // Matches reports whether the filter selects a resource.
-func (f *ResourceFilter) Matches(kind engine.GroupVersionKind, subresource, namespace, name string) bool {
+func (f *ResourceFilter) Matches(kind schema.GroupVersionKind, subresource, namespace, name string) bool {
 	match := patterns.Wildcard
 	if !match(f.Kind, kind.Kind) || !match(f.Group, kind.Group) || !match(f.Version, kind.Version) || !match(f.Subresource, subresource) {
 		return false
@@ -134,9 +135,9 @@ func (f *ResourceFilter) Matches(kind engine.GroupVersionKind, subresource, name
 	return kind.Group == "" && kind.Version == "v1" && kind.Kind == "Namespace" && match(f.Namespace, name)
 }
 
-// Filtered implements engine.ResourceFilter: whether one of the
-// resourceFilters selects the resource.
-func (c *Config) Filtered(kind engine.GroupVersionKind, subresource, namespace, name string) bool {
+// Filtered reports whether one of the resourceFilters selects the
+// resource (the engine's resource filter, engine.WithResourceFilter).
+func (c *Config) Filtered(kind schema.GroupVersionKind, subresource, namespace, name string) bool {
 	if c == nil {
 		return false
 	}
@@ -267,10 +268,8 @@ func (h *Host) storeConfig(cm *corev1.ConfigMap) {
 // asks it which admission requests to skip (Config.SkipsRequest).
 func (h *Host) Config() *Config { return h.cfg.Load() }
 
-// configFilter is the host's engine.ResourceFilter: the resourceFilters
-// of its configuration at the time of each call.
-type configFilter struct{ h *Host }
-
-func (f configFilter) Filtered(kind engine.GroupVersionKind, subresource, namespace, name string) bool {
-	return f.h.cfg.Load().Filtered(kind, subresource, namespace, name)
+// filtered is the host's resource filter (engine.WithResourceFilter): the
+// resourceFilters of its configuration at the time of each call.
+func (h *Host) filtered(kind schema.GroupVersionKind, subresource, namespace, name string) bool {
+	return h.cfg.Load().Filtered(kind, subresource, namespace, name)
 }

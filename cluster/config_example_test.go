@@ -3,6 +3,8 @@ package cluster_test
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cluster"
 	"github.com/gavelpolicy/gavel/engine"
@@ -17,9 +19,9 @@ func ExampleParseConfig() {
 		"excludeGroups":    "system:nodes",
 		"excludeUsernames": "system:*, !system:serviceaccount:ci:deployer",
 	})
-	node := engine.GroupVersionKind{Version: "v1", Kind: "Node"}
-	pod := engine.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	ns := engine.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	node := schema.GroupVersionKind{Version: "v1", Kind: "Node"}
+	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	ns := schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	fmt.Println(cfg.Filtered(node, "", "", "worker-1"))
 	fmt.Println(cfg.Filtered(node, "status", "", "worker-1"))
 	fmt.Println(cfg.Filtered(pod, "", "kube-system", "coredns"))

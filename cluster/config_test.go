@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -21,13 +22,13 @@ const upstreamFilters = `[Event,*,*][*/*,kube-system,*][*/*,kube-public,*][Node,
 func TestResourceFilters(t *testing.T) {
 	cfg := ParseConfig(map[string]string{ConfigResourceFilters: upstreamFilters +
 		` [apps/v1/Deployment/scale,*,*] [v1/Secret,team-*,token-?] [Lease]`})
-	gvk := func(g, v, k string) engine.GroupVersionKind {
-		return engine.GroupVersionKind{Group: g, Version: v, Kind: k}
+	gvk := func(g, v, k string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: g, Version: v, Kind: k}
 	}
 	pod, node, ns := gvk("", "v1", "Pod"), gvk("", "v1", "Node"), gvk("", "v1", "Namespace")
 	for _, tc := range []struct {
 		name                 string
-		kind                 engine.GroupVersionKind
+		kind                 schema.GroupVersionKind
 		sub, namespace, objn string
 		want                 bool
 	}{
@@ -93,7 +94,7 @@ func TestExclusions(t *testing.T) {
 			}
 		})
 	}
-	req := &engine.Request{Operation: api.Create, Kind: engine.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "default", Name: "p",
+	req := &engine.Request{Operation: api.Create, Kind: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "default", Name: "p",
 		UserInfo: api.UserInfoData{Username: "system:kube-scheduler"}}
 	if !cfg.SkipsRequest(req) {
 		t.Error("SkipsRequest: an excluded user's request is evaluated")
@@ -110,7 +111,7 @@ func TestHostConfigReload(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kyverno", Namespace: "kyverno"},
 		Data: map[string]string{ConfigResourceFilters: "[Node,*,*]"}}
 	h, _ := fakeHostWith(t, Options{ConfigMap: "kyverno/kyverno"}, []runtime.Object{cm}, nil, nil)
-	node := engine.GroupVersionKind{Version: "v1", Kind: "Node"}
+	node := schema.GroupVersionKind{Version: "v1", Kind: "Node"}
 	nodeReq := &engine.Request{Operation: api.Update, Kind: node, Name: "n1"}
 	if !h.Config().SkipsRequest(nodeReq) {
 		t.Fatal("the Node filter of the initial ConfigMap is not in force")
@@ -121,7 +122,7 @@ func TestHostConfigReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the updated filters", func() bool { return !h.Config().SkipsRequest(nodeReq) })
-	if !(configFilter{h}).Filtered(engine.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}, "", "", "v1.apps") {
+	if !h.filtered(schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}, "", "", "v1.apps") {
 		t.Error("the engine's filter does not read the new configuration")
 	}
 	if err := h.kube.CoreV1().ConfigMaps("kyverno").Delete(ctx, "kyverno", metav1.DeleteOptions{}); err != nil {
@@ -144,7 +145,7 @@ func BenchmarkConfigFiltered(b *testing.B) {
 	cfg := ParseConfig(map[string]string{ConfigResourceFilters: upstreamFilters +
 		`[ClusterRole,*,gavel][ClusterRole,*,gavel:*][ClusterRoleBinding,*,gavel][ServiceAccount,gavel,gavel]` +
 		`[Role,gavel,gavel][RoleBinding,gavel,gavel][Deployment/?*,gavel,gavel][Pod/?*,gavel,gavel-*]`})
-	pod := engine.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if cfg.Filtered(pod, "", "default", "web-7d4b9c-x2x5k") {

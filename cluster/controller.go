@@ -31,7 +31,18 @@ type ControllerOptions struct {
 	// Report are the options of the reports (clock, source...); the clock
 	// defaults to time.Now.
 	Report report.Options
+	// ReportWritesPerSecond bounds the policy reports created, updated or
+	// deleted a second (default 50; negative: no bound). There is one
+	// report per resource, so a first scan of many resources writes many:
+	// the bound leaves the client's rate to the other controllers, and the
+	// reports beyond it are written in the next seconds, the oldest
+	// changes first.
+	ReportWritesPerSecond int
 }
+
+// defaultReportWrites is the default of
+// ControllerOptions.ReportWritesPerSecond.
+const defaultReportWrites = 50
 
 // Controller is the background side of gavel in a cluster: it drains the
 // durable UpdateRequest queue with a generate.Controller, applies policy
@@ -92,11 +103,15 @@ func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controll
 	if opts.Report.Clock == nil {
 		opts.Report.Clock = time.Now
 	}
+	if opts.ReportWritesPerSecond == 0 {
+		opts.ReportWritesPerSecond = defaultReportWrites
+	}
 	c := &Controller{h: h, src: src, opts: opts, log: h.log.With("controller", "background"), gpolKinds: map[[2]string]bool{}}
 	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue), generate.WithDownstreamKinds(c.downstreamKind))
 	c.sched = NewScheduler(h, src, SchedulerOptions{})
 	c.gen = generate.NewController(src.Set(), h.client, gopts...)
 	c.rep = newReporter(h, src, opts.Report)
+	c.rep.maxWrites = max(opts.ReportWritesPerSecond, 0) // one Write a second
 	src.Subscribe(c.policyChanged)
 	return c
 }

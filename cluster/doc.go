@@ -13,8 +13,8 @@
 //     CEL's authorizer variable on SubjectAccessReviews
 //     (engine.Authorizer); Config, the configuration ConfigMap
 //     (upstream's kyverno ConfigMap: resourceFilters, the engine's
-//     engine.ResourceFilter, and the users whose admission requests are
-//     not evaluated), read again as it changes.
+//     resource filter, and the users whose admission requests are not
+//     evaluated), read again as it changes.
 //   - PolicySource: ClusterPolicy and Policy objects watched, each
 //     compiled when it changes (by a worker: the informers only queue
 //     keys), the PolicySet swapped atomically, with the subsets each
@@ -47,8 +47,10 @@
 //     (resources evaluated as they are admitted or change, and all again at
 //     an interval and when policies change, into wgpolicyk8s.io/v1alpha2
 //     PolicyReports and ClusterPolicyReports, or openreports.io/v1alpha1
-//     Reports and ClusterReports; a deleted resource's entries are
-//     removed; only changed reports are written).
+//     Reports and ClusterReports, one per resource as upstream's (named
+//     after its UID, owned by it, with every policy's entries); a deleted
+//     resource's report is removed; only changed reports are written, at
+//     most ControllerOptions.ReportWritesPerSecond a second).
 //   - AdmissionReports: the webhook side of admission reports. The results
 //     of admitted requests (of policies with background: false, which no
 //     scan reports) are queued without blocking and written as

@@ -312,17 +312,9 @@ type ephemeral struct {
 }
 
 // touches reports whether the ephemeral report's results go to one of the
-// reports.
+// reports: the report of its resource.
 func (e *ephemeral) touches(reports map[report.ReportKey]bool) bool {
-	if len(reports) == 0 {
-		return false
-	}
-	for i := range e.results {
-		if reports[report.ReportKey{Namespace: e.namespace, Name: report.ReportName(e.results[i].Source, e.results[i].Policy)}] {
-			return true
-		}
-	}
-	return false
+	return len(e.results) > 0 && reports[report.ReportKey{Namespace: e.namespace, Name: e.resourceUID}]
 }
 
 // readEphemeral decodes an ephemeral report.

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,6 +159,66 @@ func reportSummary(t *testing.T, dyn *fake.FakeDynamicClient, gvr schema.GroupVe
 	return summary(rep)
 }
 
+// entrySummary is the summary of a policy's entries in the reports of
+// the resources with the given UIDs in namespace default, "none" when
+// there is none.
+func entrySummary(t *testing.T, dyn *fake.FakeDynamicClient, gvr schema.GroupVersionResource, policy string, uids ...string) string {
+	pass, fail, n := 0, 0, 0
+	for _, uid := range uids {
+		rep, err := dyn.Resource(gvr).Namespace("default").Get(t.Context(), uid, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		results, _, _ := unstructured.NestedSlice(rep.Object, "results")
+		for _, r := range results {
+			m, _ := r.(map[string]any)
+			if m["policy"] != policy {
+				continue
+			}
+			n++
+			switch m["result"] {
+			case "pass":
+				pass++
+			case "fail":
+				fail++
+			}
+		}
+	}
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("pass=%d fail=%d", pass, fail)
+}
+
+// checkOwnedReport checks the layout of the report of a Pod of namespace
+// default: named after its UID, owned by it, naming it in its scope.
+func checkOwnedReport(t *testing.T, dyn *fake.FakeDynamicClient, gvr schema.GroupVersionResource, name string) {
+	t.Helper()
+	uid := "uid-" + name
+	rep, err := dyn.Resource(gvr).Namespace("default").Get(t.Context(), uid, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := rep.GetOwnerReferences()
+	if len(owners) != 1 || owners[0].APIVersion != "v1" || owners[0].Kind != "Pod" || owners[0].Name != name || string(owners[0].UID) != uid {
+		t.Errorf("owner references %+v", owners)
+	}
+	scope, _, _ := unstructured.NestedStringMap(rep.Object, "scope")
+	want := map[string]string{"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": name, "uid": uid}
+	if !maps.Equal(scope, want) {
+		t.Errorf("scope %v, want %v", scope, want)
+	}
+	if rep.GetLabels()[report.LabelManagedBy] != report.ManagedByKyverno {
+		t.Errorf("labels %v", rep.GetLabels())
+	}
+	results, _, _ := unstructured.NestedSlice(rep.Object, "results")
+	for _, r := range results {
+		if _, ok := r.(map[string]any)["resources"]; ok {
+			t.Errorf("an entry names its resource: %v", r)
+		}
+	}
+}
+
 func ephemeralCount(t *testing.T, dyn *fake.FakeDynamicClient) int {
 	l, err := dyn.Resource(EphemeralReports).Namespace("").List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -191,15 +253,16 @@ func TestAdmissionReportsReachThePolicyReport(t *testing.T) {
 			}
 			// no background scan reports a background: false policy
 			time.Sleep(4 * testFlush)
-			if got := reportSummary(t, dyn, gvr, "cpol-need-team"); got != "none" {
+			if got := reportSummary(t, dyn, gvr, "uid-bad"); got != "none" {
 				t.Fatalf("report before the admission: %s", got)
 			}
 			if !a.recordAll(admissionOf(t, src, api.Create, p.Object)) {
 				t.Fatal("not recorded")
 			}
 			eventually(t, "the admission's fail entry", func() bool {
-				return reportSummary(t, dyn, gvr, "cpol-need-team") == "pass=0 fail=1"
+				return reportSummary(t, dyn, gvr, "uid-bad") == "pass=0 fail=1"
 			})
+			checkOwnedReport(t, dyn, gvr, "bad")
 			eventually(t, "the ephemeral report deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
 			if a.Written() != 1 {
 				t.Errorf("written %d", a.Written())
@@ -207,7 +270,7 @@ func TestAdmissionReportsReachThePolicyReport(t *testing.T) {
 			if err := pods.Delete(t.Context(), "bad", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the report gone", func() bool { return reportSummary(t, dyn, gvr, "cpol-need-team") == "none" })
+			eventually(t, "the report gone", func() bool { return reportSummary(t, dyn, gvr, "uid-bad") == "none" })
 		})
 	}
 }
@@ -241,8 +304,8 @@ func TestReporterMergeRules(t *testing.T) {
 		t.Fatal("not recorded")
 	}
 	eventually(t, "the admission's entries", func() bool {
-		return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=0 fail=1" &&
-			reportSummary(t, dyn, PolicyReports, "cpol-bg") == "pass=0 fail=1"
+		return entrySummary(t, dyn, PolicyReports, "adm", "uid-p") == "pass=0 fail=1" &&
+			entrySummary(t, dyn, PolicyReports, "bg", "uid-p") == "pass=0 fail=1"
 	})
 	fixed := created.DeepCopy()
 	fixed.SetLabels(map[string]string{"team": "a"})
@@ -250,9 +313,9 @@ func TestReporterMergeRules(t *testing.T) {
 	if _, err := pods.Update(t.Context(), fixed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the scan's pass", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-bg") == "pass=1 fail=0" })
+	eventually(t, "the scan's pass", func() bool { return entrySummary(t, dyn, PolicyReports, "bg", "uid-p") == "pass=1 fail=0" })
 	time.Sleep(4 * testFlush)
-	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
+	if got := entrySummary(t, dyn, PolicyReports, "adm", "uid-p"); got != "pass=0 fail=1" {
 		t.Errorf("the admission-only policy's entry: %s", got)
 	}
 
@@ -264,7 +327,7 @@ func TestReporterMergeRules(t *testing.T) {
 		t.Fatal("not recorded")
 	}
 	eventually(t, "the ghost's ephemeral report deleted", func() bool { return a.Written() == 2 && ephemeralCount(t, dyn) == 0 })
-	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
+	if got := entrySummary(t, dyn, PolicyReports, "adm", "uid-p"); got != "pass=0 fail=1" {
 		t.Errorf("after the ghost: %s", got)
 	}
 
@@ -285,15 +348,15 @@ func TestReporterMergeRules(t *testing.T) {
 		}
 	}
 	editRule(2, func(rule map[string]any) { rule["validate"].(map[string]any)["message"] = "a team, please" })
-	eventually(t, "the stale entry gone", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "none" })
+	eventually(t, "the stale entry gone", func() bool { return entrySummary(t, dyn, PolicyReports, "adm", "uid-p") == "none" })
 	if !a.recordAll(admissionOf(t, src, api.Update, fixed.Object)) {
 		t.Fatal("not recorded")
 	}
-	eventually(t, "the new version's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=1 fail=0" })
+	eventually(t, "the new version's entry", func() bool { return entrySummary(t, dyn, PolicyReports, "adm", "uid-p") == "pass=1 fail=0" })
 
 	// the rule is renamed: its entry goes
 	editRule(3, func(rule map[string]any) { rule["name"] = "renamed" })
-	eventually(t, "the renamed rule's entry gone", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "none" })
+	eventually(t, "the renamed rule's entry gone", func() bool { return entrySummary(t, dyn, PolicyReports, "adm", "uid-p") == "none" })
 }
 
 // TestReporterKeepsAdmissionEntriesAcrossLeaders checks that a new leader
@@ -314,7 +377,7 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { first.Run(ctx, time.Hour) })
 	a.recordAll(admissionOf(t, src, api.Create, p.Object))
-	eventually(t, "the entry", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-adm") == "pass=0 fail=1" })
+	eventually(t, "the entry", func() bool { return entrySummary(t, dyn, PolicyReports, "adm", "uid-p") == "pass=0 fail=1" })
 	stop()
 	wg.Wait()
 
@@ -322,13 +385,13 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 	if err := second.Write(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "pass=0 fail=1" {
+	if got := entrySummary(t, dyn, PolicyReports, "adm", "uid-p"); got != "pass=0 fail=1" {
 		t.Errorf("after a new leader's first write: %s", got)
 	}
 	if len(second.store.UIDs()) != 1 {
 		t.Errorf("%d resources in the new leader's store", len(second.store.UIDs()))
 	}
-	rep, _ := dyn.Resource(PolicyReports).Namespace("default").Get(t.Context(), "cpol-adm", metav1.GetOptions{})
+	rep, _ := dyn.Resource(PolicyReports).Namespace("default").Get(t.Context(), "uid-p", metav1.GetOptions{})
 	msg, _, _ := unstructured.NestedSlice(rep.Object, "results")
 	if len(msg) != 1 || !strings.Contains(msg[0].(map[string]any)["message"].(string), "team") {
 		t.Errorf("results %v", msg)
@@ -336,8 +399,8 @@ func TestReporterKeepsAdmissionEntriesAcrossLeaders(t *testing.T) {
 }
 
 // TestReporterKeepsEphemeralUntilWritten checks that an ephemeral report
-// stays while the report of its results cannot be written, and goes once
-// it is, whatever happens to the other reports.
+// stays while the report of its resource cannot be written, and goes once
+// it is, whatever happens to the reports of other resources.
 func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
 	h, src, dyn := reportsHost(t, auditPolicy("need-team", "team", false), auditPolicy("other", "owner", true))
 	var failing atomic.Value // "*": every report, or a report's name
@@ -356,8 +419,12 @@ func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
 	runReporter(t, r)
 	p := podObject("p", nil)
 	p.SetNamespace("default")
-	if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	q := podObject("q", map[string]any{"team": "a"}) // the background policy fails it
+	q.SetNamespace("default")
+	for _, o := range []*unstructured.Unstructured{p, q} {
+		if _, err := dyn.Resource(schemaPods).Namespace("default").Create(t.Context(), o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a.recordAll(admissionOf(t, src, api.Create, p.Object))
 	eventually(t, "the ephemeral report", func() bool { return a.Written() == 1 })
@@ -365,11 +432,11 @@ func TestReporterKeepsEphemeralUntilWritten(t *testing.T) {
 	if n := ephemeralCount(t, dyn); n != 1 {
 		t.Fatalf("%d ephemeral reports while the report cannot be written", n)
 	}
-	failing.Store("cpol-other") // the background policy's report still fails
-	eventually(t, "the report", func() bool { return reportSummary(t, dyn, PolicyReports, "cpol-need-team") == "pass=0 fail=1" })
+	failing.Store("uid-q") // the report of the other Pod still fails
+	eventually(t, "the report", func() bool { return entrySummary(t, dyn, PolicyReports, "need-team", "uid-p") == "pass=0 fail=1" })
 	eventually(t, "the ephemeral report deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
-	if got := reportSummary(t, dyn, PolicyReports, "cpol-other"); got != "none" {
-		t.Errorf("cpol-other: %s", got)
+	if got := reportSummary(t, dyn, PolicyReports, "uid-q"); got != "none" {
+		t.Errorf("uid-q: %s", got)
 	}
 }
 
@@ -435,7 +502,38 @@ spec:
 	if !a.Record(req, m, "mutate-fail") || !a.Record(req, v, "fail") {
 		t.Fatal("not recorded")
 	}
-	eventually(t, "the ValidatingPolicy's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "vpol-need-owner") == "pass=0 fail=1" })
-	eventually(t, "the MutatingPolicy's entry", func() bool { return reportSummary(t, dyn, PolicyReports, "mpol-add-team") == "pass=1 fail=0" })
+	eventually(t, "the ValidatingPolicy's entry", func() bool { return entrySummary(t, dyn, PolicyReports, "need-owner", "uid-bad") == "pass=0 fail=1" })
+	eventually(t, "the MutatingPolicy's entry", func() bool { return entrySummary(t, dyn, PolicyReports, "add-team", "uid-bad") == "pass=1 fail=0" })
 	eventually(t, "the ephemeral reports deleted", func() bool { return ephemeralCount(t, dyn) == 0 })
+}
+
+// TestReporterReplacesPerPolicyReports checks the move from the reports
+// of earlier versions (one per policy, cpol-<policy>): a new leader
+// deletes them, and takes the entries of admission-only policies back
+// into the reports of their resources.
+func TestReporterReplacesPerPolicyReports(t *testing.T) {
+	old := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+		"metadata": map[string]any{"name": "cpol-adm", "namespace": "default",
+			"labels": map[string]any{report.LabelManagedBy: report.ManagedByKyverno}},
+		"results": []any{map[string]any{
+			"policy": "adm", "rule": "check", "result": "fail", "source": "kyverno", "message": "label team is required",
+			"resources": []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "p", "uid": "uid-p"}},
+		}},
+		"summary": map[string]any{"fail": int64(1)},
+	}}
+	p := podObject("p", nil)
+	p.SetNamespace("default")
+	h, src, dyn := reportsHost(t, auditPolicy("adm", "team", false), old, p)
+	r := newReporter(h, src, report.Options{})
+	if err := r.Write(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := reportSummary(t, dyn, PolicyReports, "cpol-adm"); got != "none" {
+		t.Errorf("the per-policy report is still there: %s", got)
+	}
+	if got := entrySummary(t, dyn, PolicyReports, "adm", "uid-p"); got != "pass=0 fail=1" {
+		t.Errorf("the Pod's report: %s", got)
+	}
+	checkOwnedReport(t, dyn, PolicyReports, "p")
 }

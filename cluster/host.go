@@ -269,7 +269,7 @@ func (h *Host) engineOptions() []engine.Option {
 		engine.WithClient(h.client),
 		engine.WithUpdateRequestQueue(h.queue),
 		engine.WithAuthorizer(h.authz),
-		engine.WithResourceFilter(configFilter{h}),
+		engine.WithResourceFilter(h.filtered),
 	}
 }
 
@@ -325,7 +325,7 @@ func (h *Host) SetResourceKind(req *engine.Request) {
 	if err != nil {
 		return
 	}
-	req.ResourceKind = engine.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+	req.ResourceKind = schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
 }
 
 // SecretData returns the data of a Secret, read from the API server on

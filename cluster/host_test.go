@@ -150,11 +150,11 @@ func TestSetResourceKind(t *testing.T) {
 		req  engine.Request
 		want string
 	}{
-		{engine.Request{SubResource: "exec", Kind: engine.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
-			Resource: engine.GroupVersionResource{Version: "v1", Resource: "pods"}}, "Pod"},
-		{engine.Request{Kind: engine.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Resource: engine.GroupVersionResource{Version: "v1", Resource: "pods"}}, ""},
-		{engine.Request{SubResource: "scale", Resource: engine.GroupVersionResource{Group: "unknown.io", Version: "v1", Resource: "things"}}, ""},
+		{engine.Request{SubResource: "exec", Kind: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
+			Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}, "Pod"},
+		{engine.Request{Kind: schema.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}, ""},
+		{engine.Request{SubResource: "scale", Resource: schema.GroupVersionResource{Group: "unknown.io", Version: "v1", Resource: "things"}}, ""},
 	} {
 		h.SetResourceKind(&tt.req)
 		if tt.req.ResourceKind.Kind != tt.want {

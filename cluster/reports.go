@@ -37,13 +37,18 @@ var (
 
 // reporter writes policy reports (wgpolicyk8s.io/v1alpha2 PolicyReports
 // and ClusterPolicyReports, or openreports.io/v1alpha1 Reports and
-// ClusterReports with report.OpenReports) to the cluster. Results come
+// ClusterReports with report.OpenReports) to the cluster, laid out as
+// upstream's reports controller lays them out: one report per resource, in
+// its namespace (cluster-scoped for a cluster-scoped resource), named
+// after its UID, owned by it (the garbage collector deletes it with the
+// resource; the reporter deletes it too, when the resource's entries go)
+// and naming it in its scope, with the entries of every policy. Results come
 // from background evaluations of the existing resources (Scan evaluates
 // everything once; Run watches the resources, evaluates each when it is
 // created or changed, and everything again at an interval and when the
 // policies change) and from admission: Run merges the ephemeral reports
 // the webhook replicas write (AdmissionReports) and deletes them once the
-// policy reports that hold their results are written.
+// report of their resource is written.
 //
 // Its store keeps, per resource, the latest admission and background
 // results and merges them as upstream does: a scan replaces the admission
@@ -53,10 +58,12 @@ var (
 // policy that changed (made by its previous version; ephemeral reports of
 // admissions before the change are not merged) and the background entries
 // of a policy that no longer runs in the background. Only the reports whose
-// entries changed are rendered and written (about once a second). On its
-// first write a Reporter reads the reports in the cluster, and takes back
-// from them the entries of admission-only policies, which no scan can
-// make again. One Reporter writes at a time: run it on the leader.
+// entries changed are rendered and written (about once a second, at most
+// maxWrites a time). On its first write a Reporter reads the reports in
+// the cluster, and takes back from them the entries of admission-only
+// policies, which no scan can make again (also from the per-policy reports
+// of earlier versions, which it then deletes). One Reporter writes at a
+// time: run it on the leader.
 type reporter struct {
 	h     *Host
 	src   *PolicySource
@@ -72,12 +79,17 @@ type reporter struct {
 	written map[report.ReportKey]writtenReport // nil: list the cluster's
 	merged  []*ephemeral                       // deleted after the next successful write
 
+	backlog []report.ReportKey // changed reports beyond the last Write's maxWrites
+
 	ephemeralWait time.Duration // see defaultEphemeralWait
 	flushEvery    time.Duration // period of the writes (1s)
+	maxWrites     int           // reports written by one Write (0: no limit)
 }
 
 // newReporter returns a Reporter for the policies of src. opts gives the
 // entries' clock and source and the reports' format (report.Options).
+// It writes every changed report on each Write; set maxWrites to bound
+// them.
 func newReporter(h *Host, src *PolicySource, opts report.Options) *reporter {
 	opts = withClock(opts)
 	r := &reporter{h: h, src: src, opts: opts, store: report.NewStore(opts), ephemeralWait: defaultEphemeralWait, flushEvery: time.Second}
@@ -239,7 +251,8 @@ func hasVerb(verbs []string, v string) bool {
 // Scan evaluates every existing resource of the scanned kinds with the
 // policies serving now (a background request), drops the entries of
 // policies and rules that no longer exist and, when every kind could be
-// listed, those of resources that are gone, and writes the reports.
+// listed, those of resources that are gone, and writes the reports (all
+// of them, whatever maxWrites).
 func (r *reporter) Scan(ctx context.Context) error {
 	snap := r.src.cur.Load()
 	kinds, err := r.scanKinds(snap.all)
@@ -281,7 +294,14 @@ func (r *reporter) Scan(ctx context.Context) error {
 			}
 		}
 	}
-	return r.Write(ctx)
+	for {
+		if err := r.Write(ctx); err != nil {
+			return err
+		}
+		if !r.pending() {
+			return nil
+		}
+	}
 }
 
 // evaluate evaluates a resource in a background request with the
@@ -305,9 +325,11 @@ func (r *reporter) evaluate(ctx context.Context, snap *snapshot, req *engine.Req
 // Write makes the cluster's reports (those labelled managed by kyverno)
 // what the store holds: the reports that changed since the last Write are
 // rendered, and created, updated (timestamps alone are no change) or,
-// empty, deleted. The reports in the cluster are listed on the first
-// Write and after a failed one, which then compares every report. After a
-// successful Write, the ephemeral reports merged before it are deleted.
+// empty, deleted, at most maxWrites of them (the others wait for the next
+// Write, before those that change later). The reports in the cluster are
+// listed on the first Write and after a failed one, which then compares
+// every report. After a successful Write, the ephemeral reports merged
+// before it are deleted, but for those of reports not written yet.
 func (r *reporter) Write(ctx context.Context) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
@@ -328,21 +350,43 @@ func (r *reporter) Write(ctx context.Context) error {
 			}
 		}
 	} else {
-		keys = r.store.TakeChanged()
+		keys = r.backlog
+		seen := make(map[report.ReportKey]bool, len(keys))
+		for _, k := range keys {
+			seen[k] = true
+		}
+		for _, k := range r.store.TakeChanged() {
+			if !seen[k] {
+				keys = append(keys, k)
+			}
+		}
 	}
+	r.backlog = nil
 	var errs []error
-	failed := map[report.ReportKey]bool{}
-	for _, key := range keys {
-		if err := r.writeOne(ctx, key); err != nil {
+	unwritten := map[report.ReportKey]bool{}
+	writes := 0
+	for i, key := range keys {
+		if r.maxWrites > 0 && writes >= r.maxWrites {
+			r.backlog = slices.Clone(keys[i:])
+			for _, k := range r.backlog {
+				unwritten[k] = true
+			}
+			break
+		}
+		wrote, err := r.writeOne(ctx, key)
+		if wrote || err != nil {
+			writes++
+		}
+		if err != nil {
 			r.store.MarkChanged(key)
-			failed[key] = true
+			unwritten[key] = true
 			errs = append(errs, fmt.Errorf("%s/%s: %w", key.Namespace, key.Name, err))
 		}
 	}
-	// an ephemeral report goes once the reports of its results are written
+	// an ephemeral report goes once the report of its resource is written
 	kept := r.merged[:0]
 	for _, e := range r.merged {
-		if e.touches(failed) {
+		if e.touches(unwritten) {
 			kept = append(kept, e)
 			continue
 		}
@@ -354,39 +398,41 @@ func (r *reporter) Write(ctx context.Context) error {
 	clear(r.merged[len(kept):])
 	r.merged = kept
 	if len(errs) > 0 {
-		r.written = nil // list the cluster's reports again next time
+		r.written, r.backlog = nil, nil // list the cluster's reports again next time
 		return fmt.Errorf("cluster: writing %d reports, first %w", len(errs), errs[0])
 	}
 	return nil
 }
 
-// unlisted reports whether the next Write lists the cluster's reports.
-func (r *reporter) unlisted() bool {
+// pending reports whether the next Write has reports to write whatever
+// changes: the cluster's reports are not listed, or a backlog waits.
+func (r *reporter) pending() bool {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	return r.written == nil
+	return r.written == nil || len(r.backlog) > 0
 }
 
-// writeOne makes one report in the cluster what the store renders.
-func (r *reporter) writeOne(ctx context.Context, key report.ReportKey) error {
+// writeOne makes one report in the cluster what the store renders, and
+// reports whether it wrote (created, patched or deleted) the report.
+func (r *reporter) writeOne(ctx context.Context, key report.ReportKey) (bool, error) {
 	prev, ok := r.written[key]
 	rep, exists := r.store.Render(key)
 	if !exists {
 		if !ok {
-			return nil
+			return false, nil
 		}
 		err := r.h.dyn.Resource(prev.gvr).Namespace(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+			return true, err
 		}
 		delete(r.written, key)
-		return nil
+		return true, nil
 	}
 	summary, results := rep.Summary, rep.Results
-	if ok && prev.fp != "" && prev.fp == fingerprint(summary, results) {
+	if ok && prev.fp != "" && prev.fp == fingerprint(rep.Scope, summary, results) {
 		// listed from the cluster, and saying the same
 		r.written[key] = writtenReport{rv: prev.rv, gvr: prev.gvr}
-		return nil
+		return false, nil
 	}
 	gvr := r.reportResource(key.Namespace == "")
 	ri := r.h.dyn.Resource(gvr).Namespace(key.Namespace)
@@ -396,37 +442,40 @@ func (r *reporter) writeOne(ctx context.Context, key report.ReportKey) error {
 		// written last: one encoding, no map of the report
 		var p reportPatch
 		p.Metadata.ResourceVersion = prev.rv
-		p.Metadata.Labels = map[string]string{report.LabelManagedBy: report.ManagedByKyverno}
-		p.Summary, p.Results = summary, results
+		p.Metadata.Labels = rep.Labels
+		p.Metadata.OwnerReferences = rep.OwnerReferences
+		p.Scope, p.Summary, p.Results = rep.Scope, summary, results
 		data, err := json.Marshal(&p)
 		if err != nil {
-			return err
+			return true, err
 		}
 		out, err = ri.Patch(ctx, key.Name, types.MergePatchType, data, metav1.PatchOptions{})
 		if err != nil {
-			return err
+			return true, err
 		}
 	} else {
 		obj, err := toObject(rep.Object())
 		if err != nil {
-			return err
+			return true, err
 		}
 		out, err = ri.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 		if err != nil {
-			return err
+			return true, err
 		}
 	}
 	// the store tells what changed from now on: no fingerprint
 	r.written[key] = writtenReport{rv: out.GetResourceVersion(), gvr: gvr}
-	return nil
+	return true, nil
 }
 
 // reportPatch is the merge patch of a report's content.
 type reportPatch struct {
 	Metadata struct {
-		ResourceVersion string            `json:"resourceVersion"`
-		Labels          map[string]string `json:"labels"`
+		ResourceVersion string                  `json:"resourceVersion"`
+		Labels          map[string]string       `json:"labels"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
+	Scope   *api.ObjectReference     `json:"scope"`
 	Summary api.PolicyReportSummary  `json:"summary"`
 	Results []api.PolicyReportResult `json:"results"`
 }
@@ -458,9 +507,17 @@ func (r *reporter) list(ctx context.Context) error {
 			var obj api.PolicyReport // every kind of report has these fields
 			_ = fromObject(cur.Object, &obj)
 			key := report.ReportKey{Namespace: cur.GetNamespace(), Name: cur.GetName()}
-			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fingerprint(obj.Summary, obj.Results), gvr: gvr}
+			written[key] = writtenReport{rv: cur.GetResourceVersion(), fp: fingerprint(obj.Scope, obj.Summary, obj.Results), gvr: gvr}
 			for _, res := range obj.Results {
-				if p, ok := live[res.Policy]; ok && !p.background && p.has(res.Rule) && len(res.Resources) > 0 && res.Resources[0].UID != "" {
+				p, ok := live[res.Policy]
+				if !ok || p.background || !p.has(res.Rule) {
+					continue
+				}
+				if len(res.Resources) == 0 && obj.Scope != nil {
+					// a report of a resource: its scope names it
+					res.Resources = []api.ObjectReference{*obj.Scope}
+				}
+				if len(res.Resources) > 0 && res.Resources[0].UID != "" {
 					uid := res.Resources[0].UID
 					admissionOnly[uid] = append(admissionOnly[uid], res)
 				}
@@ -489,18 +546,19 @@ func (r *reporter) reportResource(cluster bool) schema.GroupVersionResource {
 	return PolicyReports
 }
 
-// fingerprint hashes a report's summary and results without the entries'
-// timestamps: two reports with the same fingerprint say the same.
-func fingerprint(summary api.PolicyReportSummary, results []api.PolicyReportResult) string {
+// fingerprint hashes a report's scope, summary and results without the
+// entries' timestamps: two reports with the same fingerprint say the same.
+func fingerprint(scope *api.ObjectReference, summary api.PolicyReportSummary, results []api.PolicyReportResult) string {
 	stripped := make([]api.PolicyReportResult, len(results))
 	copy(stripped, results)
 	for i := range stripped {
 		stripped[i].Timestamp = metav1.Timestamp{}
 	}
 	data, _ := json.Marshal(struct {
-		S api.PolicyReportSummary
-		R []api.PolicyReportResult
-	}{summary, stripped})
+		Scope *api.ObjectReference
+		S     api.PolicyReportSummary
+		R     []api.PolicyReportResult
+	}{scope, summary, stripped})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -549,6 +607,10 @@ func (r *reporter) prune() {
 	})
 }
 
+// firstWriteWait bounds how long a Reporter's first Write waits for the
+// evaluation of the resources its informers list at the start.
+const firstWriteWait = 30 * time.Second
+
 // defaultEphemeralWait is how long an ephemeral report waits for its
 // resource to reach the Reporter's informers before it is dropped as the
 // report of a resource that is gone (or was never stored).
@@ -588,6 +650,7 @@ func (r *reporter) Run(ctx context.Context, interval time.Duration) {
 	if ephFactory != nil {
 		defer ephFactory.Shutdown()
 	}
+	begun := time.Now()
 	flush := time.NewTicker(r.flushEvery)
 	defer flush.Stop()
 	full := time.NewTicker(interval)
@@ -608,11 +671,19 @@ func (r *reporter) Run(ctx context.Context, interval time.Duration) {
 			}
 		}
 		rs.mergePending()
-		if rs.dirty.Swap(false) || r.unlisted() {
+		if !rs.started && rs.queue.Len() > 0 && time.Since(begun) < firstWriteWait {
+			// the first Write compares every report in the cluster with
+			// the store: not before the resources listed at the start are
+			// evaluated (their reports would go, then come back)
+			continue
+		}
+		if rs.dirty.Swap(false) || r.pending() {
 			if err := r.Write(ctx); err != nil && ctx.Err() == nil {
 				r.h.log.Error("writing the policy reports", "err", err)
 				rs.dirty.Store(true)
+				continue
 			}
+			rs.started = true
 		}
 	}
 }
@@ -628,8 +699,9 @@ type reporterRun struct {
 	dirty   atomic.Bool
 	queue   workqueue.TypedRateLimitingInterface[objectKey]
 
-	// missing is used by Run's goroutine only
+	// missing and started are used by Run's goroutine only
 	missing map[string]bool // resources with entries absent from the informers at the last sweep
+	started bool            // a Write succeeded
 
 	mu         sync.Mutex
 	watched    map[schema.GroupVersionResource]gvk

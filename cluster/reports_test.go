@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/report"
 )
 
@@ -48,31 +53,28 @@ func TestReporterScansAndForgetsDeletedResources(t *testing.T) {
 	if err := r.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := dyn.Resource(PolicyReports).Namespace("default").Get(ctx, "cpol-need-team", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// one report per Pod, named after it, owned by it
+	for uid, want := range map[string]string{"uid-good": "pass=1 fail=0", "uid-bad": "pass=0 fail=1"} {
+		if got := reportSummary(t, dyn, PolicyReports, uid); got != want {
+			t.Errorf("%s: summary %s, want %s", uid, got, want)
+		}
 	}
-	if got := summary(rep); got != "pass=1 fail=1" {
-		t.Errorf("summary %s, want pass=1 fail=1", got)
-	}
-	if rep.GetLabels()["app.kubernetes.io/managed-by"] != "kyverno" {
-		t.Errorf("labels %v", rep.GetLabels())
-	}
+	checkOwnedReport(t, dyn, PolicyReports, "good")
+	checkOwnedReport(t, dyn, PolicyReports, "bad")
 
-	// the failing Pod is deleted: its entry goes, then the report with
-	// the last one
+	// the failing Pod is deleted: its report goes (the reporter deletes
+	// it, where no garbage collector runs), the other stays
 	if err := dyn.Resource(schemaPods).Namespace("default").Delete(ctx, "bad", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = dyn.Resource(PolicyReports).Namespace("default").Get(ctx, "cpol-need-team", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if got := reportSummary(t, dyn, PolicyReports, "uid-bad"); got != "none" {
+		t.Errorf("after the deletion: the Pod's report is %s", got)
 	}
-	if got := summary(rep); got != "pass=1 fail=0" {
-		t.Errorf("after the deletion: summary %s, want pass=1 fail=0", got)
+	if got := reportSummary(t, dyn, PolicyReports, "uid-good"); got != "pass=1 fail=0" {
+		t.Errorf("after the deletion: the other Pod's report is %s", got)
 	}
 	if err := dyn.Resource(schemaPods).Namespace("default").Delete(ctx, "good", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -80,8 +82,8 @@ func TestReporterScansAndForgetsDeletedResources(t *testing.T) {
 	if err := r.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dyn.Resource(PolicyReports).Namespace("default").Get(ctx, "cpol-need-team", metav1.GetOptions{}); err == nil {
-		t.Error("the report of no resource is still there")
+	if got := reportSummary(t, dyn, PolicyReports, "uid-good"); got != "none" {
+		t.Errorf("the report of a deleted Pod is still there: %s", got)
 	}
 }
 
@@ -121,7 +123,7 @@ func TestReporterRunFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func() string {
-		rep, err := dyn.Resource(PolicyReports).Namespace("default").Get(ctx, "cpol-need-team", metav1.GetOptions{})
+		rep, err := dyn.Resource(PolicyReports).Namespace("default").Get(ctx, "uid-bad", metav1.GetOptions{})
 		if err != nil {
 			return "none"
 		}
@@ -135,7 +137,7 @@ func TestReporterRunFollowsChanges(t *testing.T) {
 }
 
 // The background scans report on the CEL kinds with upstream's sources,
-// each kind in reports of its own: a ValidatingPolicy (Audit), a
+// in the reports of their resources: a ValidatingPolicy (Audit), a
 // MutatingPolicy (a fail for a resource it would change), a
 // ValidatingAdmissionPolicy with its binding.
 func TestReporterScansCELKinds(t *testing.T) {
@@ -198,28 +200,178 @@ spec:
 	if err := newReporter(h, src, report.Options{}).Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct{ name, source, summary string }{
-		{"vpol-need-owner", report.SourceValidatingPolicy, "pass=1 fail=1"},
-		{"mpol-add-team", report.SourceMutatingPolicy, "pass=1 fail=1"},
-		{"vap-no-latest", report.SourceValidatingAdmissionPolicy, "pass=2 fail=0"},
+	for _, tt := range []struct{ policy, source, summary string }{
+		{"need-owner", report.SourceValidatingPolicy, "pass=1 fail=1"},
+		{"add-team", report.SourceMutatingPolicy, "pass=1 fail=1"},
+		{"no-latest", report.SourceValidatingAdmissionPolicy, "pass=2 fail=0"},
 	} {
-		rep, err := dyn.Resource(PolicyReports).Namespace("default").Get(ctx, tt.name, metav1.GetOptions{})
-		if err != nil {
-			t.Errorf("%s: %v", tt.name, err)
-			continue
+		if got := entrySummary(t, dyn, PolicyReports, tt.policy, "uid-good", "uid-bad"); got != tt.summary {
+			t.Errorf("%s: summary %s, want %s", tt.policy, got, tt.summary)
 		}
-		if got := summary(rep); got != tt.summary {
-			t.Errorf("%s: summary %s, want %s", tt.name, got, tt.summary)
+	}
+	// every policy's entries in the report of their resource, each with
+	// its source
+	for _, uid := range []string{"uid-good", "uid-bad"} {
+		rep, err := dyn.Resource(PolicyReports).Namespace("default").Get(ctx, uid, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", uid, err)
 		}
 		results, _, _ := unstructured.NestedSlice(rep.Object, "results")
+		sources := map[string]string{}
 		for _, r := range results {
 			m := r.(map[string]any)
-			if m["source"] != tt.source {
-				t.Errorf("%s: source %v, want %s", tt.name, m["source"], tt.source)
-			}
-			if tt.name == "mpol-add-team" && m["result"] == "fail" && m["message"] != "mutation is not applied" {
-				t.Errorf("%s: message %v", tt.name, m["message"])
+			sources[m["policy"].(string)] = m["source"].(string)
+			if uid == "uid-bad" && m["policy"] == "add-team" && m["message"] != "mutation is not applied" {
+				t.Errorf("%s: message %v", uid, m["message"])
 			}
 		}
+		want := map[string]string{"need-owner": report.SourceValidatingPolicy, "add-team": report.SourceMutatingPolicy,
+			"no-latest": report.SourceValidatingAdmissionPolicy}
+		if !maps.Equal(sources, want) {
+			t.Errorf("%s: sources %v, want %v", uid, sources, want)
+		}
+	}
+}
+
+// TestReporterWritesPerChangeSet counts the objects a Reporter writes
+// (creates, patches and deletes of reports) for the change sets of a
+// cluster of 1,000 Pods and three Audit policies: one report per Pod, so
+// a change of one Pod writes one object, and a scan that changes nothing
+// writes none, nor does a new leader's when the reports are there.
+func TestReporterWritesPerChangeSet(t *testing.T) {
+	const n = 1000
+	objs := []runtime.Object{auditPolicy("need-team", "team", true), auditPolicy("need-app", "app", true), auditPolicy("need-owner", "owner", true)}
+	for i := range n {
+		p := podObject(fmt.Sprintf("p%d", i), map[string]any{"app": "a"})
+		p.SetNamespace("default")
+		objs = append(objs, p)
+	}
+	var src *PolicySource
+	h, dyn := fakeHost(t, nil, objs, func(h *Host) {
+		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
+			GroupVersion: "v1",
+			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "get"}}},
+		}}
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) == 3 })
+	ctx := t.Context()
+	r := newReporter(h, src, report.Options{})
+	pods := dyn.Resource(schemaPods).Namespace("default")
+	steps := []struct {
+		name   string
+		change func()
+		writes int // objects written by the scan after the change
+	}{
+		{"first scan", func() {}, n},
+		{"nothing changed", func() {}, 0},
+		{"one Pod labelled", func() {
+			p, err := pods.Get(ctx, "p7", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.SetLabels(map[string]string{"app": "a", "team": "t"})
+			if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+		{"one Pod deleted", func() {
+			if err := pods.Delete(ctx, "p8", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+	}
+	// scan runs a scan of r and counts the objects it writes
+	scan := func(name string, r *reporter) int {
+		dyn.ClearActions()
+		if err := r.Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		writes, bytes := 0, 0
+		for _, a := range dyn.Actions() {
+			if a.GetResource() != PolicyReports {
+				continue
+			}
+			switch a := a.(type) {
+			case k8stesting.CreateAction:
+				writes++
+				data, _ := json.Marshal(a.GetObject())
+				bytes += len(data)
+			case k8stesting.PatchAction:
+				writes++
+				bytes += len(a.GetPatch())
+			case k8stesting.DeleteAction:
+				writes++
+			}
+		}
+		t.Logf("%s: %d objects written, %d bytes", name, writes, bytes)
+		return writes
+	}
+	for _, st := range steps {
+		st.change()
+		if writes := scan(st.name, r); writes != st.writes {
+			t.Errorf("%s: %d objects written, want %d", st.name, writes, st.writes)
+		}
+	}
+	// a new leader finds the reports it would write in the cluster
+	if writes := scan("a new leader's scan", newReporter(h, src, report.Options{})); writes != 0 {
+		t.Errorf("a new leader's scan: %d objects written, want 0", writes)
+	}
+}
+
+// TestReporterWriteBudget checks that a Write writes at most maxWrites
+// reports, the older changes first, and the rest on the next Writes.
+func TestReporterWriteBudget(t *testing.T) {
+	h, src, dyn := reportsHost(t, auditPolicy("need-team", "team", true))
+	ctx := t.Context()
+	r := newReporter(h, src, report.Options{})
+	r.maxWrites = 100
+	record := func(i int) {
+		p := podObject(fmt.Sprintf("p%03d", i), nil)
+		p.SetNamespace("default")
+		resp, err := src.Set().Validate(ctx, &engine.Request{Object: p.Object, Background: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.store.Update(string(p.GetUID()), resp.Policies, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 250 {
+		record(i)
+	}
+	creates := func() []string {
+		var out []string
+		for _, a := range dyn.Actions() {
+			if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource() == PolicyReports {
+				out = append(out, c.GetObject().(*unstructured.Unstructured).GetName())
+			}
+		}
+		dyn.ClearActions()
+		return out
+	}
+	for i, want := range []int{100, 100, 51, 0} {
+		if i == 1 {
+			record(999) // a later change waits for the backlog
+		}
+		if err := r.Write(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := creates()
+		if len(got) != want {
+			t.Errorf("write %d: %d reports created, want %d", i, len(got), want)
+		}
+		if i == 1 && slices.Contains(got, "uid-p999") {
+			t.Errorf("write %d: the later change was written before the backlog", i)
+		}
+		if i == 2 && !slices.Contains(got, "uid-p999") {
+			t.Errorf("write %d: the later change is not written", i)
+		}
+	}
+	if r.pending() {
+		t.Error("a backlog is left")
 	}
 }

@@ -100,10 +100,10 @@ func TestCELPolicies(t *testing.T) {
 
 	t.Run("AuditTwinReports", func(t *testing.T) {
 		// the Pod with-team has no owner: a fail entry of the Audit twin
-		// from the background scans, in its report of the namespace
+		// from the background scans, in the Pod's report
 		var entry map[string]any
-		eventually(t, 45*time.Second, "the fail entry in vpol-cel-audit-owner", func() bool {
-			entry = e.reportEntry(ctx, "cel-a", "vpol-cel-audit-owner", "fail", "with-team")
+		eventually(t, 45*time.Second, "the fail entry of cel-audit-owner", func() bool {
+			entry = e.reportEntry(ctx, "cel-a", "cel-audit-owner", "fail", "with-team")
 			return entry != nil
 		})
 		props, _ := entry["properties"].(map[string]any)

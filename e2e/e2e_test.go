@@ -139,22 +139,40 @@ func (e *env) configMap(ns, name string) (*corev1.ConfigMap, error) {
 	return e.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
-// reportEntry returns the entry of the PolicyReport report of namespace ns
-// with the result given about the single resource named, nil when there
-// is none (or no such report).
-func (e *env) reportEntry(ctx context.Context, ns, report, result, resource string) map[string]any {
-	r, err := e.Dynamic.Resource(cluster.PolicyReports).Namespace(ns).Get(ctx, report, metav1.GetOptions{})
+// resourceReports returns the reports of gvr in namespace ns by the name
+// of the resource their scope names (one report per resource, named after
+// its UID and owned by it: the others are left out).
+func (e *env) resourceReports(ctx context.Context, gvr schema.GroupVersionResource, ns string) map[string]*unstructured.Unstructured {
+	l, err := e.Dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
+		return nil
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for i := range l.Items {
+		r := &l.Items[i]
+		scope, _, _ := unstructured.NestedStringMap(r.Object, "scope")
+		owners := r.GetOwnerReferences()
+		if scope["uid"] == "" || scope["uid"] != r.GetName() || len(owners) != 1 || string(owners[0].UID) != scope["uid"] || owners[0].Name != scope["name"] {
+			continue
+		}
+		out[scope["name"]] = r
+	}
+	return out
+}
+
+// reportEntry returns the entry of a policy with the result given in the
+// PolicyReport of the resource named in namespace ns, nil when there is
+// none (or no such report).
+func (e *env) reportEntry(ctx context.Context, ns, policy, result, resource string) map[string]any {
+	r := e.resourceReports(ctx, cluster.PolicyReports, ns)[resource]
+	if r == nil {
 		return nil
 	}
 	results, _, _ := unstructured.NestedSlice(r.Object, "results")
 	for _, x := range results {
 		m, _ := x.(map[string]any)
-		res, _ := m["resources"].([]any)
-		if m["result"] == result && len(res) == 1 {
-			if ref, _ := res[0].(map[string]any); ref["name"] == resource {
-				return m
-			}
+		if m["result"] == result && m["policy"] == policy {
+			return m
 		}
 	}
 	return nil
@@ -216,9 +234,10 @@ func TestScenarios(t *testing.T) {
 	})
 
 	t.Run("AuditReport", func(t *testing.T) {
-		// the Pod "mutated" has no owner: a fail entry in cpol-warn-owner
-		hasEntry := func() bool { return e.reportEntry(ctx, "e2e", "cpol-warn-owner", "fail", "mutated") != nil }
-		eventually(t, 30*time.Second, "the fail entry in cpol-warn-owner", hasEntry)
+		// the Pod "mutated" has no owner: a fail entry of warn-owner in
+		// the Pod's report
+		hasEntry := func() bool { return e.reportEntry(ctx, "e2e", "warn-owner", "fail", "mutated") != nil }
+		eventually(t, 30*time.Second, "the fail entry of warn-owner", hasEntry)
 		if err := pods.Delete(ctx, "mutated", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 			t.Fatal(err)
 		}

@@ -43,9 +43,9 @@ spec:
 `
 
 // TestAdmissionReports creates a Pod that fails an admission-only Audit
-// policy: its failure reaches the namespace's PolicyReport through the
-// webhook's ephemeral report, which the leader deletes once merged, and
-// leaves the report when the Pod is deleted. A dry-run create is not
+// policy: its failure reaches the Pod's PolicyReport (named after its UID,
+// owned by it) through the webhook's ephemeral report, which the leader
+// deletes once merged, and the report goes when the Pod is deleted. A dry-run create is not
 // reported. Then a leader started with -report-format openreports writes
 // the failure of another Pod to an openreports.io Report.
 func TestAdmissionReports(t *testing.T) {
@@ -110,17 +110,18 @@ func TestAdmissionReports(t *testing.T) {
 	if _, err := pods.Create(ctx, testPod("adm-reports", "no-team", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// the policy's entries by Pod, from the Pods' reports
 	entries := func() map[string]string {
-		r, err := e.Dynamic.Resource(cluster.PolicyReports).Namespace("adm-reports").Get(ctx, "cpol-adm-only-team", metav1.GetOptions{})
-		if err != nil {
-			return nil
-		}
-		out := map[string]string{}
-		results, _, _ := unstructured.NestedSlice(r.Object, "results")
-		for _, x := range results {
-			m := x.(map[string]any)
-			if res, _ := m["resources"].([]any); len(res) == 1 {
-				out[res[0].(map[string]any)["name"].(string)] = fmt.Sprint(m["result"])
+		var out map[string]string
+		for name, r := range e.resourceReports(ctx, cluster.PolicyReports, "adm-reports") {
+			results, _, _ := unstructured.NestedSlice(r.Object, "results")
+			for _, x := range results {
+				if m := x.(map[string]any); m["policy"] == "adm-only-team" {
+					if out == nil {
+						out = map[string]string{}
+					}
+					out[name] = fmt.Sprint(m["result"])
+				}
 			}
 		}
 		return out
@@ -154,9 +155,9 @@ func TestAdmissionReports(t *testing.T) {
 		if _, err := pods.Create(ctx, testPod("adm-reports", "no-team-2", nil), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, "the fail entry in the Report", func() bool {
-			r, err := e.Dynamic.Resource(cluster.OpenReports).Namespace("adm-reports").Get(ctx, "cpol-adm-only-team", metav1.GetOptions{})
-			if err != nil {
+		eventually(t, 60*time.Second, "the fail entry in the Pod's Report", func() bool {
+			r := e.resourceReports(ctx, cluster.OpenReports, "adm-reports")["no-team-2"]
+			if r == nil {
 				return false
 			}
 			results, _, _ := unstructured.NestedSlice(r.Object, "results")

@@ -72,9 +72,8 @@ spec:
 // The background controller's own writes skip the policies (and rules)
 // whose skipBackgroundRequests is on, the default: a MutatingPolicy does
 // not undo what a mutate-existing policy wrote, as upstream's webhooks.
-func TestBackgroundUser(t *testing.T) {
-	const controller = "system:serviceaccount:gavel:gavel"
-	eng, err := engine.New(engine.WithBackgroundUser(controller))
+func TestControllerWrite(t *testing.T) {
+	eng, err := engine.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,18 +87,18 @@ func TestBackgroundUser(t *testing.T) {
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}}
 	for _, tc := range []struct {
 		name       string
-		user       string
+		write      bool
 		controller bool
 		wantLabels map[string]any
 		wantRules  []string
 	}{
-		{"another user", "alice", false, map[string]any{"agent": "1.5", "seen": "yes"}, []string{"gen", "gen-always"}},
-		{"the background user", controller, false, map[string]any{"seen": "yes"}, []string{"gen-always"}},
+		{"another user's request", false, false, map[string]any{"agent": "1.5", "seen": "yes"}, []string{"gen", "gen-always"}},
+		{"the controller's write", true, false, map[string]any{"seen": "yes"}, []string{"gen-always"}},
 		// (the controller does not mutate a trigger of a MutatingPolicy)
-		{"the controller's own evaluation", controller, true, nil, []string{"gen", "gen-always"}},
+		{"the controller's own evaluation", true, true, nil, []string{"gen", "gen-always"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := &engine.Request{Operation: api.Create, Object: cm, UserInfo: api.UserInfoData{Username: tc.user}, Controller: tc.controller}
+			req := &engine.Request{Operation: api.Create, Object: cm, ControllerWrite: tc.write, Controller: tc.controller}
 			m, err := set.Mutate(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -124,12 +123,11 @@ func TestBackgroundUser(t *testing.T) {
 	}
 }
 
-// The background controller's own write of a target is not mutated again
-// by a MutatingPolicy (skipBackgroundRequests defaults to true); other
-// users' requests are.
-func ExampleWithBackgroundUser() {
-	const controller = "system:serviceaccount:gavel:gavel"
-	eng, err := engine.New(engine.WithBackgroundUser(controller))
+// The background controller's own write of a target
+// (Request.ControllerWrite) is not mutated again by a MutatingPolicy
+// (skipBackgroundRequests defaults to true); other requests are.
+func ExampleRequest_controllerWrite() {
+	eng, err := engine.New()
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -152,18 +150,18 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	for _, user := range []string{"alice", controller} {
+	for _, write := range []bool{false, true} {
 		resp, err := set.Mutate(context.Background(), &engine.Request{Operation: api.Update,
-			Object:    map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}},
-			OldObject: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}},
-			UserInfo:  api.UserInfoData{Username: user}})
+			Object:          map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}},
+			OldObject:       map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}},
+			ControllerWrite: write})
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("%s: %s\n", user, resp.Patch)
+		fmt.Printf("controller's write %v: %s\n", write, resp.Patch)
 	}
 	// Output:
-	// alice: [{"op":"add","path":"/metadata/labels","value":{"agent":"1.5"}}]
-	// system:serviceaccount:gavel:gavel:
+	// controller's write false: [{"op":"add","path":"/metadata/labels","value":{"agent":"1.5"}}]
+	// controller's write true:
 }

@@ -258,7 +258,7 @@ func TestCELException(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := celSet(t, engine.WithExceptions(engine.StaticExceptions{Set: excs}))
+	set := celSet(t, engine.WithExceptions(excs))
 	resp, err := set.Validate(context.Background(), &engine.Request{Object: deployment("web", 9, 0)})
 	if err != nil {
 		t.Fatal(err)

@@ -77,7 +77,7 @@ spec:
 	if err != nil {
 		panic(err)
 	}
-	eng, err := engine.New(engine.WithExceptions(engine.StaticExceptions{Set: excs}))
+	eng, err := engine.New(engine.WithExceptions(excs))
 	if err != nil {
 		panic(err)
 	}

@@ -124,7 +124,7 @@ func runCELCase(t *testing.T, dir string) []celCaseResult {
 	opts := []engine.Option{
 		engine.WithClient(inmem.New(in.Cluster...)),
 		engine.WithClock(func() time.Time { return now }),
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithExceptions(excs),
 	}
 	if im := in.Images; im != nil {
 		f := newIVFake()

@@ -371,7 +371,7 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng, err := engine.New(engine.WithExceptions(engine.StaticExceptions{Set: excs}))
+			eng, err := engine.New(engine.WithExceptions(excs))
 			if err != nil {
 				t.Fatal(err)
 			}

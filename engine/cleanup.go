@@ -30,12 +30,12 @@ type cleanupPolicy struct {
 // schedule in cron format.
 func (e *Engine) compileCleanupPolicy(p *api.CleanupPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: true, admission: false, failurePolicy: api.Fail, failureAction: api.Audit, action: api.Audit,
 		types: typeBit(Deletion)}
 	path := field.NewPath("spec")
 	b := &cleanupPolicy{}
-	if p.IsNamespaced() {
+	if api.IsNamespaced(p) {
 		b.namespace = p.GetNamespace()
 	}
 	var errs field.ErrorList
@@ -47,11 +47,11 @@ func (e *Engine) compileCleanupPolicy(p *api.CleanupPolicy) (*Policy, error) {
 			errs = append(errs, field.Invalid(path.Child("context").Index(i), c.Name, "ConfigMap is not allowed in CleanUp Policy"))
 		}
 	}
-	m := spec.MatchResources.AsMatchResources()
+	m := api.MatchResources{Any: spec.MatchResources.Any, All: spec.MatchResources.All}
 	errs = append(errs, noUserInfo(&m, path.Child("match"))...)
 	var ex *api.MatchResources
 	if spec.ExcludeResources != nil {
-		x := spec.ExcludeResources.AsMatchResources()
+		x := api.MatchResources{Any: spec.ExcludeResources.Any, All: spec.ExcludeResources.All}
 		ex = &x
 		errs = append(errs, noUserInfo(ex, path.Child("exclude"))...)
 	}

@@ -81,7 +81,7 @@ func runCleanupCase(t *testing.T, dir string) cleanupCase {
 	eng, err := engine.New(
 		engine.WithClient(inmem.New(in.Cluster...)),
 		engine.WithClock(func() time.Time { return after }),
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithExceptions(excs),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -36,8 +36,8 @@ type Policy struct {
 	action          api.ValidationFailureAction
 	actionOverrides []override
 	emitWarning     bool
-	// skipBackground: the admission requests of the background user
-	// (WithBackgroundUser) are not evaluated (MutatingPolicy and
+	// skipBackground: the admission requests of the background controller
+	// (Request.ControllerWrite) are not evaluated (MutatingPolicy and
 	// GeneratingPolicy spec.evaluation...skipBackgroundRequests)
 	skipBackground bool
 	rules          []*rule
@@ -71,7 +71,7 @@ func (p *Policy) Kind() string { return p.kind }
 // NamespacedValidatingPolicy, NamespacedMutatingPolicy), "" for the
 // others.
 func (p *Policy) Namespace() string {
-	if p.src.IsNamespaced() {
+	if api.IsNamespaced(p.src) {
 		return p.src.GetNamespace()
 	}
 	return ""
@@ -88,10 +88,6 @@ func (p *Policy) Background() bool { return p.background }
 
 // Admission reports whether the policy applies to admission requests.
 func (p *Policy) Admission() bool { return p.admission }
-
-// EmitWarning reports whether results should be returned as admission
-// warnings (spec.emitWarning).
-func (p *Policy) EmitWarning() bool { return p.emitWarning }
 
 // FailurePolicy returns how a webhook treats errors of this policy:
 // api.Fail (the default) or api.Ignore, from
@@ -259,7 +255,7 @@ func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 	spec := p.GetSpec()
 	cp := &Policy{
 		src:           p,
-		kind:          p.GetKind(),
+		kind:          api.KindOf(p),
 		failurePolicy: classicFailurePolicy(spec),
 		timeout:       classicTimeout(spec),
 		key:           api.PolicyKey(p),
@@ -272,7 +268,7 @@ func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 	}
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
-	if a := spec.ValidationFailureAction; a != "" && !a.IsValid() {
+	if a := spec.ValidationFailureAction; a != "" && !validFailureAction(a) {
 		errs = append(errs, field.NotSupported(specPath.Child("validationFailureAction"), a, []string{"Audit", "Enforce"}))
 	}
 	for _, fp := range []struct {
@@ -286,7 +282,7 @@ func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 	if spec.ApplyRules != nil && *spec.ApplyRules != api.ApplyAll && *spec.ApplyRules != api.ApplyOne {
 		errs = append(errs, field.NotSupported(specPath.Child("applyRules"), *spec.ApplyRules, []string{"All", "One"}))
 	}
-	if p.IsNamespaced() && len(spec.ValidationFailureActionOverrides) > 0 {
+	if api.IsNamespaced(p) && len(spec.ValidationFailureActionOverrides) > 0 {
 		errs = append(errs, field.Forbidden(specPath.Child("validationFailureActionOverrides"), "Use of validationFailureActionOverrides is supported only with ClusterPolicy"))
 	}
 	ovs, oerrs := compileOverrides(spec.ValidationFailureActionOverrides, specPath.Child("validationFailureActionOverrides"))
@@ -368,7 +364,7 @@ func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
 		errs = append(errs, field.TooLong(path.Child("name"), r.Name, 63))
 	}
 	count := 0
-	for _, has := range []bool{r.HasValidate(), r.HasMutate(), r.HasGenerate(), r.HasVerifyImages()} {
+	for _, has := range []bool{r.Validation != nil, r.Mutation != nil, r.Generation != nil, len(r.VerifyImages) > 0} {
 		if has {
 			count++
 		}
@@ -391,7 +387,7 @@ func validateRuleShape(r *api.Rule, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(vp, "", "exactly one of pattern, anyPattern, deny, foreach, podSecurity, cel, manifests or assert must be set"))
 		}
 		for _, a := range []*api.ValidationFailureAction{v.FailureAction, v.ValidationFailureAction} {
-			if a != nil && !a.IsValid() {
+			if a != nil && !validFailureAction(*a) {
 				errs = append(errs, field.NotSupported(vp.Child("failureAction"), *a, []string{"Audit", "Enforce"}))
 			}
 		}

@@ -3,11 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	"github.com/gavelpolicy/gavel/internal/match"
@@ -26,14 +27,14 @@ type deletingPolicy struct {
 	match *celpolicy.Constraints
 	body  *celpolicy.Deleting
 	del   deletion
-	spec  *api.DeletingPolicySpec
+	spec  *policiesv1alpha1.DeletingPolicySpec
 }
 
 // compileDeletingPolicy compiles a DeletingPolicy: matchConstraints,
 // variables, conditions, schedule and propagation policy.
 func (e *Engine) compileDeletingPolicy(p *api.DeletingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: true, admission: false, failurePolicy: api.Fail, failureAction: api.Audit, action: api.Audit,
 		types: typeBit(Deletion)}
 	path := field.NewPath("spec")
@@ -42,7 +43,7 @@ func (e *Engine) compileDeletingPolicy(p *api.DeletingPolicy) (*Policy, error) {
 		return nil, &CompileError{Policy: cp.key, Errs: field.ErrorList{field.InternalError(path, err)}}
 	}
 	b := &deletingPolicy{env: env, spec: spec}
-	if p.IsNamespaced() {
+	if api.IsNamespaced(p) {
 		b.namespace = p.GetNamespace()
 	}
 	var errs field.ErrorList
@@ -126,7 +127,7 @@ func (b *deletingPolicy) cleanup(rs *reqState, p *Policy) {
 		}
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
+	in.Extra = rs.e.noCELExceptions
 	ok, err = b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch {
 	case err != nil:
@@ -142,13 +143,13 @@ func (b *deletingPolicy) cleanup(rs *reqState, p *Policy) {
 // input (all their matchConditions hold; expired ones never do), as
 // upstream's DeletingPolicy: one that applies exempts the object, whatever
 // it allows. An exception whose conditions fail is an error.
-func (rs *reqState) anyCELException(env *cel.Env, p *Policy, in *cel.Input) ([]*exceptions.CELException, error) {
+func (rs *reqState) anyCELException(env *cel.Env, p *Policy, in *cel.Input) ([]*polex.CELException, error) {
 	cands, err := rs.kindExceptions(p)
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
 	now := rs.e.cfg.now()
-	var out []*exceptions.CELException
+	var out []*polex.CELException
 	for _, x := range cands {
 		if x.Expired(now) {
 			continue

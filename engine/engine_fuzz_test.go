@@ -49,7 +49,7 @@ func rbFuzzEngine(tb testing.TB, excs *exceptions.Set, objs []map[string]any) *e
 		engine.WithConfigMapResolver(cluster), engine.WithAPIClient(cluster), engine.WithNamespaceLabeler(cluster),
 	}
 	if excs != nil {
-		opts = append(opts, engine.WithExceptions(engine.StaticExceptions{Set: excs}))
+		opts = append(opts, engine.WithExceptions(excs))
 	}
 	eng, err := engine.New(opts...)
 	if err != nil {

@@ -1579,7 +1579,7 @@ spec:
 	}
 	set := rbCompile(t, rbConcurrentPolicies,
 		engine.WithConfigMapResolver(rbConfigMaps{"default/settings": {"max": "2"}}),
-		engine.WithExceptions(engine.StaticExceptions{Set: xs}))
+		engine.WithExceptions(xs))
 	pods := []string{rbPod,
 		strings.Replace(rbPod, "name: web", "name: db-1", 1),
 		strings.Replace(rbPod, "image: nginx:2", "image: nginx:latest", 1),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -306,9 +307,9 @@ spec:
 	podKinds := resources("kinds: [Pod]")
 	for _, tc := range []attempt{
 		{"request kind wins over the object's kind", podKinds, strings.Replace(rbPod, "kind: Pod", "kind: ConfigMap", 1),
-			func(r *engine.Request) { r.Kind = engine.GroupVersionKind{Version: "v1", Kind: "Pod"} }},
+			func(r *engine.Request) { r.Kind = schema.GroupVersionKind{Version: "v1", Kind: "Pod"} }},
 		{"object without apiVersion and kind", podKinds, strings.Replace(strings.Replace(rbPod, "kind: Pod\n", "", 1), "apiVersion: v1\n", "", 1),
-			func(r *engine.Request) { r.Kind = engine.GroupVersionKind{Version: "v1", Kind: "Pod"} }},
+			func(r *engine.Request) { r.Kind = schema.GroupVersionKind{Version: "v1", Kind: "Pod"} }},
 		{"ephemeral containers subresource", podKinds, rbPod,
 			func(r *engine.Request) {
 				r.SubResource = "ephemeralcontainers"
@@ -502,37 +503,34 @@ spec:
 	}{
 		{"exceptions not enabled", func(t *testing.T) []engine.Option { return nil }, engine.StatusFail, engine.StatusFail},
 		{"enabled", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno", "deny", "all"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno", "deny", "all")))}
 		}, engine.StatusSkip, engine.StatusFail},
 		{"enabled for the namespaced policy", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno", "shop/deny", "all"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno", "shop/deny", "all")))}
 		}, engine.StatusFail, engine.StatusSkip},
 		{"from an accepted namespace", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno", "deny", "all"), exceptions.Namespaces("kyverno"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno", "deny", "all"), exceptions.Namespaces("kyverno")))}
 		}, engine.StatusSkip, engine.StatusFail},
 		{"from another namespace", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("shop", "deny", "all"), exceptions.Namespaces("kyverno"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("shop", "deny", "all"), exceptions.Namespaces("kyverno")))}
 		}, engine.StatusFail, engine.StatusFail},
 		{"from a namespace that only looks accepted", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno-x", "deny", "all"), exceptions.Namespaces("kyverno"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno-x", "deny", "all"), exceptions.Namespaces("kyverno")))}
 		}, engine.StatusFail, engine.StatusFail},
-		{"engine namespace allow-list: accepted", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptionNamespaces("kyv*"), engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno", "deny", "all"))})}
+		{"namespace wildcard: accepted", func(t *testing.T) []engine.Option {
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno", "deny", "all"), exceptions.Namespaces("kyv*")))}
 		}, engine.StatusSkip, engine.StatusFail},
-		{"engine namespace allow-list: refused", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("shop", "deny", "all"))}), engine.WithExceptionNamespaces("kyverno")}
-		}, engine.StatusFail, engine.StatusFail},
-		{"disabled", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptionsDisabled()}
+		{"no exception source", func(t *testing.T) []engine.Option {
+			return nil
 		}, engine.StatusFail, engine.StatusFail},
 		{"policy name in another case", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno", "Deny", "all"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno", "Deny", "all")))}
 		}, engine.StatusFail, engine.StatusFail},
 		{"policy name as a wildcard", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno", "d*", "all"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno", "d*", "all")))}
 		}, engine.StatusFail, engine.StatusFail},
 		{"other rule", func(t *testing.T) []engine.Option {
-			return []engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: compile(t, exc("kyverno", "deny", "al"))})}
+			return []engine.Option{engine.WithExceptions(compile(t, exc("kyverno", "deny", "al")))}
 		}, engine.StatusFail, engine.StatusFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

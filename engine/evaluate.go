@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -15,7 +16,6 @@ import (
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/mutate"
-	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
 
 // ErrNoObject is returned for a request without an object.
@@ -25,7 +25,7 @@ var ErrNoObject = errors.New("request has no object")
 // preconditions. It may return no result (the rule did not apply). The
 // slice may be the last of the request's results (reqState.single): the
 // caller adopts it (runPolicy) or copies it and truncates them.
-type ruleHandler func(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult
+type ruleHandler func(rs *reqState, p *Policy, r *rule, sc *scope, excs []*polex.Exception) []RuleResult
 
 // Validate evaluates the validate rules of every policy in the set.
 func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, error) {
@@ -147,7 +147,7 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 	if !rs.req.Background && !p.admission {
 		return pr
 	}
-	if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
+	if api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
 		return pr
 	}
 	// the results of the request's policies share one growing array;
@@ -243,7 +243,7 @@ func (e *Engine) runRule(rs *reqState, p *Policy, r *rule, handler ruleHandler, 
 		for i, x := range excs {
 			keys[i] = x.Key()
 		}
-		res := r.result(StatusSkip, exceptions.SkipMessage(keys...))
+		res := r.result(StatusSkip, polex.SkipMessage(keys...))
 		res.Exceptions = keys
 		return []RuleResult{res}
 	}
@@ -283,7 +283,7 @@ func firstFrames(stack []byte) string {
 	return strings.Join(lines, "\n")
 }
 
-func hasPodSecurityExemptions(excs []*exceptions.Exception) bool {
+func hasPodSecurityExemptions(excs []*polex.Exception) bool {
 	for _, x := range excs {
 		if len(x.PodSecurity()) > 0 {
 			return true
@@ -293,10 +293,12 @@ func hasPodSecurityExemptions(excs []*exceptions.Exception) bool {
 }
 
 // exceptions reads the host's exceptions once per request.
-func (rs *reqState) exceptions() (*exceptions.Set, error) {
+func (rs *reqState) exceptions() (*polex.Set, error) {
 	if !rs.excDone {
 		ctx, done := rs.hostContext()
-		rs.excSet, rs.excErr = rs.e.cfg.exceptions.Exceptions(ctx)
+		var set *exceptions.Set
+		set, rs.excErr = rs.e.cfg.exceptions.Exceptions(ctx)
+		rs.excSet = (*polex.Set)(set)
 		rs.excErr = done(rs.excErr)
 		rs.excDone = true
 	}
@@ -305,20 +307,17 @@ func (rs *reqState) exceptions() (*exceptions.Set, error) {
 
 // matchingExceptions returns the exceptions that apply to the rule and the
 // resource, including their conditions.
-func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*exceptions.Exception, error) {
-	if e.cfg.exceptionsOff || e.cfg.exceptions == nil {
+func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*polex.Exception, error) {
+	if e.cfg.exceptions == nil {
 		return nil, nil
 	}
 	set, err := rs.exceptions()
 	if err != nil || set == nil {
 		return nil, err
 	}
-	var out []*exceptions.Exception
+	var out []*polex.Exception
 	for _, x := range set.Candidates(p.key, r.name) {
 		if rs.req.Background && !x.Background() {
-			continue
-		}
-		if !e.exceptionNamespaceAllowed(x.Source.Namespace) {
 			continue
 		}
 		ok, err := x.Matches(rs.matchRes, rs.matchReq)
@@ -348,23 +347,9 @@ func (e *Engine) matchingExceptions(rs *reqState, p *Policy, r *rule) ([]*except
 	return out, nil
 }
 
-// exceptionNamespaceAllowed reports whether exceptions from namespace are
-// accepted (WithExceptionNamespaces).
-func (e *Engine) exceptionNamespaceAllowed(namespace string) bool {
-	if len(e.cfg.exceptionNS) == 0 {
-		return true
-	}
-	for _, pat := range e.cfg.exceptionNS {
-		if wildcard.Match(pat, namespace) {
-			return true
-		}
-	}
-	return false
-}
-
 // exceptionConditions compiles an exception's conditions once and caches
 // them on the engine.
-func (e *Engine) exceptionConditions(x *exceptions.Exception, c *api.AnyAllConditions) (*condSet, error) {
+func (e *Engine) exceptionConditions(x *polex.Exception, c *api.AnyAllConditions) (*condSet, error) {
 	if v, ok := e.excConds.Load(x); ok {
 		return v.(*condSet), nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -177,7 +178,7 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	eng, err := engine.New(engine.WithExceptions(engine.StaticExceptions{Set: excs}))
+	eng, err := engine.New(engine.WithExceptions(excs))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -334,17 +335,14 @@ spec:
 	// failed to process foreach: list "request.object.spec.containers" has 3 elements, more than the limit of 2
 }
 
-// nodeFilter leaves out Nodes, as upstream's default [Node,*,*].
-type nodeFilter struct{}
-
-func (nodeFilter) Filtered(kind engine.GroupVersionKind, _, _, _ string) bool {
-	return kind.Group == "" && kind.Kind == "Node"
-}
-
-// A host's ResourceFilter leaves resources out of evaluation: a filtered
-// request gets an empty response.
+// A host's resource filter leaves resources out of evaluation: a
+// filtered request gets an empty response. This one leaves out Nodes, as
+// upstream's default [Node,*,*].
 func ExampleWithResourceFilter() {
-	eng, err := engine.New(engine.WithResourceFilter(nodeFilter{}))
+	nodes := func(kind schema.GroupVersionKind, _, _, _ string) bool {
+		return kind.Group == "" && kind.Kind == "Node"
+	}
+	eng, err := engine.New(engine.WithResourceFilter(nodes))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -29,11 +29,14 @@ func TestExceptionHostControl(t *testing.T) {
 			bad = d.Object
 		}
 	}
-	set, err := exceptions.Compile(ps.Exceptions)
-	if err != nil {
-		t.Fatal(err)
+	compiled := func(opts ...exceptions.Option) *exceptions.Set {
+		set, err := exceptions.Compile(ps.Exceptions, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
 	}
-	src := engine.WithExceptions(engine.StaticExceptions{Set: set})
+	src := engine.WithExceptions(compiled())
 	tests := []struct {
 		name string
 		opts []engine.Option
@@ -41,9 +44,9 @@ func TestExceptionHostControl(t *testing.T) {
 	}{
 		{"no exception source", nil, engine.StatusFail},
 		{"enabled", []engine.Option{src}, engine.StatusSkip},
-		{"disabled", []engine.Option{engine.WithExceptionsDisabled()}, engine.StatusFail},
-		{"namespace allowed", []engine.Option{src, engine.WithExceptionNamespaces("def*")}, engine.StatusSkip},
-		{"namespace not allowed", []engine.Option{src, engine.WithExceptionNamespaces("kyverno")}, engine.StatusFail},
+		{"nil set", []engine.Option{engine.WithExceptions((*exceptions.Set)(nil))}, engine.StatusFail},
+		{"namespace allowed", []engine.Option{engine.WithExceptions(compiled(exceptions.Namespaces("def*")))}, engine.StatusSkip},
+		{"namespace not allowed", []engine.Option{engine.WithExceptions(compiled(exceptions.Namespaces("kyverno")))}, engine.StatusFail},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,20 +67,5 @@ func TestExceptionHostControl(t *testing.T) {
 				t.Errorf("status = %s, want %s", got, tt.want)
 			}
 		})
-	}
-}
-
-// TestContradictoryExceptionOptions: exceptions given and disabled is a
-// mistake New reports, in either order.
-func TestContradictoryExceptionOptions(t *testing.T) {
-	src := engine.WithExceptions(engine.StaticExceptions{})
-	for _, opts := range [][]engine.Option{
-		{src, engine.WithExceptionsDisabled()},
-		{engine.WithExceptionsDisabled(), src},
-		{engine.WithExceptionNamespaces("kyverno"), engine.WithExceptionsDisabled()},
-	} {
-		if _, err := engine.New(opts...); err == nil {
-			t.Errorf("New(%d options): no error", len(opts))
-		}
 	}
 }

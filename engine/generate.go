@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"reflect"
 	"slices"
 	"sort"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 	"github.com/gavelpolicy/gavel/internal/genlabel"
 	"github.com/gavelpolicy/gavel/internal/match"
@@ -409,7 +409,7 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 				pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
 			}
 			if mpol != nil {
-				if !p.src.IsNamespaced() || match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
+				if !api.IsNamespaced(p.src) || match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
 					pr.Rules = append(pr.Rules, mpol.queueExisting(rs, p)...)
 				}
 			} else {
@@ -447,7 +447,7 @@ func (e *Engine) enqueue(ctx context.Context, p *Policy, resp *Response, urs []*
 // runMutateExisting evaluates the mutate-existing rules of a policy at
 // admission (match, exceptions, context, preconditions).
 func (e *Engine) runMutateExisting(rs *reqState, p *Policy) []RuleResult {
-	if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
+	if api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes) {
 		return nil
 	}
 	var out []RuleResult
@@ -499,7 +499,7 @@ func (e *Engine) triggerChangeResults(rs *reqState, p *Policy, results []RuleRes
 			oldReq.Object = rs.req.OldObject
 			oldReq.NamespaceLabels = rs.nsLabels
 			old = e.newReqState(rs.ctx, &oldReq)
-			if p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), old.matchRes) {
+			if api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), old.matchRes) {
 				return results
 			}
 		}
@@ -521,7 +521,7 @@ func hasResult(results []RuleResult, name string) bool {
 }
 
 // generateRule is the handler of generate rules.
-func (e *Engine) generateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*exceptions.Exception) []RuleResult {
+func (e *Engine) generateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*polex.Exception) []RuleResult {
 	if rs.op == api.Delete && !rs.req.Controller {
 		// upstream evaluates a deletion with an empty new object: the rule
 		// matched the old object only, and fails.
@@ -606,7 +606,7 @@ func (e *Engine) generatePattern(rs *reqState, p *Policy, r *rule, sc *scope, gp
 	if err != nil {
 		return nil, err
 	}
-	if p.src.IsNamespaced() {
+	if api.IsNamespaced(p.src) {
 		if err := checkNamespacedTarget(p, gp, target); err != nil {
 			return nil, err
 		}
@@ -682,7 +682,7 @@ func (e *Engine) generateClone(rs *reqState, p *Policy, r *rule, sc *scope, gp *
 	if err != nil {
 		return nil, err
 	}
-	if p.src.IsNamespaced() && ns != p.src.GetNamespace() {
+	if api.IsNamespaced(p.src) && ns != p.src.GetNamespace() {
 		return nil, fmt.Errorf("generate.clone.namespace %q must equal policy namespace %q", ns, p.src.GetNamespace())
 	}
 	source := genTarget{apiVersion: target.apiVersion, kind: target.kind, namespace: ns, name: name}
@@ -697,7 +697,7 @@ func (e *Engine) generateCloneList(rs *reqState, p *Policy, r *rule, sc *scope, 
 	if err != nil {
 		return nil, err
 	}
-	if p.src.IsNamespaced() && ns != p.src.GetNamespace() {
+	if api.IsNamespaced(p.src) && ns != p.src.GetNamespace() {
 		return nil, fmt.Errorf("generate.cloneList.namespace %q must equal policy namespace %q", ns, p.src.GetNamespace())
 	}
 	client := e.cfg.client
@@ -875,7 +875,7 @@ func (e *Engine) trackingLabels(labels map[string]any, rs *reqState, p *Policy, 
 	tuid, _ := tmd["uid"].(string)
 	labels[genlabel.ManagedBy] = genlabel.ManagedByValue
 	labels[genlabel.PolicyName] = p.src.GetName()
-	if p.src.IsNamespaced() {
+	if api.IsNamespaced(p.src) {
 		labels[genlabel.PolicyNamespace] = p.src.GetNamespace()
 	} else {
 		labels[genlabel.PolicyNamespace] = ""
@@ -1119,7 +1119,7 @@ func userInfoMap(u api.UserInfoData) map[string]any {
 // Generate: a mutate-existing rule that applies passes, and an
 // UpdateRequest of type mutate is built for it. Standard mutate rules are
 // not evaluated here.
-func (e *Engine) mutateExistingAdmission(rs *reqState, _ *Policy, r *rule, _ *scope, _ []*exceptions.Exception) []RuleResult {
+func (e *Engine) mutateExistingAdmission(rs *reqState, _ *Policy, r *rule, _ *scope, _ []*polex.Exception) []RuleResult {
 	if r.mutate == nil || len(r.mutate.targets) == 0 {
 		return nil
 	}

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -136,13 +135,11 @@ func runCase(t *testing.T, dir string) []caseResult {
 	for ref, d := range cr.Registry {
 		registry.Set(ref, d)
 	}
-	services := inmem.NewServices()
+	services := inmem.NewHTTP()
 	for url, body := range cr.Services {
-		raw, err := json.Marshal(body)
-		if err != nil {
+		if err := services.Respond("", url, body); err != nil {
 			t.Fatal(err)
 		}
-		services.Handle(url, func(engine.ServiceRequest) ([]byte, error) { return raw, nil })
 	}
 	global := inmem.NewGlobalContext()
 	for k, v := range cr.Global {
@@ -153,7 +150,7 @@ func runCase(t *testing.T, dir string) []caseResult {
 		engine.WithServiceCaller(services),
 		engine.WithGlobalContext(global),
 		engine.WithClock(func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }),
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithExceptions(excs),
 		engine.WithConfigMapResolver(cluster),
 		engine.WithAPIClient(cluster),
 	)

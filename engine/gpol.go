@@ -44,7 +44,7 @@ type generatingBody interface {
 // compileGeneratingPolicy compiles a GeneratingPolicy.
 func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: true, admission: spec.AdmissionEnabled(), failurePolicy: api.Fail,
 		failureAction: api.Audit, action: api.Audit, types: typeBit(Generation)}
 	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
@@ -57,7 +57,7 @@ func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, erro
 	}
 	b := &generatingPolicy{namespace: p.GetNamespace(), env: env, sync: spec.SynchronizationEnabled()}
 	cp.skipBackground = spec.SkipBackgroundRequestsEnabled()
-	if !p.IsNamespaced() {
+	if !api.IsNamespaced(p) {
 		b.namespace = ""
 	}
 	var errs field.ErrorList
@@ -170,7 +170,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in, true)
+	excepted, extra, err := rs.celExceptions(b.env, p, in, true)
 	if err != nil {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
@@ -180,7 +180,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		rs.results[len(rs.results)-1].Type = Generation
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
+	in.Extra = extra
 	o := b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch o.Status {
 	case celpolicy.NoMatch:

@@ -93,7 +93,7 @@ func runGpolCase(t *testing.T, dir string) []gpolCaseResult {
 	opts := []engine.Option{
 		engine.WithClient(inmem.New(in.Cluster...)),
 		engine.WithClock(func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }),
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithExceptions(excs),
 	}
 	if in.Admission {
 		opts = append(opts, engine.WithUpdateRequestQueue(generate.NewMemoryQueue(16)))

@@ -80,23 +80,13 @@ type ContextValues interface {
 
 // ExceptionSource returns the current compiled set of PolicyExceptions. A
 // host compiles exceptions with exceptions.Compile when they change and
-// returns the same set until then; StaticExceptions wraps a fixed set.
-//
-// Two filters may restrict exceptions by namespace and both apply (an
-// exception must pass each one that is set): exceptions.Namespaces drops
-// exceptions of other namespaces when the set is compiled (they are not
-// even validated), WithExceptionNamespaces ignores them at evaluation,
-// whatever the source. Set one of them: the engine option when the host
-// does not compile the sets itself, the exceptions option otherwise.
+// returns the same set until then; a fixed *exceptions.Set is an
+// ExceptionSource itself. exceptions.Namespaces restricts the exceptions
+// to the namespaces a host trusts (upstream's exceptionNamespace
+// setting), when the set is compiled.
 type ExceptionSource interface {
 	Exceptions(ctx context.Context) (*exceptions.Set, error)
 }
-
-// StaticExceptions is an ExceptionSource that always returns the same set.
-type StaticExceptions struct{ Set *exceptions.Set }
-
-// Exceptions implements ExceptionSource.
-func (s StaticExceptions) Exceptions(context.Context) (*exceptions.Set, error) { return s.Set, nil }
 
 // ErrNotFound is wrapped by Client errors for objects that do not exist.
 var ErrNotFound = errors.New("not found")

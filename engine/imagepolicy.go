@@ -1,12 +1,13 @@
 package engine
 
 import (
+	"github.com/gavelpolicy/gavel/internal/polex"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/autogen"
 	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
@@ -34,7 +35,7 @@ type imagePolicy struct {
 	mutateDigest, required bool
 	// creds are spec.credentials, classic the same as a verifyImages
 	// entry's, credKey their part of cache keys
-	creds   *api.ImageCredentials
+	creds   *policiesv1alpha1.Credentials
 	classic *api.ImageRegistryCredentials
 	credKey string
 }
@@ -78,7 +79,7 @@ func (e *Engine) ivpolEnvs() (*imageEnvs, error) {
 // its matchConstraints and its Pod controller variants.
 func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: spec.BackgroundEnabled(), admission: spec.AdmissionEnabled(),
 		failurePolicy: celFailurePolicy(spec.FailurePolicy), types: typeBit(Validation)}
 	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
@@ -139,7 +140,7 @@ func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Po
 
 // compileVariant compiles the matchConstraints (Kubernetes mode) and the
 // body of one spec; lazy variants instantiate their programs on first use.
-func (b *imagePolicy) compileVariant(spec *api.ImageValidatingPolicySpec, path *field.Path, lazy bool) (ivpolVariant, field.ErrorList) {
+func (b *imagePolicy) compileVariant(spec *policiesv1alpha1.ImageValidatingPolicySpec, path *field.Path, lazy bool) (ivpolVariant, field.ErrorList) {
 	var v ivpolVariant
 	var errs field.ErrorList
 	if !b.json {
@@ -162,7 +163,7 @@ func (b *imagePolicy) compileVariant(spec *api.ImageValidatingPolicySpec, path *
 // classicCredentials converts spec.credentials to the credentials of a
 // verifyImages entry (what ImageVerifier.ResolveDigest takes), with their
 // part of cache keys.
-func classicCredentials(c *api.ImageCredentials) (*api.ImageRegistryCredentials, string) {
+func classicCredentials(c *policiesv1alpha1.Credentials) (*api.ImageRegistryCredentials, string) {
 	if c == nil {
 		return nil, ""
 	}
@@ -184,7 +185,7 @@ func (b *imagePolicy) jsonMode() bool { return b.json }
 // admission or background switch, and a namespaced policy's namespace.
 func (b *imagePolicy) applies(rs *reqState, p *Policy) bool {
 	return !(rs.req.Background && !p.background) && !(!rs.req.Background && !p.admission) &&
-		(!p.src.IsNamespaced() || match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes))
+		(!api.IsNamespaced(p.src) || match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes))
 }
 
 // validate evaluates an ImageValidatingPolicy on a request as upstream's
@@ -323,13 +324,13 @@ func (b *imagePolicy) input(rs *reqState, in *cel.Input, reads celpolicy.Reads) 
 // every exception of the policy whose matchConditions hold (an expired
 // one never does; under failurePolicy Ignore, one whose conditions fail
 // does not either), whatever its images and allowedValues.
-func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.ImageValidating, in *cel.Input, ofRequest bool) ([]*exceptions.CELException, error) {
+func (rs *reqState) imageExceptions(env *cel.Env, p *Policy, body *celpolicy.ImageValidating, in *cel.Input, ofRequest bool) ([]*polex.CELException, error) {
 	cands, err := rs.kindExceptions(p)
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
 	now := rs.e.cfg.now()
-	var matched []*exceptions.CELException
+	var matched []*polex.CELException
 	for _, x := range cands {
 		if x.Expired(now) {
 			continue

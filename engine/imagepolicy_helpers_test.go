@@ -9,12 +9,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -62,7 +62,7 @@ func (f *ivFake) FetchAttestations(context.Context, engine.ImageVerifyRequest) (
 }
 
 // identities are the identities an attestor accepts.
-func identities(a api.ImageAttestor) []string {
+func identities(a policiesv1alpha1.Attestor) []string {
 	switch {
 	case a.Notary != nil && a.Notary.Certs != nil:
 		return []string{strings.TrimSpace(a.Notary.Certs.Value)}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"sort"
 	"strings"
 
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/images"
 )
@@ -81,7 +81,7 @@ func (b *imagePolicy) pinDigests(rs *reqState, p *Policy, seen map[string]bool) 
 		if err == nil && ok {
 			// upstream leaves an exempted resource to the validating
 			// webhook, which skips it
-			var excs []*exceptions.CELException
+			var excs []*polex.CELException
 			excs, err = rs.imageExceptions(b.envs.env, p, v.body, &in, !b.json)
 			ok = len(excs) == 0
 		}

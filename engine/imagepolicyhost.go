@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
 )
@@ -49,7 +49,7 @@ func (st *imagePolicyState) record(image string, ok bool) {
 	st.verified[image] = st.verified[image] || ok
 }
 
-func payloadKey(image string, a api.ImageAttestation) string {
+func payloadKey(image string, a policiesv1alpha1.Attestation) string {
 	if a.InToto != nil {
 		return image + "\x00intoto\x00" + a.InToto.Type
 	}

@@ -2,8 +2,7 @@ package engine
 
 import (
 	"context"
-
-	"github.com/gavelpolicy/gavel/api"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 )
 
 // ImagePolicyVerifier is an optional capability of the ImageVerifier given
@@ -38,10 +37,10 @@ type ImagePolicyRequest struct {
 	Image string
 	// Attestor is the attestor, its expression fields replaced by their
 	// values (the expressions are empty).
-	Attestor api.ImageAttestor
+	Attestor policiesv1alpha1.Attestor
 	// Attestation is the attestation to verify (nil for signatures).
-	Attestation *api.ImageAttestation
+	Attestation *policiesv1alpha1.Attestation
 	// Credentials are the policy's spec.credentials (nil when it has
 	// none).
-	Credentials *api.ImageCredentials
+	Credentials *policiesv1alpha1.Credentials
 }

@@ -45,7 +45,7 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 		return e.compileCleanupPolicy(p)
 	}
 	// every kind api decodes has a case above
-	return nil, fmt.Errorf("policy %s: kind %s has no compiler", api.PolicyKey(p), p.GetKind())
+	return nil, fmt.Errorf("policy %s: kind %s has no compiler", api.PolicyKey(p), api.KindOf(p))
 }
 
 // bindingTarget is implemented by the bodies of bindings: the name and

@@ -4,6 +4,7 @@ import (
 	celcommon "github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	celparser "github.com/google/cel-go/parser"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -66,7 +67,7 @@ type mpolVariant struct {
 // matchConstraints and its Pod controller variants.
 func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: spec.BackgroundEnabled(), admission: spec.AdmissionEnabled(),
 		failurePolicy: celFailurePolicy(spec.FailurePolicy), types: typeBit(Mutation),
 		failureAction: api.Audit, action: api.Audit}
@@ -116,7 +117,7 @@ func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 
 // validateMutatingPolicy checks what upstream checks of a MutatingPolicy
 // besides its expressions.
-func validateMutatingPolicy(spec *api.MutatingPolicySpec, path *field.Path) field.ErrorList {
+func validateMutatingPolicy(spec *policiesv1alpha1.MutatingPolicySpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.MatchConstraints == nil || len(spec.MatchConstraints.ResourceRules) == 0 {
 		errs = append(errs, field.Required(path.Child("matchConstraints"), "a matchConstraints with at least one resource rule is required"))
@@ -181,7 +182,7 @@ func mutations(in []admissionregistrationv1alpha1.Mutation) []celpolicy.Mutation
 }
 
 // compileVariant compiles the matchConstraints and the body of one spec.
-func (b *mutatingPolicy) compileVariant(spec *api.MutatingPolicySpec, path *field.Path, lazy bool, progs *celpolicy.Programs) (mpolVariant, field.ErrorList) {
+func (b *mutatingPolicy) compileVariant(spec *policiesv1alpha1.MutatingPolicySpec, path *field.Path, lazy bool, progs *celpolicy.Programs) (mpolVariant, field.ErrorList) {
 	var v mpolVariant
 	var errs field.ErrorList
 	v.match, errs = celpolicy.CompileConstraints(spec.MatchConstraints, path.Child("matchConstraints"), false)
@@ -217,7 +218,7 @@ func (b *mutatingPolicy) validate(_ *reqState, _ *Policy, out []PolicyResult) []
 func (b *mutatingPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult {
 	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction}
 	if (rs.req.Background && !p.background) ||
-		(p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) ||
+		(api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) ||
 		rs.e.backgroundRequest(rs, p) {
 		return append(out, pr)
 	}
@@ -278,7 +279,7 @@ func (b *mutatingPolicy) evaluate(rs *reqState, p *Policy, v *mpolVariant) {
 	if in.Object == nil {
 		return // nothing to mutate (a DELETE)
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, &in, true)
+	excepted, extra, err := rs.celExceptions(b.env, p, &in, true)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
@@ -287,7 +288,7 @@ func (b *mutatingPolicy) evaluate(rs *reqState, p *Policy, v *mpolVariant) {
 		rs.exceptedResult(excepted).Type = Mutation
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
+	in.Extra = extra
 	schemas, err := typeconv.Builtin()
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"runtime/debug"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -89,7 +90,7 @@ func (b *mutatingPolicy) targets(rs *reqState, p *Policy, v *mpolVariant) ([]exi
 	if err := rs.kindInput(&in, v.body.Reads()); err != nil {
 		return nil, err
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
+	in.Extra = rs.e.noCELExceptions
 	if b.targetExpr {
 		objs, err := v.body.Targets(rs.ctx, &in, rs.celScope())
 		out := make([]existingTarget, len(objs))
@@ -110,7 +111,7 @@ func (b *mutatingPolicy) targets(rs *reqState, p *Policy, v *mpolVariant) ([]exi
 func (b *mutatingPolicy) listTargets(rs *reqState, p *Policy) ([]existingTarget, error) {
 	rc := rs.e.celLibs.Resource
 	ns := ""
-	if p.src.IsNamespaced() {
+	if api.IsNamespaced(p.src) {
 		ns = p.src.GetNamespace()
 	}
 	var out []existingTarget
@@ -185,7 +186,7 @@ func (rs *reqState) labelsOfNamespace(ns string) (map[string]string, error) {
 // mutateTarget evaluates the policy on one target and appends its result.
 func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, obj, request map[string]any, schemas celpolicy.Schemas) {
 	in := &cel.Input{Object: obj, Request: request, Libraries: rs.e.celLibs}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in, false)
+	excepted, extra, err := rs.celExceptions(b.env, p, in, false)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
@@ -194,7 +195,7 @@ func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, o
 		rs.exceptedResult(excepted).Type = Mutation
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
+	in.Extra = extra
 	o := v.body.MutateTarget(rs.ctx, in, rs.celScope(), schemas)
 	switch o.Status {
 	case celpolicy.NoMatch:
@@ -226,7 +227,7 @@ func (b *mutatingPolicy) queueExisting(rs *reqState, p *Policy) []RuleResult {
 	if err == nil && ok {
 		var in cel.Input
 		if err = rs.kindInput(&in, v.body.Reads()); err == nil {
-			in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
+			in.Extra = rs.e.noCELExceptions
 			ok, err = v.body.Matches(rs.ctx, &in, rs.celScope())
 		}
 	}
@@ -283,7 +284,7 @@ func (s *PolicySet) MutateExisting(ctx context.Context, p *Policy) (*Response, e
 			return resp, err
 		}
 		req := &Request{Operation: api.Update, Object: t.obj, OldObject: t.obj, Controller: true,
-			Resource: GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
+			Resource: schema.GroupVersionResource{Group: t.res.Group, Version: t.res.Version, Resource: t.res.Resource}}
 		object, oldObject, _, err := req.check()
 		if err != nil {
 			continue

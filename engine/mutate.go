@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 	"github.com/gavelpolicy/gavel/internal/variables"
 )
@@ -387,7 +387,7 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 }
 
 // mutateRule is the handler of mutate rules.
-func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*exceptions.Exception) []RuleResult {
+func (e *Engine) mutateRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*polex.Exception) []RuleResult {
 	m := r.mutate
 	if len(m.targets) > 0 && e.cfg.client != nil {
 		return e.mutateTargets(rs, p, r, sc)

@@ -170,7 +170,7 @@ func (e *Engine) loadTargets(rs *reqState, p *Policy, sc *scope, specs []*target
 				continue
 			}
 		}
-		if p.src.IsNamespaced() {
+		if api.IsNamespaced(p.src) {
 			namespace = p.src.GetNamespace()
 		}
 		if name != "" && namespace != "" && !wildcard.Has(name) && !wildcard.Has(namespace) {

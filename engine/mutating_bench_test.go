@@ -27,7 +27,7 @@ func loadCorpusMutating(b *testing.B) ([]api.PolicyObject, []map[string]any) {
 				b.Fatal(err)
 			}
 			for _, p := range s.Policies {
-				if k := p.GetKind(); k == api.KindMutatingPolicy || k == api.KindNamespacedMutatingPolicy {
+				if k := api.KindOf(p); k == api.KindMutatingPolicy || k == api.KindNamespacedMutatingPolicy {
 					policies = append(policies, p)
 				}
 			}

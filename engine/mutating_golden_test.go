@@ -70,7 +70,7 @@ func runMutatingCase(t *testing.T, dir string) []mutCaseResult {
 	eng, err := engine.New(
 		engine.WithClient(inmem.New(in.Cluster...)),
 		engine.WithClock(func() time.Time { return now }),
-		engine.WithExceptions(engine.StaticExceptions{Set: excs}),
+		engine.WithExceptions(excs),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
@@ -24,8 +26,6 @@ type config struct {
 	contextValues    ContextValues
 	skipUnconfigured bool
 	exceptions       ExceptionSource
-	exceptionsOff    bool
-	exceptionNS      []string
 	defaultRegistry  string
 	registryMutation bool
 	limits           Limits
@@ -43,10 +43,7 @@ type config struct {
 	// timing sets PolicyResult.Duration (WithPolicyTiming)
 	timing bool
 	// filter leaves resources out (WithResourceFilter)
-	filter ResourceFilter
-	// backgroundUser is the user the host's controller writes as
-	// (WithBackgroundUser)
-	backgroundUser string
+	filter func(kind schema.GroupVersionKind, subresource, namespace, name string) bool
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().
@@ -163,29 +160,11 @@ func WithUnconfiguredEntriesSkipped() Option {
 	return func(c *config) error { c.skipUnconfigured = true; return nil }
 }
 
-// WithExceptions enables PolicyExceptions from the given source.
+// WithExceptions enables PolicyExceptions from the given source (a
+// compiled *exceptions.Set, or a host's ExceptionSource). Without it no
+// exception applies.
 func WithExceptions(src ExceptionSource) Option {
 	return func(c *config) error { c.exceptions = src; return nil }
-}
-
-// WithExceptionNamespaces accepts PolicyExceptions only from the listed
-// namespaces (wildcards allowed), as upstream's exceptionNamespace setting;
-// exceptions elsewhere are ignored. Without it every namespace is accepted.
-func WithExceptionNamespaces(namespaces ...string) Option {
-	return func(c *config) error {
-		if len(namespaces) == 0 {
-			return fmt.Errorf("WithExceptionNamespaces: no namespace")
-		}
-		c.exceptionNS = append([]string(nil), namespaces...)
-		return nil
-	}
-}
-
-// WithExceptionsDisabled ignores PolicyExceptions entirely. New rejects it
-// together with WithExceptions or WithExceptionNamespaces, which would
-// then have no effect.
-func WithExceptionsDisabled() Option {
-	return func(c *config) error { c.exceptionsOff = true; return nil }
 }
 
 // WithDefaultRegistry sets the registry assumed for images without one
@@ -198,7 +177,7 @@ func WithDefaultRegistry(registry string, mutate bool) Option {
 			return fmt.Errorf("WithDefaultRegistry: empty registry")
 		}
 		c.defaultRegistry, c.registryMutation = registry, mutate
-		c.jpOpts = append(c.jpOpts, jmespath.WithDefaultRegistry(registry), jmespath.WithDefaultRegistryMutation(mutate))
+		c.jpOpts = append(c.jpOpts, jmespath.WithDefaultRegistry(registry, mutate))
 		return nil
 	}
 }

@@ -34,7 +34,7 @@ func compileOverrides(in []api.ValidationFailureActionOverride, path *field.Path
 	var errs field.ErrorList
 	for i, o := range in {
 		p := path.Index(i)
-		if !o.Action.IsValid() {
+		if !validFailureAction(o.Action) {
 			errs = append(errs, field.NotSupported(p.Child("action"), o.Action, []string{"Audit", "Enforce"}))
 			continue
 		}
@@ -102,4 +102,14 @@ func normalizeAction(a api.ValidationFailureAction) api.ValidationFailureAction 
 		return api.Enforce
 	}
 	return api.Audit
+}
+
+// validFailureAction reports whether a is one of the spellings upstream
+// accepts.
+func validFailureAction(a api.ValidationFailureAction) bool {
+	switch a {
+	case "Audit", "audit", "Enforce", "enforce":
+		return true
+	}
+	return false
 }

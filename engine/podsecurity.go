@@ -1,9 +1,9 @@
 package engine
 
 import (
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"reflect"
 
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
 )
 
@@ -26,12 +26,12 @@ func sameMap(a, b map[string]any) bool {
 // the exemptions of the first matching PolicyException with a podSecurity
 // block apply on top of the rule's own; when they make a failing pod pass,
 // the result is a skip naming the exception.
-func (e *Engine) validatePodSecurity(rs *reqState, r *rule, excs []*exceptions.Exception) []RuleResult {
+func (e *Engine) validatePodSecurity(rs *reqState, r *rule, excs []*polex.Exception) []RuleResult {
 	pod, err := rs.decodedPod()
 	if err != nil {
 		return []RuleResult{r.errorResult("failed to evaluate pod security", err)}
 	}
-	var exc *exceptions.Exception
+	var exc *polex.Exception
 	for _, x := range excs {
 		if len(x.PodSecurity()) > 0 {
 			exc = x
@@ -49,7 +49,7 @@ func (e *Engine) validatePodSecurity(rs *reqState, r *rule, excs []*exceptions.E
 	}
 	switch {
 	case res.Exempted:
-		out := r.result(StatusSkip, exceptions.SkipMessage(exc.Key()))
+		out := r.result(StatusSkip, polex.SkipMessage(exc.Key()))
 		out.Exceptions = []string{exc.Key()}
 		return []RuleResult{out}
 	case res.Allowed:

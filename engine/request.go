@@ -3,18 +3,13 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/mutate"
 )
-
-// GroupVersionKind names a kind.
-type GroupVersionKind struct{ Group, Version, Kind string }
-
-// GroupVersionResource names a resource.
-type GroupVersionResource struct{ Group, Version, Resource string }
 
 // Request is what an AdmissionReview carries, or a resource in background
 // mode.
@@ -31,9 +26,9 @@ type Request struct {
 	Roles        []string
 	ClusterRoles []string
 	// Kind of the request; defaults to the object's apiVersion and kind.
-	Kind GroupVersionKind
+	Kind schema.GroupVersionKind
 	// Resource of the request (informational, exposed as request.resource).
-	Resource GroupVersionResource
+	Resource schema.GroupVersionResource
 	// SubResource such as "status", "exec", "ephemeralcontainers".
 	SubResource string
 	// ResourceKind is the kind of the request's resource when it is not
@@ -43,7 +38,7 @@ type Request struct {
 	// read it from discovery ("Pod/exec" selects an exec); the request
 	// variable's kind stays Kind. Empty: Kind. A host with discovery sets
 	// it (the cluster host does).
-	ResourceKind GroupVersionKind
+	ResourceKind schema.GroupVersionKind
 	// Name and Namespace of the request; default to the object's.
 	Name      string
 	Namespace string
@@ -63,6 +58,16 @@ type Request struct {
 	// MutatingPolicies patch their targets (PatchedTargets, only those
 	// that change).
 	Controller bool
+	// ControllerWrite marks an admission request of a write the host's
+	// own background controller made (a mutate-existing target, a
+	// generated resource: upstream tells them by the user its
+	// --backgroundServiceAccountName names). The MutatingPolicies and
+	// GeneratingPolicies whose skipBackgroundRequests is on (the default),
+	// and the generate and mutate-existing rules of ClusterPolicies with
+	// skipBackgroundRequests (the default), do not evaluate it, as
+	// upstream's webhooks skip them: a policy's background write is not
+	// undone by another policy's mutation at admission.
+	ControllerWrite bool
 	// NamespaceLabels are the labels of the object's namespace. When nil,
 	// the engine asks its NamespaceLabeler if a rule needs them.
 	NamespaceLabels map[string]string
@@ -168,7 +173,7 @@ func (r *Request) resourceObject() map[string]any {
 	return r.Object
 }
 
-func (r *Request) gvk(obj map[string]any) GroupVersionKind {
+func (r *Request) gvk(obj map[string]any) schema.GroupVersionKind {
 	if r.ResourceKind.Kind != "" {
 		return r.ResourceKind
 	}
@@ -178,7 +183,7 @@ func (r *Request) gvk(obj map[string]any) GroupVersionKind {
 	av, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	g, v := splitAPIVersion(av)
-	return GroupVersionKind{Group: g, Version: v, Kind: kind}
+	return schema.GroupVersionKind{Group: g, Version: v, Kind: kind}
 }
 
 func splitAPIVersion(av string) (group, version string) {

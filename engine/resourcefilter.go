@@ -1,25 +1,20 @@
 package engine
 
-// ResourceFilter tells which resources a host leaves out of evaluation,
-// as upstream's resourceFilters (the kyverno ConfigMap) do: a filtered
-// resource is neither admitted through the policies, nor scanned, nor a
-// trigger or target of the background passes. kind is the resource's
-// (for a subresource request its parent's, Request.ResourceKind),
-// subresource the request's ("" for the resource itself). Filtered is
-// called on every evaluation and must be cheap and safe for concurrent
-// use.
-type ResourceFilter interface {
-	Filtered(kind GroupVersionKind, subresource, namespace, name string) bool
-}
+import "k8s.io/apimachinery/pkg/runtime/schema"
 
-// WithResourceFilter sets the host's resource filter: Validate, Mutate,
+// WithResourceFilter sets the host's resource filter, upstream's
+// resourceFilters (the kyverno ConfigMap): filtered reports whether a
+// resource is left out of evaluation; kind is the resource's (for a
+// subresource request its parent's, Request.ResourceKind), subresource
+// the request's ("" for the resource itself). Validate, Mutate and
 // Generate (and so Scan) answer a request whose object or old object it
 // filters with an empty response (the object unchanged, no results), and
 // the background pass of MutatingPolicies (MutateExisting and the targets
-// of a trigger) leaves out the targets it filters. Without it nothing is
-// filtered.
-func WithResourceFilter(f ResourceFilter) Option {
-	return func(c *config) error { c.filter = f; return nil }
+// of a trigger) leaves out the targets it filters. It is called on every
+// evaluation and must be cheap and safe for concurrent use. Without it
+// nothing is filtered.
+func WithResourceFilter(filtered func(kind schema.GroupVersionKind, subresource, namespace, name string) bool) Option {
+	return func(c *config) error { c.filter = filtered; return nil }
 }
 
 // filtered reports whether the host's filter leaves the request out: its
@@ -42,7 +37,7 @@ func (e *Engine) filtered(req *Request, object, oldObject map[string]any) bool {
 		if ns == "" {
 			ns = req.Namespace
 		}
-		if f.Filtered(req.gvk(obj), req.SubResource, ns, name) {
+		if f(req.gvk(obj), req.SubResource, ns, name) {
 			return true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/inmem"
@@ -14,7 +16,7 @@ import (
 // Namespaces of those names (upstream's [*/*,NS,*] on a Namespace).
 type nsFilter map[string]bool
 
-func (f nsFilter) Filtered(kind engine.GroupVersionKind, sub, namespace, name string) bool {
+func (f nsFilter) filtered(kind schema.GroupVersionKind, sub, namespace, name string) bool {
 	if kind.Kind == "Namespace" && kind.Group == "" {
 		return f[name]
 	}
@@ -51,7 +53,7 @@ spec:
 `
 
 func TestResourceFilter(t *testing.T) {
-	eng, err := engine.New(engine.WithResourceFilter(nsFilter{"kube-system": true}))
+	eng, err := engine.New(engine.WithResourceFilter(nsFilter{"kube-system": true}.filtered))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestResourceFilterMutateExisting(t *testing.T) {
 		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a"}},
 		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}},
 	)
-	eng, err := engine.New(engine.WithClient(cluster), engine.WithResourceFilter(nsFilter{"kube-system": true}))
+	eng, err := engine.New(engine.WithClient(cluster), engine.WithResourceFilter(nsFilter{"kube-system": true}.filtered))
 	if err != nil {
 		t.Fatal(err)
 	}

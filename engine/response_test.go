@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 	"testing"
 
@@ -264,16 +265,16 @@ spec:
 	}
 	opts := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"ls"}}
 	for _, tt := range []struct {
-		resourceKind engine.GroupVersionKind
+		resourceKind schema.GroupVersionKind
 		want         string
 	}{
-		{engine.GroupVersionKind{}, ""},
-		{engine.GroupVersionKind{Version: "v1", Kind: "Pod"}, "fail: PodExecOptions on exec"},
+		{schema.GroupVersionKind{}, ""},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "fail: PodExecOptions on exec"},
 	} {
 		resp, err := set.Validate(context.Background(), &engine.Request{
 			Operation: api.Connect, Object: opts, Name: "p", Namespace: "n", SubResource: "exec",
-			Kind:         engine.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
-			Resource:     engine.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Kind:         schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
+			Resource:     schema.GroupVersionResource{Version: "v1", Resource: "pods"},
 			ResourceKind: tt.resourceKind,
 		})
 		if err != nil {

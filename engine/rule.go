@@ -51,7 +51,7 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		passMessage: fmt.Sprintf("validation rule '%s' passed.", r.Name)}
 	var errs field.ErrorList
 	m, merrs := match.Compile(r.MatchResources, r.ExcludeResources, path,
-		match.Background(p.background), match.Namespaced(p.src.IsNamespaced()))
+		match.Background(p.background), match.Namespaced(api.IsNamespaced(p.src)))
 	errs = append(errs, merrs...)
 	cr.match = m
 	if m != nil {

@@ -3,7 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/polex"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strconv"
 	"strings"
 
@@ -23,7 +24,7 @@ type reqState struct {
 	op  api.AdmissionOperation
 
 	obj  map[string]any // the resource rules look at (old object for DELETE)
-	gvk  GroupVersionKind
+	gvk  schema.GroupVersionKind
 	base map[string]any // request, serviceAccount*, images, variables
 	// object and oldObject are the request's objects in canonical form
 	object, oldObject map[string]any
@@ -52,7 +53,7 @@ type reqState struct {
 	condBuf  [4]condMemo
 
 	// excSet is the host's exceptions, read once (see exceptions).
-	excSet  *exceptions.Set
+	excSet  *polex.Set
 	excErr  error
 	excDone bool
 

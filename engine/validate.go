@@ -3,17 +3,17 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"strconv"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/match"
 	"github.com/gavelpolicy/gavel/internal/patterns"
 )
 
 // validateRule is the handler of validate rules.
-func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs []*exceptions.Exception) []RuleResult {
+func (e *Engine) validateRule(rs *reqState, p *Policy, r *rule, sc *scope, excs []*polex.Exception) []RuleResult {
 	if r.verify != nil {
 		return e.validateImagesRule(rs, p, r, sc, excs)
 	}
@@ -396,7 +396,9 @@ func (e *Engine) eachElement(rs *reqState, r *rule, sc *scope, fe *foreachValida
 			if res.status == StatusError && index < len(elements)-1 {
 				continue
 			}
-			return decided(res.status, "validation failure: "+res.msg), true, applyCount
+			out := decided(res.status, "validation failure: "+res.msg)
+			out.err = res.err // an element's error keeps its cause
+			return out, true, applyCount
 		}
 		applyCount++
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/images"
 	"github.com/gavelpolicy/gavel/internal/wildcard"
 )
@@ -387,7 +387,7 @@ type verification struct {
 // matching image is verified, then, when mutateDigest is set, pinned to
 // its digest (the digest patch joins Mutate's patch); the outcomes are
 // recorded for the verify-images annotation.
-func (e *Engine) verifyImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*exceptions.Exception) []RuleResult {
+func (e *Engine) verifyImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*polex.Exception) []RuleResult {
 	if rs.op == api.Delete {
 		return nil
 	}
@@ -1016,7 +1016,7 @@ func lookupPointer(obj map[string]any, pointer string) (string, bool) {
 // validateImagesRule is the handler of verifyImages rules at validation:
 // verifyDigest requires a digest, required an image recorded as verified
 // in the verify-images annotation.
-func (e *Engine) validateImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*exceptions.Exception) []RuleResult {
+func (e *Engine) validateImagesRule(rs *reqState, p *Policy, r *rule, sc *scope, _ []*polex.Exception) []RuleResult {
 	if rs.op == api.Delete {
 		return nil
 	}

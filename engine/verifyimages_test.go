@@ -497,7 +497,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := compileVerify(t, f, verifyPolicy("p", "", keysEntry("", keyB)), engine.WithExceptions(engine.StaticExceptions{Set: xs}))
+	set := compileVerify(t, f, verifyPolicy("p", "", keysEntry("", keyB)), engine.WithExceptions(xs))
 	_, got := mutateRules(t, set, pod("registry.test/app:v1"))
 	if len(got) != 1 || got[0].Status != engine.StatusSkip || len(got[0].Exceptions) != 1 {
 		t.Errorf("results = %+v", got)

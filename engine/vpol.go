@@ -2,13 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/polex"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/internal/autogen"
 	"github.com/gavelpolicy/gavel/internal/cel"
 	"github.com/gavelpolicy/gavel/internal/celpolicy"
@@ -102,7 +103,7 @@ func celFailurePolicy(fp *admissionregistrationv1.FailurePolicyType) api.Failure
 // matchConstraints and its Pod controller variants.
 func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: p.GetKind(), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
 		background: spec.BackgroundEnabled(), admission: spec.AdmissionEnabled(),
 		failurePolicy: celFailurePolicy(spec.FailurePolicy), types: typeBit(Validation)}
 	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
@@ -143,7 +144,7 @@ func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, erro
 // compileVariant compiles the matchConstraints (Kubernetes mode) and the
 // body of one spec. The Pod controller variants (lazy) instantiate their
 // programs on first use: a run on Pods never needs them.
-func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *field.Path, lazy bool) (vpolVariant, field.ErrorList) {
+func (b *validatingPolicy) compileVariant(spec *policiesv1alpha1.ValidatingPolicySpec, path *field.Path, lazy bool) (vpolVariant, field.ErrorList) {
 	var v vpolVariant
 	var errs field.ErrorList
 	if !b.json {
@@ -160,7 +161,7 @@ func (b *validatingPolicy) compileVariant(spec *api.ValidatingPolicySpec, path *
 
 // compileAutogen compiles the Pod controller variants of the policy; it
 // appends them to variants.
-func (b *validatingPolicy) compileAutogen(spec *api.ValidatingPolicySpec, variants *[]Variant) field.ErrorList {
+func (b *validatingPolicy) compileAutogen(spec *policiesv1alpha1.ValidatingPolicySpec, variants *[]Variant) field.ErrorList {
 	gen, err := autogen.ValidatingPolicy(spec)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("spec", "autogen"), err)}
@@ -184,7 +185,7 @@ func (b *validatingPolicy) jsonMode() bool { return b.json }
 func (b *validatingPolicy) validate(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult {
 	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction}
 	if (rs.req.Background && !p.background) || (!rs.req.Background && !p.admission) ||
-		(p.src.IsNamespaced() && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) {
+		(api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) {
 		return append(out, pr)
 	}
 	start := len(rs.results)
@@ -237,7 +238,7 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, &in, !b.json)
+	excepted, extra, err := rs.celExceptions(b.env, p, &in, !b.json)
 	if err != nil {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
@@ -246,9 +247,7 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.exceptedResult(excepted)
 		return
 	}
-	if allowed != nil {
-		in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
-	}
+	in.Extra = extra
 	outcomeResult(rs, v.body.Evaluate(rs.ctx, &in, rs.celScope()))
 }
 
@@ -313,7 +312,7 @@ func withIndex(props map[string]string, i int) map[string]string {
 // exceptedResult appends the result of a resource that CEL
 // PolicyExceptions exempt: a skip (a pass when the exception with the
 // highest priority says so), named "exception".
-func (rs *reqState) exceptedResult(excs []*exceptions.CELException) *RuleResult {
+func (rs *reqState) exceptedResult(excs []*polex.CELException) *RuleResult {
 	keys := make([]string, len(excs))
 	chosen := excs[0]
 	for i, x := range excs {
@@ -332,41 +331,35 @@ func (rs *reqState) exceptedResult(excs []*exceptions.CELException) *RuleResult 
 }
 
 // kindExceptions returns the host's CEL exceptions for a policy (none
-// when exceptions are disabled).
-func (rs *reqState) kindExceptions(p *Policy) ([]*exceptions.CELException, error) {
-	if rs.e.cfg.exceptionsOff || rs.e.cfg.exceptions == nil {
+// without an exception source).
+func (rs *reqState) kindExceptions(p *Policy) ([]*polex.CELException, error) {
+	if rs.e.cfg.exceptions == nil {
 		return nil, nil
 	}
 	set, err := rs.exceptions()
 	if err != nil || set == nil {
 		return nil, err
 	}
-	var out []*exceptions.CELException
-	for _, x := range set.CELCandidates(p.kind, p.Name()) {
-		if rs.e.exceptionNamespaceAllowed(x.Source.Namespace) {
-			out = append(out, x)
-		}
-	}
-	return out, nil
+	return set.CELCandidates(p.kind, p.Name()), nil
 }
 
 // celExceptions evaluates the CEL PolicyExceptions of a policy on the
 // input, as upstream: an exception applies when all its matchConditions
 // hold (an expired one never does; under failurePolicy Ignore, one whose
 // conditions fail does not either). It returns the applying exceptions
-// when one of them exempts the resource fully; otherwise the value of the
-// exceptions variable: the images and values the applying exceptions
-// allow. Conditions that fail are an error, unless a full exemption was
-// found before.
-func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input, ofRequest bool) ([]*exceptions.CELException, map[string]any, error) {
-	images, values := []any{}, []any{}
-	allowed := func() map[string]any { return map[string]any{"allowedImages": images, "allowedValues": values} }
+// when one of them exempts the resource fully; otherwise the Extra of the
+// input, which binds the exceptions variable: the images and values the
+// applying exceptions allow (the engine's shared noCELExceptions when they
+// allow none). Conditions that fail are an error, unless a full exemption
+// was found before.
+func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input, ofRequest bool) ([]*polex.CELException, map[string]any, error) {
+	var images, values []any
 	cands, err := rs.kindExceptions(p)
 	if err != nil || len(cands) == 0 {
-		return nil, allowed(), err
+		return nil, rs.e.noCELExceptions, err
 	}
 	now := rs.e.cfg.now()
-	var matched []*exceptions.CELException
+	var matched []*polex.CELException
 	full := false
 	for _, x := range cands {
 		if x.Expired(now) {
@@ -398,13 +391,22 @@ func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input, ofRequ
 	if full {
 		return matched, nil, nil
 	}
-	return nil, allowed(), nil
+	if images == nil && values == nil {
+		return nil, rs.e.noCELExceptions, nil
+	}
+	if images == nil {
+		images = []any{}
+	}
+	if values == nil {
+		values = []any{}
+	}
+	return nil, map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": images, "allowedValues": values}}, nil
 }
 
 // excCondKey keys the compiled conditions of a CEL exception: they are
 // compiled on the environment of the policy they except.
 type excCondKey struct {
-	x   *exceptions.CELException
+	x   *polex.CELException
 	env *cel.Env
 }
 
@@ -418,7 +420,7 @@ type excConds struct {
 // input). When in is the request's (kindInput; ofRequest), the request
 // and namespaceObject variables the conditions read and the policy does
 // not are bound too, as upstream binds them all.
-func (rs *reqState) celExceptionApplies(env *cel.Env, x *exceptions.CELException, in *cel.Input, ofRequest bool) (bool, error) {
+func (rs *reqState) celExceptionApplies(env *cel.Env, x *polex.CELException, in *cel.Input, ofRequest bool) (bool, error) {
 	k := excCondKey{x: x, env: env}
 	v, ok := rs.e.celExcConds.Load(k)
 	if !ok {

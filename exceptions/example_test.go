@@ -1,6 +1,7 @@
 package exceptions_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,8 +9,29 @@ import (
 	"github.com/gavelpolicy/gavel/exceptions"
 )
 
+// decodeExceptions reads kyverno.io PolicyExceptions from inline YAML.
+func decodeExceptions(src string) []*api.PolicyException {
+	docs, err := api.ReadDocuments(strings.NewReader(src), "exceptions.yaml")
+	if err != nil {
+		panic(err)
+	}
+	var out []*api.PolicyException
+	for _, d := range docs {
+		pe, err := api.DecodePolicyException(d)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, pe)
+	}
+	return out
+}
+
+// Compile a set once and hand it to the engine
+// (engine.WithExceptions(set)); Namespaces
+// keeps only the exceptions of the namespaces a host trusts, like
+// upstream's exceptionNamespace setting.
 func Example() {
-	docs, _ := api.ReadDocuments(strings.NewReader(`
+	polexs := decodeExceptions(`
 apiVersion: kyverno.io/v2
 kind: PolicyException
 metadata:
@@ -25,29 +47,65 @@ spec:
         kinds: [Pod, Deployment]
         namespaces: [delta]
         names: [important-tool*]
-`), "exception.yaml")
-	pe, _ := api.DecodePolicyException(docs[0])
-	set, err := exceptions.Compile([]*api.PolicyException{pe})
+---
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: elsewhere
+  namespace: team-a
+spec:
+  exceptions:
+  - policyName: disallow-host-namespaces
+    ruleNames: ["*"]
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+`)
+	all, err := exceptions.Compile(polexs)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-
-	// The engine (engine.WithExceptions) asks the set for the exceptions
-	// of a rule, then matches each against the resource.
-	var keys []string
-	for _, e := range set.Candidates("disallow-host-namespaces", "autogen-host-namespaces") {
-		keys = append(keys, e.Key())
+	trusted, err := exceptions.Compile(polexs, exceptions.Namespaces("delta", "kyverno"))
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	fmt.Println(set.Len(), len(set.Candidates("disallow-host-namespaces", "other-rule")))
-	fmt.Println(exceptions.SkipMessage(keys...))
+	fmt.Println(all.Len(), trusted.Len())
 	// Output:
-	// 1 0
-	// rule is skipped due to policy exception: delta/delta-exception
+	// 2 1
+}
+
+// An invalid exception fails Compile with a *ValidationError naming the
+// exception and the fields at fault.
+func ExampleValidationError() {
+	_, err := exceptions.Compile(decodeExceptions(`
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: no-policy
+  namespace: delta
+spec:
+  exceptions:
+  - ruleNames: [host-namespaces]
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+`))
+	var ve *exceptions.ValidationError
+	if errors.As(err, &ve) {
+		fmt.Println(ve.Namespace, ve.Name, len(ve.Errors))
+		fmt.Println(err)
+	}
+	// Output:
+	// delta no-policy 1
+	// PolicyException delta/no-policy: spec.exceptions[0].policyName: Required value: An exception requires a policy name
 }
 
 // CEL adds policies.kyverno.io PolicyExceptions to a set; the engine
-// evaluates their matchConditions for the policies they name.
+// evaluates their matchConditions for the policies their policyRefs name.
 func ExampleCEL() {
 	docs, err := api.ReadDocuments(strings.NewReader(`
 apiVersion: policies.kyverno.io/v1
@@ -72,11 +130,7 @@ spec:
 	if err != nil {
 		panic(err)
 	}
-	for _, e := range set.CELCandidates("ValidatingPolicy", "no-latest") {
-		fmt.Println(e.Key(), e.Priority(), e.FullExemption(), e.ReportsPass())
-	}
-	fmt.Println(len(set.CELCandidates("NamespacedValidatingPolicy", "no-latest")))
+	fmt.Println(set.Len())
 	// Output:
-	// ops/tools 2 false false
-	// 0
+	// 1
 }

@@ -26,12 +26,6 @@ type ServerSideApplier interface {
 	Apply(ctx context.Context, obj map[string]any, fieldManager string) (map[string]any, error)
 }
 
-// Observer is told about every UpdateRequest after it was processed (in its
-// final state) with the rule results of the policy: a write that the client
-// refused turns the rule's result into an error carrying the client's
-// message.
-type Observer func(ur *api.UpdateRequest, results []engine.PolicyResult)
-
 // Option configures a Controller.
 type Option func(*Controller)
 
@@ -70,8 +64,11 @@ func WithGarbageCollector(f func(*api.UpdateRequest)) Option {
 	return func(c *Controller) { c.onGC = f }
 }
 
-// WithObserver sets a hook called after each processed request.
-func WithObserver(f Observer) Option {
+// WithObserver sets a hook called with every UpdateRequest after it was
+// processed (in its final state) and the rule results of the policy: a
+// write that the client refused turns the rule's result into an error
+// carrying the client's message.
+func WithObserver(f func(ur *api.UpdateRequest, results []engine.PolicyResult)) Option {
 	return func(c *Controller) { c.observer = f }
 }
 
@@ -103,7 +100,7 @@ type Controller struct {
 	retryDelay time.Duration
 	workers    int
 	onGC       func(*api.UpdateRequest)
-	observer   Observer
+	observer   func(*api.UpdateRequest, []engine.PolicyResult)
 	queue      engine.UpdateRequestQueue // nil: handlers process at once
 	onKind     func(apiVersion, kind string)
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"sort"
 	"strings"
 
@@ -34,11 +35,11 @@ func isGenerating(p *engine.Policy) bool {
 }
 
 // gpolSpec returns the spec of a GeneratingPolicy.
-func gpolSpec(p *engine.Policy) *api.GeneratingPolicySpec {
+func gpolSpec(p *engine.Policy) *policiesv1alpha1.GeneratingPolicySpec {
 	if gp, ok := p.Source().(*api.GeneratingPolicy); ok {
 		return &gp.Spec
 	}
-	return &api.GeneratingPolicySpec{}
+	return &policiesv1alpha1.GeneratingPolicySpec{}
 }
 
 // gpolKindsOf returns the downstream kinds the controller knows for a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -377,14 +378,14 @@ func (c *Controller) request(ur *api.UpdateRequest, trigger map[string]any) *eng
 			v, _ := k["version"].(string)
 			kind, _ := k["kind"].(string)
 			if kind != "" && kind == genlabel.Spec(trigger).Kind {
-				req.Kind = engine.GroupVersionKind{Group: g, Version: v, Kind: kind}
+				req.Kind = schema.GroupVersionKind{Group: g, Version: v, Kind: kind}
 			}
 		}
 		if r, ok := adm["resource"].(map[string]any); ok {
 			g, _ := r["group"].(string)
 			v, _ := r["version"].(string)
 			res, _ := r["resource"].(string)
-			req.Resource = engine.GroupVersionResource{Group: g, Version: v, Resource: res}
+			req.Resource = schema.GroupVersionResource{Group: g, Version: v, Resource: res}
 		}
 	}
 	return req

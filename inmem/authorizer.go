@@ -3,7 +3,6 @@ package inmem
 import (
 	"context"
 	"strings"
-	"sync"
 
 	"github.com/gavelpolicy/gavel/engine"
 )
@@ -11,9 +10,9 @@ import (
 // Authorizer is an in-memory engine.Authorizer for the authorizer variable
 // of CEL expressions: a list of rules, each allowing or denying a user (or
 // a group, "group:<name>") a verb on a resource or a path. The first rule
-// that matches a check decides; a check no rule matches is denied.
+// that matches a check decides; a check no rule matches is denied. Its
+// rules are fixed by NewAuthorizer: it is safe for concurrent use.
 type Authorizer struct {
-	mu    sync.RWMutex
 	rules []AuthzRule
 }
 
@@ -38,17 +37,8 @@ func NewAuthorizer(rules ...AuthzRule) *Authorizer {
 	return &Authorizer{rules: append([]AuthzRule(nil), rules...)}
 }
 
-// Add appends rules.
-func (a *Authorizer) Add(rules ...AuthzRule) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.rules = append(a.rules, rules...)
-}
-
 // Authorize implements engine.Authorizer.
 func (a *Authorizer) Authorize(_ context.Context, c engine.AuthorizationCheck) (bool, string, error) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
 	for _, r := range a.rules {
 		if r.matches(c) {
 			return r.Allow, r.Reason, nil

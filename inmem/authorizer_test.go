@@ -14,8 +14,8 @@ func TestAuthorizer(t *testing.T) {
 		inmem.AuthzRule{Allow: true, Subject: "group:admins", Verb: "*", Reason: "admins"},
 		inmem.AuthzRule{Allow: true, Subject: "alice", Verb: "get", Resource: "pods", Namespace: "shop"},
 		inmem.AuthzRule{Allow: true, Verb: "get", Path: "/healthz"},
+		inmem.AuthzRule{Allow: true, Subject: "bob", Verb: "list", APIGroup: "apps", Resource: "deployments"},
 	)
-	a.Add(inmem.AuthzRule{Allow: true, Subject: "bob", Verb: "list", APIGroup: "apps", Resource: "deployments"})
 	user := func(name string, groups ...string) engine.AuthorizationCheck {
 		c := engine.AuthorizationCheck{ResourceRequest: true, Verb: "get", Resource: "pods", Namespace: "shop"}
 		c.User.Username, c.User.Groups = name, groups
@@ -33,7 +33,7 @@ func TestAuthorizer(t *testing.T) {
 		{name: "first rule wins", check: user("mallory", "admins"), want: false, reason: "banned"},
 		{name: "path", check: engine.AuthorizationCheck{Verb: "get", Path: "/healthz"}, want: true},
 		{name: "path is not a resource", check: engine.AuthorizationCheck{ResourceRequest: true, Verb: "get", Resource: "healthz"}, want: false},
-		{name: "added rule", check: engine.AuthorizationCheck{ResourceRequest: true, Verb: "list", APIGroup: "apps", Resource: "deployments",
+		{name: "last rule, other user", check: engine.AuthorizationCheck{ResourceRequest: true, Verb: "list", APIGroup: "apps", Resource: "deployments",
 			User: engine.AuthorizationCheck{}.User}, want: false},
 	}
 	for _, tt := range tests {

@@ -180,15 +180,22 @@ func (g *GlobalContext) GlobalReference(ctx context.Context, name, projection st
 	return p, nil
 }
 
-// HTTP is an in-memory host of the CEL http library: responses by method
-// and URL, as the upstream CLI's HTTP mocks give them, and optionally a
-// host for the requests they do not answer (SetFallback). It is safe for
+// HTTP is an in-memory HTTP host: responses by method and URL, as the
+// upstream CLI's HTTP mocks give them, and optionally a host for the
+// requests they do not answer (SetFallback). It serves the CEL http
+// library (Do, a cel.HTTPClient) and apiCall service context entries
+// (Call, an engine.ServiceCaller) from the same handlers. It is safe for
 // concurrent use.
 type HTTP struct {
 	mu       sync.RWMutex
 	handlers map[string]func(cel.HTTPRequest) (cel.HTTPResponse, error)
 	fallback cel.HTTPClient
 }
+
+var (
+	_ cel.HTTPClient       = (*HTTP)(nil)
+	_ engine.ServiceCaller = (*HTTP)(nil)
+)
 
 // NewHTTP returns an HTTP host without responses.
 func NewHTTP() *HTTP {
@@ -243,4 +250,23 @@ func (h *HTTP) Do(ctx context.Context, req cel.HTTPRequest) (cel.HTTPResponse, e
 		return next.Do(ctx, req)
 	}
 	return cel.HTTPResponse{}, fmt.Errorf("in-memory HTTP: no response for %s %s: %w", req.Method, req.URL, engine.ErrNotFound)
+}
+
+// Call implements engine.ServiceCaller (apiCall service context entries)
+// on the handlers and fallback of Do: the request is Do's (method GET when
+// it names none), the result the body of a 2xx response; another status
+// is an error, as remote.Services gives it.
+func (h *HTTP) Call(ctx context.Context, req engine.ServiceRequest) ([]byte, error) {
+	method := req.Method
+	if method == "" {
+		method = "GET"
+	}
+	resp, err := h.Do(ctx, cel.HTTPRequest{Method: method, URL: req.URL, Headers: req.Headers, Body: req.Body, CABundle: req.CABundle})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("service %s: HTTP %d", req.URL, resp.StatusCode)
+	}
+	return resp.Body, nil
 }

@@ -158,3 +158,51 @@ type fallbackFunc func(context.Context, cel.HTTPRequest) (cel.HTTPResponse, erro
 func (f fallbackFunc) Do(ctx context.Context, req cel.HTTPRequest) (cel.HTTPResponse, error) {
 	return f(ctx, req)
 }
+
+// TestHTTPServiceCalls: Call answers apiCall service requests from the
+// handlers Do uses: the body of a 2xx response, an error for another
+// status or a URL without a handler (wrapping engine.ErrNotFound).
+func TestHTTPServiceCalls(t *testing.T) {
+	h := inmem.NewHTTP()
+	if err := h.Respond("", "https://svc/any", map[string]any{"ok": true}); err != nil {
+		t.Fatal(err)
+	}
+	h.Handle("POST", "https://svc/echo", func(req cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 201, Body: append([]byte(req.Headers["X-Id"]+":"), req.Body...)}, nil
+	})
+	h.Handle("GET", "https://svc/echo", func(req cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 200, Body: []byte("get")}, nil
+	})
+	h.Handle("", "https://svc/broken", func(cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 503, Body: []byte("down")}, nil
+	})
+	for _, tt := range []struct {
+		name     string
+		req      engine.ServiceRequest
+		want     string
+		err      string
+		notFound bool
+	}{
+		{name: "any method", req: engine.ServiceRequest{URL: "https://svc/any"}, want: `{"ok":true}`},
+		{name: "post", req: engine.ServiceRequest{URL: "https://svc/echo", Method: "POST", Headers: map[string]string{"X-Id": "7"}, Body: []byte(`{"a":1}`)}, want: `7:{"a":1}`},
+		{name: "no method is GET", req: engine.ServiceRequest{URL: "https://svc/echo"}, want: "get"},
+		{name: "error status", req: engine.ServiceRequest{URL: "https://svc/broken"}, err: "service https://svc/broken: HTTP 503"},
+		{name: "no handler", req: engine.ServiceRequest{URL: "https://svc/none"}, notFound: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := h.Call(context.Background(), tt.req)
+			switch {
+			case tt.notFound:
+				if !errors.Is(err, engine.ErrNotFound) {
+					t.Errorf("err = %v, want engine.ErrNotFound", err)
+				}
+			case tt.err != "":
+				if err == nil || err.Error() != tt.err {
+					t.Errorf("err = %v, want %s", err, tt.err)
+				}
+			case err != nil || string(got) != tt.want:
+				t.Errorf("Call = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}

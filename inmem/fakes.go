@@ -57,37 +57,6 @@ func (r *Registry) ImageData(_ context.Context, reference string, _ *api.ImageRe
 	return deepcopy.Object(d), nil
 }
 
-// Services is an in-memory engine.ServiceCaller: a handler per URL.
-type Services struct {
-	mu       sync.RWMutex
-	handlers map[string]func(engine.ServiceRequest) ([]byte, error)
-}
-
-var _ engine.ServiceCaller = (*Services)(nil)
-
-// NewServices returns a service caller without handlers.
-func NewServices() *Services {
-	return &Services{handlers: map[string]func(engine.ServiceRequest) ([]byte, error){}}
-}
-
-// Handle registers the handler of a URL.
-func (s *Services) Handle(url string, h func(engine.ServiceRequest) ([]byte, error)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.handlers[url] = h
-}
-
-// Call implements engine.ServiceCaller.
-func (s *Services) Call(_ context.Context, req engine.ServiceRequest) ([]byte, error) {
-	s.mu.RLock()
-	h, ok := s.handlers[req.URL]
-	s.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("service %s: %w", req.URL, engine.ErrNotFound)
-	}
-	return h(req)
-}
-
 // GlobalContext is an in-memory engine.GlobalContext.
 type GlobalContext struct {
 	mu      sync.RWMutex

@@ -31,18 +31,18 @@ func WithCacheSize(n int) Option { return Option(core.WithCacheSize(n)) }
 // disables the cache. The default is 256.
 func WithRegexCacheSize(n int) Option { return Option(core.WithRegexCacheSize(n)) }
 
-// WithDefaultRegistry sets the registry image_normalize adds to references
-// that name none. The default is "docker.io".
-func WithDefaultRegistry(registry string) Option {
-	return Option(core.WithDefaultRegistry(registry))
-}
-
-// WithDefaultRegistryMutation controls whether image_normalize writes the
-// default registry into references that name none (upstream's
-// enableDefaultRegistryMutation, default true). When false the registry part
-// is left out of the output.
-func WithDefaultRegistryMutation(enabled bool) Option {
-	return Option(core.WithDefaultRegistryMutation(enabled))
+// WithDefaultRegistry sets the registry image_normalize assumes for
+// references that name none (default "docker.io") and whether it writes
+// that registry into them (upstream's enableDefaultRegistryMutation,
+// default true; when false the registry part is left out of the output),
+// as engine.WithDefaultRegistry does for the engine.
+func WithDefaultRegistry(registry string, mutate bool) Option {
+	return func(c *core.Config) error {
+		if err := core.WithDefaultRegistry(registry)(c); err != nil {
+			return err
+		}
+		return core.WithDefaultRegistryMutation(mutate)(c)
+	}
 }
 
 // WithMaxRandomLength bounds the length, in runes, of a string random() may

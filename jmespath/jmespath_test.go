@@ -12,10 +12,34 @@ import (
 // TestFacade checks that the options, errors and types of the facade are
 // those of the implementation: each option takes effect, each error is
 // reachable with errors.Is or errors.As.
+// TestDefaultRegistry checks both halves of WithDefaultRegistry: the
+// registry image_normalize assumes, and whether it writes it.
+func TestDefaultRegistry(t *testing.T) {
+	for _, tt := range []struct {
+		registry string
+		mutate   bool
+		expr     string
+		want     any
+	}{
+		{"corp.io", true, "image_normalize('nginx')", "corp.io/nginx:latest"},
+		{"corp.io", false, "image_normalize('nginx:1.0')", "nginx:1.0"},
+		{"corp.io", false, "image_normalize('ghcr.io/a/b')", "ghcr.io/a/b:latest"},
+	} {
+		intr, err := New(WithDefaultRegistry(tt.registry, tt.mutate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := intr.Search(tt.expr, nil)
+		if err != nil || got != tt.want {
+			t.Errorf("%s (registry %s, mutate %v) = %v, %v; want %v", tt.expr, tt.registry, tt.mutate, got, err, tt.want)
+		}
+	}
+}
+
 func TestFacade(t *testing.T) {
 	clock := func() time.Time { return time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC) }
 	intr, err := New(WithClock(clock), WithRandom(bytes.NewReader(make([]byte, 64))), WithMaxResultSize(64),
-		WithDefaultRegistry("corp.io"), WithCacheSize(0), WithRegexCacheSize(0), WithMaxRandomLength(8), nil)
+		WithDefaultRegistry("corp.io", true), WithCacheSize(0), WithRegexCacheSize(0), WithMaxRandomLength(8), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

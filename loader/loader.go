@@ -30,10 +30,10 @@ type Set struct {
 	Resources []api.Document
 }
 
-// Add decodes one document into the set. A document of a policy group
+// add decodes one document into the set. A document of a policy group
 // whose kind gavel does not know is an *api.UnknownKindError (see
 // api.Document.CheckKind).
-func (s *Set) Add(d api.Document) error {
+func (s *Set) add(d api.Document) error {
 	switch {
 	case d.IsPolicy():
 		p, err := api.DecodePolicy(d)
@@ -70,7 +70,7 @@ func (s *Set) Read(r io.Reader, source string) error {
 	}
 	var errs []error
 	for _, d := range docs {
-		if err := s.Add(d); err != nil {
+		if err := s.add(d); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -14,13 +14,13 @@ import (
 // ruleType is the type of a rule.
 func ruleType(r *api.Rule) string {
 	switch {
-	case r.HasValidate():
+	case r.Validation != nil:
 		return TypeValidate
-	case r.HasMutate():
+	case r.Mutation != nil:
 		return TypeMutate
-	case r.HasGenerate():
+	case r.Generation != nil:
 		return TypeGenerate
-	case r.HasVerifyImages():
+	case len(r.VerifyImages) > 0:
 		return TypeVerifyImages
 	}
 	return ""
@@ -39,7 +39,7 @@ func newScope() *scope {
 
 // convertClassic converts a ClusterPolicy or Policy.
 func convertClassic(p api.ClassicPolicy) *Conversion {
-	conv := &Conversion{Kind: p.GetKind(), Name: p.GetName(), Namespace: p.GetNamespace(), Source: p}
+	conv := &Conversion{Kind: api.KindOf(p), Name: p.GetName(), Namespace: p.GetNamespace(), Source: p}
 	spec := p.GetSpec()
 	byType := map[string][]int{}
 	for i := range spec.Rules {

@@ -223,7 +223,38 @@ func equalsCond(key, value jv, static bool) ex {
 			return equality(key, "==", value)
 		}
 	}
+	if !static && key.t == tString && !key.opt && (value.t == tString || value.t == tAny) {
+		return dynWildcardMatch(k, value.value(exNull), value.t == tString)
+	}
+	if !static && key.t == tNumber && !key.opt && (value.t == tString || value.t == tAny) {
+		// Kyverno reads a string value as the number it writes
+		v := ident("value")
+		parsed := and(method(v, "matches", strLit(numberRE)),
+			rel(call("double", v), "==", call("double", k)))
+		if value.t == tString {
+			return call("cel.bind", v, value.value(exNull), parsed)
+		}
+		return call("cel.bind", v, value.value(exNull), cond(rel(call("type", v), "==", ident("string")), parsed, rel(k, "==", v)))
+	}
 	return rel(k, "==", value.value(exNull))
+}
+
+// dynWildcardMatch is key Equals a value known only at evaluation: Kyverno
+// matches a string key against the value as a wildcard pattern, so the
+// pattern becomes an anchored regular expression, its text quoted
+// (\Q...\E) and its wildcards * and ? left out of the quotes.
+func dynWildcardMatch(k, v ex, isString bool) ex {
+	p := ident("pattern")
+	re := method(method(method(p, "replace", strLit(`\E`), strLit(`\E\\E\Q`)),
+		"replace", strLit("*"), strLit(`\E.*\Q`)), "replace", strLit("?"), strLit(`\E.\Q`))
+	match := cond(or(method(p, "contains", strLit("*")), method(p, "contains", strLit("?"))),
+		method(k, "matches", add(add(strLit(`^\Q`), re), strLit(`\E$`))),
+		rel(k, "==", p))
+	if !isString {
+		// a value that is no string is never equal to a string key
+		match = and(rel(call("type", p), "==", ident("string")), match)
+	}
+	return call("cel.bind", p, v, match)
 }
 
 // staticString is the text of a literal string.
@@ -473,6 +504,11 @@ func orderCond(key jv, op conditions.Operator, value jv, static bool, raw any) (
 			return rel(method(call("quantity", strLit(s)), "compareTo", call("quantity", v)), o, numLit(0)), nil
 		}
 	}
+	if key.t != tNumber && value.t == tNumber && !key.opt {
+		if _, lit := key.staticString(); !lit && (key.t == tString || key.t == tAny) {
+			return numericText(k, o, value.value(exNull), key.t == tString), nil
+		}
+	}
 	if key.t != tNumber {
 		k = call("double", k)
 	}
@@ -481,6 +517,22 @@ func orderCond(key jv, op conditions.Operator, value jv, static bool, raw any) (
 		v = call("double", v)
 	}
 	return rel(k, o, v), nil
+}
+
+// numberRE is the text of a number as Kyverno's operators parse it.
+const numberRE = `^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$`
+
+// numericText compares a key known only at evaluation with a number: a
+// string key is read as the number it writes, and one that writes none
+// compares false, as Kyverno's operators do (CEL's double() would fail).
+func numericText(k ex, op string, v ex, isString bool) ex {
+	key := ident("key")
+	text := and(method(key, "matches", strLit(numberRE)), rel(call("double", key), op, v))
+	if isString {
+		return call("cel.bind", key, k, text)
+	}
+	isNumber := or(rel(call("type", key), "==", ident("int")), rel(call("type", key), "==", ident("uint")), rel(call("type", key), "==", ident("double")))
+	return call("cel.bind", key, k, cond(rel(call("type", key), "==", ident("string")), text, and(isNumber, rel(call("double", key), op, v))))
 }
 
 // durationCond converts the deprecated Duration* operators.

@@ -162,14 +162,14 @@ func (c *jp) contextVariable(v *api.Variable) (ex, jv, error) {
 			}
 		}
 	case v.JMESPath != "":
-		if strings.Contains(v.JMESPath, "{{") {
-			return ex{}, jv{}, unsupportedf("jmesPath", "variables in a jmesPath")
-		}
-		n, err := parseJMESPath(v.JMESPath)
+		// {{ }} in the expression read the values they name
+		n, restore, err := c.parseWithTemplates(v.JMESPath)
 		if err != nil {
 			return ex{}, jv{}, err
 		}
-		if out, err = c.node(n, jv{sym: symRoot}, needNullable); err != nil {
+		out, err = c.node(n, jv{sym: symRoot}, needNullable)
+		restore()
+		if err != nil {
 			return ex{}, jv{}, at("jmesPath", err)
 		}
 		if out.sym != symNone {
@@ -374,8 +374,14 @@ func (c *jp) urlPath(a *api.APICall, method string) (ex, string, error) {
 		return ex{}, "", unsupportedf("urlPath "+a.URLPath, "not a resource or a resource's object")
 	}
 	resource := segs[0]
+	res := strLit(resource)
 	if strings.Contains(resource, "{{") {
-		return ex{}, "", unsupportedf("urlPath "+a.URLPath, "a resource given by a variable")
+		// a resource given by a variable: its value
+		v, err := c.str(resource)
+		if err != nil {
+			return ex{}, "", at("urlPath", err)
+		}
+		res = v.value(strLit(""))
 	}
 	av := strLit(apiVersion)
 	if method == "POST" {
@@ -387,9 +393,9 @@ func (c *jp) urlPath(a *api.APICall, method string) (ex, string, error) {
 			return ex{}, "", err
 		}
 		if ns.e.s == "''" {
-			return method2("Post", av, strLit(resource), body), "apiCall " + a.URLPath + ": resource.Post", nil
+			return method2("Post", av, res, body), "apiCall " + a.URLPath + ": resource.Post", nil
 		}
-		return method2("Post", av, strLit(resource), ns.value(strLit("")), body), "apiCall " + a.URLPath + ": resource.Post", nil
+		return method2("Post", av, res, ns.value(strLit("")), body), "apiCall " + a.URLPath + ": resource.Post", nil
 	}
 	if method != "GET" {
 		return ex{}, "", unsupportedf("method "+a.Method, "only GET and POST")
@@ -405,28 +411,88 @@ func (c *jp) urlPath(a *api.APICall, method string) (ex, string, error) {
 		if err != nil {
 			return ex{}, "", at("urlPath", err)
 		}
-		return method2("Get", av, strLit(resource), ns.value(strLit("")), name.value(strLit(""))), "apiCall " + a.URLPath + ": resource.Get", nil
+		return method2("Get", av, res, ns.value(strLit("")), name.value(strLit(""))), "apiCall " + a.URLPath + ": resource.Get", nil
 	}
-	args := []ex{av, strLit(resource), ns.value(strLit(""))}
-	if query != "" {
-		labels, err := c.labelQuery(query)
+	args := []ex{av, res, ns.value(strLit(""))}
+	vals, err := url.ParseQuery(query)
+	if err != nil {
+		return ex{}, "", unsupportedf("urlPath query", "%v", err)
+	}
+	var fields []string
+	if fs, ok := vals["fieldSelector"]; ok {
+		fields = fs
+		delete(vals, "fieldSelector")
+	}
+	if len(vals) > 0 {
+		labels, err := c.labelQuery(vals)
 		if err != nil {
 			return ex{}, "", err
 		}
 		args = append(args, labels)
 	}
-	return method2("List", args...), "apiCall " + a.URLPath + ": resource.List", nil
+	list := method2("List", args...)
+	note := "apiCall " + a.URLPath + ": resource.List"
+	if len(fields) > 0 {
+		if jp := strings.TrimSpace(a.JMESPath); !strings.HasPrefix(jp, "items[") && !strings.HasPrefix(jp, "items |") && jp != "items" {
+			return ex{}, "", unsupportedf("urlPath fieldSelector", "a jmesPath that reads more of the list than its items")
+		}
+		if list, err = c.fieldSelected(list, fields); err != nil {
+			return ex{}, "", err
+		}
+		note += ", its items filtered by the fieldSelector (the resource library has none)"
+	}
+	return list, note, nil
+}
+
+// fieldSelected is a list whose items are filtered by a fieldSelector of
+// equality and inequality terms: the API server compares the text of a
+// field, empty when it is missing. The list keeps its items only (the
+// jmesPath reads nothing else).
+func (c *jp) fieldSelected(list ex, selectors []string) (ex, error) {
+	if len(selectors) != 1 {
+		return ex{}, unsupportedf("urlPath fieldSelector", "given more than once")
+	}
+	name := c.freshName("item")
+	defer c.release(name)
+	item := ident(name)
+	var tests []ex
+	for _, term := range strings.Split(selectors[0], ",") {
+		op, sep := "==", "=="
+		switch {
+		case strings.Contains(term, "!="):
+			op, sep = "!=", "!="
+		case strings.Contains(term, "=="):
+		default:
+			sep = "="
+		}
+		kv := strings.SplitN(term, sep, 2)
+		if len(kv) != 2 || kv[0] == "" {
+			return ex{}, unsupportedf("urlPath fieldSelector "+selectors[0], "not field=value terms")
+		}
+		f := item
+		for _, part := range strings.Split(kv[0], ".") {
+			if !isIdent(part) {
+				return ex{}, unsupportedf("urlPath fieldSelector "+selectors[0], "field %s", kv[0])
+			}
+			f = optField(f, part)
+		}
+		v, err := c.str(kv[1])
+		if err != nil {
+			return ex{}, err
+		}
+		tests = append(tests, rel(call("string", method(f, "orValue", strLit(""))), op, v.value(strLit(""))))
+	}
+	l := ident("list")
+	items := macro(method(optField(l, "items"), "orValue", listOf()), "filter", name, and(tests...))
+	obj := ex{s: "{'items': " + items.s + "}", prec: precPrimary}
+	return call("cel.bind", l, list, obj), nil
 }
 
 func method2(name string, args ...ex) ex { return method(ident("resource"), name, args...) }
 
 // labelQuery converts ?labelSelector=k=v,k2=v2 into the labels argument of
 // resource.List.
-func (c *jp) labelQuery(q string) (ex, error) {
-	vals, err := url.ParseQuery(q)
-	if err != nil {
-		return ex{}, unsupportedf("urlPath query", "%v", err)
-	}
+func (c *jp) labelQuery(vals url.Values) (ex, error) {
 	var parts []string
 	for k, vs := range vals {
 		if k != "labelSelector" || len(vs) != 1 {

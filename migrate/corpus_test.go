@@ -76,13 +76,10 @@ func TestCorpus(t *testing.T) {
 		}
 	}
 	// today's figure: a regression of the converter or of the engine
-	// fails the test. (194 since deferred context loading: three sources
-	// whose imageRegistry entry failed without a registry client, as their
-	// conversions do, were "equal" errors; upstream's loader lets the
-	// default of the variable that reads the entry stand in, so the
-	// sources now evaluate and their conversions still error; two others
-	// became equal.)
-	if min := 194; equal < min {
+	// fails the test. (211 since round 3; the sources whose imageRegistry
+	// entry fails without a registry client are not verified: a side that
+	// needed a host the test has not is not compared.)
+	if min := 211; equal < min {
 		t.Errorf("%d of %d policies convert with equal results, want at least %d", equal, len(rows), min)
 	}
 }
@@ -174,12 +171,13 @@ func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
 					acc.Evaluations += p.Evaluations
 					acc.Differences = append(acc.Differences, p.Differences...)
 					acc.Unverified = append(acc.Unverified, p.Unverified...)
+					acc.NotCompared = append(acc.NotCompared, p.NotCompared...)
 				}
 			}
 		}
 	}
 	if objs := chainsawResources(t, dir); len(objs) > 0 {
-		cluster := inmem.New(objs...)
+		cluster := inmem.New(clusterObjects(objs)...)
 		v, err := Verify(ctx, all, objs, WithEngineOptions(engine.WithClient(cluster), engine.WithConfigMapResolver(cluster),
 			engine.WithAPIClient(cluster)))
 		if err != nil {
@@ -199,6 +197,11 @@ func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
 			if err != nil {
 				continue
 			}
+			for _, r := range env.Resources {
+				// as the API server stores them, like the chainsaw
+				// test's objects
+				templateMetadata(r)
+			}
 			v, err := Verify(ctx, all, env.Resources, WithEngineOptions(env.EngineOptions...), WithRequests(env.Request),
 				WithContextValues(env.RuleValues))
 			if err != nil {
@@ -210,13 +213,13 @@ func corpusFolder(t *testing.T, dir, folder string) []corpusRow {
 	}
 	var rows []corpusRow
 	for _, c := range convs {
-		rows = append(rows, corpusOutcome(folder, c, results[c]))
+		rows = append(rows, corpusOutcome(folder, c, results[c], noResourceReason(dir, len(tests) > 0)))
 	}
 	return rows
 }
 
 // corpusOutcome classifies a conversion and its verification.
-func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRow {
+func corpusOutcome(folder string, c *Conversion, v *PolicyVerification, noResource string) corpusRow {
 	row := corpusRow{folder: folder, policy: c.Name}
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
@@ -239,8 +242,12 @@ func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRo
 		}
 	case v != nil && len(v.Unverified) > 0:
 		row.status, row.detail = statusUnverified, dedup(v.Unverified)
+	case v != nil && len(v.NotCompared) > 0:
+		// a side failed for want of a host on some resources: equal on the
+		// others is not proof
+		row.status, row.detail = statusUnverified, fmt.Sprintf("equal on %d evaluations, %d not compared: %s", v.Evaluations, len(v.NotCompared), v.NotCompared[0])
 	case v == nil || v.Evaluations == 0:
-		row.status, row.detail = statusUnverified, "no resource to verify on: the folder's tests apply none (no resource files, no kyverno-test.yaml; a chainsaw script runs kubectl on a cluster)"
+		row.status, row.detail = statusUnverified, "no resource to verify on: "+noResource
 		if seen[TypeVerifyImages] {
 			row.detail += "; the images' signatures and attestations are in registries, out of reach offline"
 		}
@@ -248,6 +255,18 @@ func corpusOutcome(folder string, c *Conversion, v *PolicyVerification) corpusRo
 		row.status = statusEqual
 	}
 	return row
+}
+
+// noResourceReason says why a folder gives no resource to verify on.
+func noResourceReason(dir string, kyvernoTests bool) string {
+	_, err := os.Stat(filepath.Join(dir, ".chainsaw-test", "chainsaw-test.yaml"))
+	switch {
+	case kyvernoTests:
+		return "its kyverno-test.yaml gives none the policy applies to"
+	case err != nil:
+		return "the folder has no test (no resource file, no chainsaw test, no kyverno-test.yaml)"
+	}
+	return "its chainsaw test applies none (its scripts run kubectl on a cluster)"
 }
 
 func dedup(xs []string) string {
@@ -366,6 +385,19 @@ func chainsawResources(t *testing.T, dir string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// clusterObjects are the objects of the cluster a chainsaw test runs in:
+// the test's, and the Namespace default every cluster has.
+func clusterObjects(objs []map[string]any) []map[string]any {
+	for _, o := range objs {
+		if resourceName(o) == "Namespace default" {
+			return objs
+		}
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default",
+		"labels": map[string]any{"kubernetes.io/metadata.name": "default"}}}
+	return append(append([]map[string]any(nil), objs...), ns)
 }
 
 // templateMetadata gives a Pod controller's templates the metadata the
@@ -517,7 +549,7 @@ func handConversion(t *testing.T, ours *Conversion, dir string) *Conversion {
 				continue
 			}
 			typ := map[string]string{api.KindValidatingPolicy: TypeValidate, api.KindMutatingPolicy: TypeMutate,
-				api.KindGeneratingPolicy: TypeGenerate, api.KindImageValidatingPolicy: TypeVerifyImages}[obj.GetKind()]
+				api.KindGeneratingPolicy: TypeGenerate, api.KindImageValidatingPolicy: TypeVerifyImages}[api.KindOf(obj)]
 			mo, ok := obj.(metav1.Object)
 			if !ok {
 				continue
@@ -549,7 +581,7 @@ func verifyHand(t *testing.T, c *Conversion, objs []map[string]any, src string) 
 		}
 	}
 	if len(objs) > 0 {
-		cluster := inmem.New(objs...)
+		cluster := inmem.New(clusterObjects(objs)...)
 		if v, err := Verify(ctx, []*Conversion{c}, objs, WithEngineOptions(engine.WithClient(cluster),
 			engine.WithConfigMapResolver(cluster), engine.WithAPIClient(cluster))); err == nil {
 			collect(v)
@@ -565,6 +597,9 @@ func verifyHand(t *testing.T, c *Conversion, objs []map[string]any, src string) 
 			env, err := tt.Environment()
 			if err != nil {
 				continue
+			}
+			for _, r := range env.Resources {
+				templateMetadata(r)
 			}
 			if v, err := Verify(ctx, []*Conversion{c}, env.Resources, WithEngineOptions(env.EngineOptions...),
 				WithRequests(env.Request), WithContextValues(env.RuleValues)); err == nil {

@@ -82,9 +82,12 @@
 // without an exact CEL equivalent (arithmetic on durations, time layouts
 // other than RFC 3339, named groups in a replacement), rule-level
 // PolicyExceptions of a policy whose other rules share the output,
-// several mutate targets,
-// validate.podSecurity (Kyverno runs pod-security-admission's checks with
-// exclusions; no CEL library does) and validate.manifests.
+// several mutate targets, validate.manifests, and of validate.podSecurity
+// a pinned version (it runs every revision of a check up to it) and
+// exclusions by restrictedField and values (they exempt single field
+// errors). validate.podSecurity at the latest version becomes the Pod
+// Security Standards' checks in CEL, less its exclusions as Kyverno
+// applies them (see podsecurity.go).
 //
 // # Verification
 //
@@ -103,7 +106,11 @@
 // the context entries the outputs turned into variables and cel.bind
 // names (in the expressions of the rule they belong to); a value that is
 // the JSON text of a list or map is that list or map, as Kyverno's
-// operators read it.
+// operators read it. The values of the request (request.namespace,
+// request.object.x, request.operation, serviceAccountName) are applied to
+// the request the outputs see. A resource on which one side needed a host
+// the verification was not given (an error wrapping
+// engine.ErrNotConfigured) is listed in NotCompared, not compared.
 //
 // Deliberate differences, which verification shows where they matter: a
 // rule without operations matches CREATE and UPDATE (and DELETE when its

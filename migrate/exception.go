@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -121,7 +122,7 @@ func (c *jp) exceptionMatch(m *api.MatchResources, path string) (ex, error) {
 
 // exceptionRefs are the outputs holding the rules an exception entry
 // names.
-func exceptionRefs(e api.Exception, policies []*Conversion, path string) ([]api.PolicyRef, *Problem) {
+func exceptionRefs(e api.Exception, policies []*Conversion, path string) ([]policiesv1alpha1.PolicyRef, *Problem) {
 	var src *Conversion
 	for _, c := range policies {
 		if c.Kind != api.KindClusterPolicy && c.Kind != api.KindPolicy {
@@ -134,7 +135,7 @@ func exceptionRefs(e api.Exception, policies []*Conversion, path string) ([]api.
 	if src == nil {
 		return nil, &Problem{Path: path + ".policyName", Construct: "policy " + e.PolicyName, Detail: "not among the converted policies"}
 	}
-	var refs []api.PolicyRef
+	var refs []policiesv1alpha1.PolicyRef
 	for _, o := range src.Outputs {
 		p, ok := o.Object.(api.PolicyObject)
 		if !ok {
@@ -153,9 +154,9 @@ func exceptionRefs(e api.Exception, policies []*Conversion, path string) ([]api.
 		}
 		if len(other) > 0 {
 			return nil, &Problem{Path: path + ".ruleNames", Construct: "ruleNames " + strings.Join(e.RuleNames, ", "),
-				Detail: fmt.Sprintf("%s %s also holds rules %s: a CEL exception exempts the whole policy", p.GetKind(), p.GetName(), strings.Join(other, ", "))}
+				Detail: fmt.Sprintf("%s %s also holds rules %s: a CEL exception exempts the whole policy", api.KindOf(p), p.GetName(), strings.Join(other, ", "))}
 		}
-		refs = append(refs, api.PolicyRef{Name: p.GetName(), Kind: p.GetKind()})
+		refs = append(refs, policiesv1alpha1.PolicyRef{Name: p.GetName(), Kind: api.KindOf(p)})
 	}
 	for _, r := range src.Rules {
 		if matchesAny(e.RuleNames, r.Rule) && !r.Converted() {

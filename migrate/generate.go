@@ -312,7 +312,7 @@ func assembleGenerating(src api.ClassicPolicy, name string, rules []*grule, pv *
 	gp := &api.GeneratingPolicy{}
 	gp.APIVersion = api.GroupPolicies + "/v1"
 	gp.Kind = api.KindGeneratingPolicy
-	if src.IsNamespaced() {
+	if api.IsNamespaced(src) {
 		gp.Kind = api.KindNamespacedGeneratingPolicy
 		gp.Namespace = src.GetNamespace()
 	}
@@ -338,7 +338,7 @@ func assembleGenerating(src api.ClassicPolicy, name string, rules []*grule, pv *
 	if rules[0].orphan {
 		eval.OrphanDownstreamOnPolicyDelete = &policiesv1alpha1.OrphanDownstreamOnPolicyDeleteConfiguration{Enabled: &t}
 	}
-	if src.GetSpec().IsGenerateExisting() {
+	if generateExisting(src.GetSpec()) {
 		eval.GenerateExistingConfiguration = &policiesv1alpha1.GenerateExistingConfiguration{Enabled: &t}
 	}
 	if s := src.GetSpec(); s.Admission != nil && !*s.Admission {
@@ -387,4 +387,19 @@ func assembleGenerating(src api.ClassicPolicy, name string, rules []*grule, pv *
 		spec.Variables = append(spec.Variables, varOut(v))
 	}
 	return gp, comments
+}
+
+// generateExisting reports whether generate rules also apply to existing
+// triggers, combining the rule field and the deprecated spec fields as
+// upstream does.
+func generateExisting(s *api.Spec) bool {
+	for i := range s.Rules {
+		if g := s.Rules[i].Generation; g != nil && g.GenerateExisting != nil {
+			return *g.GenerateExisting
+		}
+	}
+	if s.GenerateExistingOnPolicyUpdate != nil && *s.GenerateExistingOnPolicyUpdate {
+		return true
+	}
+	return s.GenerateExisting
 }

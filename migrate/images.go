@@ -76,11 +76,11 @@ func convertImageRules(p api.ClassicPolicy, name string, idx []int, outcomes []R
 	iv := &api.ImageValidatingPolicy{}
 	iv.APIVersion = api.GroupPolicies + "/v1"
 	iv.Kind = api.KindImageValidatingPolicy
-	if p.IsNamespaced() {
+	if api.IsNamespaced(p) {
 		iv.Kind = api.KindNamespacedImageValidatingPolicy
 	}
 	iv.ObjectMeta = metav1.ObjectMeta{Name: name, Labels: labelsOf(p), Annotations: outputAnnotations(p.GetAnnotations())}
-	if p.IsNamespaced() {
+	if api.IsNamespaced(p) {
 		iv.Namespace = p.GetNamespace()
 	}
 	s := &iv.Spec

@@ -49,6 +49,11 @@ type jv struct {
 	parts []jv
 	// pres, for an optional, tests that it has a value (has() chains)
 	pres ex
+	// own marks the object written request."object": Kyverno's autogen
+	// rewrites request.object.spec and .metadata as text, so this
+	// spelling reads the controller's own fields; so does CEL's index
+	// form object['metadata'], which the CEL autogen leaves alone
+	own bool
 }
 
 // present tests that the optional v has a value.
@@ -155,6 +160,9 @@ type jp struct {
 	// contextObject, when set, is what request.object is in the rule's
 	// context entries (the trigger of a rule with mutate targets)
 	contextObject *ex
+	// patternVars, when set, collects the values the variables of a
+	// validate pattern read strictly (see strictPattern)
+	patternVars *[]patternVar
 }
 
 // need says what the consumer of a value does with a missing one.
@@ -172,7 +180,7 @@ const (
 // parseJMESPath parses a JMESPath expression.
 func parseJMESPath(expr string) (parsing.ASTNode, error) {
 	p := parsing.NewParser()
-	n, err := p.Parse(expr)
+	n, err := p.Parse(strings.ReplaceAll(expr, `request."object"`, "request."+ownObject))
 	if err != nil {
 		return n, unsupportedf("JMESPath", "%q does not parse: %v", expr, err)
 	}
@@ -531,8 +539,20 @@ func (c *jp) field(cur jv, name string, nd need) (jv, error) {
 		out.e = field(cur.e, name)
 		out.nonEmpty = nonEmptyField(name)
 	}
+	if cur.own && (name == "metadata" || name == "spec") {
+		// the index form, which autogen does not rewrite
+		if out.opt {
+			out.e = ex{s: cur.e.at(precPrimary) + "[?" + strLit(name).s + "]", prec: precPrimary}
+		} else {
+			out.e = index(cur.e, strLit(name))
+		}
+	}
 	return out, nil
 }
+
+// ownObject stands for request."object" in a parsed expression (see
+// jv.own).
+const ownObject = "gavelOwnObject"
 
 // dynIndex converts cur."{{ x }}": the field named by x's value.
 func (c *jp) dynIndex(cur jv, key jv, nd need) (jv, error) {
@@ -583,6 +603,10 @@ func (c *jp) rootName(name string) (jv, error) {
 // requestField converts request.<name>.
 func (c *jp) requestField(name string) (jv, error) {
 	switch name {
+	case ownObject:
+		v, err := c.requestField("object")
+		v.own = true
+		return v, err
 	case "object":
 		if c.sc.deleteOp {
 			return jv{e: c.sc.oldObject, t: tMap}, nil
@@ -630,6 +654,10 @@ func (c *jp) index(l jv, i int, nd need) (jv, error) {
 // listOperand is the list a projection ranges over: a missing list is
 // empty (JMESPath gives null, which a projection ignores).
 func listOperand(v jv) ex {
+	if v.opt && nullableLists[v.key] {
+		// the API server writes the field as null when it is empty
+		return method(macro(v.e, "optFlatMap", v.key, call("optional.ofNonZeroValue", ident(v.key))), "orValue", listOf())
+	}
 	if v.opt {
 		return v.value(listOf())
 	}

@@ -209,7 +209,7 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 	mp := &api.MutatingPolicy{}
 	mp.APIVersion = api.GroupPolicies + "/v1"
 	mp.Kind = api.KindMutatingPolicy
-	if src.IsNamespaced() {
+	if api.IsNamespaced(src) {
 		mp.Kind = api.KindNamespacedMutatingPolicy
 		mp.Namespace = src.GetNamespace()
 	}
@@ -339,7 +339,7 @@ func assembleMutating(src api.ClassicPolicy, name string, rules []*mrule, pv *po
 // targetsOf writes the existing resources the rules mutate: a rule with
 // targets makes the output mutate existing resources (all its rules must
 // then share the targets).
-func targetsOf(rules []*mrule, spec *api.MutatingPolicySpec, comments map[string]string) {
+func targetsOf(rules []*mrule, spec *policiesv1alpha1.MutatingPolicySpec, comments map[string]string) {
 	t := rules[0].target
 	if t == nil {
 		return

@@ -689,6 +689,63 @@ func (c *jp) foreachPatch(fe *api.ForEachMutation, depth int, path string) (ex, 
 	return method(e, "flatten"), nil
 }
 
+// liftElementMaps lifts the free maps (labels, annotations) of a patch
+// whose entry reads the element into one map of every selected element's
+// entry (transform.listObjToMap), when nothing else of the patch reads
+// the element: each element's patch merges its entry.
+func liftElementMaps(res smpResult, listE ex, x string, sel ex, binds func(ex) ex) (ex, bool) {
+	if len(res.perElement) == 0 {
+		return ex{}, false
+	}
+	selected := listE
+	if !sel.isTrue() {
+		selected = macro(listE, "filter", x, sel)
+	}
+	text := res.obj.s
+	for _, m := range res.perElement {
+		if len(m.keys) != 1 || !strings.Contains(text, m.text) {
+			return ex{}, false
+		}
+		keys := macro(selected, "map", x, binds(ex{s: "{'key': " + m.keys[0].s + "}", prec: precPrimary}))
+		vals := macro(selected, "map", x, binds(ex{s: "{'value': " + m.vals[0].s + "}", prec: precPrimary}))
+		lifted := call("transform.listObjToMap", keys, vals, strLit("key"), strLit("value"))
+		text = strings.Replace(text, m.text, lifted.s, 1)
+	}
+	if !onlyInLifted(text, x) {
+		return ex{}, false
+	}
+	return ex{s: text, prec: res.obj.prec}, true
+}
+
+// onlyInLifted reports whether every use of x in text is inside a
+// transform.listObjToMap call (the lifted maps bind x themselves).
+func onlyInLifted(text, x string) bool {
+	for {
+		i := strings.Index(text, "transform.listObjToMap(")
+		if i < 0 {
+			return !mentions(text, x)
+		}
+		depth, j := 0, i+len("transform.listObjToMap")
+		for ; j < len(text); j++ {
+			if text[j] == '(' {
+				depth++
+			} else if text[j] == ')' {
+				depth--
+				if depth == 0 {
+					break
+				}
+			}
+		}
+		if mentions(text[:i], x) {
+			return false
+		}
+		if j >= len(text) {
+			return true
+		}
+		text = text[j+1:]
+	}
+}
+
 // foreachApply turns the strategic merge patch of one element into the
 // patch of every selected element.
 func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds func(ex) ex, path string) (foreachMut, error) {
@@ -704,6 +761,9 @@ func (c *jp) foreachApply(res smpResult, listE ex, x, idx string, pre ex, binds 
 		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
 	}
 	if lifted, ok := liftFilters(res.obj, listE, x, sel, binds); ok {
+		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
+	}
+	if lifted, ok := liftElementMaps(res, listE, x, sel, binds); ok {
 		return foreachMut{mutation: mutation{apply: true, expr: lifted, note: "foreach patchStrategicMerge"}, atomic: res.atomic}, nil
 	}
 	if !mentions(obj.s, x) {

@@ -79,7 +79,7 @@ func labelsOf(p api.PolicyObject) map[string]string {
 // writeSettings writes the policy-wide settings of a ClusterPolicy into a
 // ValidatingPolicy: failure policy, background and admission, webhook
 // timeout.
-func writeSettings(src api.ClassicPolicy, spec *api.ValidatingPolicySpec, comments map[string]string) {
+func writeSettings(src api.ClassicPolicy, spec *policiesv1alpha1.ValidatingPolicySpec, comments map[string]string) {
 	s := src.GetSpec()
 	if fp := failurePolicy(s); fp != nil {
 		spec.FailurePolicy = fp

@@ -268,6 +268,14 @@ func (c *jp) wildcardEntry(v vref, e anchorEntry, path string) (outcome, error) 
 	switch {
 	case e.isAnchor && e.anchor == patterns.Negation:
 		return outcome{fail: macro(v.e, "exists", k, keyTest), skip: exFalse}, nil
+	case e.isAnchor && e.anchor == patterns.Equality:
+		// optional: no key that fits passes, else the value of one must
+		val := vref{e: index(v.e, ident(k)), present: exTrue, key: "value", t: tString}
+		h, err := c.leaf(val, e.value, path)
+		if err != nil {
+			return outcome{}, err
+		}
+		return outcome{fail: and(macro(v.e, "exists", k, keyTest), not(macro(v.e, "exists", k, and(keyTest, h)))), skip: exFalse}, nil
 	case e.isAnchor:
 		return outcome{}, unsupportedf("anchor "+e.raw, "at %s: a wildcard key under this anchor", path)
 	}
@@ -551,6 +559,9 @@ func (c *jp) dynamicLeaf(v vref, s string) (ex, error) {
 		x = call("string", x)
 	}
 	want := val.value(strLit(""))
+	if c.patternVars != nil && !val.opt && !isLiteral(want.s) {
+		want = c.patternVar(val)
+	}
 	if val.t != tString {
 		want = call("string", want)
 	}
@@ -559,6 +570,49 @@ func (c *jp) dynamicLeaf(v vref, s string) (ex, error) {
 		test = method(x, "startsWith", want)
 	}
 	return negIf(test, neg), nil
+}
+
+// patternVar is a value a pattern's variable reads strictly (see
+// strictPattern).
+type patternVar struct {
+	e ex
+}
+
+// patternVar records the value v for strictPattern (once per value).
+func (c *jp) patternVar(v jv) ex {
+	e := v.value(strLit(""))
+	for _, pv := range *c.patternVars {
+		if pv.e.s == e.s {
+			return e
+		}
+	}
+	*c.patternVars = append(*c.patternVars, patternVar{e: e})
+	return e
+}
+
+// strictPattern converts a validate pattern as Kyverno evaluates it: the
+// variables of the whole pattern are substituted first, so one that
+// reads a missing field is an error wherever it is, even where the
+// pattern would not compare it. The values they read are read first, in
+// a list (a conditional's condition: CEL's && and || would let a false
+// or true operand hide the error).
+func (c *jp) strictPattern(v vref, p any) (tri, error) {
+	saved := c.patternVars
+	var vars []patternVar
+	c.patternVars = &vars
+	t, err := c.pattern(v, p, "")
+	c.patternVars = saved
+	if err != nil || len(vars) == 0 {
+		return t, err
+	}
+	items := make([]ex, len(vars))
+	for i, pv := range vars {
+		items[i] = pv.e
+	}
+	read := rel(call("size", listOf(items...)), "==", numLit(float64(len(items))))
+	read.s = "\n// Kyverno substitutes the pattern's variables first: one that reads a missing field is an error\n" + read.s
+	t.holds = ex{s: read.s + " ? " + t.holds.at(precOr) + " : false", prec: precCond}
+	return t, nil
 }
 
 // stripTemplates removes the {{ }} of s.

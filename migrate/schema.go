@@ -144,6 +144,11 @@ const oldObjectKey = "\x00oldObject"
 // requiredField reports a field of an element of a list field that the
 // API server always sets (a container's name and image, a volume's name):
 // such a field is read without a presence test.
+// nullableLists are the list fields of Kubernetes objects that the API
+// server writes as null when they are empty (no omitempty in their JSON
+// tags): a Role's rules, a policy rule's verbs.
+var nullableLists = map[string]bool{"rules": true, "verbs": true}
+
 func requiredField(parent, name string) bool {
 	switch parent {
 	case oldObjectKey:

@@ -54,6 +54,15 @@ type smpResult struct {
 	// roots are the fields of a map's object, and typeName its type
 	roots    []rootField
 	typeName string
+	// perElement are the free maps (labels, annotations) whose keys or
+	// values read the foreach element: their text, keys and values
+	perElement []elementMap
+}
+
+// elementMap is a free map of a foreach patch that reads the element.
+type elementMap struct {
+	text       string
+	keys, vals []ex
 }
 
 // rootField is a field of a converted map: its value, and the empty
@@ -127,6 +136,8 @@ func (c *jp) smpMapAt(m map[string]any, v vref, typeName, ptr, path string) (smp
 	var roots []rootField
 	var conds, globals []ex
 	var patches []ex
+	var perElement []elementMap
+	var freeKeys, freeVals []ex
 	atomic := false
 	free := freeMaps[v.key]
 	for _, k := range keys {
@@ -204,6 +215,7 @@ func (c *jp) smpMapAt(m map[string]any, v vref, typeName, ptr, path string) (smp
 		}
 		atomic = atomic || value.atomic
 		patches = append(patches, value.patches...)
+		perElement = append(perElement, value.perElement...)
 		if value.cond.s != "" && !value.cond.isTrue() {
 			conds = append(conds, and(ch.present, value.cond))
 		}
@@ -219,8 +231,18 @@ func (c *jp) smpMapAt(m map[string]any, v vref, typeName, ptr, path string) (smp
 			continue
 		}
 		if free {
-			fields = append(fields, strLit(name).s+": "+value.obj.s)
-			roots = append(roots, rootField{name: strLit(name).s, value: value.obj, empty: emptyOf(val, typeName+"."+name, true)})
+			key := strLit(name)
+			if strings.Contains(name, "{{") {
+				// a key given by variables: its value
+				kv, err := c.str(name)
+				if err != nil {
+					return smpResult{}, at(kpath, err)
+				}
+				key = kv.value(strLit(""))
+			}
+			fields = append(fields, key.s+": "+value.obj.s)
+			freeKeys, freeVals = append(freeKeys, key), append(freeVals, value.obj)
+			roots = append(roots, rootField{name: key.s, value: value.obj, empty: emptyOf(val, typeName+"."+name, true)})
 			continue
 		}
 		if !isIdent(name) {
@@ -230,9 +252,12 @@ func (c *jp) smpMapAt(m map[string]any, v vref, typeName, ptr, path string) (smp
 		roots = append(roots, rootField{name: name, value: value.obj, empty: emptyOf(val, typeName+"."+name, freeMaps[name])})
 	}
 	out := smpResult{cond: and(conds...), global: and(globals...), atomic: atomic, patches: patches, empty: len(fields) == 0,
-		roots: roots, typeName: typeName}
+		roots: roots, typeName: typeName, perElement: perElement}
 	if free {
 		out.obj = ex{s: "{" + strings.Join(fields, ", ") + "}", prec: precPrimary}
+		if el, ok := c.sc.lookup("element"); ok && mentions(out.obj.s, el.e.s) {
+			out.perElement = append(out.perElement, elementMap{text: out.obj.s, keys: freeKeys, vals: freeVals})
+		}
 	} else {
 		out.obj = typed(typeName, fields)
 	}
@@ -421,7 +446,7 @@ func (c *jp) smpList(list []any, v vref, typeName, path string) (smpResult, erro
 	if len(parts) == 0 {
 		return smpResult{cond: exTrue, global: and(globals...), empty: true, atomic: atomic}, nil
 	}
-	if _, inForeach := c.sc.lookup("element"); !every && allNamed && !inForeach {
+	if _, inForeach := c.sc.lookup("element"); !every && allNamed && !inForeach && !v.present.isFalse() {
 		// a strategic merge puts the elements it names first, the others
 		// after them: an apply keeps the order of the list it is given
 		list := v.e

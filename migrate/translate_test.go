@@ -1,6 +1,8 @@
 package migrate
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -47,6 +49,10 @@ func TestTemplates(t *testing.T) {
 		{"{{ to_string(request.object.metadata.labels) }}", "json.marshal(object.metadata.?labels.orValue(null))"},
 		{"{{ merge(request.object.metadata.labels, `{\"a\": \"b\"}`) }}",
 			"cel.bind(keys, object.metadata.labels.map(key, key).filter(key, !(key in {'a': 'b'})) + {'a': 'b'}.map(key, key), transform.listObjToMap(keys.map(key, {'key': key}), keys.map(key, {'value': key in {'a': 'b'} ? {'a': 'b'}[key] : object.metadata.labels[key]}), 'key', 'value'))"},
+		// request."object" escapes Kyverno's autogen: so does the index form
+		{`{{ request."object".metadata.name }}`, "object['metadata'].name"},
+		// a list the API server writes as null when empty
+		{"{{ request.object.rules[].verbs[] }}", "object.?rules.optFlatMap(rules, optional.ofNonZeroValue(rules)).orValue([]).filter(rule, has(rule.verbs)).map(rule, rule.verbs).flatten()"},
 		// a nested template is a dynamic key
 		{`{{ cm.data."{{ request.namespace }}" }}`, "variables.cm.data[request.namespace]"},
 	}
@@ -105,6 +111,17 @@ func TestConditions(t *testing.T) {
 			"duration(object.metadata.annotations.ttl) > duration('1h')"},
 		{"range", api.Condition{Key: "{{ request.object.spec.replicas }}", Operator: "AnyIn", Value: "1-5"},
 			"double(string(object.spec.replicas)) >= 1 && double(string(object.spec.replicas)) <= 5"},
+		// a value known only at evaluation: Kyverno matches it as a wildcard
+		{"equals a variable", api.Condition{Key: "{{ request.object.metadata.name }}", Operator: "Equals", Value: "{{ cm.data.pattern }}"},
+			`cel.bind(pattern, variables.cm.data.pattern, pattern.contains('*') || pattern.contains('?') ? object.metadata.name.matches('^\\Q' + pattern.replace('\\E', '\\E\\\\E\\Q').replace('*', '\\E.*\\Q').replace('?', '\\E.\\Q') + '\\E$') : object.metadata.name == pattern)`},
+		// and a number key compares with the number a string writes
+		{"number equals a variable", api.Condition{Key: "{{ request.object.spec.replicas }}", Operator: "Equals", Value: "{{ cm.data.replicas }}"},
+			`cel.bind(value, variables.cm.data.replicas, value.matches('^[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$') && double(value) == double(object.spec.replicas))`},
+		// a string key that writes no number is not greater than one
+		{"text greater than", api.Condition{Key: "{{ cm.data.count }}", Operator: "GreaterThan", Value: 0.0},
+			`cel.bind(key, variables.cm.data.count, key.matches('^[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$') && double(key) > 0)`},
+		{"unknown type greater than", api.Condition{Key: "{{ request.object.metadata.annotations.count || '' }}", Operator: "GreaterThan", Value: 0.0},
+			`cel.bind(key, object.metadata.?annotations.?count.orValue(''), type(key) == string ? key.matches('^[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$') && double(key) > 0 : (type(key) == int || type(key) == uint || type(key) == double) && double(key) > 0)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,8 +129,8 @@ func TestConditions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.s != tt.want {
-				t.Errorf("got  %s\nwant %s", e.s, tt.want)
+			if flat(e.s) != tt.want {
+				t.Errorf("got  %s\nwant %s", flat(e.s), tt.want)
 			}
 		})
 	}
@@ -143,6 +160,8 @@ func TestPatterns(t *testing.T) {
 		{name: "alternatives", pattern: map[string]any{"spec": map[string]any{"restartPolicy": "Always|OnFailure"}},
 			holds: "has(object.spec.restartPolicy) && (object.spec.restartPolicy == 'Always|OnFailure' || object.spec.restartPolicy == 'Always' || object.spec.restartPolicy == 'OnFailure')", skip: "false"},
 		{name: "reference", pattern: map[string]any{"spec": map[string]any{"a": "$(./b)"}}, construct: "reference $(./b)"},
+		{name: "wildcard key under an equality anchor", pattern: map[string]any{"=(metadata)": map[string]any{"=(annotations)": map[string]any{"=(x.io/*)": "a|b"}}},
+			holds: "!has(object.metadata.annotations) || !object.metadata.annotations.exists(key, key.startsWith('x.io/')) || object.metadata.annotations.exists(key, key.startsWith('x.io/') && (object.metadata.annotations[key] == 'a|b' || object.metadata.annotations[key] == 'a' || object.metadata.annotations[key] == 'b'))", skip: "false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,4 +197,111 @@ func flat(s string) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+func TestAPICalls(t *testing.T) {
+	tests := []struct {
+		name string
+		call api.APICall
+		want string
+	}{
+		{"resource given by a variable", api.APICall{URLPath: "/apis/apps/v1/namespaces/{{ request.namespace }}/{{ cm.data.resource }}"},
+			"resource.List('apps/v1', variables.cm.data.resource, request.namespace)"},
+		{"fieldSelector", api.APICall{URLPath: "/apis/apps/v1/namespaces/{{request.namespace}}/deployments?fieldSelector=metadata.name={{request.name}}", JMESPath: "items[0]"},
+			"cel.bind(list, resource.List('apps/v1', 'deployments', request.namespace), {'items': list.?items.orValue([]).filter(item, string(item.?metadata.?name.orValue('')) == request.name)}).?items[?0].orValue(null)"},
+		{"fieldSelector and labelSelector", api.APICall{URLPath: "/api/v1/pods?labelSelector=app=x&fieldSelector=spec.nodeName!=n1,status.phase==Running", JMESPath: "items"},
+			"cel.bind(list, resource.List('v1', 'pods', '', {'app': 'x'}), {'items': list.?items.orValue([]).filter(item, string(item.?spec.?nodeName.orValue('')) != 'n1' && string(item.?status.?phase.orValue('')) == 'Running')}).?items.orValue(null)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _, _, err := newTestJP().apiCall(&tt.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := flat(e.s); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	// a fieldSelector with a jmesPath that reads the list itself
+	call := api.APICall{URLPath: "/api/v1/pods?fieldSelector=spec.nodeName=n1", JMESPath: "metadata.resourceVersion"}
+	if _, _, _, err := newTestJP().apiCall(&call); err == nil {
+		t.Error("a fieldSelector whose jmesPath reads the list's metadata converts")
+	}
+}
+
+// TestStrictPattern: a pattern's variables are read before its tests, as
+// Kyverno substitutes them first.
+func TestStrictPattern(t *testing.T) {
+	c := newTestJP()
+	got, err := c.strictPattern(c.objectRef(), map[string]any{"spec": map[string]any{"=(a)": "{{ request.object.spec.b }}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := " // Kyverno substitutes the pattern's variables first: one that reads a missing field is an error size([object.spec.b]) == 1 ? !has(object.spec.a) || string(object.spec.a) == string(object.spec.b) : false"
+	if flat(got.holds.s) != want {
+		t.Errorf("got  %s\nwant %s", flat(got.holds.s), want)
+	}
+}
+
+// TestForeachElementMap: a foreach strategic merge whose annotation key
+// reads the element becomes one map of every element's entry, and
+// decides as the source.
+func TestForeachElementMap(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: annotate
+spec:
+  rules:
+  - name: annotate
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      foreach:
+      - list: request.object.spec.containers
+        preconditions:
+          all:
+          - key: "{{ element.name }}"
+            operator: NotEquals
+            value: skip-me
+        patchStrategicMerge:
+          metadata:
+            annotations:
+              example.com/{{element.name}}: "{{ element.image }}"
+`
+	docs, err := api.ReadDocuments(strings.NewReader(src), "annotate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := Convert(docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !conv.Rules[0].Converted() {
+		t.Fatalf("not converted: %v", conv.Rules[0].Problems)
+	}
+	var y strings.Builder
+	if err := conv.WriteYAML(&y); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(y.String(), "transform.listObjToMap(") {
+		t.Errorf("no lifted map:\n%s", y.String())
+	}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "default",
+		"annotations": map[string]any{"keep": "x"}},
+		"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "a", "image": "nginx"},
+			map[string]any{"name": "skip-me", "image": "busybox"},
+			map[string]any{"name": "b", "image": "redis"}}}}
+	v, err := Verify(context.Background(), []*Conversion{conv}, []map[string]any{pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := v.Policies[0]
+	if p.Evaluations != 1 || len(p.Differences) > 0 || len(p.Unverified) > 0 {
+		t.Errorf("verification: %+v", p)
+	}
 }

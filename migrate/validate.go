@@ -23,13 +23,13 @@ func (c *jp) objectRef() vref {
 func (c *jp) validateBody(v *api.Validation, path string) (body, error) {
 	switch {
 	case v.PodSecurity != nil:
-		return body{}, unsupportedf("validate.podSecurity", "at %s.podSecurity: Kyverno runs the Pod Security Standards' checks of k8s.io/pod-security-admission at the level and version, with exclusions by control, image and field value; the CEL policy types have no such library, and the library's pod-security-cel policies rewrite the latest version's controls without those exclusions: write a validation per control", path)
+		return c.podSecurityBody(v.PodSecurity, path+".podSecurity")
 	case v.Manifests != nil:
 		return body{}, unsupportedf("validate.manifests", "at %s.manifests: signed manifests have no CEL policy type", path)
 	case v.Assert != nil:
 		return body{}, unsupportedf("validate.assert", "at %s.assert: kyverno-json assertions", path)
 	case v.Pattern != nil:
-		t, err := c.pattern(c.objectRef(), v.Pattern, "")
+		t, err := c.strictPattern(c.objectRef(), v.Pattern)
 		if err != nil {
 			return body{}, at(path+".pattern", err)
 		}
@@ -160,7 +160,7 @@ func (c *jp) foreachOne(fe *api.ForEachValidation, path string, depth int) (hold
 	var b body
 	switch {
 	case fe.Pattern != nil:
-		t, err := c.pattern(target, fe.Pattern, "")
+		t, err := c.strictPattern(target, fe.Pattern)
 		if err != nil {
 			return ex{}, ex{}, at(path+".pattern", err)
 		}

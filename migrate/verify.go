@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -36,6 +37,11 @@ type PolicyVerification struct {
 	// Unverified are the outputs that were not compared, with why (the
 	// engine does not evaluate their kind, rules were not converted).
 	Unverified []string
+	// NotCompared are the resources ("Kind namespace/name: why") on
+	// which one side failed for want of a host the verification was not
+	// given (engine.ErrNotConfigured: image data without a
+	// RegistryClient, ...): their results say nothing of the conversion.
+	NotCompared []string
 }
 
 // Difference is one resource on which a source and its output differ.
@@ -49,6 +55,10 @@ type Difference struct {
 	Original, Converted string
 	// Detail is a path where mutated or generated resources differ.
 	Detail string
+	// unconfigured, when set, is the error of a side that needed a host
+	// the verification has not (engine.ErrNotConfigured): the results are
+	// not compared.
+	unconfigured string
 }
 
 func (d Difference) String() string {
@@ -147,14 +157,14 @@ func (cfg *verifyConfig) engines(convs []*Conversion) (*engine.Engine, *engine.E
 		if err != nil {
 			return nil, nil, fmt.Errorf("exceptions: %w", err)
 		}
-		origOpts = append(origOpts, engine.WithExceptions(engine.StaticExceptions{Set: set}))
+		origOpts = append(origOpts, engine.WithExceptions(set))
 	}
 	if len(cel) > 0 {
 		set, err := exceptions.Compile(nil, exceptions.CEL(cel...))
 		if err != nil {
 			return nil, nil, fmt.Errorf("converted exceptions: %w", err)
 		}
-		convOpts = append(convOpts, engine.WithExceptions(engine.StaticExceptions{Set: set}))
+		convOpts = append(convOpts, engine.WithExceptions(set))
 	}
 	origEng, err := engine.New(origOpts...)
 	if err != nil {
@@ -223,9 +233,14 @@ func verifyPolicy(ctx context.Context, cfg *verifyConfig, origEng, convEng *engi
 			if err != nil {
 				return nil, err
 			}
-			pv.Evaluations++
-			if d != nil {
+			switch {
+			case d != nil && d.unconfigured != "":
+				pv.NotCompared = append(pv.NotCompared, fmt.Sprintf("%s: %s", d.Resource, d.unconfigured))
+			case d != nil:
+				pv.Evaluations++
 				pv.Differences = append(pv.Differences, *d)
+			default:
+				pv.Evaluations++
 			}
 		}
 	}
@@ -343,11 +358,29 @@ func withValues(obj api.PolicyObject, o *Output, policy string, values func(poli
 	}
 	spec, _ := m["spec"].(map[string]any)
 	vars, _ := spec["variables"].([]any)
+	var inlined []string
 	for _, v := range vars {
 		vm, _ := v.(map[string]any)
 		name, _ := vm["name"].(string)
 		if val, ok := set[name]; ok {
-			vm["expression"] = call("dyn", lit(normalize(val))).s
+			value := call("dyn", lit(normalize(val))).s
+			if expr, ok := vm["expression"].(string); ok {
+				// the matchConditions bind the variable with cel.bind
+				// (see bindVariables)
+				prefix := "cel.bind(" + name + ", "
+				inlined = append(inlined, prefix+variablesRE.ReplaceAllString(expr, "$1")+", ", prefix+value+", ")
+			}
+			vm["expression"] = value
+		}
+	}
+	if mcs, ok := spec["matchConditions"].([]any); ok && len(inlined) > 0 {
+		r := strings.NewReplacer(inlined...)
+		for _, mc := range mcs {
+			if m, ok := mc.(map[string]any); ok {
+				if e, ok := m["expression"].(string); ok {
+					m["expression"] = r.Replace(e)
+				}
+			}
 		}
 	}
 	if len(binds) > 0 {
@@ -490,7 +523,7 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 	name := o.Object.GetName()
 	d := &Difference{Resource: resourceName(res), Output: name, Type: o.Type}
 	origReq := cfg.request(orig.Policies()[0].Name(), copyJSON(res))
-	convReq := cfg.request(name, copyJSON(res))
+	convReq := convertedRequest(cfg, orig.Policies()[0].Name(), o, cfg.request(name, copyJSON(res)), origReq.Variables)
 	switch o.Type {
 	case TypeValidate, TypeVerifyImages:
 		a, err := orig.Validate(ctx, origReq)
@@ -502,6 +535,7 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 			return nil, err
 		}
 		d.Original, d.Converted = verdict(a, rules, o.Type), verdict(b, nil, "")
+		d.unconfigured = unconfigured(a, rules, o.Type, b)
 	case TypeMutate:
 		a, err := orig.Mutate(ctx, origReq)
 		if err != nil {
@@ -520,6 +554,7 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 				return nil, nil
 			}
 			d.Original, d.Converted = orNone(ea, "mutated"), orNone(eb, "mutated")
+			d.unconfigured = unconfigured(a, rules, o.Type, b)
 			return d, nil
 		}
 		if path, same := sameJSON(a.Resource, b.Resource); !same {
@@ -570,6 +605,28 @@ func sameVerdict(a, b string) bool {
 }
 
 func notApplied(v string) bool { return v == "skip" || v == "none" }
+
+// unconfigured says which side of a comparison failed for want of a
+// host the verification has not (a RegistryClient for image data, ...):
+// "" when neither or both did.
+func unconfigured(orig *engine.Response, rules map[string]bool, typ string, conv *engine.Response) string {
+	cause := func(rs []engine.RuleResult) string {
+		for _, r := range rs {
+			if r.Status == engine.StatusError && errors.Is(r.Err, engine.ErrNotConfigured) {
+				return r.Err.Error()
+			}
+		}
+		return ""
+	}
+	a, b := cause(resultsOf(orig, rules, typ)), cause(resultsOf(conv, nil, ""))
+	switch {
+	case a != "" && b == "":
+		return "the source needs a host the verification has not: " + a
+	case b != "" && a == "":
+		return "the conversion needs a host the verification has not: " + b
+	}
+	return ""
+}
 
 // errorOf is the message of the first error among a response's results
 // (of the type, among rules when given), "" when none.

@@ -339,7 +339,7 @@ func assembleValidating(src api.ClassicPolicy, name string, rules []*vrule, pv *
 	vp := &api.ValidatingPolicy{}
 	vp.APIVersion = api.GroupPolicies + "/v1"
 	vp.Kind = api.KindValidatingPolicy
-	if src.IsNamespaced() {
+	if api.IsNamespaced(src) {
 		vp.Kind = api.KindNamespacedValidatingPolicy
 		vp.Namespace = src.GetNamespace()
 	}

@@ -11,19 +11,19 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 )
 
-// APICallResponse is one entry of a test's apiCallResponses: the response
+// apiCallResponse is one entry of a test's apiCallResponses: the response
 // that a context.apiCall receives instead of a call, for a service call to
 // URL or a Kubernetes API call to URLPath (one of them), with Method (GET
 // or POST; any method when empty).
-type APICallResponse struct {
+type apiCallResponse struct {
 	URL      string          `json:"url,omitempty"`
 	URLPath  string          `json:"urlPath,omitempty"`
 	Method   string          `json:"method,omitempty"`
-	Response APICallMockBody `json:"response"`
+	Response apiCallMockBody `json:"response"`
 }
 
-// APICallMockBody is a mocked HTTP response.
-type APICallMockBody struct {
+// apiCallMockBody is a mocked HTTP response.
+type apiCallMockBody struct {
 	// StatusCode is the HTTP status, 200 when zero.
 	StatusCode int `json:"statusCode,omitempty"`
 	// Body is any JSON value.
@@ -31,7 +31,7 @@ type APICallMockBody struct {
 }
 
 // target is the URL or path the entry answers.
-func (r *APICallResponse) target() string {
+func (r *apiCallResponse) target() string {
 	if r.URL != "" {
 		return r.URL
 	}
@@ -39,7 +39,7 @@ func (r *APICallResponse) target() string {
 }
 
 // check validates an entry as upstream does before a test runs.
-func (r *APICallResponse) check() error {
+func (r *apiCallResponse) check() error {
 	switch {
 	case r.URL == "" && r.URLPath == "":
 		return fmt.Errorf("either url or urlPath is required")
@@ -72,7 +72,7 @@ func (r *APICallResponse) check() error {
 // service calls (engine.ServiceCaller) by URL, and Kubernetes API calls
 // (engine.APIClient) by urlPath, falling back to the test's cluster for
 // paths no entry names.
-type mockCalls []APICallResponse
+type mockCalls []apiCallResponse
 
 // apiCalls is the engine.APIClient of a test with apiCallResponses.
 type apiCalls struct {
@@ -99,7 +99,7 @@ func (m mockCalls) hasPath(path string) bool {
 
 // newMockCalls checks the entries before any test runs: each as
 // upstream checks it, and no two with the same method and URL.
-func newMockCalls(entries []APICallResponse) (mockCalls, error) {
+func newMockCalls(entries []apiCallResponse) (mockCalls, error) {
 	seen := map[string]bool{}
 	for i := range entries {
 		m := &entries[i]
@@ -129,7 +129,7 @@ func (m mockCalls) answer(target string, path bool, method string) ([]byte, erro
 	if method == "" {
 		method = http.MethodGet
 	}
-	var found *APICallResponse
+	var found *apiCallResponse
 	for i := range m {
 		e := &m[i]
 		if (path && e.URLPath != target) || (!path && e.URL != target) {

@@ -10,22 +10,22 @@ import (
 )
 
 func TestMockCallsValidation(t *testing.T) {
-	ok := APICallMockBody{StatusCode: 200, Body: json.RawMessage(`{}`)}
+	ok := apiCallMockBody{StatusCode: 200, Body: json.RawMessage(`{}`)}
 	tests := []struct {
 		name    string
-		entries []APICallResponse
+		entries []apiCallResponse
 		err     string
 	}{
-		{"valid", []APICallResponse{{URL: "https://a", Response: ok}, {URL: "https://a", Method: "POST", Response: ok}}, ""},
-		{"path", []APICallResponse{{URLPath: "/api/v1/namespaces", Response: ok}, {URL: "https://a", Response: APICallMockBody{Body: json.RawMessage(`[1]`)}}}, ""},
-		{"no url", []APICallResponse{{Response: ok}}, "either url or urlPath is required"},
-		{"both", []APICallResponse{{URL: "https://a", URLPath: "/a", Response: ok}}, "mutually exclusive"},
-		{"relative url", []APICallResponse{{URL: "/api/v1", Response: ok}}, "absolute https/http URL"},
-		{"relative path", []APICallResponse{{URLPath: "api/v1", Response: ok}}, "absolute path"},
-		{"method", []APICallResponse{{URL: "https://a", Method: "PUT", Response: ok}}, "GET or POST"},
-		{"status", []APICallResponse{{URL: "https://a", Response: APICallMockBody{StatusCode: 600}}}, "invalid status code 600"},
-		{"body", []APICallResponse{{URL: "https://a", Response: APICallMockBody{StatusCode: 200, Body: json.RawMessage(`{`)}}}, "not valid JSON"},
-		{"duplicate", []APICallResponse{{URL: "https://a", Method: "get", Response: ok}, {URL: "https://a", Method: "GET", Response: ok}}, "duplicate mock"},
+		{"valid", []apiCallResponse{{URL: "https://a", Response: ok}, {URL: "https://a", Method: "POST", Response: ok}}, ""},
+		{"path", []apiCallResponse{{URLPath: "/api/v1/namespaces", Response: ok}, {URL: "https://a", Response: apiCallMockBody{Body: json.RawMessage(`[1]`)}}}, ""},
+		{"no url", []apiCallResponse{{Response: ok}}, "either url or urlPath is required"},
+		{"both", []apiCallResponse{{URL: "https://a", URLPath: "/a", Response: ok}}, "mutually exclusive"},
+		{"relative url", []apiCallResponse{{URL: "/api/v1", Response: ok}}, "absolute https/http URL"},
+		{"relative path", []apiCallResponse{{URLPath: "api/v1", Response: ok}}, "absolute path"},
+		{"method", []apiCallResponse{{URL: "https://a", Method: "PUT", Response: ok}}, "GET or POST"},
+		{"status", []apiCallResponse{{URL: "https://a", Response: apiCallMockBody{StatusCode: 600}}}, "invalid status code 600"},
+		{"body", []apiCallResponse{{URL: "https://a", Response: apiCallMockBody{StatusCode: 200, Body: json.RawMessage(`{`)}}}, "not valid JSON"},
+		{"duplicate", []apiCallResponse{{URL: "https://a", Method: "get", Response: ok}, {URL: "https://a", Method: "GET", Response: ok}}, "duplicate mock"},
 	}
 	for _, tt := range tests {
 		_, err := newMockCalls(tt.entries)
@@ -36,11 +36,11 @@ func TestMockCallsValidation(t *testing.T) {
 }
 
 func TestMockCallsCall(t *testing.T) {
-	calls, err := newMockCalls([]APICallResponse{
-		{URL: "https://a", Response: APICallMockBody{StatusCode: 200, Body: json.RawMessage(`"any"`)}},
-		{URL: "https://a", Method: "POST", Response: APICallMockBody{StatusCode: 201, Body: json.RawMessage(`"post"`)}},
-		{URL: "https://b", Response: APICallMockBody{StatusCode: 500, Body: json.RawMessage(`{"e":1}`)}},
-		{URLPath: "/api/v1/x", Response: APICallMockBody{Body: json.RawMessage(`{"k":1}`)}},
+	calls, err := newMockCalls([]apiCallResponse{
+		{URL: "https://a", Response: apiCallMockBody{StatusCode: 200, Body: json.RawMessage(`"any"`)}},
+		{URL: "https://a", Method: "POST", Response: apiCallMockBody{StatusCode: 201, Body: json.RawMessage(`"post"`)}},
+		{URL: "https://b", Response: apiCallMockBody{StatusCode: 500, Body: json.RawMessage(`{"e":1}`)}},
+		{URLPath: "/api/v1/x", Response: apiCallMockBody{Body: json.RawMessage(`{"k":1}`)}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,9 +71,9 @@ func TestMockCallsCall(t *testing.T) {
 }
 
 func TestMockCallsPath(t *testing.T) {
-	calls, err := newMockCalls([]APICallResponse{
-		{URLPath: "/api/v1/x", Response: APICallMockBody{Body: json.RawMessage(`{"k":1}`)}},
-		{URL: "https://a/api/v1/y", Response: APICallMockBody{Body: json.RawMessage(`{}`)}},
+	calls, err := newMockCalls([]apiCallResponse{
+		{URLPath: "/api/v1/x", Response: apiCallMockBody{Body: json.RawMessage(`{"k":1}`)}},
+		{URL: "https://a/api/v1/y", Response: apiCallMockBody{Body: json.RawMessage(`{}`)}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -83,8 +83,8 @@ func setContextImages(reg *inmem.Registry, images []loader.ContextImage) error {
 func (e *env) httpMocks(next cel.HTTPClient) (*inmem.HTTP, error) {
 	h := inmem.NewHTTP()
 	h.SetFallback(celHTTP{next: next})
-	for i := range e.t.APICallResponses {
-		m := &e.t.APICallResponses[i]
+	for i := range e.t.mocks.APICallResponses {
+		m := &e.t.mocks.APICallResponses[i]
 		code := m.Response.StatusCode
 		if code == 0 {
 			code = http.StatusOK

@@ -9,24 +9,24 @@ import (
 	"github.com/gavelpolicy/gavel/internal/jmespath"
 )
 
-// GlobalContextEntryValue is one entry of a test's globalContextEntries:
+// globalContextEntryValue is one entry of a test's globalContextEntries:
 // the data a GlobalContextEntry of that name holds, for globalReference
 // context entries. Exactly one of Data (any JSON value), Resources
 // (manifests, as the list a kubernetesResource entry caches) and
 // ResourceFiles (files of manifests, relative to the test) gives it;
 // FieldPath narrows it, and Projections, when given, replace it by an
 // object of their names and values.
-type GlobalContextEntryValue struct {
+type globalContextEntryValue struct {
 	Name          string                    `json:"name"`
 	Data          json.RawMessage           `json:"data,omitempty"`
 	Resources     []map[string]any          `json:"resources,omitempty"`
 	ResourceFiles []string                  `json:"resourceFiles,omitempty"`
 	FieldPath     string                    `json:"fieldPath,omitempty"`
-	Projections   []GlobalContextProjection `json:"projections,omitempty"`
+	Projections   []globalContextProjection `json:"projections,omitempty"`
 }
 
-// GlobalContextProjection is a named JMESPath extract of an entry's data.
-type GlobalContextProjection struct {
+// globalContextProjection is a named JMESPath extract of an entry's data.
+type globalContextProjection struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
 }
@@ -76,7 +76,7 @@ func (m mockGlobalContext) GlobalReference(_ context.Context, name, projection s
 // newMockGlobalContext checks the entries as upstream does before a test
 // runs (a unique name, one source, named projections with a path) and
 // shapes each one's data.
-func (e *env) newMockGlobalContext(entries []GlobalContextEntryValue) (mockGlobalContext, error) {
+func (e *env) newMockGlobalContext(entries []globalContextEntryValue) (mockGlobalContext, error) {
 	jp, err := jmespath.New()
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (e *env) newMockGlobalContext(entries []GlobalContextEntryValue) (mockGloba
 
 // shapeEntry is the value of an entry: its source, narrowed by the field
 // path, then projected.
-func (e *env) shapeEntry(jp *jmespath.Interpreter, g *GlobalContextEntryValue) (any, error) {
+func (e *env) shapeEntry(jp *jmespath.Interpreter, g *globalContextEntryValue) (any, error) {
 	var root any
 	switch {
 	case len(g.Data) > 0:

@@ -13,24 +13,24 @@ func TestMockGlobalContext(t *testing.T) {
 	data := json.RawMessage(`{"a":{"b":[1,2]}}`)
 	tests := []struct {
 		name    string
-		entries []GlobalContextEntryValue
+		entries []globalContextEntryValue
 		err     string
 	}{
-		{"no name", []GlobalContextEntryValue{{Data: data}}, "name is required"},
-		{"duplicate", []GlobalContextEntryValue{{Name: "x", Data: data}, {Name: "x", Data: data}}, `duplicate name "x"`},
-		{"no source", []GlobalContextEntryValue{{Name: "x"}}, "exactly one of data, resources and resourceFiles"},
-		{"two sources", []GlobalContextEntryValue{{Name: "x", Data: data, ResourceFiles: []string{"registries.yaml"}}}, "exactly one of"},
-		{"projection without path", []GlobalContextEntryValue{{Name: "x", Data: data, Projections: []GlobalContextProjection{{Name: "p"}}}}, "path is required"},
+		{"no name", []globalContextEntryValue{{Data: data}}, "name is required"},
+		{"duplicate", []globalContextEntryValue{{Name: "x", Data: data}, {Name: "x", Data: data}}, `duplicate name "x"`},
+		{"no source", []globalContextEntryValue{{Name: "x"}}, "exactly one of data, resources and resourceFiles"},
+		{"two sources", []globalContextEntryValue{{Name: "x", Data: data, ResourceFiles: []string{"registries.yaml"}}}, "exactly one of"},
+		{"projection without path", []globalContextEntryValue{{Name: "x", Data: data, Projections: []globalContextProjection{{Name: "p"}}}}, "path is required"},
 	}
 	for _, tt := range tests {
 		if _, err := e.newMockGlobalContext(tt.entries); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.err)
 		}
 	}
-	g, err := e.newMockGlobalContext([]GlobalContextEntryValue{
+	g, err := e.newMockGlobalContext([]globalContextEntryValue{
 		{Name: "plain", Data: data},
 		{Name: "narrowed", Data: data, FieldPath: "a"},
-		{Name: "projected", Data: data, FieldPath: "a", Projections: []GlobalContextProjection{{Name: "n", Path: "length(b)"}, {Name: "first", Path: "b[0]"}}},
+		{Name: "projected", Data: data, FieldPath: "a", Projections: []globalContextProjection{{Name: "n", Path: "length(b)"}, {Name: "first", Path: "b[0]"}}},
 		{Name: "files", ResourceFiles: []string{"registries.yaml"}, FieldPath: "[].metadata.name"},
 		{Name: "broken", Data: data, FieldPath: "a.("},
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -55,14 +56,26 @@ type response struct {
 	action   api.ValidationFailureAction
 }
 
-// Run evaluates a test and returns its rows. A test that cannot be loaded
-// returns an error and no rows.
+// Run evaluates a test and returns its rows. A test that cannot run (its
+// files do not load, a policy does not compile, an evaluation fails)
+// returns the error and, as upstream counts such a test, one failed row
+// per expected result whose Reason is the error (none when the test
+// lists no result).
 //
 // Each resource is evaluated once with the operation its values give it
 // (CREATE by default), and once more for each other operation a result
 // names in its operation field, whose rows are checked against those
 // evaluations.
 func Run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
+	rows, err := run(ctx, t, opts)
+	if err != nil {
+		return failedRows(t, err), err
+	}
+	return rows, nil
+}
+
+// run is Run without the failed rows.
+func run(ctx context.Context, t *Test, opts Options) ([]Row, error) {
 	env, err := prepare(t, opts)
 	if err != nil {
 		return nil, err
@@ -143,8 +156,8 @@ func resultOperation(r Result) (api.AdmissionOperation, error) {
 	}
 }
 
-// FailedRows returns rows for every entry of a test that could not run.
-func FailedRows(t *Test, err error) []Row {
+// failedRows returns rows for every entry of a test that could not run.
+func failedRows(t *Test, err error) []Row {
 	var rows []Row
 	for _, r := range t.Results {
 		for _, name := range resultResources(r) {
@@ -441,7 +454,7 @@ func (e *env) newEngine(excs *exceptions.Set, opts Options) error {
 	if err != nil {
 		return err
 	}
-	engOpts = append(append([]engine.Option{engine.WithExceptions(engine.StaticExceptions{Set: excs})}, engOpts...), opts.EngineOptions...)
+	engOpts = append(append([]engine.Option{engine.WithExceptions(excs)}, engOpts...), opts.EngineOptions...)
 	eng, err := engine.New(engOpts...)
 	if err != nil {
 		return err
@@ -473,8 +486,8 @@ func (e *env) engineOptions(opts Options) ([]engine.Option, error) {
 		engOpts = append(engOpts, engine.WithConfigMapResolver(e.cluster))
 		apiClient = e.cluster
 	}
-	if len(e.t.APICallResponses) > 0 {
-		calls, err := newMockCalls(e.t.APICallResponses)
+	if len(e.t.mocks.APICallResponses) > 0 {
+		calls, err := newMockCalls(e.t.mocks.APICallResponses)
 		if err != nil {
 			return nil, err
 		}
@@ -485,8 +498,8 @@ func (e *env) engineOptions(opts Options) ([]engine.Option, error) {
 		engOpts = append(engOpts, engine.WithAPIClient(apiClient))
 	}
 	e.gctx = mockGlobalContext{}
-	if len(e.t.GlobalContextEntries) > 0 {
-		g, err := e.newMockGlobalContext(e.t.GlobalContextEntries)
+	if len(e.t.mocks.GlobalContextEntries) > 0 {
+		g, err := e.newMockGlobalContext(e.t.mocks.GlobalContextEntries)
 		if err != nil {
 			return nil, err
 		}
@@ -522,7 +535,7 @@ type Environment struct {
 	// Request builds the request a resource is evaluated with for the
 	// policy of a name (the values of that policy apply).
 	Request func(policy string, obj map[string]any) *engine.Request
-	// RuleValues are the context values the test gives a policy's rule.
+	// ruleValues are the context values the test gives a policy's rule.
 	RuleValues func(policy, rule string) map[string]any
 }
 
@@ -620,13 +633,13 @@ func (v *Values) ForeachValues(policy, rule string) map[string][]any {
 // rule returns the values of a policy's rule. The values given for a rule
 // also apply to the rules autogen derives from it (autogen-<rule> and
 // autogen-cronjob-<rule>), unless the values name those rules too.
-func (v *Values) rule(policy, rule string) *RuleValues {
+func (v *Values) rule(policy, rule string) *ruleValues {
 	if v == nil {
 		return nil
 	}
-	find := func(name string) *RuleValues {
-		for i := range v.Policies {
-			p := &v.Policies[i]
+	find := func(name string) *ruleValues {
+		for i := range v.sections.Policies {
+			p := &v.sections.Policies[i]
 			if p.Name != policy {
 				continue
 			}
@@ -649,9 +662,9 @@ func (v *Values) rule(policy, rule string) *RuleValues {
 	return nil
 }
 
-// ResourceValues returns the global values and the policy's values for a
+// resourceValues returns the global values and the policy's values for a
 // resource, as upstream's ComputeVariables.
-func (v *Values) ResourceValues(policy, resource string) map[string]any {
+func (v *Values) resourceValues(policy, resource string) map[string]any {
 	if v == nil {
 		return nil
 	}
@@ -659,7 +672,7 @@ func (v *Values) ResourceValues(policy, resource string) map[string]any {
 	for k, x := range v.GlobalValues {
 		out[k] = x
 	}
-	for _, p := range v.Policies {
+	for _, p := range v.sections.Policies {
 		if p.Name != policy {
 			continue
 		}
@@ -674,36 +687,36 @@ func (v *Values) ResourceValues(policy, resource string) map[string]any {
 	return out
 }
 
-// NamespaceLabels returns the labels given to namespaces (namespaceSelector
+// namespaceLabels returns the labels given to namespaces (namespaceSelector
 // and namespaces entries, the latter taking precedence).
-func (v *Values) NamespaceLabels() map[string]map[string]string {
+func (v *Values) namespaceLabels() map[string]map[string]string {
 	if v == nil {
 		return nil
 	}
 	out := map[string]map[string]string{}
-	for _, n := range v.NamespaceSelector {
+	for _, n := range v.sections.NamespaceSelector {
 		out[n.Name] = n.Labels
 	}
-	for _, n := range v.Namespaces {
+	for _, n := range v.sections.Namespaces {
 		out[n.Metadata.Name] = n.Metadata.Labels
 	}
 	return out
 }
 
-// Namespace returns the namespace the values give (a namespaces entry as
+// namespace returns the namespace the values give (a namespaces entry as
 // written, else a namespaceSelector entry's name and labels), nil when
 // they give none: the namespaceObject of CEL policy kinds, as upstream's
 // CLI gives it.
-func (v *Values) Namespace(name string) map[string]any {
+func (v *Values) namespace(name string) map[string]any {
 	if v == nil || name == "" {
 		return nil
 	}
-	for i := range v.Namespaces {
-		if n := &v.Namespaces[i]; n.Metadata.Name == name && n.Object != nil {
+	for i := range v.sections.Namespaces {
+		if n := &v.sections.Namespaces[i]; n.Metadata.Name == name && n.Object != nil {
 			return n.Object
 		}
 	}
-	for _, n := range v.NamespaceSelector {
+	for _, n := range v.sections.NamespaceSelector {
 		if n.Name != name {
 			continue
 		}
@@ -740,7 +753,7 @@ func LoadUserInfo(path string) (*UserInfoFile, error) {
 // info, the namespace labels of the values, and the parent kind of a
 // declared subresource.
 func NewRequest(policy string, obj map[string]any, values *Values, user *UserInfoFile) *engine.Request {
-	vals := values.ResourceValues(policy, nameOf(obj))
+	vals := values.resourceValues(policy, nameOf(obj))
 	op := api.Create
 	switch vals["request.operation"] {
 	case "DELETE":
@@ -764,18 +777,18 @@ func NewRequest(policy string, obj map[string]any, values *Values, user *UserInf
 		req.Roles = u.Roles
 		req.ClusterRoles = u.ClusterRoles
 	}
-	labels := values.NamespaceLabels()[namespaceOf(obj)]
+	labels := values.namespaceLabels()[namespaceOf(obj)]
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	req.NamespaceLabels = labels
-	req.NamespaceObject = values.Namespace(namespaceOf(obj))
+	req.NamespaceObject = values.namespace(namespaceOf(obj))
 	if values != nil {
 		av, _ := obj["apiVersion"].(string)
 		g, v := splitAPIVersion(av)
-		for _, s := range values.Subresources {
+		for _, s := range values.sections.Subresources {
 			if s.Subresource.Kind == kindOf(obj) && s.Subresource.Group == g && s.Subresource.Version == v {
-				req.Kind = engine.GroupVersionKind{Group: s.ParentResource.Group, Version: s.ParentResource.Version, Kind: s.ParentResource.Kind}
+				req.Kind = schema.GroupVersionKind{Group: s.ParentResource.Group, Version: s.ParentResource.Version, Kind: s.ParentResource.Kind}
 				if _, sub, ok := strings.Cut(s.Subresource.Name, "/"); ok {
 					req.SubResource = sub
 				}

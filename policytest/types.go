@@ -45,18 +45,36 @@ type Test struct {
 	Variables string  `json:"variables,omitempty"`
 	Values    *Values `json:"values,omitempty"`
 	UserInfo  string  `json:"userinfo,omitempty"`
-	// APICallResponses mock the responses of apiCall context entries
-	// (service calls by URL, Kubernetes API calls by urlPath) and of the
-	// CEL http library, which gets upstream's {"body": BODY,
-	// "statusCode": CODE}.
-	APICallResponses []APICallResponse `json:"apiCallResponses,omitempty"`
-	// GlobalContextEntries mock the data of GlobalContextEntries that
-	// globalReference context entries and globalContext.Get read.
-	GlobalContextEntries []GlobalContextEntryValue `json:"globalContextEntries,omitempty"`
 	// JSONPayloads are JSON files that are not Kubernetes objects: the
 	// ValidatingPolicies in JSON evaluation mode are applied to them.
 	JSONPayloads []string `json:"jsonPayloads,omitempty"`
 	Results      []Result `json:"results,omitempty"`
+
+	// mocks are the test's apiCallResponses and globalContextEntries,
+	// which only Run reads.
+	mocks testMocks
+}
+
+// testMocks are the mock sections of a test file.
+type testMocks struct {
+	// APICallResponses mock the responses of apiCall context entries
+	// (service calls by URL, Kubernetes API calls by urlPath) and of the
+	// CEL http library, which gets upstream's {"body": BODY,
+	// "statusCode": CODE}.
+	APICallResponses []apiCallResponse `json:"apiCallResponses,omitempty"`
+	// GlobalContextEntries mock the data of GlobalContextEntries that
+	// globalReference context entries and globalContext.Get read.
+	GlobalContextEntries []globalContextEntryValue `json:"globalContextEntries,omitempty"`
+}
+
+// UnmarshalJSON decodes a test file's document, its mocks of apiCall
+// responses and global context entries included.
+func (t *Test) UnmarshalJSON(b []byte) error {
+	type plain Test
+	if err := json.Unmarshal(b, (*plain)(t)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &t.mocks)
 }
 
 type testMetadata struct {
@@ -108,46 +126,66 @@ type Result struct {
 	IsDeletingPolicy            bool `json:"isDeletingPolicy,omitempty"`
 }
 
-// Values is a values file (kind Values) or the inline values of a test.
+// Values is a values file (kind Values) or the inline values of a test:
+// global values, and the values of policies, rules and resources,
+// namespaces and subresources that only the runner reads (RuleValues and
+// ForeachValues give a rule's, NewRequest applies the others).
 type Values struct {
-	APIVersion        string              `json:"apiVersion,omitempty"`
-	Kind              string              `json:"kind,omitempty"`
-	Metadata          testMetadata        `json:"metadata,omitempty"`
-	GlobalValues      map[string]any      `json:"globalValues,omitempty"`
-	Policies          []PolicyValues      `json:"policies,omitempty"`
-	NamespaceSelector []NamespaceLabels   `json:"namespaceSelector,omitempty"`
-	Namespaces        []NamespaceObject   `json:"namespaces,omitempty"`
-	Subresources      []SubresourceValues `json:"subresources,omitempty"`
+	APIVersion   string         `json:"apiVersion,omitempty"`
+	Kind         string         `json:"kind,omitempty"`
+	Metadata     testMetadata   `json:"metadata,omitempty"`
+	GlobalValues map[string]any `json:"globalValues,omitempty"`
+
+	sections valuesSections
 }
 
-// PolicyValues are the values of one policy.
-type PolicyValues struct {
+// valuesSections are the sections of a values file besides its global
+// values.
+type valuesSections struct {
+	Policies          []policyValues      `json:"policies,omitempty"`
+	NamespaceSelector []namespaceLabels   `json:"namespaceSelector,omitempty"`
+	Namespaces        []namespaceObject   `json:"namespaces,omitempty"`
+	Subresources      []subresourceValues `json:"subresources,omitempty"`
+}
+
+// UnmarshalJSON decodes a values file or a test's inline values, all
+// their sections.
+func (v *Values) UnmarshalJSON(b []byte) error {
+	type plain Values
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &v.sections)
+}
+
+// policyValues are the values of one policy.
+type policyValues struct {
 	Name      string           `json:"name"`
-	Rules     []RuleValues     `json:"rules,omitempty"`
-	Resources []ResourceValues `json:"resources,omitempty"`
+	Rules     []ruleValues     `json:"rules,omitempty"`
+	Resources []resourceValues `json:"resources,omitempty"`
 }
 
-// RuleValues are the context values of one rule.
-type RuleValues struct {
+// ruleValues are the context values of one rule.
+type ruleValues struct {
 	Name          string           `json:"name"`
 	Values        map[string]any   `json:"values,omitempty"`
 	ForeachValues map[string][]any `json:"foreachValues,omitempty"`
 }
 
-// ResourceValues are values for one resource.
-type ResourceValues struct {
+// resourceValues are values for one resource.
+type resourceValues struct {
 	Name   string         `json:"name"`
 	Values map[string]any `json:"values,omitempty"`
 }
 
-// NamespaceLabels gives the labels of a namespace.
-type NamespaceLabels struct {
+// namespaceLabels gives the labels of a namespace.
+type namespaceLabels struct {
 	Name   string            `json:"name"`
 	Labels map[string]string `json:"labels"`
 }
 
-// NamespaceObject is a namespace given in full.
-type NamespaceObject struct {
+// namespaceObject is a namespace given in full.
+type namespaceObject struct {
 	Metadata struct {
 		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels,omitempty"`
@@ -159,22 +197,22 @@ type NamespaceObject struct {
 
 // UnmarshalJSON keeps the namespace as written besides its name and
 // labels.
-func (n *NamespaceObject) UnmarshalJSON(b []byte) error {
-	type plain NamespaceObject
+func (n *namespaceObject) UnmarshalJSON(b []byte) error {
+	type plain namespaceObject
 	if err := json.Unmarshal(b, (*plain)(n)); err != nil {
 		return err
 	}
 	return json.Unmarshal(b, &n.Object)
 }
 
-// SubresourceValues declares a subresource and its parent.
-type SubresourceValues struct {
-	Subresource    APIResource `json:"subresource"`
-	ParentResource APIResource `json:"parentResource"`
+// subresourceValues declares a subresource and its parent.
+type subresourceValues struct {
+	Subresource    apiResource `json:"subresource"`
+	ParentResource apiResource `json:"parentResource"`
 }
 
-// APIResource names a resource of the API.
-type APIResource struct {
+// apiResource names a resource of the API.
+type apiResource struct {
 	Name    string `json:"name"`
 	Group   string `json:"group,omitempty"`
 	Version string `json:"version,omitempty"`

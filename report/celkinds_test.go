@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"sort"
 	"strings"
 	"testing"
 
@@ -105,10 +104,9 @@ func TestCELKindEntries(t *testing.T) {
 	}
 }
 
-// TestCELKindStoreKeys checks that the in-cluster reports of CEL kinds
-// have names of their own (a ValidatingPolicy and a ClusterPolicy of the
-// same name do not share a report), also for entries taken back from the
-// cluster.
+// TestCELKindStoreKeys checks that the entries of the CEL kinds go to
+// the report of their resource, as those of the other policies, each
+// with its source.
 func TestCELKindStoreKeys(t *testing.T) {
 	eng := newEngine(t)
 	set, err := eng.Compile(readSet(t, celKindsPolicies).Policies...)
@@ -124,24 +122,24 @@ func TestCELKindStoreKeys(t *testing.T) {
 	if err := st.Update("u1", resp.Policies, false); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, k := range st.Keys() {
-		names = append(names, k.Namespace+"/"+k.Name)
+	keys := st.Keys()
+	if len(keys) != 1 || keys[0] != (ReportKey{Namespace: "shop", Name: "u1"}) {
+		t.Fatalf("report keys %v, want shop/u1", keys)
 	}
-	sort.Strings(names)
-	if got := strings.Join(names, ","); got != "shop/nvpol-replicas,shop/vap-vap-replicas" {
-		t.Errorf("report keys %s", got)
+	rep, ok := st.Render(keys[0])
+	if !ok {
+		t.Fatal("no report")
 	}
-	for _, tt := range []struct{ source, key, want string }{
-		{"kyverno", "p", "cpol-p"}, {"kyverno", "ns/p", "pol-p"}, {SourceValidatingPolicy, "p", "vpol-p"},
-		{SourceValidatingPolicy, "ns/p", "nvpol-p"}, {SourceValidatingAdmissionPolicy, "p", "vap-p"},
-		{SourceImageValidatingPolicy, "p", "ivpol-p"}, {SourceImageValidatingPolicy, "ns/p", "nivpol-p"},
-		{SourceMutatingPolicy, "p", "mpol-p"}, {SourceMutatingPolicy, "ns/p", "nmpol-p"},
-		{SourceMutatingAdmissionPolicy, "p", "map-p"},
-	} {
-		if got := ReportName(tt.source, tt.key); got != tt.want {
-			t.Errorf("ReportName(%s, %s) = %s, want %s", tt.source, tt.key, got, tt.want)
-		}
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, r.Source+" "+r.Policy)
+	}
+	if want := "KyvernoValidatingPolicy shop/replicas,ValidatingAdmissionPolicy vap-replicas"; strings.Join(got, ",") != want {
+		t.Errorf("entries %s, want %s", strings.Join(got, ","), want)
+	}
+	want := api.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "small", UID: "u1"}
+	if rep.Scope == nil || *rep.Scope != want {
+		t.Errorf("scope %+v, want %+v", rep.Scope, want)
 	}
 }
 
@@ -360,15 +358,17 @@ spec:
 		}
 	}
 	reps := st.Reports()
-	if len(reps) != 1 || reps[0].Name != "mpol-team" || reps[0].Namespace != "shop" {
-		t.Fatalf("reports %+v, want shop/mpol-team only", reps)
+	if len(reps) != 2 || reps[0].Name != "u1" || reps[1].Name != "u2" || reps[0].Namespace != "shop" {
+		t.Fatalf("reports %+v, want shop/u1 and shop/u2", reps)
 	}
 	got := map[string]string{}
-	for _, r := range reps[0].Results {
-		if r.Source != SourceMutatingPolicy || r.Policy != "team" {
-			t.Errorf("entry %+v", r)
+	for _, rep := range reps {
+		for _, r := range rep.Results {
+			if r.Source != SourceMutatingPolicy || r.Policy != "team" || len(rep.Results) != 1 {
+				t.Errorf("entry %+v", r)
+			}
+			got[rep.Scope.UID] = string(r.Result) + ": " + r.Message
 		}
-		got[r.Resources[0].UID] = string(r.Result) + ": " + r.Message
 	}
 	if got["u1"] != "fail: mutation is not applied" || got["u2"] != "pass: success" {
 		t.Errorf("entries %v", got)

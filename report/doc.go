@@ -21,18 +21,21 @@
 //     WriteJSON) would.
 //   - a controller keeps a Store: it records the results of admission
 //     requests and background scans per resource and renders the
-//     in-cluster reports (one per policy and namespace, named
-//     cpol-<policy> or pol-<policy>), which only hold what is true now;
-//     it tells which reports changed since they were last written.
+//     in-cluster reports as upstream's reports controller lays them out
+//     (one per resource, named after its UID, owned by it and naming it
+//     in its scope, with the entries of every policy), which only hold
+//     what is true now; it tells which reports changed since they were
+//     last written.
 //
 // Each entry is made the way upstream's CLI makes it: the policy key, the
 // rule, its result (fail becomes warn for a policy annotated
 // policies.kyverno.io/scored: "false", and for an Audit policy with
 // Options.AuditWarn; see EntryResult), its message, category and severity
 // from the policies.kyverno.io/category and policies.kyverno.io/severity
-// annotations, the resource reference, and properties: the rule's
-// reportProperties, process ("background scan" or "admission review"),
-// exceptions and the failed Pod Security controls.
+// annotations, the resource reference (in the reports of Build and
+// Stream; a Store's report names its resource in its scope), and
+// properties: the rule's reportProperties, process ("background scan" or
+// "admission review"), exceptions and the failed Pod Security controls.
 //
 // Timestamps come from Options.Clock (time.Now when nil). Inputs are never
 // modified, and every value returned is new.

@@ -10,7 +10,7 @@ import (
 )
 
 // A controller writes only the reports that changed since its last
-// write: TakeChanged names them, Render renders each (false: it emptied,
+// write, one per resource, named after its UID: TakeChanged names them, Render renders each (false: it emptied,
 // delete it), and MarkChanged takes back those it failed to write.
 func ExampleStore_TakeChanged() {
 	eng, set := exampleSet()
@@ -32,7 +32,7 @@ func ExampleStore_TakeChanged() {
 				fmt.Println("delete", key.Namespace, key.Name)
 				continue
 			}
-			fmt.Println("write", key.Namespace, key.Name, r.Summary.Pass, r.Summary.Fail)
+			fmt.Println("write", key.Namespace, key.Name, r.Scope.Kind, r.Scope.Name, r.Summary.Pass, r.Summary.Fail)
 		}
 	}
 	scan(examplePod("web", "u1", map[string]any{"team": "shop"}))
@@ -44,8 +44,10 @@ func ExampleStore_TakeChanged() {
 	store.Delete("u2")
 	write()
 	// Output:
-	// write default cpol-require-team 1 1
-	// delete default cpol-require-team
+	// write default u1 Pod web 1 0
+	// write default u2 Pod db 0 1
+	// delete default u1
+	// delete default u2
 }
 
 // A webhook replica turns its admission results into report entries; the
@@ -69,10 +71,10 @@ func ExampleAdmissionEntries() {
 	store := report.NewStore(report.Options{Clock: eng.Now})
 	recorded, _ := store.SetAdmission("u2", 200, entries)
 	stale, _ := store.SetAdmission("u2", 100, nil) // an earlier request, seen later
-	fmt.Println(recorded, stale, report.ReportName(entries[0].Source, entries[0].Policy))
+	fmt.Println(recorded, stale, store.Keys())
 	// Output:
 	// require-team check-team fail background scan
-	// true false cpol-require-team
+	// true false [{default u2}]
 }
 
 // EntryResult is the result a report would show, without the entry: fail

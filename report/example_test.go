@@ -159,13 +159,14 @@ func ExampleStore() {
 	admit(examplePod("db", "u2", nil))
 	for _, r := range store.Reports() {
 		obj := r.Object().(*api.PolicyReport) // what a host writes to the cluster
-		fmt.Println(obj.Kind, obj.Namespace, obj.Name, obj.Summary.Pass, obj.Summary.Fail)
+		fmt.Println(obj.Kind, obj.Namespace, obj.Name, obj.Scope.Kind, obj.Scope.Name, obj.Summary.Pass, obj.Summary.Fail)
 	}
 
 	store.Delete("u2") // the resource was deleted
 	_ = report.WriteTable(os.Stdout, store.Reports())
 	// Output:
-	// PolicyReport default cpol-require-team 1 1
-	// NAMESPACE   NAME                PASS   FAIL   WARN   ERROR   SKIP
-	// default     cpol-require-team   1      0      0      0       0
+	// PolicyReport default u1 Pod web 1 0
+	// PolicyReport default u2 Pod db 0 1
+	// NAMESPACE   NAME   PASS   FAIL   WARN   ERROR   SKIP
+	// default     u1     1      0      0      0       0
 }

@@ -17,29 +17,34 @@ type Report struct {
 	Name      string
 	Namespace string
 	Labels    map[string]string
-	Summary   api.PolicyReportSummary
-	Results   []api.PolicyReportResult
+	// OwnerReferences and Scope are those of a Store's report: the
+	// resource it is about (nil in the reports of Build and Stream).
+	OwnerReferences []metav1.OwnerReference
+	Scope           *api.ObjectReference
+	Summary         api.PolicyReportSummary
+	Results         []api.PolicyReportResult
 }
 
 // Object returns the report as the API object of its format and scope,
 // ready to be marshalled or written to a cluster: an *api.PolicyReport,
 // *api.ClusterPolicyReport, *api.OpenReport or *api.OpenClusterReport.
-// The object shares the report's labels and results.
+// The object shares the report's labels, owner references, scope and
+// results.
 func (r *Report) Object() any {
-	meta := metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace, Labels: r.Labels}
+	meta := metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace, Labels: r.Labels, OwnerReferences: r.OwnerReferences}
 	switch {
 	case r.Format == OpenReports && r.Namespace == "":
 		return &api.OpenClusterReport{TypeMeta: metav1.TypeMeta{APIVersion: api.OpenReportsGroupVersion, Kind: api.KindOpenClusterReport},
-			ObjectMeta: meta, Summary: r.Summary, Results: r.Results}
+			ObjectMeta: meta, Scope: r.Scope, Summary: r.Summary, Results: r.Results}
 	case r.Format == OpenReports:
 		return &api.OpenReport{TypeMeta: metav1.TypeMeta{APIVersion: api.OpenReportsGroupVersion, Kind: api.KindOpenReport},
-			ObjectMeta: meta, Summary: r.Summary, Results: r.Results}
+			ObjectMeta: meta, Scope: r.Scope, Summary: r.Summary, Results: r.Results}
 	case r.Namespace == "":
 		return &api.ClusterPolicyReport{TypeMeta: metav1.TypeMeta{APIVersion: api.ReportGroupVersion, Kind: api.KindClusterPolicyReport},
-			ObjectMeta: meta, Summary: r.Summary, Results: r.Results}
+			ObjectMeta: meta, Scope: r.Scope, Summary: r.Summary, Results: r.Results}
 	default:
 		return &api.PolicyReport{TypeMeta: metav1.TypeMeta{APIVersion: api.ReportGroupVersion, Kind: api.KindPolicyReport},
-			ObjectMeta: meta, Summary: r.Summary, Results: r.Results}
+			ObjectMeta: meta, Scope: r.Scope, Summary: r.Summary, Results: r.Results}
 	}
 }
 
@@ -51,13 +56,13 @@ func fromObjects(objs []any) []Report {
 		var r Report
 		switch v := o.(type) {
 		case *api.PolicyReport:
-			r = Report{Format: WGPolicy, Name: v.Name, Namespace: v.Namespace, Labels: v.Labels, Summary: v.Summary, Results: v.Results}
+			r = Report{Format: WGPolicy, Name: v.Name, Namespace: v.Namespace, Labels: v.Labels, OwnerReferences: v.OwnerReferences, Scope: v.Scope, Summary: v.Summary, Results: v.Results}
 		case *api.ClusterPolicyReport:
-			r = Report{Format: WGPolicy, Name: v.Name, Labels: v.Labels, Summary: v.Summary, Results: v.Results}
+			r = Report{Format: WGPolicy, Name: v.Name, Labels: v.Labels, OwnerReferences: v.OwnerReferences, Scope: v.Scope, Summary: v.Summary, Results: v.Results}
 		case *api.OpenReport:
-			r = Report{Format: OpenReports, Name: v.Name, Namespace: v.Namespace, Labels: v.Labels, Summary: v.Summary, Results: v.Results}
+			r = Report{Format: OpenReports, Name: v.Name, Namespace: v.Namespace, Labels: v.Labels, OwnerReferences: v.OwnerReferences, Scope: v.Scope, Summary: v.Summary, Results: v.Results}
 		case *api.OpenClusterReport:
-			r = Report{Format: OpenReports, Name: v.Name, Labels: v.Labels, Summary: v.Summary, Results: v.Results}
+			r = Report{Format: OpenReports, Name: v.Name, Labels: v.Labels, OwnerReferences: v.OwnerReferences, Scope: v.Scope, Summary: v.Summary, Results: v.Results}
 		default:
 			continue
 		}

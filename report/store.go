@@ -7,30 +7,18 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
-// Report naming and labels of the in-cluster reports.
+// Labels of the in-cluster reports.
 const (
-	// clusterPolicyPrefix prefixes the report of a ClusterPolicy.
-	clusterPolicyPrefix = "cpol-"
-	// policyPrefix prefixes the report of a (namespaced) Policy.
-	policyPrefix = "pol-"
-	// validatingPolicyPrefix, namespacedValidatingPolicyPrefix and
-	// admissionPolicyPrefix prefix the reports of the CEL kinds.
-	validatingPolicyPrefix                = "vpol-"
-	namespacedValidatingPolicyPrefix      = "nvpol-"
-	admissionPolicyPrefix                 = "vap-"
-	imageValidatingPolicyPrefix           = "ivpol-"
-	namespacedImageValidatingPolicyPrefix = "nivpol-"
-	mutatingPolicyPrefix                  = "mpol-"
-	namespacedMutatingPolicyPrefix        = "nmpol-"
-	mutatingAdmissionPolicyPrefix         = "map-"
 	// LabelManagedBy is set to ManagedByKyverno on every report Store renders.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByKyverno is the value of LabelManagedBy.
@@ -41,11 +29,17 @@ const (
 var ErrNoUID = errors.New("report: resource UID is required")
 
 // Store keeps the current report entries of each resource and renders the
-// in-cluster policy reports from them. It is safe for concurrent use.
+// in-cluster policy reports from them, as upstream's reports controller
+// lays them out: one report per resource, a PolicyReport in the
+// resource's namespace (a ClusterPolicyReport for a cluster-scoped
+// resource) named after the resource's UID, owned by the resource
+// (metadata.ownerReferences) and naming it in its scope, with the entries
+// of every policy for that resource (ClusterPolicies, Policies and the
+// CEL kinds, each with its source). It is safe for concurrent use.
 //
 // Each resource has two sets of entries, the last admission results and
 // the last background scan results (upstream's admission and background
-// scan reports); a report shows, per policy and rule, the entry of the
+// scan reports); a report shows, per source, policy and rule, the entry of the
 // latest update. Only validate and verifyImages results are kept, and
 // the results of the CEL mutating kinds (MutatingPolicy,
 // MutatingAdmissionPolicy: in a background scan, a fail for a resource
@@ -63,7 +57,8 @@ var ErrNoUID = errors.New("report: resource UID is required")
 //     entries of policies with background: false stay.
 //
 // Skip results (preconditions not met, PolicyExceptions) and errors
-// (substitution failures) are kept like passes and failures.
+// (substitution failures) are kept like passes and failures. A resource
+// without entries has no report.
 //
 // The Store tracks which reports changed since the last TakeChanged
 // (entries that differ only in their timestamps are no change), so that a
@@ -72,34 +67,43 @@ type Store struct {
 	opts Options
 	mu   sync.RWMutex
 	seq  uint64
-	res  map[string]*resourceEntries
-	// byReport holds, per report, the resources with entries in it.
-	byReport map[ReportKey]map[string]struct{}
-	changed  map[ReportKey]struct{}
+	// res holds the entries of each resource with entries, by UID (the
+	// name of its report).
+	res     map[string]*resourceEntries
+	changed map[ReportKey]struct{}
 	// processProps are the shared properties of entries with only a
 	// process, by process (read-only: renders copy them).
 	processProps map[string]map[string]string
-	// reportNames are the names of the reports, kept once (one a policy).
-	reportNames map[string]string
 }
 
 // ReportKey names an in-cluster report: its namespace ("" for a cluster
-// report) and name (cpol-<policy> or pol-<policy>).
+// report) and name, the UID of the resource it is about.
 type ReportKey struct{ Namespace, Name string }
 
+// KeyOf returns the key of the report of a resource: its namespace and
+// UID.
+func KeyOf(resource api.ObjectReference) ReportKey {
+	return ReportKey{Namespace: resource.Namespace, Name: resource.UID}
+}
+
 type resourceEntries struct {
+	// scope is the resource (apiVersion, kind, namespace, name, uid),
+	// from the entries recorded last
+	scope      api.ObjectReference
 	admission  []storedEntry
 	background []storedEntry
 	// admittedAt orders admission sets recorded with SetAdmission;
 	// admittedReq is the request they came from (MergeAdmission).
 	admittedAt  int64
 	admittedReq string
-	// merged are the entries the reports show, sorted by report.
+	// merged are the entries the report shows, sorted by policy and rule.
 	merged []*storedEntry
 }
 
+// key is the key of the resource's report.
+func (e *resourceEntries) key() ReportKey { return KeyOf(e.scope) }
+
 type storedEntry struct {
-	key    ReportKey
 	seq    uint64
 	result api.PolicyReportResult
 	// message keeps result.Message's canonical copy alive: the messages
@@ -107,16 +111,10 @@ type storedEntry struct {
 	message unique.Handle[string]
 }
 
-// intern shares what the entries of many resources have alike: report
-// names, messages (unique handles), and the properties that hold only the
-// process.
+// intern shares what the entries of many resources have alike: messages
+// (unique handles) and the properties that hold only the process.
 func (s *Store) intern(entries []storedEntry) {
 	for i := range entries {
-		if name, ok := s.reportNames[entries[i].key.Name]; ok {
-			entries[i].key.Name = name
-		} else {
-			s.reportNames[entries[i].key.Name] = entries[i].key.Name
-		}
 		r := &entries[i].result
 		entries[i].message = unique.Make(r.Message)
 		r.Message = entries[i].message.Value()
@@ -135,39 +133,14 @@ func (s *Store) intern(entries []storedEntry) {
 
 // NewStore returns an empty Store.
 func NewStore(opts Options) *Store {
-	return &Store{opts: opts, res: map[string]*resourceEntries{},
-		byReport: map[ReportKey]map[string]struct{}{}, changed: map[ReportKey]struct{}{},
-		processProps: map[string]map[string]string{}, reportNames: map[string]string{}}
+	return &Store{opts: opts, res: map[string]*resourceEntries{}, changed: map[ReportKey]struct{}{},
+		processProps: map[string]map[string]string{}}
 }
 
-// ReportName returns the report of an entry, from its source and policy
-// key: pol-<name> for a Policy ("namespace/name"), cpol-<name> for a
-// ClusterPolicy; for the CEL kinds, by source, vpol- and nvpol-
-// (KyvernoValidatingPolicy), ivpol- and nivpol-
-// (KyvernoImageValidatingPolicy), mpol- and nmpol- (KyvernoMutatingPolicy),
-// vap- (ValidatingAdmissionPolicy) and map- (MutatingAdmissionPolicy).
-func ReportName(source, policyKey string) string {
-	_, name, namespaced := strings.Cut(policyKey, "/")
-	if !namespaced {
-		name = policyKey
-	}
-	prefixes := [2]string{clusterPolicyPrefix, policyPrefix} // cluster-wide, namespaced
-	switch source {
-	case SourceValidatingAdmissionPolicy:
-		prefixes = [2]string{admissionPolicyPrefix, admissionPolicyPrefix}
-	case SourceMutatingAdmissionPolicy:
-		prefixes = [2]string{mutatingAdmissionPolicyPrefix, mutatingAdmissionPolicyPrefix}
-	case SourceValidatingPolicy:
-		prefixes = [2]string{validatingPolicyPrefix, namespacedValidatingPolicyPrefix}
-	case SourceImageValidatingPolicy:
-		prefixes = [2]string{imageValidatingPolicyPrefix, namespacedImageValidatingPolicyPrefix}
-	case SourceMutatingPolicy:
-		prefixes = [2]string{mutatingPolicyPrefix, namespacedMutatingPolicyPrefix}
-	}
-	if namespaced {
-		return prefixes[1] + name
-	}
-	return prefixes[0] + name
+// scopeOf is the reference a report's scope and owner are made of: the
+// resource's apiVersion, kind, namespace, name and UID.
+func scopeOf(ref api.ObjectReference, uid string) api.ObjectReference {
+	return api.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: uid}
 }
 
 // kept reports the results a Store keeps: validate and verifyImages
@@ -184,11 +157,6 @@ func kept(p *engine.Policy, t engine.RuleType) bool {
 		}
 	}
 	return false
-}
-
-// reportNameOf is ReportName of a compiled policy's entries.
-func reportNameOf(p *engine.Policy) string {
-	return ReportName(kindSource(p.Kind()), p.Key())
 }
 
 // AdmissionEntries returns the report entries an admission request's
@@ -256,13 +224,12 @@ func entriesOf(res []engine.PolicyResult, resourceUID string, background bool, o
 		if len(refs) == 0 || refs[0] != ref {
 			refs = []api.ObjectReference{ref} // shared by the entries of one resource
 		}
-		key := ReportKey{Namespace: ref.Namespace, Name: reportNameOf(p)}
 		for j := range pr.Rules {
 			rr := &pr.Rules[j]
 			if !kept(p, rr.Type) {
 				continue
 			}
-			e := storedEntry{key: key, result: convert(pr, rr, source, ts, opts.AuditWarn, ref)}
+			e := storedEntry{result: convert(pr, rr, source, ts, opts.AuditWarn, ref)}
 			e.result.Resources = refs
 			entries = append(entries, e)
 		}
@@ -288,6 +255,7 @@ func (s *Store) Update(resourceUID string, res []engine.PolicyResult, background
 		return nil
 	}
 	entries := entriesOf(res, resourceUID, background, s.opts)
+	scope := detach(entries, resourceUID)
 	var scanned map[string]bool // policies the scan evaluated
 	if background {
 		scanned = map[string]bool{}
@@ -305,6 +273,9 @@ func (s *Store) Update(resourceUID string, res []engine.PolicyResult, background
 	}
 	s.intern(entries)
 	s.change(resourceUID, func(e *resourceEntries) {
+		if scope.UID != "" {
+			e.scope = scope
+		}
 		if background {
 			e.background = entries
 			if len(scanned) > 0 {
@@ -315,6 +286,24 @@ func (s *Store) Update(resourceUID string, res []engine.PolicyResult, background
 		}
 	})
 	return nil
+}
+
+// detach removes the resource reference from entries of one resource
+// (the report's scope names it) and returns it as the scope, with the
+// given UID; the zero reference when there are no entries.
+func detach(entries []storedEntry, uid string) api.ObjectReference {
+	var scope api.ObjectReference
+	for i := range entries {
+		r := &entries[i].result
+		if len(r.Resources) > 0 && scope.UID == "" {
+			scope = scopeOf(r.Resources[0], uid)
+		}
+		r.Resources = nil
+	}
+	if scope.UID == "" && len(entries) > 0 {
+		scope.UID = uid
+	}
+	return scope
 }
 
 // SetAdmission records the admission entries of a resource made by
@@ -347,8 +336,9 @@ func (s *Store) MergeAdmission(resourceUID, request string, at int64, results []
 			continue
 		}
 		policies[r.Policy] = true
-		entries = append(entries, storedEntry{key: ReportKey{Namespace: r.Resources[0].Namespace, Name: ReportName(r.Source, r.Policy)}, result: r})
+		entries = append(entries, storedEntry{result: r})
 	}
+	scope := detach(entries, resourceUID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.res[resourceUID]
@@ -362,6 +352,9 @@ func (s *Store) MergeAdmission(resourceUID, request string, at int64, results []
 	}
 	s.intern(entries)
 	s.change(resourceUID, func(e *resourceEntries) {
+		if scope.UID != "" {
+			e.scope = scope
+		}
 		if same {
 			kept := filterEntries(e.admission, func(x *storedEntry) bool { return !policies[x.result.Policy] })
 			entries = append(kept, entries...)
@@ -387,17 +380,18 @@ func filterEntries(in []storedEntry, keep func(*storedEntry) bool) []storedEntry
 }
 
 // change applies fn to the entries of a resource (new ones when it has
-// none), then updates the merged view, the index of reports and the set
-// of changed reports. fn must replace the slices, not modify them. s.mu
-// is held.
+// none), then updates the merged view and the set of changed reports. fn
+// must replace the slices, not modify them. s.mu is held.
 func (s *Store) change(uid string, fn func(e *resourceEntries)) {
 	e := s.res[uid]
 	var before []*storedEntry
+	var beforeScope api.ObjectReference
 	if e == nil {
 		e = &resourceEntries{}
 	} else {
-		before = e.merged
+		before, beforeScope = e.merged, e.scope
 	}
+	beforeKey := KeyOf(beforeScope)
 	fn(e)
 	e.merged = mergeEntries(e)
 	if len(e.merged) == 0 {
@@ -405,59 +399,22 @@ func (s *Store) change(uid string, fn func(e *resourceEntries)) {
 	} else {
 		s.res[uid] = e
 	}
-	forEachReport(before, func(k ReportKey, old []*storedEntry) {
-		cur := entriesOfReport(e.merged, k)
-		if len(cur) == 0 {
-			if m := s.byReport[k]; m != nil {
-				delete(m, uid)
-				if len(m) == 0 {
-					delete(s.byReport, k)
-				}
-			}
-		}
-		if !sameEntries(old, cur) {
-			s.changed[k] = struct{}{}
-		}
-	})
-	forEachReport(e.merged, func(k ReportKey, _ []*storedEntry) {
-		if len(entriesOfReport(before, k)) > 0 {
-			return
-		}
-		m := s.byReport[k]
-		if m == nil {
-			m = map[string]struct{}{}
-			s.byReport[k] = m
-		}
-		m[uid] = struct{}{}
-		s.changed[k] = struct{}{}
-	})
-}
-
-// forEachReport calls fn with each report's run of merged entries.
-func forEachReport(merged []*storedEntry, fn func(k ReportKey, entries []*storedEntry)) {
-	for i := 0; i < len(merged); {
-		j := i + 1
-		for j < len(merged) && merged[j].key == merged[i].key {
-			j++
-		}
-		fn(merged[i].key, merged[i:j])
-		i = j
+	switch {
+	case len(before) > 0 && len(e.merged) > 0 && beforeKey != e.key():
+		// the resource moved (another namespace for one UID: never in a
+		// cluster, but the input may say so)
+		s.changed[beforeKey] = struct{}{}
+		s.changed[e.key()] = struct{}{}
+	case len(before) > 0 && len(e.merged) == 0:
+		s.changed[beforeKey] = struct{}{}
+	case beforeScope != e.scope || !sameEntries(before, e.merged):
+		s.changed[e.key()] = struct{}{}
 	}
-}
-
-// entriesOfReport returns the run of merged entries of report k.
-func entriesOfReport(merged []*storedEntry, k ReportKey) []*storedEntry {
-	i, _ := slices.BinarySearchFunc(merged, k, func(se *storedEntry, k ReportKey) int { return compareKeys(se.key, k) })
-	j := i
-	for j < len(merged) && merged[j].key == k {
-		j++
-	}
-	return merged[i:j]
 }
 
 // sameEntries reports whether two merged lists of one report say the
-// same, timestamps aside (both come from mergeEntries, in the same order
-// for the same policies and rules).
+// same, timestamps aside (both come from mergeEntries, sorted by policy
+// and rule).
 func sameEntries(a, b []*storedEntry) bool {
 	if len(a) != len(b) {
 		return false
@@ -555,9 +512,9 @@ func (s *Store) UIDs() []string {
 func (s *Store) Keys() []ReportKey {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]ReportKey, 0, len(s.byReport))
-	for k := range s.byReport {
-		out = append(out, k)
+	out := make([]ReportKey, 0, len(s.res))
+	for _, e := range s.res {
+		out = append(out, e.key())
 	}
 	return out
 }
@@ -599,28 +556,32 @@ func (s *Store) MarkChanged(keys ...ReportKey) {
 // entries.
 func (s *Store) Render(k ReportKey) (Report, bool) {
 	s.mu.RLock()
-	results := s.resultsOf(k)
-	s.mu.RUnlock()
-	if len(results) == 0 {
+	e := s.res[k.Name]
+	if e == nil || e.key() != k {
+		s.mu.RUnlock()
 		return Report{}, false
 	}
-	sortResults(results)
-	return Report{Format: s.opts.Format, Name: k.Name, Namespace: k.Namespace, Labels: map[string]string{LabelManagedBy: ManagedByKyverno},
-		Summary: summarize(results), Results: results}, true
+	scope, results := e.scope, resultsOf(e)
+	s.mu.RUnlock()
+	return s.render(scope, results), true
 }
 
-// resultsOf copies the entries of a report; s.mu is held.
-func (s *Store) resultsOf(k ReportKey) []api.PolicyReportResult {
-	uids := s.byReport[k]
-	n := 0
-	for uid := range uids {
-		n += len(entriesOfReport(s.res[uid].merged, k))
-	}
-	results := make([]api.PolicyReportResult, 0, n)
-	for uid := range uids {
-		for _, se := range entriesOfReport(s.res[uid].merged, k) {
-			results = append(results, copyResult(se.result))
-		}
+// render makes the report of a resource from a copy of its entries.
+func (s *Store) render(scope api.ObjectReference, results []api.PolicyReportResult) Report {
+	sortResults(results)
+	return Report{Format: s.opts.Format, Name: scope.UID, Namespace: scope.Namespace,
+		Labels: map[string]string{LabelManagedBy: ManagedByKyverno},
+		Scope:  &scope,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: scope.APIVersion, Kind: scope.Kind,
+			Name: scope.Name, UID: types.UID(scope.UID)}},
+		Summary: summarize(results), Results: results}
+}
+
+// resultsOf copies the entries of a resource; s.mu is held.
+func resultsOf(e *resourceEntries) []api.PolicyReportResult {
+	results := make([]api.PolicyReportResult, len(e.merged))
+	for i, se := range e.merged {
+		results[i] = copyResult(se.result)
 	}
 	return results
 }
@@ -633,46 +594,40 @@ func compareKeys(a, b ReportKey) int {
 	return cmp.Compare(a.Name, b.Name)
 }
 
-// Reports renders the current reports: per policy, a ClusterPolicyReport
-// for the cluster-scoped resources and a PolicyReport in each namespace
-// with resources, named cpol-<policy> (ClusterPolicy) or pol-<policy>
-// (Policy), labelled app.kubernetes.io/managed-by: kyverno, with a summary.
-// Reports without entries are not rendered. Cluster reports come first,
-// sorted by name, then namespaced reports sorted by namespace and name;
-// entries are sorted as upstream sorts them (policy, rule, source,
-// resource UID, timestamp). The values are new on every call.
+// Reports renders the current reports, as upstream's reports controller
+// lays them out: per resource with entries, a PolicyReport in its
+// namespace or, for a cluster-scoped resource, a ClusterPolicyReport
+// (Report and ClusterReport with OpenReports), named after the resource's
+// UID, owned by the resource and naming it in its scope (apiVersion,
+// kind, namespace, name, uid), labelled app.kubernetes.io/managed-by:
+// kyverno, with a summary. Entries carry no resource (the scope names
+// it). Cluster reports come first, sorted by name, then namespaced
+// reports sorted by namespace and name; entries are sorted as upstream
+// sorts them (policy, rule, source, timestamp). The values are new on
+// every call.
 func (s *Store) Reports() []Report {
-	s.mu.RLock()
-	keys := make([]ReportKey, 0, len(s.byReport))
-	for k := range s.byReport {
-		keys = append(keys, k)
+	type item struct {
+		scope   api.ObjectReference
+		results []api.PolicyReportResult
 	}
-	groups := make([][]api.PolicyReportResult, len(keys))
-	for i, k := range keys {
-		groups[i] = s.resultsOf(k)
+	s.mu.RLock()
+	items := make([]item, 0, len(s.res))
+	for _, e := range s.res {
+		items = append(items, item{e.scope, resultsOf(e)})
 	}
 	s.mu.RUnlock()
-
-	idx := make([]int, len(keys))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return compareKeys(keys[a], keys[b]) })
-	out := make([]Report, 0, len(keys))
-	for _, i := range idx {
-		k, results := keys[i], groups[i]
-		sortResults(results)
-		out = append(out, Report{Format: s.opts.Format, Name: k.Name, Namespace: k.Namespace, Labels: map[string]string{LabelManagedBy: ManagedByKyverno},
-			Summary: summarize(results), Results: results})
+	slices.SortFunc(items, func(a, b item) int { return compareKeys(KeyOf(a.scope), KeyOf(b.scope)) })
+	out := make([]Report, len(items))
+	for i := range items {
+		out[i] = s.render(items[i].scope, items[i].results)
 	}
 	return out
 }
 
-// mergeEntries returns the entries of a resource with, for each policy
-// and rule, the one of the latest update, sorted by report (stable: in
-// the order of the input sets, admission first).
+// mergeEntries returns the entries of a resource with, for each source,
+// policy and rule, the one of the latest update, sorted by policy and rule.
 func mergeEntries(e *resourceEntries) []*storedEntry {
-	type ruleKey struct{ policy, rule string }
+	type ruleKey struct{ source, policy, rule string }
 	n := len(e.admission) + len(e.background)
 	if n == 0 {
 		return nil
@@ -682,7 +637,7 @@ func mergeEntries(e *resourceEntries) []*storedEntry {
 	for _, set := range [][]storedEntry{e.admission, e.background} {
 		for i := range set {
 			se := &set[i]
-			k := ruleKey{se.result.Policy, se.result.Rule}
+			k := ruleKey{se.result.Source, se.result.Policy, se.result.Rule}
 			if j, ok := best[k]; ok {
 				if se.seq >= flat[j].seq {
 					flat[j] = se
@@ -693,7 +648,15 @@ func mergeEntries(e *resourceEntries) []*storedEntry {
 			flat = append(flat, se)
 		}
 	}
-	slices.SortStableFunc(flat, func(a, b *storedEntry) int { return compareKeys(a.key, b.key) })
+	slices.SortFunc(flat, func(a, b *storedEntry) int {
+		if c := cmp.Compare(a.result.Policy, b.result.Policy); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.result.Rule, b.result.Rule); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.result.Source, b.result.Source)
+	})
 	return slices.Clip(flat)
 }
 

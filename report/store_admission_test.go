@@ -41,9 +41,9 @@ func TestStoreBackgroundReplacesAdmission(t *testing.T) {
 	}
 	got := strings.Join(entries(s.reportObjects()), "\n")
 	want := strings.Join([]string{
-		"cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass",
-		"cpol-enforce-only|payments|enforce-only|need-app|p|pass",
-		"pol-team-label|payments|payments/team-label|check-team|p|fail",
+		"uid-p|payments|enforce-bg|no-latest|p|pass",
+		"uid-p|payments|enforce-only|need-app|p|pass",
+		"uid-p|payments|payments/team-label|check-team|p|fail",
 	}, "\n")
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -69,7 +69,7 @@ func TestStoreSetAdmission(t *testing.T) {
 	s := NewStore(Options{Clock: fixedClock})
 	team := func() string {
 		for _, e := range entries(s.reportObjects()) {
-			if strings.HasPrefix(e, "cpol-require-team|") {
+			if strings.Contains(e, "|require-team|") {
 				return e[strings.LastIndexByte(e, '|')+1:]
 			}
 		}
@@ -119,21 +119,21 @@ func TestStorePrune(t *testing.T) {
 		want []string
 	}{
 		{"all live", func(string, string) (bool, bool) { return true, true }, []string{
-			"cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass",
-			"cpol-require-team|payments|require-team|check-team|p|fail",
-			"pol-team-label|payments|payments/team-label|check-team|p|fail",
+			"uid-p|payments|enforce-bg|no-latest|p|pass",
+			"uid-p|payments|payments/team-label|check-team|p|fail",
+			"uid-p|payments|require-team|check-team|p|fail",
 		}},
 		{"a rule renamed", func(policy, rule string) (bool, bool) { return rule != "no-latest", true }, []string{
-			"cpol-require-team|payments|require-team|check-team|p|fail",
-			"pol-team-label|payments|payments/team-label|check-team|p|fail",
+			"uid-p|payments|payments/team-label|check-team|p|fail",
+			"uid-p|payments|require-team|check-team|p|fail",
 		}},
 		{"background turned off", func(policy, rule string) (bool, bool) { return true, policy != "require-team" }, []string{
-			"cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass",
-			"pol-team-label|payments|payments/team-label|check-team|p|fail",
+			"uid-p|payments|enforce-bg|no-latest|p|pass",
+			"uid-p|payments|payments/team-label|check-team|p|fail",
 		}},
 		{"policy deleted", func(policy, rule string) (bool, bool) { return policy != "payments/team-label", true }, []string{
-			"cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass",
-			"cpol-require-team|payments|require-team|check-team|p|fail",
+			"uid-p|payments|enforce-bg|no-latest|p|pass",
+			"uid-p|payments|require-team|check-team|p|fail",
 		}},
 	}
 	for _, c := range cases {
@@ -156,7 +156,8 @@ func TestStorePrune(t *testing.T) {
 }
 
 // TestStoreChanged checks the reports a writer is told to write: only
-// those whose entries changed, timestamps aside, and those that emptied.
+// those whose entries changed, timestamps aside, and those that emptied;
+// one report per resource, whatever the number of its policies.
 func TestStoreChanged(t *testing.T) {
 	f := newStoreFixture(t)
 	now := int64(100)
@@ -184,14 +185,14 @@ func TestStoreChanged(t *testing.T) {
 		{"first scan", func() {
 			_ = s.Update("uid-a", validate(t, f.set, a, true), true)
 			_ = s.Update("uid-b", validate(t, f.set, b, true), true)
-		}, "other/cpol-enforce-bg=1 other/cpol-require-team=1 payments/cpol-enforce-bg=1 payments/cpol-require-team=1 payments/pol-team-label=1"},
+		}, "other/uid-b=2 payments/uid-a=3"},
 		{"same results later", func() {
 			now += 60
 			_ = s.Update("uid-a", validate(t, f.set, a, true), true)
 			_ = s.Update("uid-b", validate(t, f.set, b, true), true)
 		}, ""},
-		{"one resource changes", func() { _ = s.Update("uid-b", validate(t, f.set, bFixed, true), true) }, "other/cpol-require-team=1"},
-		{"deletion", func() { s.Delete("uid-b") }, "other/cpol-enforce-bg=gone other/cpol-require-team=gone"},
+		{"one resource changes", func() { _ = s.Update("uid-b", validate(t, f.set, bFixed, true), true) }, "other/uid-b=2"},
+		{"deletion", func() { s.Delete("uid-b") }, "other/uid-b=gone"},
 		{"deleting again", func() { s.Delete("uid-b") }, ""},
 	}
 	for _, st := range steps {
@@ -200,18 +201,19 @@ func TestStoreChanged(t *testing.T) {
 			t.Errorf("%s: changed %q, want %q", st.name, got, st.want)
 		}
 	}
-	s.MarkChanged(ReportKey{Namespace: "payments", Name: "pol-team-label"})
-	if got := keys(); got != "payments/pol-team-label=1" {
+	s.MarkChanged(ReportKey{Namespace: "payments", Name: "uid-a"})
+	if got := keys(); got != "payments/uid-a=3" {
 		t.Errorf("marked again: %q", got)
 	}
-	if rendered := s.reportObjects(); len(rendered) != 3 || len(s.UIDs()) != 1 || len(s.UIDs()) != 1 {
+	if rendered := s.reportObjects(); len(rendered) != 1 || len(s.UIDs()) != 1 {
 		t.Errorf("%d reports, %d resources", len(rendered), len(s.UIDs()))
 	}
 }
 
 // TestStoreSharesWhatEntriesHaveAlike checks that the store keeps one copy
 // of the process-only properties and messages of many resources, and one
-// resource reference per resource, and that renders still copy them.
+// resource reference per resource (its report's scope), and that renders
+// still copy them.
 func TestStoreSharesWhatEntriesHaveAlike(t *testing.T) {
 	f := newStoreFixture(t)
 	s := NewStore(Options{Clock: fixedClock})
@@ -231,8 +233,8 @@ func TestStoreSharesWhatEntriesHaveAlike(t *testing.T) {
 	if unsafe.StringData(a[0].result.Message) != unsafe.StringData(b[0].result.Message) {
 		t.Error("equal messages are not shared")
 	}
-	if &a[0].result.Resources[0] != &a[1].result.Resources[0] || &a[0].result.Resources[0] == &b[0].result.Resources[0] {
-		t.Error("resource references: one per resource")
+	if len(a[0].result.Resources) != 0 || s.res["a"].scope.Name != "a" || s.res["b"].scope.Name != "b" {
+		t.Error("resource references: one per resource, the scope")
 	}
 	r := s.reportObjects()[0].(*api.PolicyReport)
 	if ptr(r.Results[0].Properties) == ptr(a[0].result.Properties) {
@@ -253,14 +255,14 @@ func TestStoreRemoveAdmission(t *testing.T) {
 	s.RemoveAdmission("enforce-only") // an admission-only policy changed
 	s.RemoveAdmission("require-team") // its admission entry is gone already: the scan replaced it
 	want := []string{
-		"cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass",
-		"cpol-require-team|payments|require-team|check-team|p|fail",
-		"pol-team-label|payments|payments/team-label|check-team|p|fail",
+		"uid-p|payments|enforce-bg|no-latest|p|pass",
+		"uid-p|payments|payments/team-label|check-team|p|fail",
+		"uid-p|payments|require-team|check-team|p|fail",
 	}
 	if got := entries(s.reportObjects()); !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if got := s.TakeChanged(); len(got) != 1 || got[0].Name != "cpol-enforce-only" {
+	if got := s.TakeChanged(); len(got) != 1 || got[0].Name != "uid-p" {
 		t.Errorf("changed %v", got)
 	}
 }

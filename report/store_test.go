@@ -9,13 +9,16 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
 // The seed's ClusterPolicyReport example: a background scan of five
-// namespaces against require-ns-labels gives cpol-require-ns-labels with
-// five failures, sorted by resource UID as upstream sorts them.
+// namespaces against require-ns-labels gives five ClusterPolicyReports,
+// one per Namespace, named after its UID, with its failure.
 const seedNamespacePolicy = `
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -69,21 +72,22 @@ func TestStoreSeedClusterPolicyReport(t *testing.T) {
 		}
 	}
 	reports := s.reportObjects()
-	if len(reports) != 1 {
-		t.Fatalf("want 1 report, got %d", len(reports))
-	}
-	r, ok := reports[0].(*api.ClusterPolicyReport)
-	if !ok {
-		t.Fatalf("want *api.ClusterPolicyReport, got %T", reports[0])
-	}
-	if r.Name != "cpol-require-ns-labels" || r.Labels[LabelManagedBy] != "kyverno" || r.Summary != (api.PolicyReportSummary{Fail: 5}) {
-		t.Errorf("report %s labels %v summary %+v", r.Name, r.Labels, r.Summary)
+	if len(reports) != len(seedNamespaces) {
+		t.Fatalf("want %d reports, one per Namespace, got %d", len(seedNamespaces), len(reports))
 	}
 	var order []string
-	for _, res := range r.Results {
-		order = append(order, res.Resources[0].Name)
+	for _, o := range reports {
+		r, ok := o.(*api.ClusterPolicyReport)
+		if !ok {
+			t.Fatalf("want *api.ClusterPolicyReport, got %T", o)
+		}
+		if r.Name != r.Scope.UID || r.Labels[LabelManagedBy] != "kyverno" || r.Summary != (api.PolicyReportSummary{Fail: 1}) ||
+			r.Scope.Kind != "Namespace" || r.OwnerReferences[0].Name != r.Scope.Name || len(r.Results[0].Resources) != 0 {
+			t.Errorf("report %s labels %v summary %+v scope %+v", r.Name, r.Labels, r.Summary, r.Scope)
+		}
+		order = append(order, r.Scope.Name)
 	}
-	// The seed's order: by UID.
+	// Sorted by name, the resource's UID.
 	if got, want := strings.Join(order, ","), "kube-node-lease,default,kyverno,kube-public,kube-system"; got != want {
 		t.Errorf("order %s, want %s", got, want)
 	}
@@ -314,24 +318,34 @@ func pod(ns, name, uid, image string, labels map[string]any) map[string]any {
 }
 
 // entries lists "report|namespace|policy|rule|resource|result" for every
-// entry of every report.
+// entry of every report, the resource from the report's scope (entries
+// have none: the report checks it has the scope's UID as its name and
+// its owner).
 func entries(reports []any) []string {
 	var out []string
-	add := func(name, ns string, results []api.PolicyReportResult) {
+	add := func(name, ns string, owners []metav1.OwnerReference, scope *api.ObjectReference, results []api.PolicyReportResult) {
+		resource := "NO-SCOPE"
+		if scope != nil && scope.UID == name && scope.Namespace == ns && len(owners) == 1 &&
+			owners[0].UID == types.UID(scope.UID) && owners[0].Name == scope.Name && owners[0].Kind == scope.Kind {
+			resource = scope.Name
+		}
 		for _, r := range results {
-			out = append(out, fmt.Sprintf("%s|%s|%s|%s|%s|%s", name, ns, r.Policy, r.Rule, r.Resources[0].Name, r.Result))
+			if len(r.Resources) > 0 {
+				resource = "RESOURCES"
+			}
+			out = append(out, fmt.Sprintf("%s|%s|%s|%s|%s|%s", name, ns, r.Policy, r.Rule, resource, r.Result))
 		}
 	}
 	for _, r := range reports {
 		switch v := r.(type) {
 		case *api.PolicyReport:
-			add(v.Name, v.Namespace, v.Results)
+			add(v.Name, v.Namespace, v.OwnerReferences, v.Scope, v.Results)
 		case *api.ClusterPolicyReport:
-			add(v.Name, "", v.Results)
+			add(v.Name, "", v.OwnerReferences, v.Scope, v.Results)
 		case *api.OpenReport:
-			add(v.Name, v.Namespace, v.Results)
+			add(v.Name, v.Namespace, v.OwnerReferences, v.Scope, v.Results)
 		case *api.OpenClusterReport:
-			add(v.Name, "", v.Results)
+			add(v.Name, "", v.OwnerReferences, v.Scope, v.Results)
 		}
 	}
 	return out
@@ -359,14 +373,14 @@ func TestStoreWhatIsReported(t *testing.T) {
 	// admitted Pods (upstream's "Pass only"); add-label (mutate) is not
 	// reported; the blocked Pod was not admitted.
 	want := strings.Join([]string{
-		"cpol-enforce-bg|payments|enforce-bg|no-latest|audit-fail|pass",
-		"cpol-enforce-bg|payments|enforce-bg|no-latest|good|pass",
-		"cpol-enforce-only|payments|enforce-only|need-app|audit-fail|pass",
-		"cpol-enforce-only|payments|enforce-only|need-app|good|pass",
-		"cpol-require-team|payments|require-team|check-team|audit-fail|fail",
-		"cpol-require-team|payments|require-team|check-team|good|pass",
-		"pol-team-label|payments|payments/team-label|check-team|audit-fail|fail",
-		"pol-team-label|payments|payments/team-label|check-team|good|pass",
+		"uid-audit-fail|payments|enforce-bg|no-latest|audit-fail|pass",
+		"uid-audit-fail|payments|enforce-only|need-app|audit-fail|pass",
+		"uid-audit-fail|payments|payments/team-label|check-team|audit-fail|fail",
+		"uid-audit-fail|payments|require-team|check-team|audit-fail|fail",
+		"uid-good|payments|enforce-bg|no-latest|good|pass",
+		"uid-good|payments|enforce-only|need-app|good|pass",
+		"uid-good|payments|payments/team-label|check-team|good|pass",
+		"uid-good|payments|require-team|check-team|good|pass",
 	}, "\n")
 	if got != want {
 		t.Errorf("entries:\n%s\nwant:\n%s", got, want)
@@ -380,9 +394,9 @@ func TestStoreWhatIsReported(t *testing.T) {
 	}
 	got = strings.Join(entries(s.reportObjects()), "\n")
 	for _, w := range []string{
-		"cpol-enforce-bg|payments|enforce-bg|no-latest|blocked|fail",
-		"cpol-require-team|payments|require-team|check-team|blocked|fail",
-		"pol-team-label|payments|payments/team-label|check-team|blocked|fail",
+		"uid-blocked|payments|enforce-bg|no-latest|blocked|fail",
+		"uid-blocked|payments|require-team|check-team|blocked|fail",
+		"uid-blocked|payments|payments/team-label|check-team|blocked|fail",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %s in\n%s", w, got)
@@ -425,7 +439,7 @@ func TestStoreScopeFollowsResource(t *testing.T) {
 			kinds = append(kinds, fmt.Sprintf("%s %s/%s %d", v.Kind, v.Namespace, v.Name, len(v.Results)))
 		}
 	}
-	want := "ClusterPolicyReport cpol-require-ns-labels 1|PolicyReport team-a/cpol-secrets-not-from-env-vars 1|PolicyReport team-b/cpol-secrets-not-from-env-vars 2"
+	want := "ClusterPolicyReport ns-1 1|PolicyReport team-a/pod-1 1|PolicyReport team-b/pod-0 1|PolicyReport team-b/pod-2 1"
 	if got := strings.Join(kinds, "|"); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -439,7 +453,7 @@ func TestStoreMerging(t *testing.T) {
 	s := NewStore(Options{Clock: func() time.Time { return time.Unix(now, 0) }})
 	teamResult := func() string {
 		for _, e := range entries(s.reportObjects()) {
-			if strings.HasPrefix(e, "cpol-require-team|") {
+			if strings.Contains(e, "|require-team|") {
 				return e[strings.LastIndexByte(e, '|')+1:]
 			}
 		}
@@ -494,7 +508,7 @@ func TestStorePruneDeletedPolicies(t *testing.T) {
 	s.Prune(func(policy, _ string) (bool, bool) { return policy != "payments/team-label", true })
 	s.Prune(func(policy, _ string) (bool, bool) { return policy != "require-team", true })
 	got := strings.Join(entries(s.reportObjects()), "\n")
-	if got != "cpol-enforce-bg|payments|enforce-bg|no-latest|p|pass" {
+	if got != "uid-p|payments|enforce-bg|no-latest|p|pass" {
 		t.Errorf("got\n%s", got)
 	}
 	s.Prune(func(policy, _ string) (bool, bool) { return policy != "enforce-bg", true })
@@ -528,8 +542,8 @@ func TestStoreUIDFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.reportObjects()[0].(*api.PolicyReport)
-	if r.Results[0].Resources[0].UID != "given-uid" {
-		t.Errorf("uid %q", r.Results[0].Resources[0].UID)
+	if r.Name != "given-uid" || r.Scope.UID != "given-uid" || r.OwnerReferences[0].UID != "given-uid" {
+		t.Errorf("name %q, scope %+v, owners %+v", r.Name, r.Scope, r.OwnerReferences)
 	}
 }
 
@@ -557,9 +571,9 @@ func TestStoreReportsAreCopies(t *testing.T) {
 	_ = s.Update("uid-p", validate(t, f.set, pod("default", "p", "uid-p", "nginx", nil), true), true)
 	r := s.reportObjects()[0].(*api.PolicyReport)
 	r.Results[0].Properties[propertyProcess] = "changed"
-	r.Results[0].Resources[0].Name = "changed"
+	r.Scope.Name = "changed"
 	r2 := s.reportObjects()[0].(*api.PolicyReport)
-	if r2.Results[0].Properties[propertyProcess] != processBackground || r2.Results[0].Resources[0].Name != "p" {
+	if r2.Results[0].Properties[propertyProcess] != processBackground || r2.Scope.Name != "p" {
 		t.Errorf("store changed through a report: %+v", r2.Results[0])
 	}
 }

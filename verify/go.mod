@@ -8,6 +8,7 @@ require (
 	github.com/go-openapi/strfmt v0.25.0
 	github.com/google/certificate-transparency-go v1.3.2
 	github.com/google/go-containerregistry v0.22.1
+	github.com/kyverno/api v0.0.1-alpha.3.0.20260723090831-fb2785727f98
 	github.com/notaryproject/notation-core-go v1.3.0
 	github.com/notaryproject/notation-go v1.3.2
 	github.com/secure-systems-lab/go-securesystemslib v0.9.1
@@ -86,7 +87,6 @@ require (
 	github.com/jmespath-community/go-jmespath v1.1.1 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect
-	github.com/kyverno/api v0.0.1-alpha.3.0.20260723090831-fb2785727f98 // indirect
 	github.com/letsencrypt/boulder v0.20251110.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect

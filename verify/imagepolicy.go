@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 	"sync"
 
@@ -220,7 +221,7 @@ func (v *Verifier) cosignRequests(ctx context.Context, req engine.ImagePolicyReq
 // logOptions are the Rekor and CT options of a Cosign attestor: its
 // ctlog, or without one the transparency log and certificate transparency
 // checked with Sigstore's trusted root, as upstream defaults them.
-func logOptions(a api.ImageAttestor) (*api.Rekor, *api.CTLog) {
+func logOptions(a policiesv1alpha1.Attestor) (*api.Rekor, *api.CTLog) {
 	l := a.Cosign.CTLog
 	if l == nil {
 		return &api.Rekor{}, &api.CTLog{}
@@ -242,7 +243,7 @@ func pemValue(s string) string {
 }
 
 // classicCredentials converts an ImageValidatingPolicy's credentials.
-func classicCredentials(c *api.ImageCredentials) *api.ImageRegistryCredentials {
+func classicCredentials(c *policiesv1alpha1.Credentials) *api.ImageRegistryCredentials {
 	if c == nil {
 		return nil
 	}
@@ -263,7 +264,7 @@ const maxTrustedRootBytes = 1 << 20
 // and root data), one that uses it where the policy leaves logs and
 // authorities out. Those are kept by their trust (trustCache), so that a
 // TUF repository is fetched once per refresh interval.
-func (v *Verifier) attestorTrust(ctx context.Context, a api.ImageAttestor) (*Verifier, error) {
+func (v *Verifier) attestorTrust(ctx context.Context, a policiesv1alpha1.Attestor) (*Verifier, error) {
 	c := a.Cosign
 	var key string
 	var src func() (trustSource, error)

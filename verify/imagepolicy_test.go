@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 	"testing"
 
@@ -195,7 +196,7 @@ func TestVerifyImagePolicyRequests(t *testing.T) {
 	sign(t, d, signer, nil, static.WithCertChain(leaf, []byte(ca.pem)))
 	_, nd := reg.push(t, "app:notary")
 	notarySign(t, ca, nd)
-	keyless := func(root []byte) api.ImageAttestor {
+	keyless := func(root []byte) policiesv1alpha1.Attestor {
 		a := attestorJSON(t, `{"name":"a","cosign":{"keyless":{"identities":[{"issuer":"https://issuer.test","subject":"dev@example.com"}]},
 			"ctlog":{"insecureIgnoreTlog":true,"insecureIgnoreSCT":true}}}`)
 		if root != nil {
@@ -207,7 +208,7 @@ func TestVerifyImagePolicyRequests(t *testing.T) {
 	}
 	key := newKey(t)
 	keyPEM, _ := json.Marshal(key.pem)
-	keyAttestor := func(extra string) api.ImageAttestor {
+	keyAttestor := func(extra string) policiesv1alpha1.Attestor {
 		return attestorJSON(t, `{"name":"k","cosign":{"key":{"data":`+string(keyPEM)+`},`+extra+`}}`)
 	}
 	caPEM, _ := json.Marshal(ca.pem)
@@ -217,7 +218,7 @@ func TestVerifyImagePolicyRequests(t *testing.T) {
 	tests := []struct {
 		name     string
 		image    name.Digest
-		attestor api.ImageAttestor
+		attestor policiesv1alpha1.Attestor
 		// want is "" for verified, else a part of the error
 		want          string
 		notConfigured bool
@@ -247,9 +248,9 @@ func TestVerifyImagePolicyRequests(t *testing.T) {
 }
 
 // attestorJSON decodes an attestor of an ImageValidatingPolicy.
-func attestorJSON(t testing.TB, s string) api.ImageAttestor {
+func attestorJSON(t testing.TB, s string) policiesv1alpha1.Attestor {
 	t.Helper()
-	var a api.ImageAttestor
+	var a policiesv1alpha1.Attestor
 	if err := json.Unmarshal([]byte(s), &a); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"io"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -17,7 +18,6 @@ import (
 	"github.com/notaryproject/notation-go/verifier/truststore"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -41,7 +41,7 @@ func (s *notaryPolicyStore) GetCertificates(_ context.Context, t truststore.Type
 // strict trust policy for every registry and identity on its
 // certificates, timestamps checked against its TSA certificates when it
 // has some, as upstream builds it.
-func notaryPolicyVerifier(a api.ImageAttestor) (notation.Verifier, error) {
+func notaryPolicyVerifier(a policiesv1alpha1.Attestor) (notation.Verifier, error) {
 	load := func(what, pem string) ([]*x509.Certificate, error) {
 		if pem == "" {
 			return nil, nil

@@ -201,7 +201,7 @@ func key(ns, name string) string {
 // kindOf is an output's kind.
 func kindOf(o *migrate.Output) string {
 	if p, ok := o.Object.(api.PolicyObject); ok {
-		return p.GetKind()
+		return api.KindOf(p)
 	}
 	return api.KindPolicyException
 }
@@ -304,7 +304,7 @@ func verifyTests(ctx context.Context, dir string, convs []*migrate.Conversion) (
 				if !ok {
 					continue
 				}
-				c := byKey[cp.GetKind()+"/"+key(cp.GetNamespace(), cp.GetName())]
+				c := byKey[api.KindOf(cp)+"/"+key(cp.GetNamespace(), cp.GetName())]
 				if c == nil {
 					c = migrate.ConvertPolicy(cp)
 				}
@@ -350,6 +350,9 @@ func printVerifications(w io.Writer, reports []*migrate.Verification) bool {
 			}
 			for _, u := range p.Unverified {
 				fmt.Fprintf(w, "  not verified: %s\n", u)
+			}
+			for _, u := range p.NotCompared {
+				fmt.Fprintf(w, "  not compared: %s\n", u)
 			}
 		}
 	}

@@ -337,7 +337,6 @@ func runTest1(ctx context.Context, t *policytest.Test, o testOptions) testFile {
 	rows, err := policytest.Run(ctx, t, popts)
 	if err != nil {
 		tf.Err = err
-		rows = policytest.FailedRows(t, err)
 		if len(rows) == 0 {
 			rows = []policytest.Row{{Test: path, Reason: err.Error()}}
 		}

@@ -96,9 +96,11 @@ func TestCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	labelled := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "labelled", "namespace": "shop"}}
+	req := policytest.NewRequest("require-team", labelled, values, nil)
 	if values.GlobalValues["request.mode"] != "dev" || values.RuleValues("require-team", "check-team")["x"] != "one" ||
-		values.ResourceValues("require-team", "labelled")["count"] != "two" || values.NamespaceLabels()["shop"]["team"] != "a" {
-		t.Errorf("created values: %+v", values)
+		req.Variables["count"] != "two" || req.NamespaceLabels["team"] != "a" {
+		t.Errorf("created values: %+v, request variables %v, namespace labels %v", values, req.Variables, req.NamespaceLabels)
 	}
 
 	os.WriteFile(p("user.yaml"), []byte(create("user-info", "-u", "alice", "-r", "dev,ops", "-c", "admin", "-g", "devs")), 0o644)

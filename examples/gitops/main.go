@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cluster := inmem.New(objs...)
 	eng, err := engine.New(
-		engine.WithExceptions(engine.StaticExceptions{Set: xs}),
+		engine.WithExceptions(xs),
 		engine.WithConfigMapResolver(cluster),
 		engine.WithNamespaceLabeler(cluster),
 		engine.WithAPIClient(cluster),

@@ -3,9 +3,8 @@ package autogen
 import (
 	"encoding/json"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"sort"
-
-	"github.com/gavelpolicy/gavel/api"
 )
 
 // ImageVariant is an ImageValidatingPolicy generated for Pod controllers,
@@ -21,13 +20,13 @@ type ImageVariant struct {
 	// Targets are the controllers, sorted.
 	Targets []Target
 	// Spec is the generated spec.
-	Spec *api.ImageValidatingPolicySpec
+	Spec *policiesv1alpha1.ImageValidatingPolicySpec
 }
 
 // ImageValidatingPolicy returns the Pod controller variants of an
 // ImageValidatingPolicy spec (none when CanGenerate is false), ordered by
 // configuration, as ValidatingPolicy does. The spec is not modified.
-func ImageValidatingPolicy(spec *api.ImageValidatingPolicySpec) ([]ImageVariant, error) {
+func ImageValidatingPolicy(spec *policiesv1alpha1.ImageValidatingPolicySpec) ([]ImageVariant, error) {
 	if spec == nil || !CanGenerate(spec.MatchConstraints) {
 		return nil, nil
 	}

@@ -1,11 +1,10 @@
 package autogen
 
 import (
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/gavelpolicy/gavel/api"
 )
 
 // MutatingVariant is a MutatingPolicy generated for Pod controllers, as
@@ -23,14 +22,14 @@ type MutatingVariant struct {
 	// Targets are the controllers, sorted.
 	Targets []Target
 	// Spec is the generated spec.
-	Spec *api.MutatingPolicySpec
+	Spec *policiesv1alpha1.MutatingPolicySpec
 }
 
 // MutatingPolicy returns the Pod controller variants of a MutatingPolicy
 // spec (none when CanGenerate is false), ordered by configuration: for
 // every controller of spec.autogen.podControllers (all six when the list
 // is absent), the variant of its configuration. The spec is not modified.
-func MutatingPolicy(spec *api.MutatingPolicySpec) []MutatingVariant {
+func MutatingPolicy(spec *policiesv1alpha1.MutatingPolicySpec) []MutatingVariant {
 	if spec == nil || !CanGenerate(spec.MatchConstraints) {
 		return nil
 	}

@@ -6,8 +6,6 @@ import (
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
-
-	"github.com/gavelpolicy/gavel/api"
 )
 
 func TestPodToTemplate(t *testing.T) {
@@ -34,7 +32,7 @@ func TestPodToTemplate(t *testing.T) {
 }
 
 func TestMutatingPolicyVariants(t *testing.T) {
-	spec := &api.MutatingPolicySpec{
+	spec := &policiesv1alpha1.MutatingPolicySpec{
 		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"CREATE"},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},

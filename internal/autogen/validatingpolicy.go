@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-
-	"github.com/gavelpolicy/gavel/api"
 )
 
 // Target is a Pod controller a ValidatingPolicy variant applies to.
@@ -27,7 +26,7 @@ type Variant struct {
 	// Targets are the controllers, sorted.
 	Targets []Target
 	// Spec is the generated spec.
-	Spec *api.ValidatingPolicySpec
+	Spec *policiesv1alpha1.ValidatingPolicySpec
 }
 
 // Variants configurations.
@@ -83,7 +82,7 @@ func CanGenerate(m *admissionregistrationv1.MatchResources) bool {
 // configuration: for every controller of spec.autogen.podControllers
 // (all six when the list is absent), the variant of its configuration.
 // The spec is not modified.
-func ValidatingPolicy(spec *api.ValidatingPolicySpec) ([]Variant, error) {
+func ValidatingPolicy(spec *policiesv1alpha1.ValidatingPolicySpec) ([]Variant, error) {
 	if spec == nil || !CanGenerate(spec.MatchConstraints) {
 		return nil, nil
 	}
@@ -137,7 +136,7 @@ func targetLess(a, b Target) bool {
 }
 
 // variantSpec builds the spec of one configuration.
-func variantSpec(spec *api.ValidatingPolicySpec, config string, targets []Target) (*api.ValidatingPolicySpec, error) {
+func variantSpec(spec *policiesv1alpha1.ValidatingPolicySpec, config string, targets []Target) (*policiesv1alpha1.ValidatingPolicySpec, error) {
 	out := spec.DeepCopy()
 	m := spec.MatchConstraints
 	out.MatchConstraints = controllerConstraints(targets, m.ResourceRules[0].Operations, m)
@@ -149,7 +148,7 @@ func variantSpec(spec *api.ValidatingPolicySpec, config string, targets []Target
 		raw = replacePath(raw, "object."+r[0], "object."+r[1])
 		raw = replacePath(raw, "oldObject."+r[0], "oldObject."+r[1])
 	}
-	gen := &api.ValidatingPolicySpec{}
+	gen := &policiesv1alpha1.ValidatingPolicySpec{}
 	if err := json.Unmarshal(raw, gen); err != nil {
 		return nil, fmt.Errorf("autogen %s: %w", config, err)
 	}

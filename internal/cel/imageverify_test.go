@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 	"testing"
 
 	celgo "github.com/google/cel-go/cel"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
@@ -57,7 +57,7 @@ func TestImageVerifyLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := &cel.ImageAttestor{Name: "a", Spec: api.ImageAttestor{Name: "a"}}, &cel.ImageAttestor{Name: "b"}
+	a, b := &cel.ImageAttestor{Name: "a", Spec: policiesv1alpha1.Attestor{Name: "a"}}, &cel.ImageAttestor{Name: "b"}
 	extra := map[string]any{"attestors": map[string]any{"a": a, "b": b}}
 	tests := []struct{ expr, want, err string }{
 		{"verifyImageSignatures('reg.io/a', [attestors.a, attestors.b])", "1", ""},

@@ -2,10 +2,10 @@ package celpolicy
 
 import (
 	"context"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
@@ -18,7 +18,7 @@ type Deleting struct {
 }
 
 // CompileDeleting compiles the body of a DeletingPolicy on env.
-func CompileDeleting(env *cel.Env, spec *api.DeletingPolicySpec, opts Options, path *field.Path) (*Deleting, field.ErrorList) {
+func CompileDeleting(env *cel.Env, spec *policiesv1alpha1.DeletingPolicySpec, opts Options, path *field.Path) (*Deleting, field.ErrorList) {
 	var copts []cel.CompilerOption
 	if opts.Namespace != "" {
 		copts = append(copts, cel.InNamespace(opts.Namespace))
@@ -42,6 +42,7 @@ func CompileDeleting(env *cel.Env, spec *api.DeletingPolicySpec, opts Options, p
 	d.reads.Namespace = d.reads.Namespace || conds.reads.Namespace
 	d.reads.Request = d.reads.Request || conds.reads.Request
 	d.reads.Resources = d.reads.Resources || conds.reads.Resources
+	d.comp.Release()
 	return d, append(errs, cerrs...)
 }
 

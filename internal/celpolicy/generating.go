@@ -3,12 +3,12 @@ package celpolicy
 import (
 	"context"
 	"fmt"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/internal/cel"
 )
 
@@ -35,7 +35,7 @@ type generation struct {
 // environment with the generator library). opts.Namespace is a
 // NamespacedGeneratingPolicy's namespace: its templates' documents default
 // to it and may not leave it (generator.Apply checks the same).
-func CompileGenerating(env *cel.Env, spec *api.GeneratingPolicySpec, opts Options, path *field.Path) (*Generating, field.ErrorList) {
+func CompileGenerating(env *cel.Env, spec *policiesv1alpha1.GeneratingPolicySpec, opts Options, path *field.Path) (*Generating, field.ErrorList) {
 	var copts []cel.CompilerOption
 	if opts.Namespace != "" {
 		copts = append(copts, cel.InNamespace(opts.Namespace))
@@ -65,10 +65,11 @@ func CompileGenerating(env *cel.Env, spec *api.GeneratingPolicySpec, opts Option
 	var areads Reads
 	g.audits, areads, aerrs = compileAuditAnnotations(g.comp, spec.AuditAnnotations, path.Child("auditAnnotations"))
 	g.reads.merge(areads)
+	g.comp.Release()
 	return g, append(errs, aerrs...)
 }
 
-func (g *Generating) compileGenerations(spec *api.GeneratingPolicySpec, path *field.Path) field.ErrorList {
+func (g *Generating) compileGenerations(spec *policiesv1alpha1.GeneratingPolicySpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(spec.Generation) == 0 {
 		errs = append(errs, field.Required(path, "a generating policy needs at least one generate entry"))

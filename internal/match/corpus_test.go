@@ -39,7 +39,7 @@ func compileRule(p api.ClassicPolicy, i int) (*Rule, field.ErrorList) {
 	spec := p.GetSpec()
 	r := &spec.Rules[i]
 	return Compile(r.MatchResources, r.ExcludeResources, field.NewPath("spec", "rules").Index(i),
-		Background(spec.BackgroundEnabled()), Namespaced(p.IsNamespaced()))
+		Background(spec.BackgroundEnabled()), Namespaced(api.IsNamespaced(p)))
 }
 
 // TestCorpusPoliciesCompile compiles the match and exclude blocks of every
@@ -251,7 +251,7 @@ func TestCorpusCLIResults(t *testing.T) {
 				rq := req
 				labels := nsLabels[r.Namespace]
 				rq.NamespaceLabels = func() (map[string]string, error) { return labels, nil }
-				if !NamespacedPolicyApplies(p.GetNamespace(), r) && p.IsNamespaced() {
+				if !NamespacedPolicyApplies(p.GetNamespace(), r) && api.IsNamespaced(p) {
 					t.Errorf("%s: policy %s does not apply to %s", file, res.Policy, name)
 					continue
 				}

@@ -42,9 +42,12 @@ type webhook struct {
 	// nothing).
 	downstream *cluster.DownstreamAdmission
 	// roles fills the RBAC roles bound to the requesting user (nil: none).
-	roles   *cluster.RoleBindings
-	metrics *cluster.Metrics
-	log     *slog.Logger
+	roles *cluster.RoleBindings
+	// controllerUser is the user gavel's controller writes as: its
+	// requests are the controller's writes (engine.Request.ControllerWrite)
+	controllerUser string
+	metrics        *cluster.Metrics
+	log            *slog.Logger
 }
 
 // policySet picks the policies one path serves.
@@ -191,6 +194,11 @@ func (w *webhook) request(ar *admissionv1.AdmissionRequest) (*engine.Request, er
 	}
 	if err == nil && w.roles != nil {
 		req.Roles, req.ClusterRoles, err = w.roles.Of(req.Namespace, req.UserInfo)
+	}
+	if err == nil && w.controllerUser != "" && req.UserInfo.Username == w.controllerUser {
+		// the controller's own write: policies that skip background
+		// requests leave it alone, as upstream's webhooks
+		req.ControllerWrite = true
 	}
 	return req, err
 }

@@ -82,6 +82,7 @@ type options struct {
 	admissionReports                 bool
 	admissionQueue                   int
 	reportFormat                     report.Format
+	reportWrites                     int
 	controllerUser                   string
 	manageWebhooks                   bool
 	webhookName, webhookURL, service string
@@ -130,6 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.serviceAccount, "service-account", envOr("POD_SERVICE_ACCOUNT", ""), "the ServiceAccount, in -namespace, gavel runs as: its own changes of generated resources are not sent back to the controller (empty: every user's are)")
 	fs.BoolVar(&o.vapReports, "validating-admission-policy-reports", true, "report on the ValidatingAdmissionPolicies (which the API server enforces) in the background scans, as upstream's -validatingAdmissionPolicyReports")
 	fs.BoolVar(&o.mapReports, "mutating-admission-policy-reports", false, "report on the MutatingAdmissionPolicies (which the API server applies) in the background scans, as upstream's -mutatingAdmissionPolicyReports")
+	fs.IntVar(&o.reportWrites, "report-writes", 50, "policy reports (one per resource) written a second at most; the others wait (negative: no bound)")
 	fs.StringVar(&format, "report-format", "wgpolicy", "API of the policy reports: wgpolicy (wgpolicyk8s.io/v1alpha2) or openreports (openreports.io/v1alpha1)")
 	fs.BoolVar(&o.manageWebhooks, "manage-webhooks", true, "the leader writes the webhook configurations the policies need")
 	fs.StringVar(&o.webhookName, "webhook-config-name", "gavel", "name of the Mutating- and ValidatingWebhookConfiguration")
@@ -252,20 +254,17 @@ func (s *hostSecrets) SecretData(ctx context.Context, namespace, name string) (m
 // engineOptions are the engine's options beyond the host's: the image
 // verifier, with the cluster's Secrets.
 func engineOptions(secrets verify.SecretReader, o *options) []engine.Option {
-	// the controller's own writes (mutate-existing targets, generated
-	// resources) skip the policies that skip background requests
-	opts := []engine.Option{engine.WithBackgroundUser(o.controllerUser)}
 	if !o.verifyImages {
-		return opts
+		return nil
 	}
 	vopts := []verify.Option{verify.WithSecrets(secrets), verify.WithSecretsNamespace(o.namespace)}
 	if o.tufURL != "" {
 		vopts = append(vopts, verify.WithTUF(verify.TUFOptions{RepositoryURL: o.tufURL, CacheDir: o.tufCache}))
 	}
-	return append(opts,
+	return []engine.Option{
 		engine.WithImageVerifier(verify.New(vopts...)),
 		engine.WithImageVerifyCache(engine.ImageVerifyCacheOptions{TTL: o.imageVerifyCacheTTL, MaxEntries: o.imageVerifyCacheSize}),
-	)
+	}
 }
 
 // serve runs the webhook and the controller until ctx is done, and
@@ -325,7 +324,7 @@ func serve(ctx context.Context, cfg *rest.Config, o *options) error {
 			}
 		})
 	}
-	wh := &webhook{src: src, host: h, roles: roles, metrics: o.metrics, log: o.log,
+	wh := &webhook{src: src, host: h, roles: roles, metrics: o.metrics, log: o.log, controllerUser: o.controllerUser,
 		downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: o.controllerUser})}
 	if o.metricsListen != "" {
 		mux := http.NewServeMux()
@@ -371,7 +370,7 @@ func leaderWork(h *cluster.Host, src *cluster.PolicySource, o *options) (func(co
 	ctrl := cluster.NewController(h, src, cluster.ControllerOptions{
 		Workers: o.workers, ScanInterval: scan,
 		Generate: []generate.Option{generate.WithRetryDelay(time.Second)},
-		Report:   report.Options{Format: o.reportFormat},
+		Report:   report.Options{Format: o.reportFormat}, ReportWritesPerSecond: o.reportWrites,
 	})
 	var wc *cluster.WebhookController
 	if o.manageWebhooks {

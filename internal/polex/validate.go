@@ -1,4 +1,4 @@
-package exceptions
+package polex
 
 import (
 	"slices"

@@ -1,7 +1,8 @@
-package exceptions_test
+package polex_test
 
 import (
 	"errors"
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 	"testing"
 	"time"
@@ -10,31 +11,31 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/api"
-	"github.com/gavelpolicy/gavel/exceptions"
+	"github.com/gavelpolicy/gavel/internal/polex"
 )
 
-func celException(name string, spec api.CELPolicyExceptionSpec) *api.CELPolicyException {
+func celException(name string, spec policiesv1alpha1.PolicyExceptionSpec) *api.CELPolicyException {
 	return &api.CELPolicyException{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ops"}, Spec: spec}
 }
 
 func TestCELValidation(t *testing.T) {
-	ref := []api.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}
+	ref := []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}
 	tests := []struct {
 		name string
-		spec api.CELPolicyExceptionSpec
+		spec policiesv1alpha1.PolicyExceptionSpec
 		want []string
 	}{
-		{"no refs", api.CELPolicyExceptionSpec{}, []string{"spec.policyRefs: Required value"}},
-		{"ref without kind", api.CELPolicyExceptionSpec{PolicyRefs: []api.PolicyRef{{Name: "p"}}}, []string{"spec.policyRefs[0].kind: Required value"}},
-		{"bad report result", api.CELPolicyExceptionSpec{PolicyRefs: ref, ReportResult: "fail"}, []string{`spec.reportResult: Unsupported value: "fail"`}},
-		{"condition names", api.CELPolicyExceptionSpec{PolicyRefs: ref, MatchConditions: []admissionregistrationv1.MatchCondition{
+		{"no refs", policiesv1alpha1.PolicyExceptionSpec{}, []string{"spec.policyRefs: Required value"}},
+		{"ref without kind", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p"}}}, []string{"spec.policyRefs[0].kind: Required value"}},
+		{"bad report result", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: ref, ReportResult: "fail"}, []string{`spec.reportResult: Unsupported value: "fail"`}},
+		{"condition names", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: ref, MatchConditions: []admissionregistrationv1.MatchCondition{
 			{Name: "a", Expression: "true"}, {Name: "a", Expression: "true"}, {Expression: ""}}},
 			[]string{"spec.matchConditions[1].name: Duplicate value", "spec.matchConditions[2].name: Required value", "spec.matchConditions[2].expression: Required value"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := exceptions.Compile(nil, exceptions.CEL(celException("x", tt.spec)))
-			var ve *exceptions.ValidationError
+			_, err := polex.Compile(nil, polex.CEL(celException("x", tt.spec)))
+			var ve *polex.ValidationError
 			if !errors.As(err, &ve) || ve.Name != "x" {
 				t.Fatalf("got %v, want a *ValidationError naming x", err)
 			}
@@ -49,13 +50,13 @@ func TestCELValidation(t *testing.T) {
 
 func TestCELCandidates(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := celException("a", api.CELPolicyExceptionSpec{ExpiresAt: &at, PolicyRefs: []api.PolicyRef{
+	a := celException("a", policiesv1alpha1.PolicyExceptionSpec{ExpiresAt: &at, PolicyRefs: []policiesv1alpha1.PolicyRef{
 		{Name: "p", Kind: "ValidatingPolicy"}, {Name: "p", Kind: "ValidatingPolicy"}, {Name: "q", Kind: "ValidatingAdmissionPolicy"}}})
-	b := celException("b", api.CELPolicyExceptionSpec{ReportResult: "pass", AllowedValues: []string{"x"},
-		PolicyRefs: []api.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
-	other := celException("other", api.CELPolicyExceptionSpec{PolicyRefs: []api.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
+	b := celException("b", policiesv1alpha1.PolicyExceptionSpec{ReportResult: "pass", AllowedValues: []string{"x"},
+		PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
+	other := celException("other", policiesv1alpha1.PolicyExceptionSpec{PolicyRefs: []policiesv1alpha1.PolicyRef{{Name: "p", Kind: "ValidatingPolicy"}}})
 	other.Namespace = "elsewhere"
-	set, err := exceptions.Compile(nil, exceptions.CEL(a, b, other), exceptions.Namespaces("ops"))
+	set, err := polex.Compile(nil, polex.CEL(a, b, other), polex.Namespaces("ops"))
 	if err != nil {
 		t.Fatal(err)
 	}
