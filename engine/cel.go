@@ -103,6 +103,8 @@ func (e *Engine) compileCEL(cr *rule, r *api.Rule, path *field.Path, errs field.
 	}
 	hasParams := c != nil && c.ParamKind != nil
 	comp := env.NewCompiler(hasParams)
+	// the rule keeps comp for its evaluations only
+	defer comp.Release()
 	var cr2 *celRule
 	if c != nil {
 		vp := path.Child("validate", "cel")

@@ -127,7 +127,7 @@ func (b *deletingPolicy) cleanup(rs *reqState, p *Policy) {
 		}
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
+	in.Extra = rs.e.noCELExceptions
 	ok, err = b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch {
 	case err != nil:

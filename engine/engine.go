@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gavelpolicy/gavel/internal/cel"
+	"github.com/gavelpolicy/gavel/internal/celpolicy"
 	jpcore "github.com/gavelpolicy/gavel/internal/jmespath"
 	"github.com/gavelpolicy/gavel/internal/podsecurity"
 	"github.com/gavelpolicy/gavel/internal/verifycache"
@@ -53,6 +54,11 @@ type Engine struct {
 	// kindEnvs are the environments of CEL policy kinds by library set
 	// (kindenv.go)
 	kindEnvs sync.Map
+	// noCELExceptions is the cel.Input.Extra of the CEL kinds' expressions
+	// when no PolicyException allows images or values: the exceptions
+	// variable with empty lists, shared (never modified) by every
+	// evaluation instead of being made for each
+	noCELExceptions map[string]any
 }
 
 // New builds an Engine.
@@ -87,8 +93,10 @@ func New(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: c, jp: jp, psa: psa, vcache: verifycache.New[verifyOutcome](verifycache.Options{
-		Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now}), celLibs: c.celLibraries()}, nil
+	return &Engine{cfg: c, jp: jp, psa: psa,
+		noCELExceptions: map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}},
+		vcache: verifycache.New[verifyOutcome](verifycache.Options{
+			Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now}), celLibs: c.celLibraries()}, nil
 }
 
 // Now returns the engine clock's current time.

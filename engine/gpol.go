@@ -168,7 +168,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in, true)
+	excepted, extra, err := rs.celExceptions(b.env, p, in, true)
 	if err != nil {
 		b.result(rs, p, StatusError, "failed to evaluate policy: "+err.Error(), err)
 		return
@@ -178,7 +178,7 @@ func (b *generatingPolicy) evaluate(rs *reqState, p *Policy) {
 		rs.results[len(rs.results)-1].Type = Generation
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
+	in.Extra = extra
 	o := b.body.Evaluate(rs.ctx, in, rs.celScope())
 	switch o.Status {
 	case celpolicy.NoMatch:

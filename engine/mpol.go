@@ -277,7 +277,7 @@ func (b *mutatingPolicy) evaluate(rs *reqState, p *Policy, v *mpolVariant) {
 	if in.Object == nil {
 		return // nothing to mutate (a DELETE)
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, &in, true)
+	excepted, extra, err := rs.celExceptions(b.env, p, &in, true)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
@@ -286,7 +286,7 @@ func (b *mutatingPolicy) evaluate(rs *reqState, p *Policy, v *mpolVariant) {
 		rs.exceptedResult(excepted).Type = Mutation
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
+	in.Extra = extra
 	schemas, err := typeconv.Builtin()
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)

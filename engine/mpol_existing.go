@@ -87,7 +87,7 @@ func (b *mutatingPolicy) targets(rs *reqState, p *Policy, v *mpolVariant) ([]exi
 	if err := rs.kindInput(&in, v.body.Reads()); err != nil {
 		return nil, err
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
+	in.Extra = rs.e.noCELExceptions
 	if b.targetExpr {
 		objs, err := v.body.Targets(rs.ctx, &in, rs.celScope())
 		out := make([]existingTarget, len(objs))
@@ -183,7 +183,7 @@ func (rs *reqState) labelsOfNamespace(ns string) (map[string]string, error) {
 // mutateTarget evaluates the policy on one target and appends its result.
 func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, obj, request map[string]any, schemas celpolicy.Schemas) {
 	in := &cel.Input{Object: obj, Request: request, Libraries: rs.e.celLibs}
-	excepted, allowed, err := rs.celExceptions(b.env, p, in, false)
+	excepted, extra, err := rs.celExceptions(b.env, p, in, false)
 	if err != nil {
 		rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 		return
@@ -192,7 +192,7 @@ func (b *mutatingPolicy) mutateTarget(rs *reqState, p *Policy, v *mpolVariant, o
 		rs.exceptedResult(excepted).Type = Mutation
 		return
 	}
-	in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
+	in.Extra = extra
 	o := v.body.MutateTarget(rs.ctx, in, rs.celScope(), schemas)
 	switch o.Status {
 	case celpolicy.NoMatch:
@@ -224,7 +224,7 @@ func (b *mutatingPolicy) queueExisting(rs *reqState, p *Policy) []RuleResult {
 	if err == nil && ok {
 		var in cel.Input
 		if err = rs.kindInput(&in, v.body.Reads()); err == nil {
-			in.Extra = map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}}
+			in.Extra = rs.e.noCELExceptions
 			ok, err = v.body.Matches(rs.ctx, &in, rs.celScope())
 		}
 	}

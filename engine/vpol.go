@@ -238,7 +238,7 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
 	}
-	excepted, allowed, err := rs.celExceptions(b.env, p, &in, !b.json)
+	excepted, extra, err := rs.celExceptions(b.env, p, &in, !b.json)
 	if err != nil {
 		rs.celKindResult(RuleEvaluation, StatusError, "failed to load context: "+err.Error(), err, nil)
 		return
@@ -247,9 +247,7 @@ func (b *validatingPolicy) evaluate(rs *reqState, p *Policy, v *vpolVariant) {
 		rs.exceptedResult(excepted)
 		return
 	}
-	if allowed != nil {
-		in.Extra = map[string]any{celpolicy.ExceptionsVar: allowed}
-	}
+	in.Extra = extra
 	outcomeResult(rs, v.body.Evaluate(rs.ctx, &in, rs.celScope()))
 }
 
@@ -349,16 +347,16 @@ func (rs *reqState) kindExceptions(p *Policy) ([]*polex.CELException, error) {
 // input, as upstream: an exception applies when all its matchConditions
 // hold (an expired one never does; under failurePolicy Ignore, one whose
 // conditions fail does not either). It returns the applying exceptions
-// when one of them exempts the resource fully; otherwise the value of the
-// exceptions variable: the images and values the applying exceptions
-// allow. Conditions that fail are an error, unless a full exemption was
-// found before.
+// when one of them exempts the resource fully; otherwise the Extra of the
+// input, which binds the exceptions variable: the images and values the
+// applying exceptions allow (the engine's shared noCELExceptions when they
+// allow none). Conditions that fail are an error, unless a full exemption
+// was found before.
 func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input, ofRequest bool) ([]*polex.CELException, map[string]any, error) {
-	images, values := []any{}, []any{}
-	allowed := func() map[string]any { return map[string]any{"allowedImages": images, "allowedValues": values} }
+	var images, values []any
 	cands, err := rs.kindExceptions(p)
 	if err != nil || len(cands) == 0 {
-		return nil, allowed(), err
+		return nil, rs.e.noCELExceptions, err
 	}
 	now := rs.e.cfg.now()
 	var matched []*polex.CELException
@@ -393,7 +391,16 @@ func (rs *reqState) celExceptions(env *cel.Env, p *Policy, in *cel.Input, ofRequ
 	if full {
 		return matched, nil, nil
 	}
-	return nil, allowed(), nil
+	if images == nil && values == nil {
+		return nil, rs.e.noCELExceptions, nil
+	}
+	if images == nil {
+		images = []any{}
+	}
+	if values == nil {
+		values = []any{}
+	}
+	return nil, map[string]any{celpolicy.ExceptionsVar: map[string]any{"allowedImages": images, "allowedValues": values}}, nil
 }
 
 // excCondKey keys the compiled conditions of a CEL exception: they are

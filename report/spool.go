@@ -238,6 +238,11 @@ func (s *Stream) WriteReports(w io.Writer) (api.PolicyReportSummary, error) {
 		}
 		return sum, n
 	}
+	// one buffer reads back every segment: io.Copy to the bufio.Writer
+	// would hand each segment to the output's ReadFrom, which (a file,
+	// standard output) allocates a buffer per call, thousands of them
+	// in a large run
+	var buf []byte
 	entries := func(bw *bufio.Writer, d *reportDoc) error {
 		var out io.Writer = bw
 		if s.json {
@@ -245,11 +250,11 @@ func (s *Stream) WriteReports(w io.Writer) (api.PolicyReportSummary, error) {
 		}
 		for _, g := range d.groups {
 			for _, seg := range g.segments {
-				if _, err := io.Copy(out, io.NewSectionReader(s.spill, seg.off, seg.n)); err != nil {
-					if errors.Is(err, io.EOF) {
-						err = io.ErrUnexpectedEOF
-					}
-					return fmt.Errorf("report: reading spilled entries: %w", err)
+				if buf == nil {
+					buf = make([]byte, 32<<10)
+				}
+				if err := copySegment(out, s.spill, seg, buf); err != nil {
+					return err
 				}
 			}
 			if _, err := out.Write(g.buf); err != nil {
@@ -266,6 +271,29 @@ func (s *Stream) WriteReports(w io.Writer) (api.PolicyReportSummary, error) {
 		}
 	}
 	return writeReportDocs(w, s.gs.docs(), summarize, writeDoc)
+}
+
+// copySegment writes the spilled bytes of seg to w through buf.
+func copySegment(w io.Writer, spill io.ReaderAt, seg segment, buf []byte) error {
+	for off, end := seg.off, seg.off+seg.n; off < end; {
+		n, err := spill.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			off += int64(n)
+		}
+		if n == 0 && err == nil {
+			err = io.ErrNoProgress
+		}
+		if err != nil && (off < end || !errors.Is(err, io.EOF)) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("report: reading spilled entries: %w", err)
+		}
+	}
+	return nil
 }
 
 // skipFirst writes to w all but the first byte written to it.

@@ -313,3 +313,27 @@ func TestStreamPropertiesCache(t *testing.T) {
 		t.Fatalf("cached properties differ:\n%s\n--- want\n%s", got.Bytes(), want.Bytes())
 	}
 }
+
+// TestCopySegment reads spilled segments back through a buffer smaller
+// than they are, and reports a spill shorter than a segment.
+func TestCopySegment(t *testing.T) {
+	spill := bytes.NewReader([]byte("0123456789abcdef"))
+	for _, tc := range []struct {
+		name string
+		seg  segment
+		want string
+		err  error
+	}{
+		{"whole", segment{off: 0, n: 16}, "0123456789abcdef", nil},
+		{"middle, in chunks", segment{off: 3, n: 9}, "3456789ab", nil},
+		{"to the end", segment{off: 10, n: 6}, "abcdef", nil},
+		{"empty", segment{off: 5, n: 0}, "", nil},
+		{"past the end", segment{off: 12, n: 8}, "cdef", io.ErrUnexpectedEOF},
+	} {
+		var out bytes.Buffer
+		err := copySegment(&out, spill, tc.seg, make([]byte, 4))
+		if out.String() != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("%s: got %q, %v; want %q, %v", tc.name, out.String(), err, tc.want, tc.err)
+		}
+	}
+}

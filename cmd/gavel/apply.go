@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
@@ -163,45 +164,13 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		fmt.Fprintln(stderr, "gavel apply: note: with --exceptions-with-resources the PolicyExceptions are those among the resources; --exception files are not read, as upstream")
 	}
 	ev := evaluator{continueOnError: f.continueOnError, payloads: len(f.jsonPayloads) > 0}
-	var verr, uerr error
-	switch {
-	case f.valuesFile != "":
-		ev.values, verr = policytest.LoadValues(f.valuesFile)
-	case len(f.set) > 0:
-		ev.values = &policytest.Values{GlobalValues: f.variables()}
-	}
-	if f.userInfo != "" {
-		ev.user, uerr = policytest.LoadUserInfo(f.userInfo)
-	}
-	tset, terr := loader.Load(f.targets...)
-	params, ctxFile, cxerr := loadCELInputs(f)
-	crds, cerr := readCRDs(f.crdPaths)
-	if !f.cluster && len(f.jsonPayloads) == 0 {
-		// resources of files without a namespace are in "default", as
-		// upstream loads them (JSON payloads are not resources)
-		ev.namespacer = loader.NewNamespacer(crds...)
-		for _, obj := range params {
-			ev.namespacer.Default(obj)
-		}
-		if tset != nil {
-			for _, d := range tset.Resources {
-				ev.namespacer.Default(d.Object)
-			}
-		}
-	}
-	var targetObjs []map[string]any
-	if tset != nil {
-		for _, d := range tset.Resources {
-			targetObjs = append(targetObjs, d.Object)
-		}
-	}
-	libs, lerr := applyLibraries(f.cluster, ctxFile, crds, targetObjs)
+	side := readSideInputs(f, &ev)
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
 	cluster := inmem.NewOwned()
-	opts := applyEngineOptions(f, &ev, excSource, cluster, ctxFile)
-	opts = append(opts, engine.WithCELLibraries(libs))
+	opts := applyEngineOptions(f, &ev, excSource, cluster, side.ctxFile)
+	opts = append(opts, engine.WithCELLibraries(side.libs))
 	if live != nil {
 		// the cluster serves the engine's reads, as upstream's client
 		opts = append(opts, live.engineOptions()...)
@@ -247,7 +216,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	for _, step := range []struct {
 		what string
 		err  error
-	}{{"exceptions", xerr}, {"", err}, {"values", verr}, {"user info", uerr}, {"target resources", terr}, {"CEL inputs", cxerr}, {"CRDs", cerr}, {"CEL libraries", lerr}, {"", eerr}} {
+	}{{"exceptions", xerr}, {"", err}, {"values", side.verr}, {"user info", side.uerr}, {"target resources", side.terr}, {"CEL inputs", side.cxerr}, {"CRDs", side.cerr}, {"CEL libraries", side.lerr}, {"", eerr}} {
 		if step.err != nil {
 			return fail(step.what, step.err)
 		}
@@ -263,14 +232,14 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	ev.rules = ruleCount(set, skipped)
 	// the objects are only read from now on: the cluster may keep them
 	cluster.AddOwned(found.objects...)
-	for _, d := range tset.Resources {
+	for _, d := range side.tset.Resources {
 		cluster.AddOwned(d.Object)
 	}
 	// parameter objects of CEL rules and the context file's objects are
 	// read through the cluster, never evaluated
-	cluster.AddOwned(params...)
-	if ctxFile != nil {
-		cluster.AddOwned(ctxFile.Spec.Resources...)
+	cluster.AddOwned(side.params...)
+	if side.ctxFile != nil {
+		cluster.AddOwned(side.ctxFile.Spec.Resources...)
 	}
 	ev.set = set
 	ar := &applyInputs{ev: ev, feed: inputs.each}
@@ -282,6 +251,60 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 		ar.feed = found.each
 	}
 	return ar, exitOK
+}
+
+// sideInputs are what a run reads beside its policies, resources and
+// exceptions: the values of -f or --set and the user info (set on the
+// evaluator), the target resources, the CEL rules' parameter objects and
+// context file, and the CEL libraries made of them. Each error is kept
+// for loadApply, which reports the first in its order.
+type sideInputs struct {
+	tset    *loader.Set
+	params  []map[string]any
+	ctxFile *loader.Context
+	libs    cel.Libraries
+
+	verr, uerr, terr, cxerr, cerr, lerr error
+}
+
+// readSideInputs reads a run's side inputs; the resources of files get
+// their namespace defaulted against the CRDs, as upstream loads them.
+func readSideInputs(f applyFlags, ev *evaluator) sideInputs {
+	var in sideInputs
+	switch {
+	case f.valuesFile != "":
+		ev.values, in.verr = policytest.LoadValues(f.valuesFile)
+	case len(f.set) > 0:
+		ev.values = &policytest.Values{GlobalValues: f.variables()}
+	}
+	if f.userInfo != "" {
+		ev.user, in.uerr = policytest.LoadUserInfo(f.userInfo)
+	}
+	in.tset, in.terr = loader.Load(f.targets...)
+	in.params, in.ctxFile, in.cxerr = loadCELInputs(f)
+	var crds []map[string]any
+	crds, in.cerr = readCRDs(f.crdPaths)
+	if !f.cluster && len(f.jsonPayloads) == 0 {
+		// resources of files without a namespace are in "default", as
+		// upstream loads them (JSON payloads are not resources)
+		ev.namespacer = loader.NewNamespacer(crds...)
+		for _, obj := range in.params {
+			ev.namespacer.Default(obj)
+		}
+		if in.tset != nil {
+			for _, d := range in.tset.Resources {
+				ev.namespacer.Default(d.Object)
+			}
+		}
+	}
+	var targetObjs []map[string]any
+	if in.tset != nil {
+		for _, d := range in.tset.Resources {
+			targetObjs = append(targetObjs, d.Object)
+		}
+	}
+	in.libs, in.lerr = applyLibraries(f.cluster, in.ctxFile, crds, targetObjs)
+	return in
 }
 
 // applyEngineOptions are the options of a run's engine: PolicyExceptions

@@ -203,6 +203,10 @@ func (j *junitStream) writeTo(w io.Writer) error {
 		bw.WriteString("</testsuites>\n")
 		return bw.Flush()
 	}
+	// one buffer for every segment: io.Copy would hand each to the
+	// output's ReadFrom (through bw's), which allocates one per call for
+	// a file; the struct hides bw's ReadFrom
+	var buf []byte
 	for _, g := range j.suites {
 		open, err := openTag(g.suite, "  ", "testsuite")
 		if err != nil {
@@ -210,7 +214,10 @@ func (j *junitStream) writeTo(w io.Writer) error {
 		}
 		bw.WriteString("\n" + open)
 		for _, seg := range g.segments {
-			if _, err := io.Copy(bw, j.spilled.section(seg[0], seg[1])); err != nil {
+			if buf == nil {
+				buf = make([]byte, 32<<10)
+			}
+			if _, err := io.CopyBuffer(struct{ io.Writer }{bw}, j.spilled.section(seg[0], seg[1]), buf); err != nil {
 				return fmt.Errorf("reading spilled test cases: %w", err)
 			}
 		}

@@ -125,11 +125,28 @@ type Env struct {
 
 // variant is one environment: plain has the admission variables but no
 // "variables" declaration; shared adds an empty variables object, for
-// units without variables.
+// units without variables. Every program of the variant runs in shared
+// (see Compiler.Compile), the mutations' in patch, shared with the patch
+// types (built on first use).
 type variant struct {
 	once          sync.Once
 	plain, shared *cel.Env
 	err           error
+
+	patchOnce sync.Once
+	patch     *cel.Env
+	patchErr  error
+}
+
+// patchEnv returns the variant's shared environment with the patch types.
+func (v *variant) patchEnv() (*cel.Env, error) {
+	v.patchOnce.Do(func() {
+		v.patch, v.patchErr = v.shared.Extend(patchTypeOptions()...)
+		if v.patchErr != nil {
+			v.patchErr = fmt.Errorf("cel: environment: patch types: %w", v.patchErr)
+		}
+	})
+	return v.patch, v.patchErr
 }
 
 // EnvOption configures NewEnv.
@@ -348,10 +365,10 @@ func (e *CompileError) Error() string { return e.Detail }
 // Program is a compiled expression: immutable, safe for concurrent use.
 type Program struct {
 	prog cel.Program
-	// lazy programs are instantiated on first use (Compiler.Lazy): ast
-	// and celEnv until then, once guards it, progErr is its error
-	ast     *cel.Ast
-	celEnv  *cel.Env
+	// lazy programs are instantiated on first use (Compiler.Lazy): comp
+	// checks the expression again then (the checked AST is not kept
+	// until then), once guards it, progErr is its error
+	comp    *Compiler
 	popts   []cel.ProgramOption
 	once    sync.Once
 	progErr error
@@ -410,14 +427,19 @@ type Compiler struct {
 	variables []*Program
 	// lazy defers the instantiation of programs (Lazy)
 	lazy bool
+	// mu guards envs and patchEnv, which the lazy programs' first
+	// evaluations (concurrent) build again after Release
+	mu sync.Mutex
 }
 
 // Lazy makes the compiler's programs instantiated on their first
 // evaluation: Compile still parses and type-checks every expression (and
-// reports its errors), only cel-go's program, which holds a dispatcher of
-// every function of the environment, waits until it is needed. For units
-// that may never run, such as the Pod controller variants of a policy
-// checked on Pods only. It returns c.
+// reports its errors) but keeps neither the checked expression (about 6
+// KB) nor cel-go's program (which holds a dispatcher of every function of
+// the environment, about 30 KB): the first evaluation checks the
+// expression again and makes the program. For units that may never run,
+// such as the Pod controller variants of a policy checked on Pods only. It
+// returns c.
 func (c *Compiler) Lazy() *Compiler {
 	c.lazy = true
 	return c
@@ -445,6 +467,19 @@ func (e *Env) NewCompiler(hasParams bool, opts ...CompilerOption) *Compiler {
 	return c
 }
 
+// Release drops the environments the compiler keeps to check its unit's
+// expressions: each of a unit with variables holds its own copy of every
+// function declaration of the environment, about 70 KB, which its
+// programs do not need (they run in the environment's shared variants,
+// see Compile). Call it once the unit is compiled; the compiler stays
+// usable for NewEvaluation, and a later AddVariable or Compile builds the
+// environments again.
+func (c *Compiler) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.envs, c.patchEnv = [2]*cel.Env{}, nil
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -469,7 +504,9 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.mu.Lock()
 		c.envs[0], c.envs[1], c.vars, c.patchEnv = nil, env, t, nil
+		c.mu.Unlock()
 	}
 	for _, v := range c.variables {
 		if v.name == name {
@@ -495,17 +532,52 @@ func (c *Compiler) AddVariable(name, expr string) (*Program, error) {
 // Compile type-checks expr as an expression of kind k and makes its
 // program.
 func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
+	ast, plan, err := c.check(expr, k)
+	if err != nil {
+		return nil, err
+	}
+	popts := []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency)}
+	p := &Program{expr: expr, kind: k, out: ast.OutputType()}
+	if c.env.cfg.libs&boundLibraries != 0 {
+		p.bound = callsBound(ast)
+		popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
+	}
+	c.noteReads(p, readsOf(ast))
+	if c.lazy {
+		p.comp, p.popts = c, popts
+		return p, nil
+	}
+	prog, err := plan.Program(ast, popts...)
+	if err != nil {
+		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
+	}
+	p.prog = prog
+	return p, nil
+}
+
+// check parses and type-checks expr as an expression of kind k in the
+// unit's environment; plan is the environment its program runs in.
+func (c *Compiler) check(expr string, k Kind) (ast *cel.Ast, plan *cel.Env, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	authz := k.authorizer() || c.env.cfg.noAuthorizer // one environment without authorizer
 	a := b2i(authz)
+	v, err := c.env.variant(c.params, authz, c.namespace != "")
+	if err != nil {
+		return nil, nil, err
+	}
+	// the expression is checked in the unit's environment, which types
+	// its variables, and runs in the variant's, which differs only by the
+	// type of the variables object: a program reads variables.<name>
+	// through the object (traits.Indexer), never through their types. The
+	// unit's environment, with its copy of every function, is then not
+	// kept, and the function bindings are made once per variant.
+	plan = v.shared
 	if c.envs[a] == nil {
-		v, err := c.env.variant(c.params, authz, c.namespace != "")
-		if err != nil {
-			return nil, err
-		}
 		env := v.shared
 		if c.vars != nil {
 			if env, _, err = c.env.withVariables(v.plain, c.vars); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		c.envs[a] = env
@@ -515,15 +587,18 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		if c.patchEnv == nil {
 			pe, err := env.Extend(patchTypeOptions()...)
 			if err != nil {
-				return nil, fmt.Errorf("cel: environment: patch types: %w", err)
+				return nil, nil, fmt.Errorf("cel: environment: patch types: %w", err)
 			}
 			c.patchEnv = pe
 		}
 		env = c.patchEnv
+		if plan, err = v.patchEnv(); err != nil {
+			return nil, nil, err
+		}
 	}
 	ast, issues := env.Compile(expr)
 	if issues != nil && issues.Err() != nil {
-		return nil, &CompileError{Expression: expr, Detail: "compilation failed: " + issues.String()}
+		return nil, nil, &CompileError{Expression: expr, Detail: "compilation failed: " + issues.String()}
 	}
 	rts := k.returnTypes()
 	found := false
@@ -540,25 +615,9 @@ func (c *Compiler) Compile(expr string, k Kind) (*Program, error) {
 		} else {
 			reason = fmt.Sprintf("must evaluate to one of %v but got %v", rts, ast.OutputType().String())
 		}
-		return nil, &CompileError{Expression: expr, Detail: reason}
+		return nil, nil, &CompileError{Expression: expr, Detail: reason}
 	}
-	popts := []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency)}
-	p := &Program{expr: expr, kind: k, out: ast.OutputType()}
-	if c.env.cfg.libs&boundLibraries != 0 {
-		p.bound = callsBound(ast)
-		popts = append(popts, cel.CustomDecoratorV2(libraryDecorator))
-	}
-	c.noteReads(p, readsOf(ast))
-	if c.lazy {
-		p.ast, p.celEnv, p.popts = ast, env, popts
-		return p, nil
-	}
-	prog, err := env.Program(ast, popts...)
-	if err != nil {
-		return nil, &CompileError{Expression: expr, Detail: "program instantiation failed: " + err.Error()}
-	}
-	p.prog = prog
-	return p, nil
+	return ast, plan, nil
 }
 
 // noteReads records on p what its expression reads (r), with what the
@@ -576,13 +635,19 @@ func (c *Compiler) noteReads(p *Program, r reads) {
 	}
 }
 
-// program returns the cel-go program, instantiating a lazy one.
+// program returns the cel-go program, instantiating a lazy one: its
+// expression is checked again (it was at Compile) by its compiler.
 func (p *Program) program() (cel.Program, error) {
-	if p.ast == nil {
+	if p.comp == nil {
 		return p.prog, nil
 	}
 	p.once.Do(func() {
-		prog, err := p.celEnv.Program(p.ast, p.popts...)
+		ast, plan, err := p.comp.check(p.expr, p.kind)
+		if err != nil {
+			p.progErr = err
+			return
+		}
+		prog, err := plan.Program(ast, p.popts...)
 		if err != nil {
 			p.progErr = &CompileError{Expression: p.expr, Detail: "program instantiation failed: " + err.Error()}
 			return

@@ -42,6 +42,7 @@ func CompileDeleting(env *cel.Env, spec *policiesv1alpha1.DeletingPolicySpec, op
 	d.reads.Namespace = d.reads.Namespace || conds.reads.Namespace
 	d.reads.Request = d.reads.Request || conds.reads.Request
 	d.reads.Resources = d.reads.Resources || conds.reads.Resources
+	d.comp.Release()
 	return d, append(errs, cerrs...)
 }
 

@@ -65,6 +65,7 @@ func CompileGenerating(env *cel.Env, spec *policiesv1alpha1.GeneratingPolicySpec
 	var areads Reads
 	g.audits, areads, aerrs = compileAuditAnnotations(g.comp, spec.AuditAnnotations, path.Child("auditAnnotations"))
 	g.reads.merge(areads)
+	g.comp.Release()
 	return g, append(errs, aerrs...)
 }
 

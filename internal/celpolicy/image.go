@@ -152,6 +152,7 @@ func CompileImage(env *cel.Env, spec *ImageSpec, opts ImageOptions, path *field.
 	if len(spec.Validations) == 0 && len(spec.AuditAnnotations) == 0 {
 		errs = append(errs, field.Required(path.Child("validations"), "validations and auditAnnotations may not both be empty"))
 	}
+	comp.Release()
 	return v, errs
 }
 

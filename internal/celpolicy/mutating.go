@@ -159,6 +159,7 @@ func CompileMutating(env *cel.Env, spec *MutatingSpec, sem Semantics, opts Mutat
 	var areads Reads
 	m.audits, areads, aerrs = compileAuditAnnotations(comp, spec.AuditAnnotations, path.Child("auditAnnotations"))
 	m.reads.merge(areads)
+	comp.Release()
 	return m, append(errs, aerrs...)
 }
 

@@ -163,6 +163,7 @@ func Compile(env *cel.Env, spec *Spec, sem Semantics, opts Options, path *field.
 	if len(spec.Validations) == 0 && len(spec.AuditAnnotations) == 0 {
 		errs = append(errs, field.Required(path.Child("validations"), "validations and auditAnnotations may not both be empty"))
 	}
+	comp.Release()
 	return v, errs
 }
 

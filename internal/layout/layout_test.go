@@ -31,6 +31,7 @@ type goFile struct {
 	pkgPath string // import path of its package
 	test    bool
 	file    *ast.File
+	fset    *token.FileSet // positions of file
 }
 
 // readRepo parses every Go file of the repository (testdata and hidden
@@ -81,7 +82,7 @@ func readRepo(t *testing.T) []goFile {
 			}
 		}
 		files = append(files, goFile{path: rel, module: modules[modDir], pkgPath: pkgPath,
-			test: strings.HasSuffix(rel, "_test.go"), file: f})
+			test: strings.HasSuffix(rel, "_test.go"), file: f, fset: fset})
 		return nil
 	})
 	if err != nil {
@@ -144,6 +145,58 @@ func TestImportRules(t *testing.T) {
 	if checked["internal"] == 0 || checked["other modules"] == 0 {
 		t.Fatalf("nothing checked: %v", checked)
 	}
+}
+
+// maxFuncLines is the longest body a function of the repository's code
+// may have (tests and data tables aside): what a reader takes in at once.
+const maxFuncLines = 150
+
+// TestFunctionLength checks that no function of the code (test files
+// aside) runs over maxFuncLines lines, but data tables: a function whose
+// body is one statement (a return or an assignment of a composite
+// literal).
+func TestFunctionLength(t *testing.T) {
+	checked := 0
+	for _, f := range readRepo(t) {
+		if f.test {
+			continue
+		}
+		for _, decl := range f.file.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			checked++
+			lines := f.fset.Position(fn.Body.Rbrace).Line - f.fset.Position(fn.Body.Lbrace).Line - 1
+			if lines > maxFuncLines && !isDataTable(fn.Body) {
+				t.Errorf("%s: func %s has %d lines, over %d", f.path, fn.Name.Name, lines, maxFuncLines)
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d functions checked", checked)
+	}
+}
+
+// isDataTable reports whether a body is one statement returning or
+// assigning composite literals.
+func isDataTable(body *ast.BlockStmt) bool {
+	if len(body.List) != 1 {
+		return false
+	}
+	var values []ast.Expr
+	switch s := body.List[0].(type) {
+	case *ast.ReturnStmt:
+		values = s.Results
+	case *ast.AssignStmt:
+		values = s.Rhs
+	}
+	for _, v := range values {
+		if _, ok := v.(*ast.CompositeLit); !ok {
+			return false
+		}
+	}
+	return len(values) > 0
 }
 
 // surface is the exported API of one package.
