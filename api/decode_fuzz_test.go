@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"reflect"
 	"testing"
 
@@ -47,7 +48,7 @@ func FuzzReadDocuments(f *testing.F) {
 					checkDecodeError(t, err)
 					break
 				}
-				if cp, ok := p.(api.ClassicPolicy); (ok && cp.GetSpec() == nil) || api.PolicyKey(p) == "" && p.GetName() != "" {
+				if cp, ok := p.(api.ClassicPolicy); (ok && cp.GetSpec() == nil) || policykey.Key(p) == "" && p.GetName() != "" {
 					t.Fatalf("decoded policy without spec or key")
 				}
 				out = p

@@ -76,7 +76,7 @@ metadata:
 		panic(err)
 	}
 	vp := p.(*api.ValidatingPolicy)
-	fmt.Println(api.KindOf(vp), api.PolicyKey(vp), api.IsNamespaced(vp), vp.Spec.Validations[0].Expression)
+	fmt.Println(api.KindOf(vp), vp.GetNamespace()+"/"+vp.GetName(), api.IsNamespaced(vp), vp.Spec.Validations[0].Expression)
 	fmt.Println(docs[1].IsPolicy(), docs[1].CheckKind())
 	// Output:
 	// NamespacedValidatingPolicy shop/replicas true object.spec.replicas <= 5

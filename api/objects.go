@@ -139,7 +139,8 @@ func (d Document) CheckKind() error {
 // *GeneratingPolicy, *DeletingPolicy, *ValidatingAdmissionPolicy,
 // *ValidatingAdmissionPolicyBinding, *MutatingAdmissionPolicy or
 // *MutatingAdmissionPolicyBinding. A namespaced kind without a namespace
-// is in "default".
+// is in "default"; a cluster-wide kind has none (metadata.namespace is
+// dropped, as the API server does).
 func DecodePolicy(d Document) (PolicyObject, error) {
 	pk, ok := policyKinds[groupOf(d.APIVersion())][d.Kind()]
 	if !ok {
@@ -154,8 +155,11 @@ func DecodePolicy(d Document) (PolicyObject, error) {
 	if err := DecodeStrict(d, p); err != nil {
 		return nil, err
 	}
-	if IsNamespaced(p) && p.GetNamespace() == "" {
+	switch {
+	case IsNamespaced(p) && p.GetNamespace() == "":
 		setNamespace(p, "default")
+	case !IsNamespaced(p) && p.GetNamespace() != "":
+		setNamespace(p, "") // as the API server drops it
 	}
 	return p, nil
 }
@@ -200,14 +204,4 @@ func DecodeCELPolicyException(d Document) (*CELPolicyException, error) {
 		return nil, err
 	}
 	return &e, nil
-}
-
-// PolicyKey returns how exceptions and reports name a policy: its name, or
-// "<namespace>/<name>" for a namespaced kind (Policy,
-// NamespacedValidatingPolicy, ...).
-func PolicyKey(p PolicyObject) string {
-	if IsNamespaced(p) {
-		return p.GetNamespace() + "/" + p.GetName()
-	}
-	return p.GetName()
 }

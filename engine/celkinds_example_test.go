@@ -94,7 +94,7 @@ spec:
 			panic(err)
 		}
 		for p, r := range resp.Rules() {
-			fmt.Printf("%s %s %s [%s] %s: %s\n", ns, p.Policy.Kind(), p.Policy.Name(), p.FailureAction, r.Status, r.Message)
+			fmt.Printf("%s %s %s [%s] %s: %s\n", ns, api.KindOf(p.Policy.Source()), p.Policy.Source().GetName(), p.FailureAction, r.Status, r.Message)
 		}
 		fmt.Println(ns, "blocked:", resp.Blocked())
 	}

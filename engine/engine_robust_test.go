@@ -95,7 +95,7 @@ func rbResults(resp *engine.Response) map[string]engine.RuleResult {
 	}
 	for _, p := range resp.Policies {
 		for _, r := range p.Rules {
-			out[p.Policy.Name()+"/"+r.Name] = r
+			out[p.Policy.Source().GetName()+"/"+r.Name] = r
 		}
 	}
 	return out

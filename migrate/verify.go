@@ -522,8 +522,8 @@ func resourceName(obj map[string]any) string {
 func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySet, o *Output, rules map[string]bool, res map[string]any) (*Difference, error) {
 	name := o.Object.GetName()
 	d := &Difference{Resource: resourceName(res), Output: name, Type: o.Type}
-	origReq := cfg.request(orig.Policies()[0].Name(), copyJSON(res))
-	convReq := convertedRequest(cfg, orig.Policies()[0].Name(), o, cfg.request(name, copyJSON(res)), origReq.Variables)
+	origReq := cfg.request(orig.Policies()[0].Source().GetName(), copyJSON(res))
+	convReq := convertedRequest(cfg, orig.Policies()[0].Source().GetName(), o, cfg.request(name, copyJSON(res)), origReq.Variables)
 	switch o.Type {
 	case TypeValidate, TypeVerifyImages:
 		a, err := orig.Validate(ctx, origReq)

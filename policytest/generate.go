@@ -36,7 +36,7 @@ func (e *env) loadCloneSources() error {
 // annotations (the tracking labels are dropped by the comparison for
 // every kind).
 func cliGenerated(p *engine.Policy, obj map[string]any) map[string]any {
-	if k := p.Kind(); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
+	if k := api.KindOf(p.Source()); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
 		return obj
 	}
 	md, _ := obj["metadata"].(map[string]any)

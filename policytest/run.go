@@ -801,7 +801,7 @@ func NewRequest(policy string, obj map[string]any, values *Values, user *UserInf
 // request builds the admission request of a resource for a policy; op,
 // when set, replaces the operation the values give.
 func (e *env) request(p *engine.Policy, obj map[string]any, op api.AdmissionOperation) *engine.Request {
-	req := NewRequest(p.Name(), obj, e.values, e.userInfo)
+	req := NewRequest(p.Source().GetName(), obj, e.values, e.userInfo)
 	if op == "" || op == req.Operation {
 		return req
 	}
@@ -1045,7 +1045,7 @@ func splitRules(rules []engine.RuleResult, t engine.RuleType) (others, of []engi
 }
 
 func policyMatches(name string, p *engine.Policy) bool {
-	return name == p.Name() || name == p.Key()
+	return name == p.Source().GetName() || name == p.Key()
 }
 
 // check is upstream's checkResult.

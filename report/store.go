@@ -151,7 +151,7 @@ func kept(p *engine.Policy, t engine.RuleType) bool {
 	case engine.Validation, engine.ImageVerify:
 		return true
 	case engine.Mutation:
-		switch p.Kind() {
+		switch api.KindOf(p.Source()) {
 		case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy, api.KindMutatingAdmissionPolicy:
 			return true
 		}

@@ -484,7 +484,7 @@ func ruleCount(set *engine.PolicySet, skipped []skippedPolicy) int {
 
 // isClassic reports a ClusterPolicy or Policy.
 func isClassic(p *engine.Policy) bool {
-	return p.Kind() == api.KindClusterPolicy || p.Kind() == api.KindPolicy
+	return api.KindOf(p.Source()) == api.KindClusterPolicy || api.KindOf(p.Source()) == api.KindPolicy
 }
 
 // evaluatePayload applies the ValidatingPolicies in JSON mode to a JSON
@@ -515,7 +515,7 @@ func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
 	for _, p := range ev.set.Policies() {
 		one := ev.set.Engine().NewPolicySet(p)
 		rr := evaluateOne(one, all.resource, func(_ string, o map[string]any) *engine.Request {
-			return policytest.NewRequest(p.Name(), o, ev.values, ev.user)
+			return policytest.NewRequest(p.Source().GetName(), o, ev.values, ev.user)
 		})
 		if rr.err != nil {
 			return rr
@@ -611,7 +611,7 @@ func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f ap
 	resPath := upstreamPath(rr.resource)
 	for i := range rr.policies {
 		pr := &rr.policies[i]
-		name := pr.Policy.Name()
+		name := pr.Policy.Source().GetName()
 		failed := 0
 		for j := range pr.Rules {
 			r := &pr.Rules[j]

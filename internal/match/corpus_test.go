@@ -2,6 +2,7 @@ package match
 
 import (
 	"bytes"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"os"
 	"path/filepath"
 	"sort"
@@ -198,7 +199,7 @@ func TestCorpusCLIResults(t *testing.T) {
 				}
 				if po, err := api.DecodePolicy(doc); err == nil {
 					if p, ok := po.(api.ClassicPolicy); ok {
-						policies[api.PolicyKey(p)] = p
+						policies[policykey.Key(p)] = p
 						policies[p.GetName()] = p
 					}
 				}

@@ -81,7 +81,6 @@ spec:
 
 func TestCandidates(t *testing.T) {
 	s := mustSet(t, candidatesDocs)
-	aliased := mustSet(t, candidatesDocs, AutogenAliases(true))
 	tests := []struct {
 		set          *Set
 		policy, rule string
@@ -95,9 +94,6 @@ func TestCandidates(t *testing.T) {
 		{s, "disallow-host-namespaces", "host-pids", nil},
 		{s, "disallow-host-namespaces", "autogen-host-namespaces", []string{"team-a/unqualified"}},
 		{s, "team-a/disallow-host-namespaces", "autogen-host-namespaces", nil},
-		{aliased, "team-a/disallow-host-namespaces", "autogen-host-namespaces", []string{"team-a/qualified"}},
-		{aliased, "team-a/disallow-host-namespaces", "autogen-cronjob-host-namespaces", []string{"team-a/qualified"}},
-		{aliased, "team-a/disallow-host-namespaces", "autogen-other", nil},
 		{s, "unknown", "x", nil},
 	}
 	for _, tt := range tests {
