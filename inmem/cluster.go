@@ -1,13 +1,14 @@
 // Package inmem is an in-memory Kubernetes cluster that implements the
 // engine's host interfaces: a resource client, ConfigMap lookups,
-// Kubernetes API GET/list paths, namespace labels and an UpdateRequest
-// queue. Tests, examples and the gavel CLI use it as the cluster.
+// Kubernetes API GET/list paths and namespace labels. Tests, examples and
+// the gavel CLI use it as the cluster; the UpdateRequests of generate and
+// mutate-existing rules go to a generate.MemoryQueue.
 //
 // The cluster emits no events: it has no watch, and changing an object
 // (Add, Create, Update, Delete) tells nobody. A host or test that drives a
 // generate.Controller with it calls the controller's On* handlers itself
 // after each change (OnTriggerUpdate, OnDownstreamChange, ...), and
-// drains the queue (Dequeue) into Controller.ProcessAll or Run.
+// runs the controller on the engine's queue (Controller.Run).
 package inmem
 
 import (
@@ -21,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
@@ -32,7 +32,6 @@ type Cluster struct {
 	objects map[key]map[string]any
 	names   resourceNames
 	rv      int
-	queue   []*api.UpdateRequest
 	// Deny, when set, is consulted before every write; a non-nil error
 	// refuses the write (to simulate missing permissions).
 	Deny func(verb string, obj map[string]any) error
@@ -87,11 +86,10 @@ func (c *Cluster) AddOwned(objs ...map[string]any) {
 }
 
 var (
-	_ engine.Client             = (*Cluster)(nil)
-	_ engine.ConfigMapResolver  = (*Cluster)(nil)
-	_ engine.APIClient          = (*Cluster)(nil)
-	_ engine.NamespaceLabeler   = (*Cluster)(nil)
-	_ engine.UpdateRequestQueue = (*Cluster)(nil)
+	_ engine.Client            = (*Cluster)(nil)
+	_ engine.ConfigMapResolver = (*Cluster)(nil)
+	_ engine.APIClient         = (*Cluster)(nil)
+	_ engine.NamespaceLabeler  = (*Cluster)(nil)
 )
 
 func keyOf(obj map[string]any) key {
@@ -267,23 +265,6 @@ func (c *Cluster) NamespaceLabels(ctx context.Context, namespace string) (map[st
 	}
 	md, _ := ns["metadata"].(map[string]any)
 	return stringMap(md["labels"]), nil
-}
-
-// Enqueue implements engine.UpdateRequestQueue.
-func (c *Cluster) Enqueue(_ context.Context, ur *api.UpdateRequest) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.queue = append(c.queue, ur)
-	return nil
-}
-
-// Dequeue removes and returns every queued UpdateRequest.
-func (c *Cluster) Dequeue() []*api.UpdateRequest {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queue
-	c.queue = nil
-	return q
 }
 
 // RawAbsPath implements engine.APIClient for GET requests on the paths

@@ -62,7 +62,7 @@ const defaultSource = "kyverno"
 type Options struct {
 	// Clock gives the timestamps of report entries (seconds precision, as
 	// upstream). Nil means time.Now, the engine's default clock; an
-	// engine built WithClock shares its clock with Clock: eng.Now.
+	// engine built WithClock is given the same function as Clock.
 	Clock func() time.Time
 	// Source is the source of every entry; "kyverno" when empty.
 	Source string
