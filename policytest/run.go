@@ -314,19 +314,32 @@ func (e *env) loadInputs() error {
 
 // readSet reads the policies and exceptions of the files and folders.
 func (e *env) readSet(paths []string, what string) (*loader.Set, error) {
-	set := &loader.Set{}
+	var all []string
 	for _, p := range paths {
 		files, err := loader.Files(e.path(p))
 		if err != nil {
 			return nil, fmt.Errorf("failed to load %s: %w", what, err)
 		}
-		for _, f := range files {
-			if err := set.ReadFile(f); err != nil {
-				return nil, fmt.Errorf("failed to load %s: %w", what, err)
-			}
-		}
+		all = append(all, files...)
+	}
+	set, err := loadFiles(all...)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load %s: %w", what, err)
 	}
 	return set, nil
+}
+
+// loadFiles reads the files (see loader.Load) and reports the error of
+// the first file that has one, as upstream's CLI stops at it.
+func loadFiles(files ...string) (*loader.Set, error) {
+	if len(files) == 0 {
+		return &loader.Set{}, nil
+	}
+	set, err := loader.Load(files...)
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		err = j.Unwrap()[0]
+	}
+	return set, err
 }
 
 // documents reads every document of the files and folders, in the
@@ -1127,8 +1140,8 @@ func (e *env) compareFile(file string, actual map[string]any) (bool, error) {
 	if actual == nil {
 		return false, errors.New("no resource to compare")
 	}
-	s := &loader.Set{}
-	if err := s.ReadFile(e.path(file)); err != nil {
+	s, err := loadFiles(e.path(file))
+	if err != nil {
 		return false, fmt.Errorf("error: failed to load resource (%s)", err)
 	}
 	// a resource of the file without a namespace is in "default", as the

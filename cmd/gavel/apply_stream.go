@@ -140,11 +140,11 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 		var err error
 		switch b, inMemory := in.data[i]; {
 		case name == "-":
-			err = loader.EachDocument(bytes.NewReader(b), "<stdin>", fn)
+			err = eachDocument(bytes.NewReader(b), "<stdin>", fn)
 		case inMemory:
-			err = loader.EachDocument(bytes.NewReader(b), name, fn)
+			err = eachDocument(bytes.NewReader(b), name, fn)
 		default:
-			err = loader.EachFileDocument(name, fn)
+			err = eachFileDocument(name, fn)
 		}
 		if err == errStopped {
 			return nil
@@ -154,6 +154,35 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 		}
 	}
 	return nil
+}
+
+// eachDocument calls fn with each document of r in order, undecoded (see
+// api.RawDocument.Decode), so that a long stream is never in memory at
+// once. It stops at fn's first error and returns it.
+func eachDocument(r io.Reader, source string, fn func(api.RawDocument) error) error {
+	dr := api.NewDocumentReader(r, source)
+	for {
+		raw, err := dr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(raw); err != nil {
+			return err
+		}
+	}
+}
+
+// eachFileDocument is eachDocument for a file.
+func eachFileDocument(name string, fn func(api.RawDocument) error) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return eachDocument(f, name, fn)
 }
 
 // scanned is what the first reading of the resources finds.
