@@ -98,4 +98,3 @@ func New(opts ...Option) (*Engine, error) {
 		vcache: verifycache.New[verifyOutcome](verifycache.Options{
 			Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now}), celLibs: c.celLibraries()}, nil
 }
-

@@ -32,31 +32,20 @@ type Set struct {
 
 // add decodes one document into the set. A document of a policy group
 // whose kind gavel does not know is an *api.UnknownKindError (see
-// api.Document.CheckKind).
+// api.DecodeObject).
 func (s *Set) add(d api.Document) error {
-	switch {
-	case d.IsPolicy():
-		p, err := api.DecodePolicy(d)
-		if err != nil {
-			return err
-		}
-		s.Policies = append(s.Policies, p)
-	case d.IsPolicyException():
-		e, err := api.DecodePolicyException(d)
-		if err != nil {
-			return err
-		}
-		s.Exceptions = append(s.Exceptions, e)
-	case d.IsCELPolicyException():
-		e, err := api.DecodeCELPolicyException(d)
-		if err != nil {
-			return err
-		}
-		s.CELExceptions = append(s.CELExceptions, e)
+	obj, err := api.DecodeObject(d)
+	if err != nil {
+		return err
+	}
+	switch o := obj.(type) { // the exceptions first: they have a PolicyObject's methods too
+	case *api.PolicyException:
+		s.Exceptions = append(s.Exceptions, o)
+	case *api.CELPolicyException:
+		s.CELExceptions = append(s.CELExceptions, o)
+	case api.PolicyObject:
+		s.Policies = append(s.Policies, o)
 	default:
-		if err := d.CheckKind(); err != nil {
-			return err
-		}
 		s.Resources = append(s.Resources, d)
 	}
 	return nil

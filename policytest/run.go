@@ -381,7 +381,8 @@ func (e *env) loadResources() error {
 	}
 	seen := map[string]bool{}
 	for _, d := range docs {
-		if err := d.CheckKind(); err != nil {
+		var unknown *api.UnknownKindError
+		if _, err := api.DecodeObject(d); errors.As(err, &unknown) {
 			return fmt.Errorf("failed to load resources: %w", err)
 		}
 		k := d.Kind() + "/" + namespaceOf(d.Object) + "/" + d.Name()

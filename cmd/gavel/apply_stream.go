@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,6 +186,13 @@ func eachFileDocument(name string, fn func(api.RawDocument) error) error {
 	return eachDocument(f, name, fn)
 }
 
+// isException reports whether a document is a PolicyException of
+// kyverno.io or policies.kyverno.io, without decoding it.
+func isException(d api.Document) bool {
+	group, _, _ := strings.Cut(d.APIVersion(), "/")
+	return d.Kind() == api.KindPolicyException && (group == api.GroupKyverno || group == api.GroupPolicies)
+}
+
 // scanned is what the first reading of the resources finds.
 type scanned struct {
 	exceptions    []*api.PolicyException
@@ -247,26 +255,19 @@ func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnEr
 
 func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
 	for _, d := range docs {
-		switch {
-		case d.IsPolicyException():
-			e, err := api.DecodePolicyException(d)
-			if err != nil {
-				return err
+		obj, err := api.DecodeObject(d)
+		if err != nil {
+			return err
+		}
+		switch o := obj.(type) {
+		case *api.PolicyException:
+			s.exceptions = append(s.exceptions, o)
+		case *api.CELPolicyException:
+			s.celExceptions = append(s.celExceptions, o)
+		case nil:
+			if !all && !slices.Contains(kinds, d.Kind()) {
+				continue
 			}
-			s.exceptions = append(s.exceptions, e)
-		case d.IsCELPolicyException():
-			e, err := api.DecodeCELPolicyException(d)
-			if err != nil {
-				return err
-			}
-			s.celExceptions = append(s.celExceptions, e)
-		case d.IsPolicy():
-			if _, err := api.DecodePolicy(d); err != nil {
-				return err
-			}
-		case d.CheckKind() != nil:
-			return d.CheckKind()
-		case all || slices.Contains(kinds, d.Kind()):
 			if s.namespacer != nil {
 				s.namespacer.Default(d.Object)
 			}
@@ -406,19 +407,18 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 			out.results = append(out.results, rr)
 			continue
 		}
-		switch {
-		case d.IsPolicyException(), d.IsCELPolicyException():
+		if isException(d) {
 			out.others++
 			continue // read by the scan (--exceptions-with-resources)
-		case d.IsPolicy():
-			if _, out.err = api.DecodePolicy(d); out.err != nil {
-				return out
-			}
+		}
+		obj, err := api.DecodeObject(d)
+		if err != nil {
+			out.err = err
+			return out
+		}
+		if obj != nil { // a policy
 			out.others++
 			continue
-		case d.CheckKind() != nil:
-			out.err = d.CheckKind()
-			return out
 		}
 		if ev.namespacer != nil {
 			ev.namespacer.Default(d.Object)

@@ -71,7 +71,7 @@ func TestCorpusAutogenRules(t *testing.T) {
 				continue
 			}
 			for _, d := range docs {
-				if !d.IsPolicy() {
+				if !isPolicyDoc(d) {
 					continue
 				}
 				p, err := api.DecodePolicy(d)

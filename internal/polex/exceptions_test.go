@@ -3,6 +3,7 @@ package polex
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,7 +23,7 @@ func mustExceptions(t testing.TB, docs string) []*api.PolicyException {
 	}
 	var out []*api.PolicyException
 	for _, d := range ds {
-		pe, err := api.DecodePolicyException(d)
+		pe, err := decodeException(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +327,7 @@ func TestSeedCases(t *testing.T) {
 			var polexs []*api.PolicyException
 			for _, f := range ct.Exceptions {
 				for _, d := range readDocs(t, filepath.Join(dir, f)) {
-					pe, err := api.DecodePolicyException(d)
+					pe, err := decodeException(d)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -405,4 +406,17 @@ func findObject(objects []map[string]any, kind, name string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// decodeException decodes a kyverno.io PolicyException document.
+func decodeException(d api.Document) (*api.PolicyException, error) {
+	obj, err := api.DecodeObject(d)
+	if err != nil {
+		return nil, err
+	}
+	pe, ok := obj.(*api.PolicyException)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a PolicyException", d)
+	}
+	return pe, nil
 }
