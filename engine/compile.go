@@ -106,15 +106,6 @@ func webhookFailurePolicy(spec *api.Spec) *api.FailurePolicyType {
 	return spec.WebhookConfiguration.FailurePolicy
 }
 
-// RuleNames returns the names of the compiled rules, autogen rules included.
-func (p *Policy) RuleNames() []string {
-	out := make([]string, len(p.rules))
-	for i, r := range p.rules {
-		out[i] = r.name
-	}
-	return out
-}
-
 // Rules returns the compiled policy's rules (autogen rules included) as
 // api.Rule values; callers must not modify them.
 func (p *Policy) Rules() []*api.Rule {

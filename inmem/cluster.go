@@ -50,18 +50,11 @@ func New(objs ...map[string]any) *Cluster {
 	return c
 }
 
-// NewOwned is New without the deep copies, for many large objects: the
+// AddOwned is Add without the deep copies, for many large objects: the
 // cluster keeps the objects themselves (only each object's top level and
 // metadata are copied, for resourceVersion), so the caller hands them over
 // and must not modify them afterwards (reading them stays fine). The
 // cluster never modifies a stored object in place and hands out copies.
-func NewOwned(objs ...map[string]any) *Cluster {
-	c := &Cluster{objects: make(map[key]map[string]any, len(objs))}
-	c.AddOwned(objs...)
-	return c
-}
-
-// AddOwned is Add for objects handed over as NewOwned takes them.
 func (c *Cluster) AddOwned(objs ...map[string]any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

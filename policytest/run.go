@@ -201,7 +201,7 @@ type env struct {
 	libCluster *inmem.Cluster
 	// ctxObjects and images are the context file's objects and image data
 	ctxObjects []map[string]any
-	images     []loader.ContextImage
+	images     *inmem.Registry
 	// targetObjects are the mutate-existing targets
 	targetObjects []map[string]any
 	// gctx answers globalContext.Get from the globalContextEntries
@@ -447,7 +447,10 @@ func (e *env) loadCluster() error {
 		if err != nil {
 			return fmt.Errorf("failed to load context: %w", err)
 		}
-		e.ctxObjects, e.images = c.Spec.Resources, c.Spec.Images
+		e.ctxObjects = c.Spec.Resources
+		if len(c.Spec.Images) > 0 {
+			e.images = c.Registry()
+		}
 		if len(e.t.ClusterResources) > 0 {
 			// the CEL resource library reads the test's cluster without them
 			e.libCluster = inmem.New(objs...)
@@ -488,12 +491,8 @@ func (e *env) engineOptions(opts Options) ([]engine.Option, error) {
 		// cluster: the authorizer of CEL expressions denies every check
 		engine.WithAuthorizer(inmem.NewAuthorizer()),
 	}
-	if len(e.images) > 0 {
-		reg := inmem.NewRegistry()
-		for _, im := range e.images {
-			reg.Set(im.Image, im.RegistryData())
-		}
-		engOpts = append(engOpts, engine.WithRegistryClient(reg))
+	if e.images != nil {
+		engOpts = append(engOpts, engine.WithRegistryClient(e.images))
 	}
 	var apiClient engine.APIClient
 	if len(e.t.ClusterResources) > 0 {

@@ -168,7 +168,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
-	cluster := inmem.NewOwned()
+	cluster := inmem.New()
 	opts := applyEngineOptions(f, &ev, excSource, cluster, side.ctxFile)
 	opts = append(opts, engine.WithCELLibraries(side.libs))
 	if live != nil {
@@ -331,11 +331,7 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
 	case ctxFile != nil && len(ctxFile.Spec.Images) > 0:
 		// the context file's image data stands for the registries
-		reg := inmem.NewRegistry()
-		for _, im := range ctxFile.Spec.Images {
-			reg.Set(im.Image, im.RegistryData())
-		}
-		opts = append(opts, engine.WithRegistryClient(reg))
+		opts = append(opts, engine.WithRegistryClient(ctxFile.Registry()))
 	}
 	return append(opts, imageVerifierOption())
 }
@@ -471,7 +467,7 @@ func ruleCount(set *engine.PolicySet, skipped []skippedPolicy) int {
 	n := 0
 	for _, p := range set.Policies() {
 		if isClassic(p) {
-			n += len(p.RuleNames())
+			n += len(p.Rules())
 		} else {
 			n++ // upstream counts one for each policy of the other kinds
 		}
