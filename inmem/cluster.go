@@ -264,7 +264,10 @@ func (c *Cluster) NamespaceLabels(ctx context.Context, namespace string) (map[st
 // of the Kubernetes API: /api/v1[/namespaces/NS]/RESOURCE[/NAME] and
 // /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE[/NAME]. RESOURCE is a
 // built-in kind's plural, one a stored CustomResourceDefinition declares,
-// or the plural of a stored object's kind.
+// or the plural of a stored object's kind. A list takes a labelSelector and
+// a fieldSelector on metadata.name and metadata.namespace (=, == and !=),
+// the fields every kind's objects are selected by; another field is an
+// error, as the API server's for most kinds.
 func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte) ([]byte, error) {
 	if method != "" && method != "GET" {
 		return nil, fmt.Errorf("in-memory cluster: method %s not supported on %s", method, path)
@@ -293,6 +296,7 @@ func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte)
 	}
 	kind := c.kindOf(apiVersion, parts[0])
 	var selector *metav1.LabelSelector
+	var fields []fieldTest
 	for _, kv := range strings.Split(query, "&") {
 		if v, ok := strings.CutPrefix(kv, "labelSelector="); ok {
 			sel, err := metav1.ParseToLabelSelector(unescape(v))
@@ -300,6 +304,13 @@ func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte)
 				return nil, err
 			}
 			selector = sel
+		}
+		if v, ok := strings.CutPrefix(kv, "fieldSelector="); ok {
+			fs, err := parseFieldSelector(unescape(v))
+			if err != nil {
+				return nil, fmt.Errorf("in-memory cluster: %s: %w", path, err)
+			}
+			fields = append(fields, fs...)
 		}
 	}
 	if len(parts) >= 2 {
@@ -313,9 +324,11 @@ func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte)
 	if err != nil {
 		return nil, err
 	}
-	list := make([]any, len(items))
-	for i, it := range items {
-		list[i] = it
+	list := make([]any, 0, len(items))
+	for _, it := range items {
+		if selectsFields(fields, it) {
+			list = append(list, it)
+		}
 	}
 	return json.Marshal(map[string]any{
 		"apiVersion": apiVersion,
@@ -323,6 +336,53 @@ func (c *Cluster) RawAbsPath(ctx context.Context, path, method string, _ []byte)
 		"metadata":   map[string]any{},
 		"items":      list,
 	})
+}
+
+// fieldTest is one requirement of a field selector.
+type fieldTest struct {
+	field, value string
+	equal        bool
+}
+
+// parseFieldSelector parses a field selector on metadata.name and
+// metadata.namespace.
+func parseFieldSelector(s string) ([]fieldTest, error) {
+	var out []fieldTest
+	for _, req := range strings.Split(s, ",") {
+		if req == "" {
+			continue
+		}
+		var t fieldTest
+		switch {
+		case strings.Contains(req, "!="):
+			t.field, t.value, _ = strings.Cut(req, "!=")
+		case strings.Contains(req, "=="):
+			t.field, t.value, _ = strings.Cut(req, "==")
+			t.equal = true
+		case strings.Contains(req, "="):
+			t.field, t.value, _ = strings.Cut(req, "=")
+			t.equal = true
+		default:
+			return nil, fmt.Errorf("field selector %q: no operator", req)
+		}
+		if t.field != "metadata.name" && t.field != "metadata.namespace" {
+			return nil, fmt.Errorf("field selector %q: field %s not supported (metadata.name and metadata.namespace are)", req, t.field)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// selectsFields tells whether obj meets every requirement.
+func selectsFields(tests []fieldTest, obj map[string]any) bool {
+	md, _ := obj["metadata"].(map[string]any)
+	for _, t := range tests {
+		v, _ := md[strings.TrimPrefix(t.field, "metadata.")].(string)
+		if (v == t.value) != t.equal {
+			return false
+		}
+	}
+	return true
 }
 
 func unescape(s string) string {

@@ -52,6 +52,24 @@ func TestCluster(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, &l) != nil || len(l["items"].([]any)) != 1 {
 		t.Errorf("selector path = %s, %v", raw, err)
 	}
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{
+		{"fieldSelector=metadata.name%3Da", 1},
+		{"fieldSelector=metadata.name==a", 1},
+		{"fieldSelector=metadata.name!=a", 1},
+		{"fieldSelector=metadata.name%3Dnone", 0},
+		{"fieldSelector=metadata.namespace%3Dx,metadata.name!=none&labelSelector=app%3Ddb", 1},
+	} {
+		raw, err = c.RawAbsPath(ctx, "/api/v1/namespaces/x/pods?"+tc.query, "GET", nil)
+		if err != nil || json.Unmarshal(raw, &l) != nil || len(l["items"].([]any)) != tc.want {
+			t.Errorf("%s = %s, %v; want %d items", tc.query, raw, err, tc.want)
+		}
+	}
+	if _, err := c.RawAbsPath(ctx, "/api/v1/pods?fieldSelector=spec.nodeName%3Dn", "GET", nil); err == nil {
+		t.Error("a field selector on another field must fail")
+	}
 	if _, err := c.RawAbsPath(ctx, "/api/v1/namespaces/x/pods/a", "GET", nil); err != nil {
 		t.Errorf("get path: %v", err)
 	}

@@ -176,7 +176,7 @@ func (c *jp) condition(cd api.Condition) (ex, error) {
 	case conditions.NotEquals:
 		return not(equalsCond(key, value, static)), nil
 	case conditions.AnyIn, conditions.AllIn, conditions.AnyNotIn, conditions.AllNotIn, conditions.In, conditions.NotIn:
-		return c.setCond(key, op, value, static, cd.Value)
+		return c.setCond(key, op, value, static, cd.Value, literalPattern(cd.Key))
 	case conditions.GreaterThan, conditions.GreaterThanOrEquals, conditions.LessThan, conditions.LessThanOrEquals:
 		return orderCond(key, op, value, static, cd.Value)
 	case conditions.DurationGreaterThan, conditions.DurationGreaterThanOrEquals, conditions.DurationLessThan, conditions.DurationLessThanOrEquals:
@@ -286,14 +286,25 @@ func isDurationText(s string) bool {
 	return err == nil
 }
 
-// setCond converts the set operators.
-func (c *jp) setCond(key jv, op conditions.Operator, value jv, static bool, raw any) (ex, error) {
+// literalPattern is a condition's key when it is a literal string with
+// wildcards, else "".
+func literalPattern(key any) string {
+	if s, ok := key.(string); ok && !strings.Contains(s, "{{") && hasWildcard(s) {
+		return s
+	}
+	return ""
+}
+
+// setCond converts the set operators. pattern, when set, is the key: a
+// literal with wildcards, which Kyverno matches against each element of
+// the value.
+func (c *jp) setCond(key jv, op conditions.Operator, value jv, static bool, raw any, pattern string) (ex, error) {
 	not := op == conditions.AnyNotIn || op == conditions.AllNotIn || op == conditions.NotIn
 	all := op == conditions.AllIn || op == conditions.AllNotIn || op == conditions.In || op == conditions.NotIn
 	if op == conditions.NotIn {
 		all = false
 	}
-	inValue, err := c.member(value, static, raw)
+	inValue, err := c.member(value, static, raw, pattern)
 	if err != nil {
 		return ex{}, err
 	}
@@ -341,7 +352,11 @@ func listCond(list ex, v string, in ex, all, not bool) ex {
 
 // member returns the test that a text is in a condition's value: a list
 // (wildcards), a single string, a range "a-b" or a JSON list in a string.
-func (c *jp) member(value jv, static bool, raw any) (func(ex) ex, error) {
+// With a pattern (a literal key with wildcards) and a value read at run
+// time, an element is in when the pattern matches it, as Kyverno's set
+// operators match (its other direction, an element with wildcards that
+// matches the key, is not: a value read from a resource holds text).
+func (c *jp) member(value jv, static bool, raw any, pattern string) (func(ex) ex, error) {
 	if static {
 		var items []string
 		switch v := raw.(type) {
@@ -386,6 +401,9 @@ func (c *jp) member(value jv, static bool, raw any) (func(ex) ex, error) {
 			list = macro(list, "map", v, call("string", ident(v)))
 			c.release(v)
 		}
+		if pattern != "" {
+			return c.patternIn(list, pattern), nil
+		}
 		return func(k ex) ex { return rel(k, "in", list) }, nil
 	}
 	// a string value is a JSON list of strings, or the string itself; a
@@ -396,7 +414,20 @@ func (c *jp) member(value jv, static bool, raw any) (func(ex) ex, error) {
 	if value.t != tString {
 		set = cond(rel(call("type", name), "==", ident("string")), call("dyn", set), call("dyn", name))
 	}
+	if pattern != "" {
+		return c.patternIn(set, pattern), nil
+	}
 	return func(k ex) ex { return rel(k, "in", set) }, nil
+}
+
+// patternIn tests that the wildcard pattern matches an element (its
+// text) of the list.
+func (c *jp) patternIn(list ex, pattern string) func(ex) ex {
+	return func(ex) ex {
+		v := c.freshName("e")
+		defer c.release(v)
+		return macro(list, "exists", v, wildcardMatch(call("string", ident(v)), pattern))
+	}
 }
 
 // memberBinding binds the set a dynamic value stands for around a set

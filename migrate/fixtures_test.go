@@ -29,15 +29,16 @@ func TestFixtures(t *testing.T) {
 	}
 	// what each fixture must show beside its golden files
 	want := map[string]string{
-		"pattern-anchors":    "equal",
-		"deny-conditions":    "equal",
-		"foreach-containers": "equal",
-		"configmap-context":  "equal",
-		"multi-rule":         "equal",
-		"exception":          "equal",
-		"mutate-labels":      "converted",
-		"cleanup":            "converted",
-		"not-convertible":    "problem",
+		"pattern-anchors":     "equal",
+		"deny-conditions":     "equal",
+		"foreach-containers":  "equal",
+		"configmap-context":   "equal",
+		"multi-rule":          "equal",
+		"exception":           "equal",
+		"mutate-labels":       "converted",
+		"foreach-json-parent": "equal",
+		"cleanup":             "converted",
+		"not-convertible":     "problem",
 	}
 	for _, dir := range dirs {
 		name := filepath.Base(dir)

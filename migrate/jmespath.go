@@ -163,6 +163,10 @@ type jp struct {
 	// patternVars, when set, collects the values the variables of a
 	// validate pattern read strictly (see strictPattern)
 	patternVars *[]patternVar
+	// hoisted, when set (in a foreach's JSON patches), collects the
+	// operations that create the missing parent of an add (see
+	// ensureParent), to come once before the foreach's operations
+	hoisted *[]ex
 }
 
 // need says what the consumer of a value does with a missing one.

@@ -271,7 +271,8 @@ func kindTest(kinds []string) ex {
 			t = append(t, wildcardMatch(ident("request.kind.kind"), k.kind))
 		}
 		if k.subresource != "" {
-			t = append(t, rel(ident("request.subResource"), "==", strLit(k.subresource)))
+			// the request has no subResource unless it is one
+			t = append(t, rel(ident("request.?subResource.orValue('')"), "==", strLit(k.subresource)))
 		}
 		tests = append(tests, and(t...))
 	}

@@ -341,10 +341,64 @@ func (c *jp) jsonOp(op jsonOp) (opList, error) {
 		return opList{single: &single}, nil
 	}
 	l, ok := c.addWithParents(op.Path, val, patchList([]ex{single}))
+	if ok {
+		return opList{list: l}, nil
+	}
+	ensure, ok := c.ensureParent(op.Path)
 	if !ok {
 		return opList{single: &single}, nil
 	}
-	return opList{list: l}, nil
+	if c.hoisted != nil {
+		for _, h := range *c.hoisted {
+			if h.s == ensure.s {
+				return opList{single: &single}, nil
+			}
+		}
+		*c.hoisted = append(*c.hoisted, ensure)
+		return opList{single: &single}, nil
+	}
+	return opList{list: add(ensure, patchList([]ex{single}))}, nil
+}
+
+// ensureParent is, for an add whose last segment mixes text and a
+// variable (kyverno.io~1image{{elementIndex}}), the operation that
+// creates its parent when missing, as Kyverno's JSON patches do: an
+// empty map (a list when the segment is an index), added when the
+// parent is absent, nothing otherwise. Only a static parent directly
+// under metadata, spec or template (which objects have), or at the root,
+// is created; false otherwise.
+func (c *jp) ensureParent(path string) (ex, bool) {
+	raw := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(raw) < 2 {
+		return ex{}, false
+	}
+	last := raw[len(raw)-1]
+	if !strings.Contains(last, placeholderPrefix) || isIndex(last) || last == "-" {
+		return ex{}, false
+	}
+	parent := make([]string, len(raw)-1)
+	for i, r := range raw[:len(raw)-1] {
+		if strings.Contains(r, placeholderPrefix) || strings.Contains(r, "{{") || isIndex(r) || r == "-" {
+			return ex{}, false
+		}
+		parent[i] = strings.ReplaceAll(strings.ReplaceAll(r, "~1", "/"), "~0", "~")
+	}
+	if n := len(parent); n > 1 {
+		if gp := parent[n-2]; gp != "metadata" && gp != "spec" && gp != "template" {
+			return ex{}, false
+		}
+	}
+	present, ok := pointerPresence(c.sc.object, parent)
+	if !ok {
+		return ex{}, false
+	}
+	segs := make([]pointerSeg, len(parent))
+	for i, p := range parent {
+		segs[i] = pointerSeg{static: p}
+	}
+	value := call("dyn", ex{s: "{}", prec: precPrimary})
+	add := patchList([]ex{typed("JSONPatch", []string{"op: 'add'", "path: " + segPointer(segs).s, "value: " + value.s})})
+	return cond(present, listOf(), add), true
 }
 
 // addWithParents is the add of value at path, or, when a parent is
@@ -623,6 +677,15 @@ func (c *jp) foreachPatch(fe *api.ForEachMutation, depth int, path string) (ex, 
 		return ex{}, at(path+".list", err)
 	}
 	listE := listOperand(lv)
+	var hoisted []ex
+	if c.hoisted == nil {
+		// the parents the elements' adds need are created once, before
+		// them: each element's operations are computed on the object
+		// before any patch, so a parent created per element would be
+		// replaced by the next one
+		c.hoisted = &hoisted
+		defer func() { c.hoisted = nil }()
+	}
 	x := c.fresh(lv.key)
 	defer c.release(x)
 	idx := c.freshName("index")
@@ -686,7 +749,11 @@ func (c *jp) foreachPatch(fe *api.ForEachMutation, depth int, path string) (ex, 
 		// removals keep the indexes of the others
 		e = method(e, "reverse")
 	}
-	return method(e, "flatten"), nil
+	e = method(e, "flatten")
+	if len(hoisted) > 0 {
+		e = joinPatches(append(hoisted, e))
+	}
+	return e, nil
 }
 
 // liftElementMaps lifts the free maps (labels, annotations) of a patch

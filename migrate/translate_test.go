@@ -102,6 +102,9 @@ func TestConditions(t *testing.T) {
 		{"any in", api.Condition{Key: "{{ request.operation }}", Operator: "AnyIn", Value: []any{"CREATE", "UPDATE"}}, "request.operation in ['CREATE', 'UPDATE']"},
 		{"any not in list", api.Condition{Key: "{{ request.object.spec.containers[].name }}", Operator: "AnyNotIn", Value: []any{"app", "side*"}},
 			"object.spec.containers.map(container, container.name).exists(x, x != 'app' && !x.startsWith('side'))"},
+		// a literal key with wildcards matches the elements of a value read at run time
+		{"pattern any not in", api.Condition{Key: "PATH=*?", Operator: "AnyNotIn", Value: "{{ cm.data.env }}"},
+			`cel.bind(set, variables.cm.data.env, !(set.startsWith('[') ? json.unmarshal(set) : [set]).exists(e, string(e).matches('^PATH=.*.$')))`},
 		{"all in", api.Condition{Key: "{{ request.object.spec.containers[].name }}", Operator: "AllIn", Value: []any{"app"}},
 			"object.spec.containers.map(container, container.name).all(x, x == 'app')"},
 		{"greater than", api.Condition{Key: "{{ request.object.spec.replicas }}", Operator: "GreaterThan", Value: 3.0}, "object.spec.replicas > 3"},

@@ -40,7 +40,9 @@ type PolicyVerification struct {
 	// NotCompared are the resources ("Kind namespace/name: why") on
 	// which one side failed for want of a host the verification was not
 	// given (engine.ErrNotConfigured: image data without a
-	// RegistryClient, ...): their results say nothing of the conversion.
+	// RegistryClient, ...), or whose generated resources the source
+	// itself gives differently on each evaluation (random()): their
+	// results say nothing of the conversion.
 	NotCompared []string
 }
 
@@ -56,7 +58,8 @@ type Difference struct {
 	// Detail is a path where mutated or generated resources differ.
 	Detail string
 	// unconfigured, when set, is the error of a side that needed a host
-	// the verification has not (engine.ErrNotConfigured): the results are
+	// the verification has not (engine.ErrNotConfigured), or says that
+	// the source's own results vary between evaluations: the results are
 	// not compared.
 	unconfigured string
 }
@@ -581,6 +584,16 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 		if sameVerdict(d.Original, d.Converted) {
 			if path, same := sameJSON(generated(a), generated(b)); !same {
 				d.Original, d.Converted, d.Detail = "generated", "generated differently", "at "+path
+				// a source whose resources differ between two
+				// evaluations of one request (random()) cannot be
+				// compared there
+				again, err := orig.Generate(ctx, cfg.request(orig.Policies()[0].Name(), copyJSON(res)))
+				if err != nil {
+					return nil, err
+				}
+				if p, same := sameJSON(generated(a), generated(again)); !same {
+					d.unconfigured = "the source generates differently on each evaluation (at " + p + ": random() or an unfixed clock)"
+				}
 				return d, nil
 			}
 			return nil, nil
