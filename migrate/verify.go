@@ -587,7 +587,7 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 				// a source whose resources differ between two
 				// evaluations of one request (random()) cannot be
 				// compared there
-				again, err := orig.Generate(ctx, cfg.request(orig.Policies()[0].Name(), copyJSON(res)))
+				again, err := orig.Generate(ctx, cfg.request(orig.Policies()[0].Source().GetName(), copyJSON(res)))
 				if err != nil {
 					return nil, err
 				}
