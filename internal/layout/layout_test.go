@@ -317,7 +317,7 @@ func receiverName(e ast.Expr) (string, bool) {
 // root module's public packages may have: the figure the surface pass of
 // issue 28 reached (650 before it, 470 the issue's goal). Lower it when
 // the surface shrinks; it never goes up.
-const surfaceBudget = 490
+const surfaceBudget = 468
 
 // TestPublicSurface compares the public surface with the recorded one:
 // an API that grows or shrinks updates testdata/surface.golden with it;
