@@ -193,7 +193,7 @@ func ValidateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, e
 // ValidatingAdmissionPolicy), which upstream answers with the messages of
 // its own handlers.
 func celKind(p *engine.Policy) bool {
-	return p.Kind() != api.KindClusterPolicy && p.Kind() != api.KindPolicy
+	return api.KindOf(p.Source()) != api.KindClusterPolicy && api.KindOf(p.Source()) != api.KindPolicy
 }
 
 // celMessage is how upstream words a failing or erroring result of a CEL
@@ -202,17 +202,17 @@ func celKind(p *engine.Policy) bool {
 // with binding 'BINDING' denied request: MESSAGE" for a
 // ValidatingAdmissionPolicy.
 func celMessage(p *engine.PolicyResult, r *engine.RuleResult) string {
-	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
+	if api.KindOf(p.Policy.Source()) == api.KindValidatingAdmissionPolicy {
 		if b := r.Properties[engine.PropertyBinding]; b != "" {
-			return fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+			return fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", p.Policy.Source().GetName(), b, r.Message)
 		}
-		return fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", p.Policy.Name(), r.Message)
+		return fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", p.Policy.Source().GetName(), r.Message)
 	}
 	verb := "failed"
 	if r.Status == engine.StatusError {
 		verb = "error"
 	}
-	return fmt.Sprintf("Policy %s %s: %s", p.Policy.Name(), verb, r.Message)
+	return fmt.Sprintf("Policy %s %s: %s", p.Policy.Source().GetName(), verb, r.Message)
 }
 
 // celWarning is the admission warning of a result of a CEL kind whose
@@ -220,8 +220,8 @@ func celMessage(p *engine.PolicyResult, r *engine.RuleResult) string {
 // or the API server's "Validation failed for ValidatingAdmissionPolicy
 // 'NAME' with binding 'BINDING': MESSAGE".
 func celWarning(p *engine.PolicyResult, r *engine.RuleResult) string {
-	if p.Policy.Kind() == api.KindValidatingAdmissionPolicy {
-		return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Policy.Name(), r.Properties[engine.PropertyBinding], r.Message)
+	if api.KindOf(p.Policy.Source()) == api.KindValidatingAdmissionPolicy {
+		return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Policy.Source().GetName(), r.Properties[engine.PropertyBinding], r.Message)
 	}
 	return celMessage(p, r)
 }
@@ -284,7 +284,7 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 				failed = append(failed, r.Name+": "+r.Message)
 			}
 		}
-		name := p.Policy.Name()
+		name := p.Policy.Source().GetName()
 		return deny(ar, fmt.Sprintf("mutation policy %s error: failed to apply policy %s rules [%s]", name, name, strings.Join(failed, " ")))
 	}
 	for i := range resp.Policies {
@@ -335,7 +335,7 @@ func MutateResponse(ar *admissionv1.AdmissionRequest, resp *engine.Response, err
 
 // imagePolicy reports an ImageValidatingPolicy (of either scope).
 func imagePolicy(p *engine.Policy) bool {
-	return p.Kind() == api.KindImageValidatingPolicy || p.Kind() == api.KindNamespacedImageValidatingPolicy
+	return api.KindOf(p.Source()) == api.KindImageValidatingPolicy || api.KindOf(p.Source()) == api.KindNamespacedImageValidatingPolicy
 }
 
 // celMutationDenial is the message of the mutating CEL kinds' errors
@@ -346,7 +346,7 @@ func celMutationDenial(resp *engine.Response) string {
 	var mpol []string
 	for i := range resp.Policies {
 		p := &resp.Policies[i]
-		k := p.Policy.Kind()
+		k := api.KindOf(p.Policy.Source())
 		if k != api.KindMutatingPolicy && k != api.KindNamespacedMutatingPolicy && k != api.KindMutatingAdmissionPolicy || !p.Blocks() {
 			continue
 		}
@@ -357,11 +357,11 @@ func celMutationDenial(resp *engine.Response) string {
 			}
 			if k == api.KindMutatingAdmissionPolicy {
 				if b := r.Properties[engine.PropertyMAPBinding]; b != "" {
-					return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", p.Policy.Name(), b, r.Message)
+					return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", p.Policy.Source().GetName(), b, r.Message)
 				}
-				return fmt.Sprintf("policy %q denied request: %s", p.Policy.Name(), r.Message)
+				return fmt.Sprintf("policy %q denied request: %s", p.Policy.Source().GetName(), r.Message)
 			}
-			mpol = append(mpol, fmt.Sprintf("Policy %s: %s", p.Policy.Name(), r.Message))
+			mpol = append(mpol, fmt.Sprintf("Policy %s: %s", p.Policy.Source().GetName(), r.Message))
 		}
 	}
 	if len(mpol) == 0 {
@@ -441,7 +441,7 @@ func notPassed(r *engine.RuleResult) bool {
 
 // warning is upstream's admission warning of a rule result.
 func warning(p *engine.PolicyResult, r *engine.RuleResult) string {
-	return "policy " + p.Policy.Name() + "." + r.Name + ": " + r.Message
+	return "policy " + p.Policy.Source().GetName() + "." + r.Name + ": " + r.Message
 }
 
 // blockedMessage is upstream's message of a denied request: for
@@ -491,10 +491,10 @@ func classicBlockedMessage(resp *engine.Response, include func(*engine.PolicyRes
 		if celKind(p.Policy) || !include(p, r) {
 			continue
 		}
-		rules := failures[p.Policy.Name()]
+		rules := failures[p.Policy.Source().GetName()]
 		if rules == nil {
 			rules = map[string]string{}
-			failures[p.Policy.Name()] = rules
+			failures[p.Policy.Source().GetName()] = rules
 		}
 		rules[r.Name] = r.Message
 	}

@@ -74,12 +74,13 @@ func TestDecodeCELKinds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.apiVersion+" "+tt.kind, func(t *testing.T) {
 			d := doc(t, fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: x\nspec: {}\n", tt.apiVersion, tt.kind))
-			if !d.IsPolicy() {
-				t.Fatal("not a policy")
-			}
-			p, err := api.DecodePolicy(d)
+			obj, err := api.DecodeObject(d)
 			if err != nil {
 				t.Fatal(err)
+			}
+			p, ok := obj.(api.PolicyObject)
+			if !ok {
+				t.Fatalf("not a policy: %T", obj)
 			}
 			if got := fmt.Sprintf("%T", p); got != tt.typ {
 				t.Errorf("type %s, want %s", got, tt.typ)
@@ -200,19 +201,20 @@ spec:
   reportResult: pass
   expiresAt: "2030-01-01T00:00:00Z"
 `)
-	if !d.IsCELPolicyException() || d.IsPolicyException() || d.IsPolicy() {
-		t.Fatal("not read as a CEL PolicyException")
-	}
-	e, err := api.DecodeCELPolicyException(d)
+	obj, err := api.DecodeObject(d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	e, ok := obj.(*api.CELPolicyException)
+	if !ok {
+		t.Fatalf("not read as a CEL PolicyException: %T", obj)
 	}
 	if e.Spec.PolicyRefs[0].Kind != "ValidatingPolicy" || e.Spec.ReportResult != api.ExceptionReportPass || e.Spec.ExpiresAt == nil {
 		t.Errorf("decoded as %+v", e.Spec)
 	}
 }
 
-func TestCheckKind(t *testing.T) {
+func TestDecodeObjectUnknownKind(t *testing.T) {
 	tests := []struct {
 		apiVersion, kind string
 		unknown          bool
@@ -230,7 +232,7 @@ func TestCheckKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d := doc(t, fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: x}\n", tt.apiVersion, tt.kind))
-		err := d.CheckKind()
+		_, err := api.DecodeObject(d)
 		var ue *api.UnknownKindError
 		if got := errors.As(err, &ue); got != tt.unknown {
 			t.Errorf("%s %s: %v, want unknown %v", tt.apiVersion, tt.kind, err, tt.unknown)

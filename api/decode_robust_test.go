@@ -18,15 +18,7 @@ func readAll(src string) ([]api.Document, error) {
 	}
 	var errs []error
 	for _, d := range docs {
-		switch {
-		case d.IsPolicy():
-			_, err = api.DecodePolicy(d)
-		case d.IsPolicyException():
-			_, err = api.DecodePolicyException(d)
-		default:
-			err = nil
-		}
-		if err != nil {
+		if _, err := api.DecodeObject(d); err != nil {
 			errs = append(errs, err)
 		}
 	}

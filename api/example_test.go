@@ -76,11 +76,11 @@ metadata:
 		panic(err)
 	}
 	vp := p.(*api.ValidatingPolicy)
-	fmt.Println(api.KindOf(vp), api.PolicyKey(vp), api.IsNamespaced(vp), vp.Spec.Validations[0].Expression)
-	fmt.Println(docs[1].IsPolicy(), docs[1].CheckKind())
+	fmt.Println(api.KindOf(vp), vp.GetNamespace()+"/"+vp.GetName(), api.IsNamespaced(vp), vp.Spec.Validations[0].Expression)
+	fmt.Println(api.DecodeObject(docs[1]))
 	// Output:
 	// NamespacedValidatingPolicy shop/replicas true object.spec.replicas <= 5
-	// false policies.yaml[1]: unknown kind "ClusterPolicyy" of apiVersion "kyverno.io/v1"
+	// <nil> policies.yaml[1]: unknown kind "ClusterPolicyy" of apiVersion "kyverno.io/v1"
 }
 
 func ExampleParseKindSelector() {
@@ -95,4 +95,51 @@ func ExampleParseKindSelector() {
 	// */scale              group=* version=* kind=* subresource="scale"
 	// v1/Pod.eviction      group=* version=v1 kind=Pod subresource="eviction"
 	// */*                  group=* version=* kind=* subresource="*"
+}
+
+// ExampleDecodeObject sorts the documents of a stream by what they are.
+func ExampleDecodeObject() {
+	docs, err := api.ReadDocuments(strings.NewReader(`apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: require-team}
+spec: {rules: []}
+---
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: allow-tools, namespace: ops}
+spec: {exceptions: [], match: {any: []}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+---
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicys
+metadata: {name: typo}
+`), "mixed.yaml")
+	if err != nil {
+		panic(err)
+	}
+	for _, d := range docs {
+		obj, err := api.DecodeObject(d)
+		switch o := obj.(type) {
+		case *api.PolicyException: // before PolicyObject: an exception has its methods
+			fmt.Println("exception", o.Namespace+"/"+o.Name)
+		case *api.CELPolicyException:
+			fmt.Println("CEL exception", o.Name)
+		case api.PolicyObject:
+			fmt.Println("policy", api.KindOf(o), o.GetName())
+		default:
+			if err != nil {
+				fmt.Println("error:", err)
+				continue
+			}
+			fmt.Println("resource", d.Kind(), d.Name())
+		}
+	}
+	// Output:
+	// policy ClusterPolicy require-team
+	// exception ops/allow-tools
+	// resource ConfigMap settings
+	// error: mixed.yaml[3]: unknown kind "ValidatingPolicys" of apiVersion "policies.kyverno.io/v1"
 }

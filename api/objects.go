@@ -78,25 +78,25 @@ var resourceKinds = map[string]map[string]bool{
 	GroupAdmissionRegistration: {"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true},
 }
 
-// IsPolicy reports whether the document is a policy of a kind gavel
+// isPolicy reports whether the document is a policy of a kind gavel
 // decodes (DecodePolicy): a kyverno.io ClusterPolicy, Policy,
 // ClusterCleanupPolicy or CleanupPolicy, a policies.kyverno.io policy (ValidatingPolicy, ImageValidatingPolicy,
 // MutatingPolicy, GeneratingPolicy, DeletingPolicy and their Namespaced
 // kinds), or an admissionregistration.k8s.io ValidatingAdmissionPolicy,
 // MutatingAdmissionPolicy or one of their bindings.
-func (d Document) IsPolicy() bool {
+func (d Document) isPolicy() bool {
 	_, ok := policyKinds[groupOf(d.APIVersion())][d.Kind()]
 	return ok
 }
 
-// IsPolicyException reports whether the document is a kyverno.io PolicyException.
-func (d Document) IsPolicyException() bool {
+// isPolicyException reports whether the document is a kyverno.io PolicyException.
+func (d Document) isPolicyException() bool {
 	return d.Kind() == KindPolicyException && isKyvernoGroup(d.APIVersion())
 }
 
-// IsCELPolicyException reports whether the document is a
+// isCELPolicyException reports whether the document is a
 // policies.kyverno.io PolicyException.
-func (d Document) IsCELPolicyException() bool {
+func (d Document) isCELPolicyException() bool {
 	return d.Kind() == KindPolicyException && groupOf(d.APIVersion()) == GroupPolicies
 }
 
@@ -114,13 +114,13 @@ func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("%s[%d]: unknown kind %q of apiVersion %q", e.Source, e.Index, e.Kind, e.APIVersion)
 }
 
-// CheckKind returns an *UnknownKindError for a document of a policy group
+// checkKind returns an *UnknownKindError for a document of a policy group
 // (kyverno.io, policies.kyverno.io, admissionregistration.k8s.io) whose
 // kind is neither a policy kind nor one of the group's other known kinds
 // (PolicyException, UpdateRequest, GlobalContextEntry, webhook
 // configurations, ...), and nil for every other document. Readers call it
 // so that a misspelt policy kind is an error rather than a resource.
-func (d Document) CheckKind() error {
+func (d Document) checkKind() error {
 	g := groupOf(d.APIVersion())
 	kinds, ok := policyKinds[g]
 	if !ok {
@@ -133,13 +133,14 @@ func (d Document) CheckKind() error {
 	return &UnknownKindError{Source: d.Source, Index: d.Index, APIVersion: d.APIVersion(), Kind: k}
 }
 
-// DecodePolicy decodes a document of any policy kind (see IsPolicy)
+// DecodePolicy decodes a document of any policy kind (see isPolicy)
 // strictly, into *ClusterPolicy, *Policy, *CleanupPolicy,
 // *ValidatingPolicy, *ImageValidatingPolicy, *MutatingPolicy,
 // *GeneratingPolicy, *DeletingPolicy, *ValidatingAdmissionPolicy,
 // *ValidatingAdmissionPolicyBinding, *MutatingAdmissionPolicy or
 // *MutatingAdmissionPolicyBinding. A namespaced kind without a namespace
-// is in "default".
+// is in "default"; a cluster-wide kind has none (metadata.namespace is
+// dropped, as the API server does).
 func DecodePolicy(d Document) (PolicyObject, error) {
 	pk, ok := policyKinds[groupOf(d.APIVersion())][d.Kind()]
 	if !ok {
@@ -154,8 +155,11 @@ func DecodePolicy(d Document) (PolicyObject, error) {
 	if err := DecodeStrict(d, p); err != nil {
 		return nil, err
 	}
-	if IsNamespaced(p) && p.GetNamespace() == "" {
+	switch {
+	case IsNamespaced(p) && p.GetNamespace() == "":
 		setNamespace(p, "default")
+	case !IsNamespaced(p) && p.GetNamespace() != "":
+		setNamespace(p, "") // as the API server drops it
 	}
 	return p, nil
 }
@@ -167,9 +171,9 @@ func setNamespace(p PolicyObject, ns string) {
 	}
 }
 
-// DecodePolicyException decodes a PolicyException document strictly.
-func DecodePolicyException(d Document) (*PolicyException, error) {
-	if !d.IsPolicyException() {
+// decodePolicyException decodes a PolicyException document strictly.
+func decodePolicyException(d Document) (*PolicyException, error) {
+	if !d.isPolicyException() {
 		return nil, &DecodeError{Source: d.Source, Index: d.Index, Object: d.Kind(),
 			Err: fmt.Errorf("not a PolicyException: apiVersion %q kind %q", d.APIVersion(), d.Kind())}
 	}
@@ -184,10 +188,10 @@ func DecodePolicyException(d Document) (*PolicyException, error) {
 	return &e, nil
 }
 
-// DecodeCELPolicyException decodes a policies.kyverno.io PolicyException
+// decodeCELPolicyException decodes a policies.kyverno.io PolicyException
 // document strictly (v1alpha1, v1beta1 or v1).
-func DecodeCELPolicyException(d Document) (*CELPolicyException, error) {
-	if !d.IsCELPolicyException() {
+func decodeCELPolicyException(d Document) (*CELPolicyException, error) {
+	if !d.isCELPolicyException() {
 		return nil, &DecodeError{Source: d.Source, Index: d.Index, Object: d.Kind(),
 			Err: fmt.Errorf("not a policies.kyverno.io PolicyException: apiVersion %q kind %q", d.APIVersion(), d.Kind())}
 	}
@@ -202,12 +206,32 @@ func DecodeCELPolicyException(d Document) (*CELPolicyException, error) {
 	return &e, nil
 }
 
-// PolicyKey returns how exceptions and reports name a policy: its name, or
-// "<namespace>/<name>" for a namespaced kind (Policy,
-// NamespacedValidatingPolicy, ...).
-func PolicyKey(p PolicyObject) string {
-	if IsNamespaced(p) {
-		return p.GetNamespace() + "/" + p.GetName()
+// DecodeObject decodes a document by its kind, strictly: a policy of any
+// kind (DecodePolicy) into its PolicyObject, a kyverno.io PolicyException
+// into a *PolicyException, a policies.kyverno.io PolicyException into a
+// *CELPolicyException, and any other object into nil (a resource: the
+// caller reads d.Object). A document of a policy group (kyverno.io,
+// policies.kyverno.io, admissionregistration.k8s.io) whose kind is neither
+// one of those nor one of the group's other known kinds (UpdateRequest,
+// GlobalContextEntry, webhook configurations, ...) is an *UnknownKindError,
+// so that a misspelt policy kind is an error rather than a resource.
+// The exception types have a PolicyObject's methods too: a type switch on
+// the result names them before PolicyObject.
+func DecodeObject(d Document) (any, error) {
+	var obj any
+	var err error
+	switch {
+	case d.isPolicy():
+		obj, err = DecodePolicy(d)
+	case d.isPolicyException():
+		obj, err = decodePolicyException(d)
+	case d.isCELPolicyException():
+		obj, err = decodeCELPolicyException(d)
+	default:
+		err = d.checkKind()
 	}
-	return p.GetName()
+	if err != nil {
+		return nil, err // never a typed nil
+	}
+	return obj, nil
 }

@@ -369,6 +369,16 @@ func (h *Host) exceptionsError() error {
 	return nil
 }
 
+// decodeAs decodes a document (api.DecodeObject) that must be a T.
+func decodeAs[T any](d api.Document) (T, error) {
+	obj, err := api.DecodeObject(d)
+	t, ok := obj.(T)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s: a %s, not a %T", d, d.Kind(), t)
+	}
+	return t, err
+}
+
 func (h *Host) compileExceptions() {
 	h.excMu.Lock()
 	defer h.excMu.Unlock()
@@ -376,7 +386,7 @@ func (h *Host) compileExceptions() {
 	var cel []*api.CELPolicyException
 	var errs []error
 	for _, u := range h.exceptionObjects(h.excInf) {
-		pe, err := api.DecodePolicyException(document(u))
+		pe, err := decodeAs[*api.PolicyException](document(u))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -384,7 +394,7 @@ func (h *Host) compileExceptions() {
 		list = append(list, pe)
 	}
 	for _, u := range h.exceptionObjects(h.celExcInf) {
-		pe, err := api.DecodeCELPolicyException(document(u))
+		pe, err := decodeAs[*api.CELPolicyException](document(u))
 		if err != nil {
 			errs = append(errs, err)
 			continue

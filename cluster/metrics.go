@@ -247,11 +247,11 @@ func resourceKindNamespace(obj map[string]any) (string, string) {
 // room for the result labels).
 func policyLabelValues(p *engine.Policy, action api.ValidationFailureAction) []string {
 	typ, ns := "cluster", "-"
-	if p.Namespace() != "" {
-		typ, ns = "namespaced", p.Namespace()
+	if p.Source().GetNamespace() != "" {
+		typ, ns = "namespaced", p.Source().GetNamespace()
 	}
 	out := make([]string, 0, len(resultLabels))
-	return append(out, validationMode(p, action), typ, strconv.FormatBool(p.Background()), ns, p.Name())
+	return append(out, validationMode(p, action), typ, strconv.FormatBool(p.Background()), ns, p.Source().GetName())
 }
 
 func validationMode(p *engine.Policy, action api.ValidationFailureAction) string {
@@ -380,7 +380,7 @@ func (c *ruleInfoCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, append(pl, r.Name, typ, ready)...)
 		}
-		if typ := celRuleType(p.Kind()); typ != "" {
+		if typ := celRuleType(api.KindOf(p.Source())); typ != "" {
 			// a CEL kind has no rules: one series, named as its results
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, append(pl, "", typ, ready)...)
 		}

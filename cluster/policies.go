@@ -449,10 +449,10 @@ func (s *PolicySource) build() *snapshot {
 	for _, k := range keys {
 		p := s.good[k]
 		all = append(all, p)
-		if backgroundMutator(p.Kind()) {
+		if backgroundMutator(api.KindOf(p.Source())) {
 			bgMutate = append(bgMutate, p)
 		}
-		if !admissionKind(p.Kind()) {
+		if !admissionKind(api.KindOf(p.Source())) {
 			continue
 		}
 		admission = append(admission, p)

@@ -176,7 +176,7 @@ func TestPolicySourceCELKinds(t *testing.T) {
 	}
 	found := false
 	for p, r := range resp.Rules() {
-		found = found || (p.Policy.Kind() == api.KindValidatingAdmissionPolicy && r.Status == engine.StatusFail)
+		found = found || (api.KindOf(p.Policy.Source()) == api.KindValidatingAdmissionPolicy && r.Status == engine.StatusFail)
 	}
 	if !found {
 		t.Errorf("no failure of vap-limit in the background: %+v", resp.Policies)

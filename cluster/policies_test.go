@@ -107,7 +107,7 @@ func TestPolicySourceKeepsThePreviousVersionOfABrokenPolicy(t *testing.T) {
 	}
 	eventually(t, "the new annotation", func() bool {
 		ps := src.Set().Policies()
-		return len(ps) == 1 && ps[0].Annotations()["policies.kyverno.io/severity"] == "high"
+		return len(ps) == 1 && ps[0].Source().GetAnnotations()["policies.kyverno.io/severity"] == "high"
 	})
 
 	if err := ri.Delete(ctx, "need-team", metav1.DeleteOptions{}); err != nil {
@@ -117,7 +117,7 @@ func TestPolicySourceKeepsThePreviousVersionOfABrokenPolicy(t *testing.T) {
 	mu.Lock()
 	last := changes[len(changes)-1]
 	mu.Unlock()
-	if last.New != nil || last.Old == nil || last.Old.Name() != "need-team" {
+	if last.New != nil || last.Old == nil || last.Old.Source().GetName() != "need-team" {
 		t.Errorf("last change = %+v, want the deletion of need-team", last)
 	}
 }

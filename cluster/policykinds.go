@@ -125,7 +125,7 @@ func policyID(kind, key string) string {
 }
 
 // idOf is the policyID of a compiled policy.
-func idOf(p *engine.Policy) string { return policyID(p.Kind(), p.Key()) }
+func idOf(p *engine.Policy) string { return policyID(api.KindOf(p.Source()), p.Key()) }
 
 // splitID returns the kind and the key of a policy ID.
 func splitID(id string) (kind, key string) {

@@ -585,8 +585,8 @@ func livePolicies(set *engine.PolicySet) map[string]livePolicy {
 			lp.rules = map[string]bool{}
 		}
 		lp.background = lp.background || p.Background()
-		for _, n := range p.RuleNames() {
-			lp.rules[n] = true
+		for _, r := range p.Rules() {
+			lp.rules[r.Name] = true
 		}
 		if _, classic := p.Source().(api.ClassicPolicy); !classic {
 			lp.anyRule = true

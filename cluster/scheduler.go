@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -133,7 +134,7 @@ func (s *Scheduler) runDue(ctx context.Context) time.Duration {
 // lastRun returns the last run of a policy: the scheduler's record, else
 // the policy's status.lastExecutionTime, else its creation.
 func (s *Scheduler) lastRun(ctx context.Context, p *engine.Policy) (time.Time, error) {
-	id := policyID(p.Kind(), p.Key())
+	id := policyID(api.KindOf(p.Source()), p.Key())
 	s.mu.Lock()
 	t, ok := s.last[id]
 	s.mu.Unlock()
@@ -144,7 +145,7 @@ func (s *Scheduler) lastRun(ctx context.Context, p *engine.Policy) (time.Time, e
 	if err != nil {
 		return time.Time{}, err
 	}
-	u, err := ri.Get(ctx, p.Name(), metav1.GetOptions{})
+	u, err := ri.Get(ctx, p.Source().GetName(), metav1.GetOptions{})
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -166,15 +167,15 @@ func (s *Scheduler) policyResource(p *engine.Policy) (dynamicResource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.h.dyn.Resource(gvr).Namespace(p.Namespace()), nil
+	return s.h.dyn.Resource(gvr).Namespace(p.Source().GetNamespace()), nil
 }
 
 // policyGVR is the resource of a deleting policy's kind, in the version the
 // cluster prefers.
 func (s *Scheduler) policyGVR(p *engine.Policy) (schema.GroupVersionResource, error) {
-	k := kindOfPolicy(p.Kind())
+	k := kindOfPolicy(api.KindOf(p.Source()))
 	if k == nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("policy %s: kind %s is not watched", p.Key(), p.Kind())
+		return schema.GroupVersionResource{}, fmt.Errorf("policy %s: kind %s is not watched", p.Key(), api.KindOf(p.Source()))
 	}
 	return k.resource(s.h.mapper)
 }
@@ -183,13 +184,13 @@ func (s *Scheduler) policyGVR(p *engine.Policy) (schema.GroupVersionResource, er
 // scheduler's record).
 func (s *Scheduler) recordRun(ctx context.Context, p *engine.Policy, at time.Time) error {
 	s.mu.Lock()
-	s.last[policyID(p.Kind(), p.Key())] = at
+	s.last[policyID(api.KindOf(p.Source()), p.Key())] = at
 	s.mu.Unlock()
 	ri, err := s.policyResource(p)
 	if err != nil {
 		return err
 	}
-	u, err := ri.Get(ctx, p.Name(), metav1.GetOptions{})
+	u, err := ri.Get(ctx, p.Source().GetName(), metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func (s *Scheduler) runPolicy(ctx context.Context, p *engine.Policy) (int, error
 	deleted := 0
 	var errs []error
 	for _, gvr := range s.resources(p) {
-		ri := s.h.dyn.Resource(gvr).Namespace(p.Namespace())
+		ri := s.h.dyn.Resource(gvr).Namespace(p.Source().GetNamespace())
 		err := s.list(ctx, ri, func(u *unstructured.Unstructured) {
 			if managedByGavel(u) {
 				return
@@ -330,7 +331,7 @@ func (s *Scheduler) resources(p *engine.Policy) []schema.GroupVersionResource {
 			gvrs = preferred(gvrs)
 		}
 		for _, gvr := range gvrs {
-			if p.Namespace() != "" && !s.namespaced(gvr) {
+			if p.Source().GetNamespace() != "" && !s.namespaced(gvr) {
 				s.h.log.Warn("deleting policy: a namespaced policy cannot delete cluster-wide resources", "policy", p.Key(), "resource", gvr.Resource)
 				continue
 			}
@@ -391,7 +392,7 @@ func unstructuredKey(u *unstructured.Unstructured) string {
 func (s *Scheduler) event(ctx context.Context, p *engine.Policy, u *unstructured.Unstructured, err error) {
 	// an event is in the namespace of its object: the policy's (default
 	// for a cluster-wide one)
-	ns := p.Namespace()
+	ns := p.Source().GetNamespace()
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
@@ -407,8 +408,8 @@ func (s *Scheduler) event(ctx context.Context, p *engine.Policy, u *unstructured
 	now := metav1.NewTime(t)
 	ev := &corev1.Event{
 		// named as client-go's recorder names events
-		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", p.Name(), t.UnixNano()+int64(s.seq.Add(1))), Namespace: ns},
-		InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: p.Kind(), Name: p.Name(), Namespace: p.Namespace()},
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", p.Source().GetName(), t.UnixNano()+int64(s.seq.Add(1))), Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: api.KindOf(p.Source()), Name: p.Source().GetName(), Namespace: p.Source().GetNamespace()},
 		Related:        &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID()},
 		Reason:         "PolicyApplied", Action: "Resource Cleaned Up", Message: truncate(msg, 1024), Type: typ,
 		Source: corev1.EventSource{Component: "gavel-cleanup"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,

@@ -378,7 +378,7 @@ func policyKinds(p *engine.Policy, validate bool) kindOps {
 // inWebhook reports whether a policy is served by the validating
 // (validate true) or mutating webhook at all.
 func inWebhook(p *engine.Policy, validate bool) bool {
-	if !p.Admission() || !admissionKind(p.Kind()) {
+	if !p.Admission() || !admissionKind(api.KindOf(p.Source())) {
 		return false
 	}
 	if _, ok := p.Source().(api.ClassicPolicy); !ok {
@@ -512,7 +512,7 @@ func (h *hook) addKinds(lists []*metav1.APIResourceList, kinds kindOps, policySc
 // policy's webhook timeout.
 func (h *hook) addPolicy(lists []*metav1.APIResourceList, p *engine.Policy, kinds kindOps) []string {
 	scope := admv1.AllScopes
-	if p.Namespace() != "" {
+	if p.Source().GetNamespace() != "" {
 		scope = admv1.NamespacedScope
 	}
 	if t, ok := p.TimeoutSeconds(); ok {

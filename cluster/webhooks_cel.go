@@ -83,7 +83,7 @@ func celHookOf(p *engine.Policy) *celHook {
 		}
 	}
 	h.nsSelector, h.objSelector = emptyToNil(m.NamespaceSelector), emptyToNil(m.ObjectSelector)
-	if ns := p.Namespace(); ns != "" {
+	if ns := p.Source().GetNamespace(); ns != "" {
 		// a namespaced policy applies to its namespace only
 		h.nsSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{ns},

@@ -46,7 +46,11 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(set.Policies()[0].RuleNames())
+	var names []string
+	for _, r := range set.Policies()[0].Rules() {
+		names = append(names, r.Name)
+	}
+	fmt.Println(names)
 	for _, ns := range []string{"shop", "kube-system"} {
 		pod := object(`
 apiVersion: v1

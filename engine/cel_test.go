@@ -35,7 +35,7 @@ func celSet(t *testing.T, opts ...engine.Option) *engine.PolicySet {
 // not apply.
 func ruleResult(resp *engine.Response, policy, rule string) (engine.RuleResult, bool) {
 	for _, p := range resp.Policies {
-		if p.Policy.Name() != policy {
+		if p.Policy.Source().GetName() != policy {
 			continue
 		}
 		for _, r := range p.Rules {

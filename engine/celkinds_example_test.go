@@ -94,7 +94,7 @@ spec:
 			panic(err)
 		}
 		for p, r := range resp.Rules() {
-			fmt.Printf("%s %s %s [%s] %s: %s\n", ns, p.Policy.Kind(), p.Policy.Name(), p.FailureAction, r.Status, r.Message)
+			fmt.Printf("%s %s %s [%s] %s: %s\n", ns, api.KindOf(p.Policy.Source()), p.Policy.Source().GetName(), p.FailureAction, r.Status, r.Message)
 		}
 		fmt.Println(ns, "blocked:", resp.Blocked())
 	}
@@ -160,9 +160,9 @@ spec:
 // Client for resource, the RegistryClient for imagedata, ...).
 func ExampleWithCELLibraries() {
 	approved := inmem.NewHTTP()
-	if err := approved.Respond("GET", "https://approvals.example/terraform", map[string]any{"versions": []any{"1.6.0"}}); err != nil {
-		panic(err)
-	}
+	approved.Handle("GET", "https://approvals.example/terraform", func(cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 200, Body: []byte(`{"versions": ["1.6.0"]}`)}, nil
+	})
 	eng, err := engine.New(engine.WithCELLibraries(cel.Libraries{HTTP: approved}))
 	if err != nil {
 		panic(err)

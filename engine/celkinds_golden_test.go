@@ -180,7 +180,7 @@ func runCELCase(t *testing.T, dir string) []celCaseResult {
 func celResult(name string, resp *engine.Response) celCaseResult {
 	res := celCaseResult{Resource: name, Blocked: resp.Blocked()}
 	for _, p := range resp.Policies {
-		cp := celCasePolicy{Policy: p.Policy.Key(), Kind: p.Policy.Kind(), FailureAction: string(p.FailureAction),
+		cp := celCasePolicy{Policy: p.Policy.Key(), Kind: api.KindOf(p.Policy.Source()), FailureAction: string(p.FailureAction),
 			FailurePolicy: string(p.Policy.FailurePolicy()), Background: p.Policy.Background(), Admission: p.Policy.Admission()}
 		cp.TimeoutSeconds, _ = p.Policy.TimeoutSeconds()
 		for _, r := range p.Rules {

@@ -296,7 +296,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Policies) != 1 || resp.Policies[0].Policy.Name() != "json" {
+	if len(resp.Policies) != 1 || resp.Policies[0].Policy.Source().GetName() != "json" {
 		t.Fatalf("got %+v, want the JSON policy only", resp.Policies)
 	}
 	if r := resp.Policies[0].Rules[0]; r.Status != engine.StatusFail || r.Message != "too small" {

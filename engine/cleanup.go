@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -30,7 +31,7 @@ type cleanupPolicy struct {
 // schedule in cron format.
 func (e *Engine) compileCleanupPolicy(p *api.CleanupPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: policykey.Key(p), annotations: p.GetAnnotations(),
 		background: true, admission: false, failurePolicy: api.Fail, failureAction: api.Audit, action: api.Audit,
 		types: typeBit(Deletion)}
 	path := field.NewPath("spec")

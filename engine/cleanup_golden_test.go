@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
@@ -92,7 +93,7 @@ func runCleanupCase(t *testing.T, dir string) cleanupCase {
 	}
 	var out cleanupCase
 	for _, p := range set.Policies() {
-		cp := cleanupCasePolicy{Policy: p.Key(), Kind: p.Kind(), Propagation: p.DeletionPropagation(), Targets: p.CleanupTargets()}
+		cp := cleanupCasePolicy{Policy: p.Key(), Kind: api.KindOf(p.Source()), Propagation: p.DeletionPropagation(), Targets: p.CleanupTargets()}
 		at := after
 		for i := 0; i < 3; i++ {
 			next, ok := p.NextRun(at)

@@ -142,7 +142,7 @@ spec:
 		return
 	}
 	for pr, r := range resp.Rules() {
-		fmt.Println(pr.Policy.Name(), r.Type, r.Status, r.Message)
+		fmt.Println(pr.Policy.Source().GetName(), r.Type, r.Status, r.Message)
 	}
 	// Output:
 	// next run: 2026-05-02T02:00:00Z propagation: Background

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"reflect"
 	"runtime"
 	"strings"
@@ -58,30 +59,8 @@ type Policy struct {
 // Source returns the policy as it was given to Compile.
 func (p *Policy) Source() api.PolicyObject { return p.src }
 
-// Name returns the policy name.
-func (p *Policy) Name() string { return p.src.GetName() }
-
-// Kind returns the policy's kind: ClusterPolicy, Policy,
-// ValidatingPolicy, NamespacedValidatingPolicy, ValidatingAdmissionPolicy,
-// MutatingPolicy, NamespacedMutatingPolicy, MutatingAdmissionPolicy (or
-// one of the bindings).
-func (p *Policy) Kind() string { return p.kind }
-
-// Namespace returns the namespace of a namespaced kind (Policy,
-// NamespacedValidatingPolicy, NamespacedMutatingPolicy), "" for the
-// others.
-func (p *Policy) Namespace() string {
-	if api.IsNamespaced(p.src) {
-		return p.src.GetNamespace()
-	}
-	return ""
-}
-
 // Key returns "name", or "namespace/name" for a namespaced kind.
 func (p *Policy) Key() string { return p.key }
-
-// Annotations returns the policy's annotations.
-func (p *Policy) Annotations() map[string]string { return p.annotations }
 
 // Background reports whether the policy applies in background scans.
 func (p *Policy) Background() bool { return p.background }
@@ -129,15 +108,6 @@ func webhookFailurePolicy(spec *api.Spec) *api.FailurePolicyType {
 		return nil
 	}
 	return spec.WebhookConfiguration.FailurePolicy
-}
-
-// RuleNames returns the names of the compiled rules, autogen rules included.
-func (p *Policy) RuleNames() []string {
-	out := make([]string, len(p.rules))
-	for i, r := range p.rules {
-		out[i] = r.name
-	}
-	return out
 }
 
 // Rules returns the compiled policy's rules (autogen rules included) as
@@ -258,7 +228,7 @@ func (e *Engine) compileClassic(p api.ClassicPolicy) (*Policy, error) {
 		kind:          api.KindOf(p),
 		failurePolicy: classicFailurePolicy(spec),
 		timeout:       classicTimeout(spec),
-		key:           api.PolicyKey(p),
+		key:           policykey.Key(p),
 		annotations:   p.GetAnnotations(),
 		background:    spec.BackgroundEnabled(),
 		admission:     spec.AdmissionEnabled(),
@@ -569,3 +539,15 @@ func (s *PolicySet) Policies() []*Policy { return s.policies }
 
 // Engine returns the engine the set was compiled with.
 func (s *PolicySet) Engine() *Engine { return s.eng }
+
+// name returns the policy name.
+func (p *Policy) name() string { return p.src.GetName() }
+
+// namespace returns the namespace of a namespaced kind (Policy,
+// NamespacedValidatingPolicy, ...), "" for the others.
+func (p *Policy) namespace() string {
+	if api.IsNamespaced(p.src) {
+		return p.src.GetNamespace()
+	}
+	return ""
+}

@@ -194,7 +194,11 @@ func TestCompileValidPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cp.RuleNames(); len(got) != 3 || got[0] != "r" || got[1] != "autogen-r" || got[2] != "autogen-cronjob-r" {
+	var got []string
+	for _, r := range cp.Rules() {
+		got = append(got, r.Name)
+	}
+	if len(got) != 3 || got[0] != "r" || got[1] != "autogen-r" || got[2] != "autogen-cronjob-r" {
 		t.Errorf("rule names = %v, want r plus autogen rules", got)
 	}
 }

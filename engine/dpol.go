@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gavelpolicy/gavel/internal/polex"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -34,7 +35,7 @@ type deletingPolicy struct {
 // variables, conditions, schedule and propagation policy.
 func (e *Engine) compileDeletingPolicy(p *api.DeletingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: policykey.Key(p), annotations: p.GetAnnotations(),
 		background: true, admission: false, failurePolicy: api.Fail, failureAction: api.Audit, action: api.Audit,
 		types: typeBit(Deletion)}
 	path := field.NewPath("spec")
@@ -169,7 +170,7 @@ func (rs *reqState) anyCELException(env *cel.Env, p *Policy, in *cel.Input) ([]*
 // it, as upstream's CLI names it).
 func deletionResult(rs *reqState, p *Policy, status Status, msg string, err error) *RuleResult {
 	res := rs.nextResult()
-	*res = RuleResult{Name: p.Name(), Type: Deletion, Status: status, Message: msg}
+	*res = RuleResult{Name: p.name(), Type: Deletion, Status: status, Message: msg}
 	if status == StatusError {
 		if err == nil {
 			err = errors.New(msg)

@@ -98,6 +98,3 @@ func New(opts ...Option) (*Engine, error) {
 		vcache: verifycache.New[verifyOutcome](verifycache.Options{
 			Disabled: c.verifyCache.Disabled, MaxEntries: c.verifyCache.MaxEntries, TTL: c.verifyCache.TTL, Now: c.now}), celLibs: c.celLibraries()}, nil
 }
-
-// Now returns the engine clock's current time.
-func (e *Engine) Now() time.Time { return e.cfg.now() }

@@ -94,15 +94,12 @@ func FuzzEngine(f *testing.F) {
 		var policies []api.PolicyObject
 		var excs []*api.PolicyException
 		for _, d := range docs {
-			switch {
-			case d.IsPolicy():
-				if p, err := api.DecodePolicy(d); err == nil {
-					policies = append(policies, p)
-				}
-			case d.IsPolicyException():
-				if x, err := api.DecodePolicyException(d); err == nil {
-					excs = append(excs, x)
-				}
+			switch o, _ := api.DecodeObject(d); o := o.(type) {
+			case *api.PolicyException:
+				excs = append(excs, o)
+			case *api.CELPolicyException:
+			case api.PolicyObject:
+				policies = append(policies, o)
 			}
 		}
 		resDocs, _ := api.ReadDocuments(bytes.NewReader(resourceYAML), "resource.yaml")

@@ -33,7 +33,7 @@ func rbPolicies(t testing.TB, src string) []api.PolicyObject {
 	}
 	var out []api.PolicyObject
 	for _, d := range docs {
-		if !d.IsPolicy() {
+		if !isPolicyDoc(d) {
 			continue
 		}
 		p, err := api.DecodePolicy(d)
@@ -54,9 +54,10 @@ func rbExceptions(t testing.TB, src string) []*api.PolicyException {
 	}
 	var out []*api.PolicyException
 	for _, d := range docs {
-		x, err := api.DecodePolicyException(d)
-		if err != nil {
-			t.Fatalf("decode exception: %v", err)
+		obj, err := api.DecodeObject(d)
+		x, ok := obj.(*api.PolicyException)
+		if err != nil || !ok {
+			t.Fatalf("decode exception: %v (%T)", err, obj)
 		}
 		out = append(out, x)
 	}
@@ -95,7 +96,7 @@ func rbResults(resp *engine.Response) map[string]engine.RuleResult {
 	}
 	for _, p := range resp.Policies {
 		for _, r := range p.Rules {
-			out[p.Policy.Name()+"/"+r.Name] = r
+			out[p.Policy.Source().GetName()+"/"+r.Name] = r
 		}
 	}
 	return out
@@ -1639,4 +1640,16 @@ spec:
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// isPolicyDoc reports whether a document is a policy of a kind gavel
+// decodes, or fails to decode (so that DecodePolicy reports the error).
+func isPolicyDoc(d api.Document) bool {
+	obj, err := api.DecodeObject(d)
+	switch obj.(type) {
+	case *api.PolicyException, *api.CELPolicyException:
+		return false
+	}
+	_, ok := obj.(api.PolicyObject)
+	return ok || err != nil
 }

@@ -89,7 +89,7 @@ func Example_validate() {
 		return
 	}
 	for p, r := range resp.Rules() {
-		fmt.Printf("%s/%s: %s (%s)\n", p.Policy.Name(), r.Name, r.Status, p.FailureAction)
+		fmt.Printf("%s/%s: %s (%s)\n", p.Policy.Source().GetName(), r.Name, r.Status, p.FailureAction)
 		fmt.Println(r.Message)
 	}
 	fmt.Println("blocked:", resp.Blocked())
@@ -139,7 +139,7 @@ spec:
 		return
 	}
 	for p, r := range resp.Rules() {
-		fmt.Printf("%s/%s: %s: %s\n", p.Policy.Name(), r.Name, r.Status, r.Message)
+		fmt.Printf("%s/%s: %s: %s\n", p.Policy.Source().GetName(), r.Name, r.Status, r.Message)
 	}
 	fmt.Println(string(resp.Patch))
 	labels := resp.Resource["metadata"].(map[string]any)["labels"]

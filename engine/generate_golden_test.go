@@ -62,8 +62,8 @@ func genReadObjects(t *testing.T, file string) []map[string]any {
 	if _, err := os.Stat(file); os.IsNotExist(err) {
 		return nil
 	}
-	s := &loader.Set{}
-	if err := s.ReadFile(file); err != nil {
+	s, err := loader.Load(file)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var out []map[string]any
@@ -90,8 +90,8 @@ func TestGenerateGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			pset := &loader.Set{}
-			if err := pset.ReadFile(filepath.Join(dir, "policy.yaml")); err != nil {
+			pset, err := loader.Load(filepath.Join(dir, "policy.yaml"))
+			if err != nil {
 				t.Fatal(err)
 			}
 			trigger := genReadObjects(t, filepath.Join(dir, "resource.yaml"))[0]

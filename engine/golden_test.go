@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
@@ -137,9 +139,13 @@ func runCase(t *testing.T, dir string) []caseResult {
 	}
 	services := inmem.NewHTTP()
 	for url, body := range cr.Services {
-		if err := services.Respond("", url, body); err != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
 			t.Fatal(err)
 		}
+		services.Handle("", url, func(cel.HTTPRequest) (cel.HTTPResponse, error) {
+			return cel.HTTPResponse{StatusCode: 200, Body: data}, nil
+		})
 	}
 	global := inmem.NewGlobalContext()
 	for k, v := range cr.Global {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"runtime/debug"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -44,7 +45,7 @@ type generatingBody interface {
 // compileGeneratingPolicy compiles a GeneratingPolicy.
 func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: policykey.Key(p), annotations: p.GetAnnotations(),
 		background: true, admission: spec.AdmissionEnabled(), failurePolicy: api.Fail,
 		failureAction: api.Audit, action: api.Audit, types: typeBit(Generation)}
 	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
@@ -146,7 +147,7 @@ func (b *generatingPolicy) generate(rs *reqState, p *Policy, admission bool) (pr
 
 // result appends a result of the policy (named after it, as upstream).
 func (b *generatingPolicy) result(rs *reqState, p *Policy, status Status, msg string, err error) *RuleResult {
-	res := rs.celKindResult(p.Name(), status, msg, err, nil)
+	res := rs.celKindResult(p.name(), status, msg, err, nil)
 	res.Type = Generation
 	return res
 }
@@ -363,7 +364,7 @@ func (g *gpolGenerator) trackingLabels(labels map[string]any) {
 	tmd, _ := trigger["metadata"].(map[string]any)
 	tuid, _ := tmd["uid"].(string)
 	labels[genlabel.ManagedBy] = genlabel.ManagedByValue
-	labels[genlabel.PolicyName] = g.p.Name()
+	labels[genlabel.PolicyName] = g.p.name()
 	labels[genlabel.PolicyNamespace] = g.b.namespace
 	labels[genlabel.TriggerGroup] = group
 	labels[genlabel.TriggerVersion] = version

@@ -127,7 +127,7 @@ func runGpolCase(t *testing.T, dir string) []gpolCaseResult {
 func gpolResult(name string, resp *engine.Response) gpolCaseResult {
 	res := gpolCaseResult{Resource: name}
 	for _, p := range resp.Policies {
-		cp := gpolCasePolicy{Policy: p.Policy.Key(), Kind: p.Policy.Kind()}
+		cp := gpolCasePolicy{Policy: p.Policy.Key(), Kind: api.KindOf(p.Policy.Source())}
 		for _, r := range p.Rules {
 			gen := append([]map[string]any(nil), r.GeneratedResources...)
 			sort.SliceStable(gen, func(i, j int) bool { return objKey(gen[i]) < objKey(gen[j]) })

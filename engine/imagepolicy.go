@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/gavelpolicy/gavel/internal/polex"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strings"
 
@@ -79,7 +80,7 @@ func (e *Engine) ivpolEnvs() (*imageEnvs, error) {
 // its matchConstraints and its Pod controller variants.
 func (e *Engine) compileImageValidatingPolicy(p *api.ImageValidatingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: policykey.Key(p), annotations: p.GetAnnotations(),
 		background: spec.BackgroundEnabled(), admission: spec.AdmissionEnabled(),
 		failurePolicy: celFailurePolicy(spec.FailurePolicy), types: typeBit(Validation)}
 	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
@@ -291,15 +292,15 @@ func (b *imagePolicy) evaluate(rs *reqState, p *Policy, v *ivpolVariant, payload
 	o := v.body.Evaluate(rs.ctx, &in, rs.celScope(), b.envs.defaults, res)
 	switch o.Status {
 	case celpolicy.Pass:
-		b.result(rs, p.Name(), StatusPass, "success", nil, o.AuditAnnotations)
+		b.result(rs, p.name(), StatusPass, "success", nil, o.AuditAnnotations)
 		if b.required && len(o.Images) > 0 {
 			st := rs.imageState()
 			st.pending = append(st.pending, pendingRequired{at: len(rs.results) - 1, images: o.Images})
 		}
 	case celpolicy.Fail:
-		b.result(rs, p.Name(), StatusFail, o.Message, nil, o.AuditAnnotations)
+		b.result(rs, p.name(), StatusFail, o.Message, nil, o.AuditAnnotations)
 	case celpolicy.Error:
-		b.result(rs, p.Name(), StatusError, "error: "+o.Message, o.Err, nil)
+		b.result(rs, p.name(), StatusError, "error: "+o.Message, o.Err, nil)
 	default:
 		evalErr(o.Err)
 	}

@@ -195,7 +195,7 @@ func results(resp *engine.Response) string {
 	var lines []string
 	for _, p := range resp.Policies {
 		for _, r := range p.Rules {
-			lines = append(lines, fmt.Sprintf("%s %s %s: %s", p.Policy.Name(), r.Name, r.Status, r.Message))
+			lines = append(lines, fmt.Sprintf("%s %s %s: %s", p.Policy.Source().GetName(), r.Name, r.Status, r.Message))
 		}
 	}
 	return strings.Join(lines, "\n")

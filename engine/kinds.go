@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 
 	"github.com/gavelpolicy/gavel/api"
 )
@@ -45,7 +46,7 @@ func (e *Engine) compileKind(p api.PolicyObject) (*Policy, error) {
 		return e.compileCleanupPolicy(p)
 	}
 	// every kind api decodes has a case above
-	return nil, fmt.Errorf("policy %s: kind %s has no compiler", api.PolicyKey(p), api.KindOf(p))
+	return nil, fmt.Errorf("policy %s: kind %s has no compiler", policykey.Key(p), api.KindOf(p))
 }
 
 // bindingTarget is implemented by the bodies of bindings: the name and
@@ -85,9 +86,9 @@ func attachBindings(policies []*Policy) []*Policy {
 		if _, ok := p.body.(bindingTarget); ok {
 			continue
 		}
-		if b, ok := p.body.(bindable); ok && len(byPolicy[p.kind+"/"+p.Name()]) > 0 {
+		if b, ok := p.body.(bindable); ok && len(byPolicy[p.kind+"/"+p.name()]) > 0 {
 			cp := *p
-			cp.body = b.withBindings(byPolicy[p.kind+"/"+p.Name()])
+			cp.body = b.withBindings(byPolicy[p.kind+"/"+p.name()])
 			p = &cp
 		}
 		out = append(out, p)

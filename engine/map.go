@@ -150,7 +150,7 @@ func (b *mapPolicy) withBindings(bindings []*Policy) kindBody {
 	for _, nb := range bindings {
 		dup := false
 		for _, ob := range out.bindings {
-			dup = dup || ob.Name() == nb.Name()
+			dup = dup || ob.name() == nb.name()
 		}
 		if !dup {
 			out.bindings = append(out.bindings, nb)
@@ -177,7 +177,7 @@ func (b *mapPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []Policy
 	ok, err := b.match.Matches(&rs.kindData().attrs)
 	if err != nil {
 		return append(out, mapResult(rs, pr, func() {
-			rs.mutationResult(p.Name(), StatusError, "failed to execute matching: "+err.Error(), err, nil)
+			rs.mutationResult(p.name(), StatusError, "failed to execute matching: "+err.Error(), err, nil)
 		}))
 	}
 	if !ok {
@@ -189,12 +189,12 @@ func (b *mapPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []Policy
 	n := len(out)
 	for _, bp := range b.bindings {
 		bb := bp.body.(*mapBinding)
-		props := map[string]string{PropertyMAPBinding: bp.Name()}
+		props := map[string]string{PropertyMAPBinding: bp.name()}
 		if bb.match != nil {
 			ok, err := bb.match.Matches(&rs.kindData().attrs)
 			if err != nil {
 				out = append(out, mapResult(rs, pr, func() {
-					rs.mutationResult(p.Name(), StatusError, "failed to execute matching: "+err.Error(), err, props)
+					rs.mutationResult(p.name(), StatusError, "failed to execute matching: "+err.Error(), err, props)
 				}))
 				continue
 			}
@@ -205,7 +205,7 @@ func (b *mapPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []Policy
 		out = append(out, mapResult(rs, pr, func() {
 			params, err := bindingParams(rs, b.paramKind, bb.paramRef)
 			if err != nil {
-				rs.mutationResult(p.Name(), StatusError, "failed to configure binding: "+err.Error(), err, props)
+				rs.mutationResult(p.name(), StatusError, "failed to configure binding: "+err.Error(), err, props)
 				return
 			}
 			for _, param := range params {
@@ -242,13 +242,13 @@ func (b *mapPolicy) invoke(rs *reqState, p *Policy, param map[string]any, props 
 	if reads.Namespace {
 		var err error
 		if ns, err = rs.vapNamespace(); err != nil {
-			rs.mutationResult(p.Name(), StatusError, err.Error(), err, props)
+			rs.mutationResult(p.name(), StatusError, err.Error(), err, props)
 			return
 		}
 	}
 	var in cel.Input
 	if err := rs.celInputFor(&in, false, reads.Request, param); err != nil {
-		rs.mutationResult(p.Name(), StatusError, err.Error(), err, props)
+		rs.mutationResult(p.name(), StatusError, err.Error(), err, props)
 		return
 	}
 	in.Namespace = ns
@@ -257,23 +257,23 @@ func (b *mapPolicy) invoke(rs *reqState, p *Policy, param map[string]any, props 
 	}
 	schemas, err := typeconv.Builtin()
 	if err != nil {
-		rs.mutationResult(p.Name(), StatusError, err.Error(), err, props)
+		rs.mutationResult(p.name(), StatusError, err.Error(), err, props)
 		return
 	}
 	before := in.Object
 	o := b.body.Mutate(rs.ctx, &in, rs.celScope(), schemas)
 	switch o.Status {
 	case celpolicy.NoMatch:
-		rs.mutationResult(p.Name(), StatusSkip, msgMAPConditions, nil, props)
+		rs.mutationResult(p.name(), StatusSkip, msgMAPConditions, nil, props)
 		return
 	case celpolicy.Error:
-		rs.mutationResult(p.Name(), StatusError, o.Message, o.Err, props)
+		rs.mutationResult(p.name(), StatusError, o.Message, o.Err, props)
 	case celpolicy.Pass:
 		if rs.req.Background && !deepEqual(o.Object, before) {
-			rs.mutationResult(p.Name(), StatusFail, msgMutationNotApplied, nil, props)
+			rs.mutationResult(p.name(), StatusFail, msgMutationNotApplied, nil, props)
 			return
 		}
-		rs.mutationResult(p.Name(), StatusPass, msgMAPApplied, nil, props)
+		rs.mutationResult(p.name(), StatusPass, msgMAPApplied, nil, props)
 	}
 	// the mutations that succeeded stay applied (the API server skips a
 	// failed mutation)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	celcommon "github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	celparser "github.com/google/cel-go/parser"
@@ -67,7 +68,7 @@ type mpolVariant struct {
 // matchConstraints and its Pod controller variants.
 func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: policykey.Key(p), annotations: p.GetAnnotations(),
 		background: spec.BackgroundEnabled(), admission: spec.AdmissionEnabled(),
 		failurePolicy: celFailurePolicy(spec.FailurePolicy), types: typeBit(Mutation),
 		failureAction: api.Audit, action: api.Audit}

@@ -22,8 +22,8 @@ func loadCorpusMutating(b *testing.B) ([]api.PolicyObject, []map[string]any) {
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, "*.yaml"))
 		for _, f := range files {
-			s := &loader.Set{}
-			if err := s.ReadFile(f); err != nil {
+			s, err := loader.Load(f)
+			if err != nil {
 				b.Fatal(err)
 			}
 			for _, p := range s.Policies {

@@ -62,7 +62,7 @@ spec:
 		return
 	}
 	for p, r := range resp.Rules() {
-		fmt.Printf("%s %q: %s: %s %v\n", p.Policy.Kind(), r.Name, r.Status, r.Message, r.Properties)
+		fmt.Printf("%s %q: %s: %s %v\n", api.KindOf(p.Policy.Source()), r.Name, r.Status, r.Message, r.Properties)
 	}
 	fmt.Println(string(resp.Patch))
 	// Output:

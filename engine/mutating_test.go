@@ -192,7 +192,7 @@ func TestMutatingPolicyExisting(t *testing.T) {
 	}
 	var got []string
 	for p, r := range gen.Rules() {
-		got = append(got, p.Policy.Name()+": "+string(r.Status)+" "+r.Message)
+		got = append(got, p.Policy.Source().GetName()+": "+string(r.Status)+" "+r.Message)
 	}
 	if want := "rotate: pass mutate existing request queued|stamp-team-a: pass mutate existing request queued"; strings.Join(got, "|") != want {
 		t.Errorf("Generate: %s, want %s", strings.Join(got, "|"), want)
@@ -216,7 +216,7 @@ func TestMutatingPolicyExisting(t *testing.T) {
 	}
 	got = nil
 	for p, r := range mut.Rules() {
-		row := p.Policy.Name() + ": " + string(r.Status)
+		row := p.Policy.Source().GetName() + ": " + string(r.Status)
 		for _, pt := range r.PatchedTargets {
 			md := pt["metadata"].(map[string]any)
 			row += " " + md["namespace"].(string) + "/" + md["name"].(string)

@@ -118,7 +118,7 @@ func TestResponseRules(t *testing.T) {
 	}}
 	var got []string
 	for pr, r := range resp.Rules() {
-		got = append(got, fmt.Sprintf("%s.%s", pr.Policy.Name(), r.Name))
+		got = append(got, fmt.Sprintf("%s.%s", pr.Policy.Source().GetName(), r.Name))
 	}
 	if fmt.Sprint(got) != "[p.a p.b p.c]" {
 		t.Errorf("Rules() visited %v", got)

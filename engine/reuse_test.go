@@ -168,7 +168,7 @@ func outcomeOf(resp *engine.Response, err error) reuseOutcome {
 	}
 	for _, p := range resp.Policies {
 		for _, r := range p.Rules {
-			o.Rules = append(o.Rules, p.Policy.Name()+"/"+r.Name+" "+string(r.Status)+": "+r.Message)
+			o.Rules = append(o.Rules, p.Policy.Source().GetName()+"/"+r.Name+" "+string(r.Status)+": "+r.Message)
 			o.Checks = append(o.Checks, r.PodSecurityChecks)
 		}
 	}

@@ -109,14 +109,14 @@ func TestScan(t *testing.T) {
 		}
 		var got []string
 		for p, r := range resp.Rules() {
-			got = append(got, fmt.Sprintf("%s.%s=%s", p.Policy.Name(), r.Name, r.Status))
+			got = append(got, fmt.Sprintf("%s.%s=%s", p.Policy.Source().GetName(), r.Name, r.Status))
 		}
 		if fmt.Sprint(got) != tt.want {
 			t.Errorf("background %v: %v, want %s", tt.background, got, tt.want)
 		}
 		for _, p := range resp.Policies {
 			if len(p.Rules) == 0 {
-				t.Errorf("policy %s without results", p.Policy.Name())
+				t.Errorf("policy %s without results", p.Policy.Source().GetName())
 			}
 		}
 		labels := resp.Resource["metadata"].(map[string]any)["labels"]
@@ -166,7 +166,7 @@ spec:
 	results := func(resp *engine.Response) []string {
 		var got []string
 		for p, r := range resp.Rules() {
-			got = append(got, fmt.Sprintf("%s.%s=%s: %s", p.Policy.Name(), r.Name, r.Status, r.Message))
+			got = append(got, fmt.Sprintf("%s.%s=%s: %s", p.Policy.Source().GetName(), r.Name, r.Status, r.Message))
 		}
 		return got
 	}

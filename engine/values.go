@@ -22,11 +22,11 @@ func (e *Engine) ruleValues(sc *scope, p *Policy, r *rule) {
 	if cv == nil {
 		return
 	}
-	for k, v := range cv.RuleValues(p.Name(), r.name) {
+	for k, v := range cv.RuleValues(p.name(), r.name) {
 		sc.set(k, v)
 	}
 	if fv, ok := cv.(ForeachValues); ok {
-		sc.foreachValues = fv.ForeachValues(p.Name(), r.name)
+		sc.foreachValues = fv.ForeachValues(p.name(), r.name)
 	}
 }
 

@@ -119,7 +119,7 @@ func (b *vapPolicy) withBindings(bindings []*Policy) kindBody {
 	for _, nb := range bindings {
 		dup := false
 		for _, ob := range out.bindings {
-			dup = dup || ob.Name() == nb.Name()
+			dup = dup || ob.name() == nb.name()
 		}
 		if !dup {
 			out.bindings = append(out.bindings, nb)
@@ -153,7 +153,7 @@ func (b *vapPolicy) validate(rs *reqState, p *Policy, out []PolicyResult) []Poli
 	ok, err := b.match.Matches(attrs)
 	if err != nil {
 		return append(out, b.result(rs, pr, func() {
-			rs.celKindResult(p.Name(), StatusError, "failed to execute matching: "+err.Error(), err, nil)
+			rs.celKindResult(p.name(), StatusError, "failed to execute matching: "+err.Error(), err, nil)
 		}))
 	}
 	if !ok {
@@ -169,8 +169,8 @@ func (b *vapPolicy) validate(rs *reqState, p *Policy, out []PolicyResult) []Poli
 			ok, err := bb.match.Matches(attrs)
 			if err != nil {
 				out = append(out, b.result(rs, pr, func() {
-					res := rs.celKindResult(p.Name(), StatusError, "failed to execute matching: "+err.Error(), err, nil)
-					res.Properties = map[string]string{PropertyBinding: bp.Name()}
+					res := rs.celKindResult(p.name(), StatusError, "failed to execute matching: "+err.Error(), err, nil)
+					res.Properties = map[string]string{PropertyBinding: bp.name()}
 				}))
 				continue
 			}
@@ -181,7 +181,7 @@ func (b *vapPolicy) validate(rs *reqState, p *Policy, out []PolicyResult) []Poli
 		bpr := pr
 		bpr.FailureAction = bb.actions.failureAction()
 		configErr := false
-		bpr = b.result(rs, bpr, func() { configErr = b.evaluateBinding(rs, p, bp.Name(), bb) })
+		bpr = b.result(rs, bpr, func() { configErr = b.evaluateBinding(rs, p, bp.name(), bb) })
 		if configErr {
 			// the API server denies on configuration errors whatever the
 			// binding's actions (under failurePolicy Fail)
@@ -212,7 +212,7 @@ func (b *vapPolicy) evaluateBinding(rs *reqState, p *Policy, name string, bb *va
 	props := map[string]string{PropertyBinding: name}
 	params, err := bindingParams(rs, b.paramKind, bb.paramRef)
 	if err != nil {
-		rs.celKindResult(p.Name(), StatusError, "failed to configure binding: "+err.Error(), err, props)
+		rs.celKindResult(p.name(), StatusError, "failed to configure binding: "+err.Error(), err, props)
 		return true
 	}
 	if len(params) == 0 {
@@ -239,7 +239,7 @@ func (b *vapPolicy) evaluate(rs *reqState, p *Policy, params []map[string]any, p
 	if reads.Namespace {
 		var err error
 		if ns, err = rs.vapNamespace(); err != nil {
-			rs.celKindResult(p.Name(), StatusError, err.Error(), err, props)
+			rs.celKindResult(p.name(), StatusError, err.Error(), err, props)
 			return
 		}
 	}
@@ -247,7 +247,7 @@ func (b *vapPolicy) evaluate(rs *reqState, p *Policy, params []map[string]any, p
 	for _, param := range params {
 		var in cel.Input
 		if err := rs.celInputFor(&in, false, reads.Request, param); err != nil {
-			rs.celKindResult(p.Name(), StatusError, err.Error(), err, props)
+			rs.celKindResult(p.name(), StatusError, err.Error(), err, props)
 			return
 		}
 		in.Namespace = ns
@@ -256,19 +256,19 @@ func (b *vapPolicy) evaluate(rs *reqState, p *Policy, params []map[string]any, p
 		case celpolicy.NoMatch:
 			continue
 		case celpolicy.Error, celpolicy.EvalError:
-			rs.celKindResult(p.Name(), StatusError, o.Message, o.Err, props)
+			rs.celKindResult(p.name(), StatusError, o.Message, o.Err, props)
 			return
 		case celpolicy.Fail:
-			rs.celKindResult(p.Name(), StatusFail, o.Message, nil, props)
+			rs.celKindResult(p.name(), StatusFail, o.Message, nil, props)
 			return
 		}
 		matched = true
 	}
 	if !matched {
-		rs.celKindResult(p.Name(), StatusSkip, "match conditions aren't met", nil, props)
+		rs.celKindResult(p.name(), StatusSkip, "match conditions aren't met", nil, props)
 		return
 	}
-	rs.celKindResult(p.Name(), StatusPass, "", nil, props)
+	rs.celKindResult(p.name(), StatusPass, "", nil, props)
 }
 
 // vapNamespace is namespaceObject of a ValidatingAdmissionPolicy: the

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"github.com/gavelpolicy/gavel/internal/polex"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"strconv"
 
@@ -103,7 +104,7 @@ func celFailurePolicy(fp *admissionregistrationv1.FailurePolicyType) api.Failure
 // matchConstraints and its Pod controller variants.
 func (e *Engine) compileValidatingPolicy(p *api.ValidatingPolicy) (*Policy, error) {
 	spec := &p.Spec
-	cp := &Policy{src: p, kind: api.KindOf(p), key: api.PolicyKey(p), annotations: p.GetAnnotations(),
+	cp := &Policy{src: p, kind: api.KindOf(p), key: policykey.Key(p), annotations: p.GetAnnotations(),
 		background: spec.BackgroundEnabled(), admission: spec.AdmissionEnabled(),
 		failurePolicy: celFailurePolicy(spec.FailurePolicy), types: typeBit(Validation)}
 	if wc := spec.WebhookConfiguration; wc != nil && wc.TimeoutSeconds != nil {
@@ -340,7 +341,7 @@ func (rs *reqState) kindExceptions(p *Policy) ([]*polex.CELException, error) {
 	if err != nil || set == nil {
 		return nil, err
 	}
-	return set.CELCandidates(p.kind, p.Name()), nil
+	return set.CELCandidates(p.kind, p.name()), nil
 }
 
 // celExceptions evaluates the CEL PolicyExceptions of a policy on the

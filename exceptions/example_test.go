@@ -17,7 +17,7 @@ func decodeExceptions(src string) []*api.PolicyException {
 	}
 	var out []*api.PolicyException
 	for _, d := range docs {
-		pe, err := api.DecodePolicyException(d)
+		pe, err := decodeException(d)
 		if err != nil {
 			panic(err)
 		}
@@ -122,10 +122,11 @@ spec:
 	if err != nil {
 		panic(err)
 	}
-	x, err := api.DecodeCELPolicyException(docs[0])
+	obj, err := api.DecodeObject(docs[0])
 	if err != nil {
 		panic(err)
 	}
+	x := obj.(*api.CELPolicyException)
 	set, err := exceptions.Compile(nil, exceptions.CEL(x))
 	if err != nil {
 		panic(err)
@@ -133,4 +134,17 @@ spec:
 	fmt.Println(set.Len())
 	// Output:
 	// 1
+}
+
+// decodeException decodes a kyverno.io PolicyException document.
+func decodeException(d api.Document) (*api.PolicyException, error) {
+	obj, err := api.DecodeObject(d)
+	if err != nil {
+		return nil, err
+	}
+	pe, ok := obj.(*api.PolicyException)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a PolicyException", d)
+	}
+	return pe, nil
 }

@@ -21,12 +21,6 @@ type Option = polex.Option
 // Without this option every exception is accepted.
 func Namespaces(namespaces ...string) Option { return polex.Namespaces(namespaces...) }
 
-// AutogenAliases makes a rule named "autogen-x" or "autogen-cronjob-x" a
-// candidate for the exceptions that name rule "x". Upstream does not do this
-// (an exception must list the autogen rule names, as the documentation's
-// examples do); the option is off by default.
-func AutogenAliases(enabled bool) Option { return polex.AutogenAliases(enabled) }
-
 // CEL adds policies.kyverno.io PolicyExceptions to the set Compile builds.
 // They apply to the CEL policy kinds their policyRefs name (by name and
 // kind); their matchConditions are compiled by the engine, on the

@@ -178,7 +178,7 @@ func (c *Controller) replacePolicy(p *engine.Policy, remove bool) error {
 	var out []*engine.Policy
 	found := false
 	for _, x := range c.set.Policies() {
-		if x.Key() == p.Key() && x.Kind() == p.Kind() {
+		if x.Key() == p.Key() && api.KindOf(x.Source()) == api.KindOf(p.Source()) {
 			found = true
 			if !remove {
 				out = append(out, p)

@@ -13,8 +13,8 @@ import (
 
 func readObjects(t *testing.T, file string) []map[string]any {
 	t.Helper()
-	s := &loader.Set{}
-	if err := s.ReadFile(file); err != nil {
+	s, err := loader.Load(file)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var out []map[string]any

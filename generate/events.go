@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,8 +164,8 @@ func isDataRule(g *api.Generation) bool {
 // ruleDownstreams lists every downstream resource of a rule.
 func (c *Controller) ruleDownstreams(ctx context.Context, p *engine.Policy, r *api.Rule) ([]map[string]any, error) {
 	sel := map[string]string{
-		genlabel.PolicyName:      p.Name(),
-		genlabel.PolicyNamespace: p.Namespace(),
+		genlabel.PolicyName:      p.Source().GetName(),
+		genlabel.PolicyNamespace: policykey.Namespace(p.Source()),
 		genlabel.RuleName:        r.Name,
 		genlabel.ManagedBy:       genlabel.ManagedByValue,
 	}
@@ -284,7 +285,7 @@ func (c *Controller) mutateExistingTriggers(ctx context.Context, p *engine.Polic
 						continue
 					}
 					seen[av+" "+res] = true
-					list, err := rc.ListResources(ctx, av, res, p.Namespace(), nil)
+					list, err := rc.ListResources(ctx, av, res, policykey.Namespace(p.Source()), nil)
 					if err != nil {
 						errs = append(errs, fmt.Errorf("listing %s %s: %w", av, res, err))
 						continue
@@ -332,7 +333,7 @@ func (c *Controller) listTriggers(ctx context.Context, p *engine.Policy, r *api.
 			continue
 		}
 		seen[av+"|"+kind] = true
-		objs, err := c.client.List(ctx, av, kind, p.Namespace(), nil)
+		objs, err := c.client.List(ctx, av, kind, policykey.Namespace(p.Source()), nil)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("failed to list %s triggers of rule %s: %w", k, r.Name, err))
 			continue

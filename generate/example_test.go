@@ -12,9 +12,9 @@ import (
 	"github.com/gavelpolicy/gavel/loader"
 )
 
-// The engine queues UpdateRequests at admission (here into the in-memory
-// cluster's queue); the controller processes them and writes the cloned
-// Secret.
+// The engine queues UpdateRequests at admission (here into a
+// MemoryQueue); the controller processes them and writes the cloned
+// Secret. A long-running host runs Controller.Run on the queue instead.
 func ExampleController() {
 	const policy = `apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -41,7 +41,8 @@ spec:
 	cluster := inmem.New(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
 		"metadata": map[string]any{"name": "regcred", "namespace": "default"},
 		"data":     map[string]any{".dockerconfigjson": "eyJhdXRocyI6e319"}})
-	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(cluster))
+	queue := generate.NewMemoryQueue(16)
+	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(queue))
 	s := &loader.Set{}
 	_ = s.Read(strings.NewReader(policy), "policy.yaml")
 	set, err := eng.Compile(s.Policies...)
@@ -55,7 +56,7 @@ spec:
 	if _, err := set.Generate(ctx, &engine.Request{Operation: api.Create, Object: ns}); err != nil {
 		panic(err)
 	}
-	urs := cluster.Dequeue()
+	urs := drain(ctx, queue)
 	if err := ctrl.ProcessAll(ctx, urs); err != nil {
 		panic(err)
 	}
@@ -94,14 +95,14 @@ spec:
 `
 	ctx := context.Background()
 	cluster := inmem.New()
-	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(cluster))
+	queue := generate.NewMemoryQueue(16)
+	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(queue))
 	s := &loader.Set{}
 	_ = s.Read(strings.NewReader(policy), "policy.yaml")
 	set, err := eng.Compile(s.Policies...)
 	if err != nil {
 		panic(err)
 	}
-	queue := generate.NewMemoryQueue(16)
 	ctrl := generate.NewController(set, cluster, generate.WithQueue(queue))
 
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a"}}
@@ -109,7 +110,7 @@ spec:
 	if _, err := set.Generate(ctx, &engine.Request{Operation: api.Create, Object: ns}); err != nil {
 		panic(err)
 	}
-	if err := ctrl.ProcessAll(ctx, cluster.Dequeue()); err != nil {
+	if err := ctrl.ProcessAll(ctx, drain(ctx, queue)); err != nil {
 		panic(err)
 	}
 
@@ -165,7 +166,8 @@ spec:
 `
 	ctx := context.Background()
 	cluster := inmem.New()
-	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(cluster))
+	queue := generate.NewMemoryQueue(16)
+	eng, _ := engine.New(engine.WithClient(cluster), engine.WithUpdateRequestQueue(queue))
 	s := &loader.Set{}
 	_ = s.Read(strings.NewReader(policy), "policy.yaml")
 	set, err := eng.Compile(s.Policies...)
@@ -181,7 +183,7 @@ spec:
 	if _, err := set.Generate(ctx, &engine.Request{Operation: api.Create, Object: ns}); err != nil {
 		panic(err)
 	}
-	urs := cluster.Dequeue()
+	urs := drain(ctx, queue)
 	if err := ctrl.ProcessAll(ctx, urs); err != nil {
 		panic(err)
 	}
@@ -192,4 +194,17 @@ spec:
 	// watch v1 ResourceQuota
 	// cel-generate Completed [{v1 ResourceQuota team-a quota }]
 	// map[hard:map[pods:10]]
+}
+
+// drain takes every request queued so far.
+func drain(ctx context.Context, q *generate.MemoryQueue) []*api.UpdateRequest {
+	var urs []*api.UpdateRequest
+	for q.Len() > 0 {
+		ur, err := q.Next(ctx)
+		if err != nil {
+			panic(err)
+		}
+		urs = append(urs, ur)
+	}
+	return urs
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	"sort"
 	"strings"
@@ -30,7 +31,7 @@ import (
 // isGenerating reports whether p is a GeneratingPolicy or a
 // NamespacedGeneratingPolicy.
 func isGenerating(p *engine.Policy) bool {
-	k := p.Kind()
+	k := api.KindOf(p.Source())
 	return k == api.KindGeneratingPolicy || k == api.KindNamespacedGeneratingPolicy
 }
 
@@ -464,7 +465,7 @@ func (c *Controller) gpolTriggers(ctx context.Context, p *engine.Policy) ([]map[
 						continue
 					}
 					seen[av+"|"+res] = true
-					list, err := rc.ListResources(ctx, av, res, p.Namespace(), nil)
+					list, err := rc.ListResources(ctx, av, res, policykey.Namespace(p.Source()), nil)
 					if err != nil {
 						errs = append(errs, fmt.Errorf("failed to list %s %s: %w", av, res, err))
 						continue

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 
@@ -416,8 +417,8 @@ func (c *Controller) deleteDownstream(ctx context.Context, policy *engine.Policy
 		return nil
 	}
 	selector := map[string]string{
-		genlabel.PolicyName:      policy.Name(),
-		genlabel.PolicyNamespace: policy.Namespace(),
+		genlabel.PolicyName:      policy.Source().GetName(),
+		genlabel.PolicyNamespace: policykey.Namespace(policy.Source()),
 		genlabel.RuleName:        rule.Name,
 		genlabel.ManagedBy:       genlabel.ManagedByValue,
 	}
@@ -651,7 +652,7 @@ func (c *Controller) mutatePolicy(ur *api.UpdateRequest) *engine.Policy {
 }
 
 func mutatingPolicy(p *engine.Policy) bool {
-	return p.Kind() == api.KindMutatingPolicy || p.Kind() == api.KindNamespacedMutatingPolicy
+	return api.KindOf(p.Source()) == api.KindMutatingPolicy || api.KindOf(p.Source()) == api.KindNamespacedMutatingPolicy
 }
 
 // existingMutator tells a MutatingPolicy with mutateExisting whose

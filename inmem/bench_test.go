@@ -15,7 +15,7 @@ func BenchmarkAddOwned(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		NewOwned(objs...)
+		New().AddOwned(objs...)
 	}
 }
 

@@ -2,7 +2,6 @@ package inmem
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -208,19 +207,6 @@ func (h *HTTP) Handle(method, url string, fn func(cel.HTTPRequest) (cel.HTTPResp
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.handlers[strings.ToUpper(method)+" "+url] = fn
-}
-
-// Respond sets the response to requests of method ("" for any method) to
-// url: status 200 and the JSON of body.
-func (h *HTTP) Respond(method, url string, body any) error {
-	data, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	h.Handle(method, url, func(cel.HTTPRequest) (cel.HTTPResponse, error) {
-		return cel.HTTPResponse{StatusCode: 200, Body: data}, nil
-	})
-	return nil
 }
 
 // SetFallback sends the requests that no handler answers to next (nil:

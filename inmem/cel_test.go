@@ -2,6 +2,7 @@ package inmem_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func celHosts() *cel.Libraries {
 	gctx := inmem.NewGlobalContext()
 	gctx.Set("limits", map[string]any{"maxReplicas": 5.0})
 	h := inmem.NewHTTP()
-	if err := h.Respond("GET", "https://api.test/teams/blue", map[string]any{"approved": true}); err != nil {
+	if err := respond(h, "GET", "https://api.test/teams/blue", map[string]any{"approved": true}); err != nil {
 		panic(err)
 	}
 	h.Handle("", "https://api.test/echo", func(r cel.HTTPRequest) (cel.HTTPResponse, error) {
@@ -121,10 +122,10 @@ func TestHTTPFallback(t *testing.T) {
 		seen = ctx.Value(ctxKey{})
 		return net.Do(ctx, req)
 	}))
-	if err := h.Respond("POST", "https://mock.test/x", map[string]any{"from": "post mock"}); err != nil {
+	if err := respond(h, "POST", "https://mock.test/x", map[string]any{"from": "post mock"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Respond("", "https://mock.test/x", map[string]any{"from": "mock"}); err != nil {
+	if err := respond(h, "", "https://mock.test/x", map[string]any{"from": "mock"}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
@@ -164,7 +165,7 @@ func (f fallbackFunc) Do(ctx context.Context, req cel.HTTPRequest) (cel.HTTPResp
 // status or a URL without a handler (wrapping engine.ErrNotFound).
 func TestHTTPServiceCalls(t *testing.T) {
 	h := inmem.NewHTTP()
-	if err := h.Respond("", "https://svc/any", map[string]any{"ok": true}); err != nil {
+	if err := respond(h, "", "https://svc/any", map[string]any{"ok": true}); err != nil {
 		t.Fatal(err)
 	}
 	h.Handle("POST", "https://svc/echo", func(req cel.HTTPRequest) (cel.HTTPResponse, error) {
@@ -205,4 +206,17 @@ func TestHTTPServiceCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// respond answers requests of method ("" for any) to url with status 200
+// and the JSON of body.
+func respond(h *inmem.HTTP, method, url string, body any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	h.Handle(method, url, func(cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 200, Body: data}, nil
+	})
+	return nil
 }

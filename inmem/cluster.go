@@ -1,13 +1,14 @@
 // Package inmem is an in-memory Kubernetes cluster that implements the
 // engine's host interfaces: a resource client, ConfigMap lookups,
-// Kubernetes API GET/list paths, namespace labels and an UpdateRequest
-// queue. Tests, examples and the gavel CLI use it as the cluster.
+// Kubernetes API GET/list paths and namespace labels. Tests, examples and
+// the gavel CLI use it as the cluster; the UpdateRequests of generate and
+// mutate-existing rules go to a generate.MemoryQueue.
 //
 // The cluster emits no events: it has no watch, and changing an object
 // (Add, Create, Update, Delete) tells nobody. A host or test that drives a
 // generate.Controller with it calls the controller's On* handlers itself
 // after each change (OnTriggerUpdate, OnDownstreamChange, ...), and
-// drains the queue (Dequeue) into Controller.ProcessAll or Run.
+// runs the controller on the engine's queue (Controller.Run).
 package inmem
 
 import (
@@ -21,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/internal/deepcopy"
 )
@@ -32,7 +32,6 @@ type Cluster struct {
 	objects map[key]map[string]any
 	names   resourceNames
 	rv      int
-	queue   []*api.UpdateRequest
 	// Deny, when set, is consulted before every write; a non-nil error
 	// refuses the write (to simulate missing permissions).
 	Deny func(verb string, obj map[string]any) error
@@ -51,18 +50,11 @@ func New(objs ...map[string]any) *Cluster {
 	return c
 }
 
-// NewOwned is New without the deep copies, for many large objects: the
+// AddOwned is Add without the deep copies, for many large objects: the
 // cluster keeps the objects themselves (only each object's top level and
 // metadata are copied, for resourceVersion), so the caller hands them over
 // and must not modify them afterwards (reading them stays fine). The
 // cluster never modifies a stored object in place and hands out copies.
-func NewOwned(objs ...map[string]any) *Cluster {
-	c := &Cluster{objects: make(map[key]map[string]any, len(objs))}
-	c.AddOwned(objs...)
-	return c
-}
-
-// AddOwned is Add for objects handed over as NewOwned takes them.
 func (c *Cluster) AddOwned(objs ...map[string]any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,11 +79,10 @@ func (c *Cluster) AddOwned(objs ...map[string]any) {
 }
 
 var (
-	_ engine.Client             = (*Cluster)(nil)
-	_ engine.ConfigMapResolver  = (*Cluster)(nil)
-	_ engine.APIClient          = (*Cluster)(nil)
-	_ engine.NamespaceLabeler   = (*Cluster)(nil)
-	_ engine.UpdateRequestQueue = (*Cluster)(nil)
+	_ engine.Client            = (*Cluster)(nil)
+	_ engine.ConfigMapResolver = (*Cluster)(nil)
+	_ engine.APIClient         = (*Cluster)(nil)
+	_ engine.NamespaceLabeler  = (*Cluster)(nil)
 )
 
 func keyOf(obj map[string]any) key {
@@ -267,23 +258,6 @@ func (c *Cluster) NamespaceLabels(ctx context.Context, namespace string) (map[st
 	}
 	md, _ := ns["metadata"].(map[string]any)
 	return stringMap(md["labels"]), nil
-}
-
-// Enqueue implements engine.UpdateRequestQueue.
-func (c *Cluster) Enqueue(_ context.Context, ur *api.UpdateRequest) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.queue = append(c.queue, ur)
-	return nil
-}
-
-// Dequeue removes and returns every queued UpdateRequest.
-func (c *Cluster) Dequeue() []*api.UpdateRequest {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queue
-	c.queue = nil
-	return q
 }
 
 // RawAbsPath implements engine.APIClient for GET requests on the paths

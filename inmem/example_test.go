@@ -17,9 +17,9 @@ func ExampleHTTP_SetFallback() {
 		return cel.HTTPResponse{StatusCode: 503, Body: []byte(`{"up":false}`)}, nil
 	})
 	mocks := inmem.NewHTTP()
-	if err := mocks.Respond("GET", "https://config.example.com/", map[string]any{"allowed": true}); err != nil {
-		panic(err)
-	}
+	mocks.Handle("GET", "https://config.example.com/", func(cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 200, Body: []byte(`{"allowed":true}`)}, nil
+	})
 	mocks.SetFallback(network)
 	for _, url := range []string{"https://config.example.com/", "https://status.example.com/"} {
 		resp, err := mocks.Do(context.Background(), cel.HTTPRequest{Method: "GET", URL: url})
@@ -31,7 +31,7 @@ func ExampleHTTP_SetFallback() {
 }
 
 // Image metadata for image.GetMetadata set as it is, as the upstream CLI
-// gives it from a context file (loader.ContextImage.Metadata).
+// gives it from a context file (loader.Context.Registry).
 func ExampleRegistry_SetMetadata() {
 	reg := inmem.NewRegistry()
 	reg.SetMetadata("ghcr.io/acme/app:v1", map[string]any{"image": "ghcr.io/acme/app:v1", "tag": "v1"})

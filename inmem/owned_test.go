@@ -8,16 +8,17 @@ import (
 	"testing"
 )
 
-func TestNewOwned(t *testing.T) {
+func TestAddOwned(t *testing.T) {
 	obj := map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "cm", "namespace": "default"},
 		"data":     map[string]any{"k": "v"},
 	}
 	before := deepcopy.Object(obj)
-	c := NewOwned(obj)
+	c := New()
+	c.AddOwned(obj)
 	if !reflect.DeepEqual(obj, before) {
-		t.Fatalf("NewOwned modified the object: %v", obj)
+		t.Fatalf("AddOwned modified the object: %v", obj)
 	}
 	got, err := c.Get(context.Background(), "v1", "ConfigMap", "default", "cm")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/inmem"
 )
 
 // Context is the upstream CLI's context file (kind Context of
@@ -73,12 +74,34 @@ func LoadContext(path string) (*Context, error) {
 		}
 		c.Spec.Resources = append(c.Spec.Resources, obj)
 	}
+	for _, im := range c.Spec.Images {
+		if _, err := im.metadata(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	return &c, nil
 }
 
-// RegistryData is the image's data as the engine's imageRegistry context
+// Registry returns an in-memory registry holding the context's images:
+// their data as the engine's imageRegistry context entries read it from a
+// registry (inmem.Registry.Set), and their metadata as the upstream CLI
+// gives it to the CEL image.GetMetadata (inmem.Registry.SetMetadata: the
+// entry's fields by their JSON names, tag, digest, imageIndex, manifest
+// and config only when set, numbers as float64).
+func (c *Context) Registry() *inmem.Registry {
+	reg := inmem.NewRegistry()
+	for _, im := range c.Spec.Images {
+		reg.Set(im.Image, im.registryData())
+		if md, err := im.metadata(); err == nil { // LoadContext checked it
+			reg.SetMetadata(im.Image, md)
+		}
+	}
+	return reg
+}
+
+// registryData is the image's data as the engine's imageRegistry context
 // entries read it from a registry (inmem.Registry.Set).
-func (im ContextImage) RegistryData() map[string]any {
+func (im ContextImage) registryData() map[string]any {
 	id := im.Tag
 	if im.Digest != "" {
 		id = im.Digest
@@ -96,11 +119,11 @@ func (im ContextImage) RegistryData() map[string]any {
 	return d
 }
 
-// Metadata is the image's data as the upstream CLI gives it to the CEL
+// metadata is the image's data as the upstream CLI gives it to the CEL
 // image.GetMetadata from a context file: the entry's fields by their JSON
 // names (tag, digest, imageIndex, manifest and config only when set), as
 // encoding/json decodes them (numbers are float64).
-func (im ContextImage) Metadata() (map[string]any, error) {
+func (im ContextImage) metadata() (map[string]any, error) {
 	raw, err := json.Marshal(im)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", im.Image, err)

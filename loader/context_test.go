@@ -1,6 +1,7 @@
 package loader_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -48,8 +49,9 @@ spec:
 		"image": "ghcr.io/acme/bare@sha256:def", "resolvedImage": "ghcr.io/acme/bare@sha256:def",
 		"registry": "ghcr.io", "repository": "acme/bare",
 	}}
+	reg := c.Registry()
 	for i, im := range c.Spec.Images {
-		got, err := im.Metadata()
+		got, err := reg.ImageMetadata(t.Context(), im.Image)
 		if err != nil || !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("image %d: %#v, %v\nwant %#v", i, got, err, want[i])
 		}
@@ -57,10 +59,11 @@ spec:
 }
 
 // The image data of a context file, as image.GetMetadata returns it.
-func ExampleContextImage_Metadata() {
-	im := loader.ContextImage{Image: "ghcr.io/acme/app:v1", ResolvedImage: "ghcr.io/acme/app:v1@sha256:abc",
-		Registry: "ghcr.io", Repository: "acme/app", Tag: "v1", ConfigData: map[string]any{"architecture": "amd64"}}
-	md, err := im.Metadata()
+func ExampleContext_Registry() {
+	c := &loader.Context{Spec: loader.ContextSpec{Images: []loader.ContextImage{{Image: "ghcr.io/acme/app:v1",
+		ResolvedImage: "ghcr.io/acme/app:v1@sha256:abc", Registry: "ghcr.io", Repository: "acme/app", Tag: "v1",
+		ConfigData: map[string]any{"architecture": "amd64"}}}}}
+	md, err := c.Registry().ImageMetadata(context.Background(), "ghcr.io/acme/app:v1")
 	fmt.Println(md, err)
 	// Output:
 	// map[config:map[architecture:amd64] image:ghcr.io/acme/app:v1 registry:ghcr.io repository:acme/app resolvedImage:ghcr.io/acme/app:v1@sha256:abc tag:v1] <nil>

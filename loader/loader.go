@@ -32,31 +32,20 @@ type Set struct {
 
 // add decodes one document into the set. A document of a policy group
 // whose kind gavel does not know is an *api.UnknownKindError (see
-// api.Document.CheckKind).
+// api.DecodeObject).
 func (s *Set) add(d api.Document) error {
-	switch {
-	case d.IsPolicy():
-		p, err := api.DecodePolicy(d)
-		if err != nil {
-			return err
-		}
-		s.Policies = append(s.Policies, p)
-	case d.IsPolicyException():
-		e, err := api.DecodePolicyException(d)
-		if err != nil {
-			return err
-		}
-		s.Exceptions = append(s.Exceptions, e)
-	case d.IsCELPolicyException():
-		e, err := api.DecodeCELPolicyException(d)
-		if err != nil {
-			return err
-		}
-		s.CELExceptions = append(s.CELExceptions, e)
+	obj, err := api.DecodeObject(d)
+	if err != nil {
+		return err
+	}
+	switch o := obj.(type) { // the exceptions first: they have a PolicyObject's methods too
+	case *api.PolicyException:
+		s.Exceptions = append(s.Exceptions, o)
+	case *api.CELPolicyException:
+		s.CELExceptions = append(s.CELExceptions, o)
+	case api.PolicyObject:
+		s.Policies = append(s.Policies, o)
 	default:
-		if err := d.CheckKind(); err != nil {
-			return err
-		}
 		s.Resources = append(s.Resources, d)
 	}
 	return nil
@@ -137,7 +126,7 @@ func Load(paths ...string) (*Set, error) {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			errs[i] = parts[i].ReadFile(files[i])
+			errs[i] = parts[i].readFile(files[i])
 		})
 	}
 	wg.Wait() // the errors are kept by file, in order
@@ -151,8 +140,8 @@ func Load(paths ...string) (*Set, error) {
 	return s, errors.Join(errs...)
 }
 
-// ReadFile reads one file ("-" for standard input) into the set.
-func (s *Set) ReadFile(name string) error {
+// readFile reads one file ("-" for standard input) into the set.
+func (s *Set) readFile(name string) error {
 	if name == "-" {
 		return s.Read(os.Stdin, "<stdin>")
 	}
@@ -165,33 +154,4 @@ func (s *Set) ReadFile(name string) error {
 		return fmt.Errorf("%w", err)
 	}
 	return nil
-}
-
-// EachDocument calls fn with each document of r in order, without decoding
-// it (see api.RawDocument.Decode), so that a long stream is never in
-// memory at once. It stops at fn's first error and returns it.
-func EachDocument(r io.Reader, source string, fn func(api.RawDocument) error) error {
-	dr := api.NewDocumentReader(r, source)
-	for {
-		raw, err := dr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(raw); err != nil {
-			return err
-		}
-	}
-}
-
-// EachFileDocument is EachDocument for a file.
-func EachFileDocument(name string, fn func(api.RawDocument) error) error {
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return EachDocument(f, name, fn)
 }

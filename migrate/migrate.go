@@ -193,11 +193,15 @@ func Convert(doc api.Document, opts ...Option) (*Conversion, error) {
 		if !strings.HasPrefix(doc.APIVersion(), api.GroupKyverno+"/") {
 			return nil, fmt.Errorf("%s: already a CEL PolicyException", doc)
 		}
-		x, err := api.DecodePolicyException(doc)
+		x, err := api.DecodeObject(doc)
 		if err != nil {
 			return nil, err
 		}
-		return convertException(x, o.policies), nil
+		pe, ok := x.(*api.PolicyException)
+		if !ok {
+			return nil, fmt.Errorf("%s: not a kyverno.io PolicyException", doc)
+		}
+		return convertException(pe, o.policies), nil
 	case "CleanupPolicy", "ClusterCleanupPolicy":
 		return convertCleanup(doc)
 	}

@@ -525,8 +525,8 @@ func resourceName(obj map[string]any) string {
 func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySet, o *Output, rules map[string]bool, res map[string]any) (*Difference, error) {
 	name := o.Object.GetName()
 	d := &Difference{Resource: resourceName(res), Output: name, Type: o.Type}
-	origReq := cfg.request(orig.Policies()[0].Name(), copyJSON(res))
-	convReq := convertedRequest(cfg, orig.Policies()[0].Name(), o, cfg.request(name, copyJSON(res)), origReq.Variables)
+	origReq := cfg.request(orig.Policies()[0].Source().GetName(), copyJSON(res))
+	convReq := convertedRequest(cfg, orig.Policies()[0].Source().GetName(), o, cfg.request(name, copyJSON(res)), origReq.Variables)
 	switch o.Type {
 	case TypeValidate, TypeVerifyImages:
 		a, err := orig.Validate(ctx, origReq)
@@ -587,7 +587,7 @@ func compare(ctx context.Context, cfg *verifyConfig, orig, conv *engine.PolicySe
 				// a source whose resources differ between two
 				// evaluations of one request (random()) cannot be
 				// compared there
-				again, err := orig.Generate(ctx, cfg.request(orig.Policies()[0].Name(), copyJSON(res)))
+				again, err := orig.Generate(ctx, cfg.request(orig.Policies()[0].Source().GetName(), copyJSON(res)))
 				if err != nil {
 					return nil, err
 				}

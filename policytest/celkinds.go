@@ -12,7 +12,7 @@ import (
 // (ValidatingPolicy, ValidatingAdmissionPolicy, ...), as upstream's
 // isRulelessPolicyKind.
 func ruleless(p *engine.Policy) bool {
-	k := p.Kind()
+	k := api.KindOf(p.Source())
 	return k != api.KindClusterPolicy && k != api.KindPolicy
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/inmem"
-	"github.com/gavelpolicy/gavel/loader"
 )
 
 // The hosts of Kyverno's CEL libraries in a test, as upstream's test
@@ -57,25 +56,13 @@ func (e *env) celLibraries(opts Options) (cel.Libraries, error) {
 		return libs, nil
 	}
 	libs.Resource = inmem.New(append(append([]map[string]any(nil), e.ctxObjects...), e.targetObjects...)...)
-	reg := inmem.NewRegistry()
-	if err := setContextImages(reg, e.images); err != nil {
-		return cel.Libraries{}, fmt.Errorf("failed to load context: %w", err)
+	// image.GetMetadata reads the context file's images, as upstream's
+	// CLI gives them
+	libs.ImageData = e.images
+	if e.images == nil {
+		libs.ImageData = inmem.NewRegistry()
 	}
-	libs.ImageData = reg
 	return libs, nil
-}
-
-// setContextImages gives image.GetMetadata the images of a context file,
-// as upstream's CLI gives them.
-func setContextImages(reg *inmem.Registry, images []loader.ContextImage) error {
-	for _, im := range images {
-		md, err := im.Metadata()
-		if err != nil {
-			return err
-		}
-		reg.SetMetadata(im.Image, md)
-	}
-	return nil
 }
 
 // httpMocks returns the host of the http library: the apiCallResponses

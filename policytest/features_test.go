@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/inmem"
 	"github.com/gavelpolicy/gavel/policytest"
 )
@@ -57,9 +58,9 @@ func TestFeatures(t *testing.T) {
 // ghcr.io/acme/net:1.
 func featureOptions(t *testing.T) policytest.Options {
 	net := inmem.NewHTTP()
-	if err := net.Respond("GET", "https://network.test/status", map[string]any{"up": true}); err != nil {
-		t.Fatal(err)
-	}
+	net.Handle("GET", "https://network.test/status", func(cel.HTTPRequest) (cel.HTTPResponse, error) {
+		return cel.HTTPResponse{StatusCode: 200, Body: []byte(`{"up": true}`)}, nil
+	})
 	reg := inmem.NewRegistry()
 	reg.SetMetadata("ghcr.io/acme/net:1", map[string]any{"image": "ghcr.io/acme/net:1", "config": map[string]any{"os": "linux"}})
 	return policytest.Options{Strict: true, HTTP: net, ImageData: reg}

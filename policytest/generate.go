@@ -5,7 +5,6 @@ import (
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
-	"github.com/gavelpolicy/gavel/loader"
 )
 
 // loadCloneSources adds the objects of every result's cloneSourceResource
@@ -20,8 +19,8 @@ func (e *env) loadCloneSources() error {
 			continue
 		}
 		seen[r.CloneSourceResource] = true
-		s := &loader.Set{}
-		if err := s.ReadFile(e.path(r.CloneSourceResource)); err != nil {
+		s, err := loadFiles(e.path(r.CloneSourceResource))
+		if err != nil {
 			return fmt.Errorf("failed to load clone source resources: %w", err)
 		}
 		for _, d := range s.Resources {
@@ -36,7 +35,7 @@ func (e *env) loadCloneSources() error {
 // annotations (the tracking labels are dropped by the comparison for
 // every kind).
 func cliGenerated(p *engine.Policy, obj map[string]any) map[string]any {
-	if k := p.Kind(); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
+	if k := api.KindOf(p.Source()); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
 		return obj
 	}
 	md, _ := obj["metadata"].(map[string]any)

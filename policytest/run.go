@@ -201,7 +201,7 @@ type env struct {
 	libCluster *inmem.Cluster
 	// ctxObjects and images are the context file's objects and image data
 	ctxObjects []map[string]any
-	images     []loader.ContextImage
+	images     *inmem.Registry
 	// targetObjects are the mutate-existing targets
 	targetObjects []map[string]any
 	// gctx answers globalContext.Get from the globalContextEntries
@@ -314,19 +314,32 @@ func (e *env) loadInputs() error {
 
 // readSet reads the policies and exceptions of the files and folders.
 func (e *env) readSet(paths []string, what string) (*loader.Set, error) {
-	set := &loader.Set{}
+	var all []string
 	for _, p := range paths {
 		files, err := loader.Files(e.path(p))
 		if err != nil {
 			return nil, fmt.Errorf("failed to load %s: %w", what, err)
 		}
-		for _, f := range files {
-			if err := set.ReadFile(f); err != nil {
-				return nil, fmt.Errorf("failed to load %s: %w", what, err)
-			}
-		}
+		all = append(all, files...)
+	}
+	set, err := loadFiles(all...)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load %s: %w", what, err)
 	}
 	return set, nil
+}
+
+// loadFiles reads the files (see loader.Load) and reports the error of
+// the first file that has one, as upstream's CLI stops at it.
+func loadFiles(files ...string) (*loader.Set, error) {
+	if len(files) == 0 {
+		return &loader.Set{}, nil
+	}
+	set, err := loader.Load(files...)
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		err = j.Unwrap()[0]
+	}
+	return set, err
 }
 
 // documents reads every document of the files and folders, in the
@@ -368,7 +381,8 @@ func (e *env) loadResources() error {
 	}
 	seen := map[string]bool{}
 	for _, d := range docs {
-		if err := d.CheckKind(); err != nil {
+		var unknown *api.UnknownKindError
+		if _, err := api.DecodeObject(d); errors.As(err, &unknown) {
 			return fmt.Errorf("failed to load resources: %w", err)
 		}
 		k := d.Kind() + "/" + namespaceOf(d.Object) + "/" + d.Name()
@@ -433,7 +447,10 @@ func (e *env) loadCluster() error {
 		if err != nil {
 			return fmt.Errorf("failed to load context: %w", err)
 		}
-		e.ctxObjects, e.images = c.Spec.Resources, c.Spec.Images
+		e.ctxObjects = c.Spec.Resources
+		if len(c.Spec.Images) > 0 {
+			e.images = c.Registry()
+		}
 		if len(e.t.ClusterResources) > 0 {
 			// the CEL resource library reads the test's cluster without them
 			e.libCluster = inmem.New(objs...)
@@ -474,12 +491,8 @@ func (e *env) engineOptions(opts Options) ([]engine.Option, error) {
 		// cluster: the authorizer of CEL expressions denies every check
 		engine.WithAuthorizer(inmem.NewAuthorizer()),
 	}
-	if len(e.images) > 0 {
-		reg := inmem.NewRegistry()
-		for _, im := range e.images {
-			reg.Set(im.Image, im.RegistryData())
-		}
-		engOpts = append(engOpts, engine.WithRegistryClient(reg))
+	if e.images != nil {
+		engOpts = append(engOpts, engine.WithRegistryClient(e.images))
 	}
 	var apiClient engine.APIClient
 	if len(e.t.ClusterResources) > 0 {
@@ -801,7 +814,7 @@ func NewRequest(policy string, obj map[string]any, values *Values, user *UserInf
 // request builds the admission request of a resource for a policy; op,
 // when set, replaces the operation the values give.
 func (e *env) request(p *engine.Policy, obj map[string]any, op api.AdmissionOperation) *engine.Request {
-	req := NewRequest(p.Name(), obj, e.values, e.userInfo)
+	req := NewRequest(p.Source().GetName(), obj, e.values, e.userInfo)
 	if op == "" || op == req.Operation {
 		return req
 	}
@@ -1045,7 +1058,7 @@ func splitRules(rules []engine.RuleResult, t engine.RuleType) (others, of []engi
 }
 
 func policyMatches(name string, p *engine.Policy) bool {
-	return name == p.Name() || name == p.Key()
+	return name == p.Source().GetName() || name == p.Key()
 }
 
 // check is upstream's checkResult.
@@ -1127,8 +1140,8 @@ func (e *env) compareFile(file string, actual map[string]any) (bool, error) {
 	if actual == nil {
 		return false, errors.New("no resource to compare")
 	}
-	s := &loader.Set{}
-	if err := s.ReadFile(e.path(file)); err != nil {
+	s, err := loadFiles(e.path(file))
+	if err != nil {
 		return false, fmt.Errorf("error: failed to load resource (%s)", err)
 	}
 	// a resource of the file without a namespace is in "default", as the

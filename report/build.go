@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,7 +67,7 @@ func build(results []engine.PolicyResult, opts Options) ([]any, error) {
 		key := p.Key()
 		g := byPolicy[key]
 		if g == nil {
-			g = &group{name: p.Name(), namespace: p.Namespace()}
+			g = &group{name: p.Source().GetName(), namespace: policykey.Namespace(p.Source())}
 			byPolicy[key] = g
 			if g.namespace == "" {
 				clusterOrder = append(clusterOrder, key)

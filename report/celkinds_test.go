@@ -89,7 +89,7 @@ func TestCELKindEntries(t *testing.T) {
 	// every failure a warning, Deny or not
 	for p, r := range resp.Rules() {
 		if res := result(*p, *r, Options{AuditWarn: true}); res.Result != api.ResultWarn {
-			t.Errorf("%s with --audit-warn: %s, want warn", p.Policy.Name(), res.Result)
+			t.Errorf("%s with --audit-warn: %s, want warn", p.Policy.Source().GetName(), res.Result)
 		}
 	}
 	// the streaming encoder writes the same sources

@@ -13,8 +13,8 @@ import (
 // write, one per resource, named after its UID: TakeChanged names them, Render renders each (false: it emptied,
 // delete it), and MarkChanged takes back those it failed to write.
 func ExampleStore_TakeChanged() {
-	eng, set := exampleSet()
-	store := report.NewStore(report.Options{Clock: eng.Now})
+	_, set := exampleSet()
+	store := report.NewStore(report.Options{Clock: exampleClock})
 	scan := func(pod map[string]any) {
 		resp, err := set.Validate(context.Background(), &engine.Request{Object: pod, Background: true})
 		if err != nil {
@@ -54,13 +54,13 @@ func ExampleStore_TakeChanged() {
 // controller's Store records them with SetAdmission, ordered by the time
 // of the request.
 func ExampleAdmissionEntries() {
-	eng, set := exampleSet()
+	_, set := exampleSet()
 	pod := examplePod("db", "u2", nil)
 	resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: pod})
 	if err != nil {
 		panic(err)
 	}
-	entries, err := report.AdmissionEntries(resp.Policies, "u2", report.Options{Clock: eng.Now})
+	entries, err := report.AdmissionEntries(resp.Policies, "u2", report.Options{Clock: exampleClock})
 	if err != nil {
 		panic(err)
 	}
@@ -68,7 +68,7 @@ func ExampleAdmissionEntries() {
 		fmt.Println(e.Policy, e.Rule, e.Result, e.Properties["process"])
 	}
 
-	store := report.NewStore(report.Options{Clock: eng.Now})
+	store := report.NewStore(report.Options{Clock: exampleClock})
 	recorded, _ := store.SetAdmission("u2", 200, entries)
 	stale, _ := store.SetAdmission("u2", 100, nil) // an earlier request, seen later
 	fmt.Println(recorded, stale, store.Keys())

@@ -15,14 +15,14 @@ import (
 // other, rendering each resource's entries as its results come and keeping
 // them in a temporary file beyond a memory budget.
 func ExampleStream() {
-	eng, set := exampleSet()
+	_, set := exampleSet()
 	spill, err := os.CreateTemp("", "report-*")
 	if err != nil {
 		panic(err)
 	}
 	defer os.Remove(spill.Name())
 	defer spill.Close()
-	stream := report.NewStream(report.Options{Clock: eng.Now, Format: report.OpenReports}, spill, 1<<20)
+	stream := report.NewStream(report.Options{Clock: exampleClock, Format: report.OpenReports}, spill, 1<<20)
 	renderer := stream.NewRenderer() // one per goroutine
 	for i, labels := range []map[string]any{{"team": "a"}, nil} {
 		resp, err := set.Validate(context.Background(), &engine.Request{Object: examplePod(fmt.Sprintf("web-%d", i), "", labels)})
@@ -60,8 +60,8 @@ func ExampleStream() {
 // ExampleNewJSONStream streams JSON policy reports (one JSON document per
 // report, as WriteJSON writes them) with entries kept in memory (no spill).
 func ExampleNewJSONStream() {
-	eng, set := exampleSet()
-	stream := report.NewJSONStream(report.Options{Clock: eng.Now, Format: report.OpenReports}, nil, 0)
+	_, set := exampleSet()
+	stream := report.NewJSONStream(report.Options{Clock: exampleClock, Format: report.OpenReports}, nil, 0)
 	renderer := stream.NewRenderer()
 	for i, labels := range []map[string]any{{"team": "a"}, nil} {
 		resp, err := set.Validate(context.Background(), &engine.Request{Object: examplePod(fmt.Sprintf("web-%d", i), "", labels)})

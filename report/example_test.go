@@ -45,7 +45,7 @@ func exampleSet() (*engine.Engine, *engine.PolicySet) {
 	if err := s.Read(strings.NewReader(examplePolicy), "example.yaml"); err != nil {
 		panic(err)
 	}
-	eng, err := engine.New(engine.WithClock(func() time.Time { return time.Unix(1666098438, 0) }))
+	eng, err := engine.New(engine.WithClock(exampleClock))
 	if err != nil {
 		panic(err)
 	}
@@ -67,7 +67,7 @@ func examplePod(name, uid string, labels map[string]any) map[string]any {
 // A batch host scans each resource as `gavel apply` does, builds the
 // reports of the run and prints them as the upstream CLI does.
 func ExampleBuild() {
-	eng, set := exampleSet()
+	_, set := exampleSet()
 	var results []engine.PolicyResult
 	for _, pod := range []map[string]any{
 		examplePod("web", "u1", map[string]any{"team": "shop"}),
@@ -79,7 +79,7 @@ func ExampleBuild() {
 		}
 		results = append(results, resp.Policies...)
 	}
-	reports, err := report.Build(results, report.Options{Clock: eng.Now})
+	reports, err := report.Build(results, report.Options{Clock: exampleClock})
 	if err != nil {
 		panic(err)
 	}
@@ -143,8 +143,8 @@ func ExampleBuild() {
 // A controller records each admission and background result in a Store
 // and writes the reports it renders to the cluster (here, prints them).
 func ExampleStore() {
-	eng, set := exampleSet()
-	store := report.NewStore(report.Options{Clock: eng.Now})
+	_, set := exampleSet()
+	store := report.NewStore(report.Options{Clock: exampleClock})
 	admit := func(pod map[string]any) {
 		resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: pod})
 		if err != nil {
@@ -170,3 +170,7 @@ func ExampleStore() {
 	// NAMESPACE   NAME   PASS   FAIL   WARN   ERROR   SKIP
 	// default     u1     1      0      0      0       0
 }
+
+// exampleClock is the examples' clock, the engine's (engine.WithClock)
+// and the reports' (Options.Clock).
+func exampleClock() time.Time { return time.Unix(1666098438, 0) }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"io"
 	"sort"
 
@@ -45,7 +46,7 @@ func (gs *groups) of(p *engine.Policy) *group {
 	key := p.Key()
 	g := gs.byKey[key]
 	if g == nil {
-		g = &group{name: p.Name(), namespace: p.Namespace()}
+		g = &group{name: p.Source().GetName(), namespace: policykey.Namespace(p.Source())}
 		gs.byKey[key] = g
 		if g.namespace == "" {
 			gs.cluster = append(gs.cluster, g)

@@ -62,7 +62,7 @@ const defaultSource = "kyverno"
 type Options struct {
 	// Clock gives the timestamps of report entries (seconds precision, as
 	// upstream). Nil means time.Now, the engine's default clock; an
-	// engine built WithClock shares its clock with Clock: eng.Now.
+	// engine built WithClock is given the same function as Clock.
 	Clock func() time.Time
 	// Source is the source of every entry; "kyverno" when empty.
 	Source string
@@ -176,14 +176,14 @@ func headOf(p *engine.Policy) head {
 	if p == nil {
 		return head{scored: true}
 	}
-	annotations := p.Annotations()
+	annotations := p.Source().GetAnnotations()
 	return head{
 		key:      p.Key(),
 		category: annotations[annotationCategory],
 		severity: severity(annotations[annotationSeverity]),
 		scored:   annotations[annotationScored] != "false",
 		process:  process(p),
-		source:   kindSource(p.Kind()),
+		source:   kindSource(api.KindOf(p.Source())),
 	}
 }
 
@@ -202,7 +202,7 @@ func (h *head) result(pr *engine.PolicyResult, rr *engine.RuleResult, auditWarn 
 // into warnings: in Audit mode, and always for the CEL policy kinds
 // (upstream gives them no failure action).
 func AuditWarns(pr *engine.PolicyResult) bool {
-	return !pr.FailureAction.IsEnforce() || kindSource(pr.Policy.Kind()) != ""
+	return !pr.FailureAction.IsEnforce() || kindSource(api.KindOf(pr.Policy.Source())) != ""
 }
 
 // EntryResult is the result the report entry of rule result rr of pr
@@ -267,7 +267,7 @@ func process(p *engine.Policy) string {
 	if p == nil {
 		return ""
 	}
-	if k := p.Kind(); k == api.KindGeneratingPolicy || k == api.KindNamespacedGeneratingPolicy {
+	if k := api.KindOf(p.Source()); k == api.KindGeneratingPolicy || k == api.KindNamespacedGeneratingPolicy {
 		// upstream's, whatever the policy says
 		return processAdmission
 	}

@@ -80,9 +80,9 @@ type Store struct {
 // report) and name, the UID of the resource it is about.
 type ReportKey struct{ Namespace, Name string }
 
-// KeyOf returns the key of the report of a resource: its namespace and
+// keyOfScope returns the key of the report of a resource: its namespace and
 // UID.
-func KeyOf(resource api.ObjectReference) ReportKey {
+func keyOfScope(resource api.ObjectReference) ReportKey {
 	return ReportKey{Namespace: resource.Namespace, Name: resource.UID}
 }
 
@@ -101,7 +101,7 @@ type resourceEntries struct {
 }
 
 // key is the key of the resource's report.
-func (e *resourceEntries) key() ReportKey { return KeyOf(e.scope) }
+func (e *resourceEntries) key() ReportKey { return keyOfScope(e.scope) }
 
 type storedEntry struct {
 	seq    uint64
@@ -151,7 +151,7 @@ func kept(p *engine.Policy, t engine.RuleType) bool {
 	case engine.Validation, engine.ImageVerify:
 		return true
 	case engine.Mutation:
-		switch p.Kind() {
+		switch api.KindOf(p.Source()) {
 		case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy, api.KindMutatingAdmissionPolicy:
 			return true
 		}
@@ -391,7 +391,7 @@ func (s *Store) change(uid string, fn func(e *resourceEntries)) {
 	} else {
 		before, beforeScope = e.merged, e.scope
 	}
-	beforeKey := KeyOf(beforeScope)
+	beforeKey := keyOfScope(beforeScope)
 	fn(e)
 	e.merged = mergeEntries(e)
 	if len(e.merged) == 0 {
@@ -616,7 +616,7 @@ func (s *Store) Reports() []Report {
 		items = append(items, item{e.scope, resultsOf(e)})
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(items, func(a, b item) int { return compareKeys(KeyOf(a.scope), KeyOf(b.scope)) })
+	slices.SortFunc(items, func(a, b item) int { return compareKeys(keyOfScope(a.scope), keyOfScope(b.scope)) })
 	out := make([]Report, len(items))
 	for i := range items {
 		out[i] = s.render(items[i].scope, items[i].results)

@@ -30,9 +30,9 @@ func TestStoreBackgroundReplacesAdmission(t *testing.T) {
 	// evaluated: its admission entry stays, as enforce-only's (background:
 	// false)
 	res := validate(t, f.set, p, true)
-	res = slices.DeleteFunc(res, func(pr engine.PolicyResult) bool { return pr.Policy.Name() == "team-label" })
+	res = slices.DeleteFunc(res, func(pr engine.PolicyResult) bool { return pr.Policy.Source().GetName() == "team-label" })
 	for i := range res {
-		if res[i].Policy.Name() == "require-team" {
+		if res[i].Policy.Source().GetName() == "require-team" {
 			res[i].Rules = nil
 		}
 	}

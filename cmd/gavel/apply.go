@@ -168,7 +168,7 @@ func loadApply(f applyFlags, paths []string, stdin io.Reader, stderr io.Writer) 
 	// exceptions and cluster objects come with the resources: the engine
 	// reads them only when evaluating
 	excSource := &lateExceptions{}
-	cluster := inmem.NewOwned()
+	cluster := inmem.New()
 	opts := applyEngineOptions(f, &ev, excSource, cluster, side.ctxFile)
 	opts = append(opts, engine.WithCELLibraries(side.libs))
 	if live != nil {
@@ -331,11 +331,7 @@ func applyEngineOptions(f applyFlags, ev *evaluator, excs *lateExceptions, clust
 		opts = append(opts, engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))))
 	case ctxFile != nil && len(ctxFile.Spec.Images) > 0:
 		// the context file's image data stands for the registries
-		reg := inmem.NewRegistry()
-		for _, im := range ctxFile.Spec.Images {
-			reg.Set(im.Image, im.RegistryData())
-		}
-		opts = append(opts, engine.WithRegistryClient(reg))
+		opts = append(opts, engine.WithRegistryClient(ctxFile.Registry()))
 	}
 	return append(opts, imageVerifierOption())
 }
@@ -471,7 +467,7 @@ func ruleCount(set *engine.PolicySet, skipped []skippedPolicy) int {
 	n := 0
 	for _, p := range set.Policies() {
 		if isClassic(p) {
-			n += len(p.RuleNames())
+			n += len(p.Rules())
 		} else {
 			n++ // upstream counts one for each policy of the other kinds
 		}
@@ -484,7 +480,7 @@ func ruleCount(set *engine.PolicySet, skipped []skippedPolicy) int {
 
 // isClassic reports a ClusterPolicy or Policy.
 func isClassic(p *engine.Policy) bool {
-	return p.Kind() == api.KindClusterPolicy || p.Kind() == api.KindPolicy
+	return api.KindOf(p.Source()) == api.KindClusterPolicy || api.KindOf(p.Source()) == api.KindPolicy
 }
 
 // evaluatePayload applies the ValidatingPolicies in JSON mode to a JSON
@@ -515,7 +511,7 @@ func (ev *evaluator) evaluate(obj map[string]any) resourceResult {
 	for _, p := range ev.set.Policies() {
 		one := ev.set.Engine().NewPolicySet(p)
 		rr := evaluateOne(one, all.resource, func(_ string, o map[string]any) *engine.Request {
-			return policytest.NewRequest(p.Name(), o, ev.values, ev.user)
+			return policytest.NewRequest(p.Source().GetName(), o, ev.values, ev.user)
 		})
 		if rr.err != nil {
 			return rr
@@ -611,7 +607,7 @@ func writeTextBlocks(w io.Writer, rr *resourceResult, entries []applyEntry, f ap
 	resPath := upstreamPath(rr.resource)
 	for i := range rr.policies {
 		pr := &rr.policies[i]
-		name := pr.Policy.Name()
+		name := pr.Policy.Source().GetName()
 		failed := 0
 		for j := range pr.Rules {
 			r := &pr.Rules[j]

@@ -413,9 +413,14 @@ func (lc *liveCluster) clusterExceptions(ctx context.Context, namespace string) 
 	}
 	var out []*api.PolicyException
 	for _, obj := range objs {
-		e, err := api.DecodePolicyException(api.Document{Source: "cluster", Object: obj})
+		d := api.Document{Source: "cluster", Object: obj}
+		x, err := api.DecodeObject(d)
 		if err != nil {
 			return nil, err
+		}
+		e, ok := x.(*api.PolicyException)
+		if !ok {
+			return nil, fmt.Errorf("%s: not a kyverno.io PolicyException", d)
 		}
 		out = append(out, e)
 	}

@@ -120,7 +120,7 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 					if err != nil {
 						return nil, err
 					}
-					docs = append(docs, mutatedDoc{name: pr.Policy.Name() + "-generated", yaml: b, generated: true, policy: pr.Policy.Name(), resource: path})
+					docs = append(docs, mutatedDoc{name: pr.Policy.Source().GetName() + "-generated", yaml: b, generated: true, policy: pr.Policy.Source().GetName(), resource: path})
 				}
 			}
 		}
@@ -135,7 +135,7 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 		if err != nil {
 			return nil, err
 		}
-		docs = append(docs, mutatedDoc{name: name, yaml: b, targets: targets, policy: pr.Policy.Name(), resource: path})
+		docs = append(docs, mutatedDoc{name: name, yaml: b, targets: targets, policy: pr.Policy.Source().GetName(), resource: path})
 	}
 	return docs, nil
 }
@@ -145,7 +145,7 @@ func (w *mutatedWriter) render(rr *resourceResult) ([]mutatedDoc, error) {
 // GeneratingPolicy's without the tracking labels and annotations (its
 // generator runs in a CLI mode that writes neither).
 func cliGenerated(p *engine.Policy, obj map[string]any) map[string]any {
-	if k := p.Kind(); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
+	if k := api.KindOf(p.Source()); k != api.KindGeneratingPolicy && k != api.KindNamespacedGeneratingPolicy {
 		return obj
 	}
 	out := make(map[string]any, len(obj))

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,11 +141,11 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 		var err error
 		switch b, inMemory := in.data[i]; {
 		case name == "-":
-			err = loader.EachDocument(bytes.NewReader(b), "<stdin>", fn)
+			err = eachDocument(bytes.NewReader(b), "<stdin>", fn)
 		case inMemory:
-			err = loader.EachDocument(bytes.NewReader(b), name, fn)
+			err = eachDocument(bytes.NewReader(b), name, fn)
 		default:
-			err = loader.EachFileDocument(name, fn)
+			err = eachFileDocument(name, fn)
 		}
 		if err == errStopped {
 			return nil
@@ -154,6 +155,42 @@ func (in *resourceInputs) each(emit func(job) bool) error {
 		}
 	}
 	return nil
+}
+
+// eachDocument calls fn with each document of r in order, undecoded (see
+// api.RawDocument.Decode), so that a long stream is never in memory at
+// once. It stops at fn's first error and returns it.
+func eachDocument(r io.Reader, source string, fn func(api.RawDocument) error) error {
+	dr := api.NewDocumentReader(r, source)
+	for {
+		raw, err := dr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(raw); err != nil {
+			return err
+		}
+	}
+}
+
+// eachFileDocument is eachDocument for a file.
+func eachFileDocument(name string, fn func(api.RawDocument) error) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return eachDocument(f, name, fn)
+}
+
+// isException reports whether a document is a PolicyException of
+// kyverno.io or policies.kyverno.io, without decoding it.
+func isException(d api.Document) bool {
+	group, _, _ := strings.Cut(d.APIVersion(), "/")
+	return d.Kind() == api.KindPolicyException && (group == api.GroupKyverno || group == api.GroupPolicies)
 }
 
 // scanned is what the first reading of the resources finds.
@@ -218,26 +255,19 @@ func (in *resourceInputs) scan(kinds []string, all, withExceptions, continueOnEr
 
 func (s *scanned) add(docs []api.Document, kinds []string, all bool) error {
 	for _, d := range docs {
-		switch {
-		case d.IsPolicyException():
-			e, err := api.DecodePolicyException(d)
-			if err != nil {
-				return err
+		obj, err := api.DecodeObject(d)
+		if err != nil {
+			return err
+		}
+		switch o := obj.(type) {
+		case *api.PolicyException:
+			s.exceptions = append(s.exceptions, o)
+		case *api.CELPolicyException:
+			s.celExceptions = append(s.celExceptions, o)
+		case nil:
+			if !all && !slices.Contains(kinds, d.Kind()) {
+				continue
 			}
-			s.exceptions = append(s.exceptions, e)
-		case d.IsCELPolicyException():
-			e, err := api.DecodeCELPolicyException(d)
-			if err != nil {
-				return err
-			}
-			s.celExceptions = append(s.celExceptions, e)
-		case d.IsPolicy():
-			if _, err := api.DecodePolicy(d); err != nil {
-				return err
-			}
-		case d.CheckKind() != nil:
-			return d.CheckKind()
-		case all || slices.Contains(kinds, d.Kind()):
 			if s.namespacer != nil {
 				s.namespacer.Default(d.Object)
 			}
@@ -377,19 +407,18 @@ func (ev *evaluator) do(j job, finish func(*resourceResult)) jobResult {
 			out.results = append(out.results, rr)
 			continue
 		}
-		switch {
-		case d.IsPolicyException(), d.IsCELPolicyException():
+		if isException(d) {
 			out.others++
 			continue // read by the scan (--exceptions-with-resources)
-		case d.IsPolicy():
-			if _, out.err = api.DecodePolicy(d); out.err != nil {
-				return out
-			}
+		}
+		obj, err := api.DecodeObject(d)
+		if err != nil {
+			out.err = err
+			return out
+		}
+		if obj != nil { // a policy
 			out.others++
 			continue
-		case d.CheckKind() != nil:
-			out.err = d.CheckKind()
-			return out
 		}
 		if ev.namespacer != nil {
 			ev.namespacer.Default(d.Object)

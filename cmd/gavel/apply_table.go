@@ -122,7 +122,7 @@ func streamExceptions(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f 
 			}
 			rr.entries, _ = resourceEntries(rr, f.auditWarn)
 			for _, pr := range rr.policies {
-				if pr.Policy.Namespace() != "" {
+				if pr.Policy.Source().GetNamespace() != "" {
 					continue
 				}
 				for _, r := range pr.Rules {
@@ -132,7 +132,7 @@ func streamExceptions(stdout, stderr io.Writer, ev *evaluator, feed feedFunc, f 
 					if report.EntryResult(&pr, &r, f.auditWarn) != "fail" {
 						continue
 					}
-					b, err := renderException(pr.Policy.Name(), r, rr.resource, f.exceptionTTL, f.format)
+					b, err := renderException(pr.Policy.Source().GetName(), r, rr.resource, f.exceptionTTL, f.format)
 					if err != nil {
 						rr.err = err
 						return

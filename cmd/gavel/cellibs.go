@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
@@ -58,13 +57,7 @@ func applyLibraries(live bool, ctxFile *loader.Context, crds, targets []map[stri
 	reg := inmem.NewRegistry()
 	if ctxFile != nil {
 		objs = append(objs, ctxFile.Spec.Resources...)
-		for _, im := range ctxFile.Spec.Images {
-			md, err := im.Metadata()
-			if err != nil {
-				return cel.Libraries{}, fmt.Errorf("--context-file: %w", err)
-			}
-			reg.SetMetadata(im.Image, md)
-		}
+		reg = ctxFile.Registry() // image.GetMetadata reads its images
 	}
 	libs.Resource, libs.ImageData = inmem.New(objs...), reg
 	return libs, nil

@@ -114,9 +114,10 @@ func TestCreate(t *testing.T) {
 	if err != nil || len(docs) != 1 {
 		t.Fatalf("created exception: %v\n%s", err, text)
 	}
-	exc, err := api.DecodePolicyException(docs[0])
-	if err != nil {
-		t.Fatalf("created exception: %v\n%s", err, text)
+	obj, err := api.DecodeObject(docs[0])
+	exc, ok := obj.(*api.PolicyException)
+	if err != nil || !ok {
+		t.Fatalf("created exception: %v (%T)\n%s", err, obj, text)
 	}
 	if exc.Name != "web" || exc.Namespace != "shop" || len(exc.Spec.Exceptions) != 1 || exc.Spec.Exceptions[0].RuleNames[0] != "check-team" ||
 		len(exc.Spec.Match.Any) != 1 || len(exc.Spec.Match.All) != 1 || !strings.Contains(text, "background: false") {

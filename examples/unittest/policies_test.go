@@ -57,7 +57,7 @@ func pod(namespace string, labels map[string]any, image string) map[string]any {
 func statuses(resp *engine.Response) map[string]engine.Status {
 	out := map[string]engine.Status{}
 	for p, r := range resp.Rules() {
-		out[p.Policy.Name()+"/"+r.Name] = r.Status
+		out[p.Policy.Source().GetName()+"/"+r.Name] = r.Status
 	}
 	return out
 }

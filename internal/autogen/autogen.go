@@ -3,6 +3,7 @@ package autogen
 import (
 	"errors"
 	"fmt"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"reflect"
 	"sort"
 	"strings"
@@ -152,7 +153,7 @@ func Expand(p api.ClassicPolicy) ([]api.Rule, error) {
 		for _, g := range pl.generate(src) {
 			r, err := finish(g.rule, g.cronJob)
 			if err != nil {
-				errs = append(errs, &Error{Policy: api.PolicyKey(p), Rule: g.rule.Name,
+				errs = append(errs, &Error{Policy: policykey.Key(p), Rule: g.rule.Name,
 					Path: fmt.Sprintf("spec.rules[%d]", i), Err: err})
 				continue
 			}

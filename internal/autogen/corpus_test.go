@@ -1,6 +1,7 @@
 package autogen
 
 import (
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +71,7 @@ func TestCorpusAutogenRules(t *testing.T) {
 				continue
 			}
 			for _, d := range docs {
-				if !d.IsPolicy() {
+				if !isPolicyDoc(d) {
 					continue
 				}
 				p, err := api.DecodePolicy(d)
@@ -79,7 +80,7 @@ func TestCorpusAutogenRules(t *testing.T) {
 					continue
 				}
 				if cp, ok := p.(api.ClassicPolicy); ok {
-					policies[api.PolicyKey(p)] = cp
+					policies[policykey.Key(p)] = cp
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package match
 
 import (
 	"bytes"
+	"github.com/gavelpolicy/gavel/internal/policykey"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,7 +53,7 @@ func TestCorpusPoliciesCompile(t *testing.T) {
 			return err
 		}
 		for _, doc := range readDocs(t, path) {
-			if !doc.IsPolicy() {
+			if !isPolicyDoc(doc) {
 				continue
 			}
 			po, err := api.DecodePolicy(doc)
@@ -193,12 +194,12 @@ func TestCorpusCLIResults(t *testing.T) {
 		policies := map[string]api.ClassicPolicy{}
 		for _, pf := range ct.Policies {
 			for _, doc := range readDocs(t, filepath.Join(dir, pf)) {
-				if !doc.IsPolicy() {
+				if !isPolicyDoc(doc) {
 					continue
 				}
 				if po, err := api.DecodePolicy(doc); err == nil {
 					if p, ok := po.(api.ClassicPolicy); ok {
-						policies[api.PolicyKey(p)] = p
+						policies[policykey.Key(p)] = p
 						policies[p.GetName()] = p
 					}
 				}
@@ -299,4 +300,16 @@ func kindListed(r *Rule, kind string) bool {
 		}
 	}
 	return false
+}
+
+// isPolicyDoc reports whether a document is a policy of a kind gavel
+// decodes, or fails to decode (so that DecodePolicy reports the error).
+func isPolicyDoc(d api.Document) bool {
+	obj, err := api.DecodeObject(d)
+	switch obj.(type) {
+	case *api.PolicyException, *api.CELPolicyException:
+		return false
+	}
+	_, ok := obj.(api.PolicyObject)
+	return ok || err != nil
 }

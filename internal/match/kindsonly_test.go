@@ -76,7 +76,7 @@ func TestKindsOnlyAgreesWithMatches(t *testing.T) {
 			return err
 		}
 		for _, doc := range readDocs(t, path) {
-			if doc.IsPolicy() {
+			if isPolicyDoc(doc) {
 				po, err := api.DecodePolicy(doc)
 				if err != nil {
 					continue

@@ -16,7 +16,6 @@ type Option func(*options)
 
 type options struct {
 	namespaces []string
-	autogen    bool
 	cel        []*api.CELPolicyException
 }
 
@@ -26,14 +25,6 @@ type options struct {
 // Without this option every exception is accepted.
 func Namespaces(namespaces ...string) Option {
 	return func(o *options) { o.namespaces = append(o.namespaces, namespaces...) }
-}
-
-// AutogenAliases makes a rule named "autogen-x" or "autogen-cronjob-x" a
-// candidate for the exceptions that name rule "x". Upstream does not do this
-// (an exception must list the autogen rule names, as the documentation's
-// examples do); the option is off by default.
-func AutogenAliases(enabled bool) Option {
-	return func(o *options) { o.autogen = enabled }
 }
 
 // Exception is one compiled PolicyException.
@@ -86,7 +77,6 @@ func (e *Exception) Key() string { return e.key }
 type Set struct {
 	byPolicy map[string][]candidate
 	all      []*Exception
-	autogen  bool
 	// celByRef holds the CEL exceptions by "kind/name" of the policies
 	// they name; celAll in order
 	celByRef map[string][]*CELException
@@ -114,7 +104,7 @@ func Compile(excs []*api.PolicyException, opts ...Option) (*Set, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Set{byPolicy: map[string][]candidate{}, autogen: o.autogen, celByRef: map[string][]*CELException{}}
+	s := &Set{byPolicy: map[string][]candidate{}, celByRef: map[string][]*CELException{}}
 	var errs []error
 	for i, pe := range excs {
 		if pe == nil {
@@ -166,19 +156,10 @@ func (s *Set) Candidates(policyKey, ruleName string) []*Exception {
 	if len(cands) == 0 {
 		return nil
 	}
-	base := ""
-	if s.autogen {
-		switch {
-		case strings.HasPrefix(ruleName, "autogen-cronjob-"):
-			base = strings.TrimPrefix(ruleName, "autogen-cronjob-")
-		case strings.HasPrefix(ruleName, "autogen-"):
-			base = strings.TrimPrefix(ruleName, "autogen-")
-		}
-	}
 	var out []*Exception
 	for i := range cands {
 		for _, pattern := range cands[i].rules {
-			if wildcard.Match(pattern, ruleName) || (base != "" && wildcard.Match(pattern, base)) {
+			if wildcard.Match(pattern, ruleName) {
 				if out == nil {
 					out = make([]*Exception, 0, len(cands)-i)
 				}

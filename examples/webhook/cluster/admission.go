@@ -242,7 +242,7 @@ func (w *webhook) mutate(ctx context.Context, part string, set *engine.PolicySet
 func celMutations(resp *engine.Response) *engine.Response {
 	var out *engine.Response
 	for _, pr := range resp.Policies {
-		switch pr.Policy.Kind() {
+		switch api.KindOf(pr.Policy.Source()) {
 		case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy:
 			if out == nil {
 				out = &engine.Response{Resource: resp.Resource}

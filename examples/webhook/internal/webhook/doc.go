@@ -16,8 +16,9 @@
 // the failing policies and rules, and returns admission warnings for the
 // other failures (errors under failurePolicy Ignore, rules of policies with
 // spec.emitWarning). Allowed requests are then handed to the generate
-// rules, whose UpdateRequests go to an engine.UpdateRequestQueue (an
-// in-memory cluster by default) for a background controller to process.
+// rules, whose UpdateRequests go to a bounded generate.MemoryQueue that
+// the background controller Serve runs (generate.Controller.Run) drains
+// into the cluster.
 //
 // The mutating endpoint answers with the engine's RFC 6902 patch (JSONPatch,
 // base64 in the JSON body as the API server expects) and denies the request

@@ -27,11 +27,14 @@ type snapshot struct {
 
 // store holds the current snapshot of a policy folder and reloads it.
 type store struct {
-	dir  string
-	eng  *engine.Engine
-	cur  atomic.Pointer[snapshot]
-	mu   sync.Mutex // serialises reloads
-	logf func(format string, args ...any)
+	dir string
+	// onLoad, when set, receives each newly published set (the
+	// background controller's policies follow admission's)
+	onLoad func(*engine.PolicySet)
+	eng    *engine.Engine
+	cur    atomic.Pointer[snapshot]
+	mu     sync.Mutex // serialises reloads
+	logf   func(format string, args ...any)
 	// lastErr is the error of the latest reload attempt (nil when it
 	// succeeded or found nothing to do).
 	lastErr atomic.Pointer[error]
@@ -122,6 +125,9 @@ func (s *store) reloadLocked(stamp string, force bool) (bool, error) {
 		gen = old.generation + 1
 	}
 	s.cur.Store(&snapshot{set: ps, exceptions: excs, stamp: stamp, generation: gen, policies: len(set.Policies)})
+	if s.onLoad != nil {
+		s.onLoad(ps)
+	}
 	s.logf("policies loaded: generation %d, %d policies, %d exceptions", gen, len(set.Policies), excs.Len())
 	return true, nil
 }

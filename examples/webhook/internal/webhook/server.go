@@ -12,8 +12,14 @@ import (
 	"time"
 
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/generate"
 	"github.com/gavelpolicy/gavel/inmem"
 )
+
+// queueCapacity bounds the UpdateRequests waiting for the background
+// controller: when it is full, admission waits for room until the
+// request's own deadline, then fails the generate rule with that error.
+const queueCapacity = 1024
 
 // Options configure a Server.
 type Options struct {
@@ -24,9 +30,10 @@ type Options struct {
 	// (default 2s).
 	PollInterval time.Duration
 	// Cluster serves ConfigMap lookups, namespace labels and API calls of
-	// context entries and receives the UpdateRequests of generate and
-	// mutate-existing rules. When nil an empty in-memory cluster is used;
-	// a real deployment passes implementations backed by client-go.
+	// context entries, and is where the background controller applies
+	// generate and mutate-existing rules. When nil an empty in-memory
+	// cluster is used; a real deployment passes implementations backed by
+	// client-go.
 	Cluster *inmem.Cluster
 	// EngineOptions are added after the webhook's own options (clock,
 	// registry client, limits...).
@@ -43,6 +50,10 @@ type Server struct {
 	opts    Options
 	cluster *inmem.Cluster
 	store   *store
+	// queue holds the UpdateRequests of admission (bounded) until ctrl,
+	// run by Serve, processes them against the cluster
+	queue *generate.MemoryQueue
+	ctrl  *generate.Controller
 }
 
 // New builds a Server and compiles the policy folder once; an error in the
@@ -65,12 +76,13 @@ func New(opts Options) (*Server, error) {
 		cluster = inmem.New()
 	}
 	st := &store{dir: opts.PolicyDir, logf: opts.Logf}
+	queue := generate.NewMemoryQueue(queueCapacity)
 	engOpts := []engine.Option{
 		engine.WithConfigMapResolver(cluster),
 		engine.WithAPIClient(cluster),
 		engine.WithNamespaceLabeler(cluster),
 		engine.WithClient(cluster),
-		engine.WithUpdateRequestQueue(cluster),
+		engine.WithUpdateRequestQueue(queue),
 		engine.WithExceptions(st),
 	}
 	eng, err := engine.New(append(engOpts, opts.EngineOptions...)...)
@@ -81,11 +93,13 @@ func New(opts Options) (*Server, error) {
 	if _, err := st.reload(true); err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	return &Server{opts: opts, cluster: cluster, store: st}, nil
+	ctrl := generate.NewController(st.cur.Load().set, cluster)
+	st.onLoad = ctrl.SetPolicies
+	return &Server{opts: opts, cluster: cluster, store: st, queue: queue, ctrl: ctrl}, nil
 }
 
-// Cluster returns the cluster the server reads from and queues
-// UpdateRequests to.
+// Cluster returns the cluster the server reads from and the background
+// controller writes generated resources to.
 func (s *Server) Cluster() *inmem.Cluster { return s.cluster }
 
 // PolicySet returns the compiled policies currently serving.
@@ -126,8 +140,10 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Serve runs the webhook over TLS on ln, and the policy poller beside it,
-// until ctx is cancelled; it then shuts the server down gracefully (waiting
+// Serve runs the webhook over TLS on ln, and beside it the policy poller
+// and the background controller that processes the UpdateRequests of
+// generate and mutate-existing rules (generate.Controller.Run), until ctx
+// is cancelled; it then shuts the server down gracefully (waiting
 // up to 10s for requests in flight) and returns nil once every goroutine it
 // started has ended. It closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, cert tls.Certificate) error {
@@ -151,6 +167,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, cert tls.Certificat
 		defer wg.Done()
 		s.store.watch(watchCtx, s.opts.PollInterval)
 	}()
+	wg.Go(func() {
+		if err := s.ctrl.Run(watchCtx, s.queue); err != nil && watchCtx.Err() == nil {
+			s.opts.Logf("background controller stopped: %v", err)
+		}
+	})
 	shutdownErr := make(chan error, 1)
 	go func() {
 		defer wg.Done()

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -21,10 +22,13 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/examples/webhook/internal/webhook"
+	"github.com/gavelpolicy/gavel/generate"
 )
 
 // testServer is a webhook serving over HTTPS on a loopback port.
@@ -308,25 +312,41 @@ func TestRawPatchIsBase64OnTheWire(t *testing.T) {
 	}
 }
 
-func TestGenerateRequestsAreQueued(t *testing.T) {
+// TestGenerateRequestsAreProcessed: an allowed request's UpdateRequest is
+// queued and the background controller Serve runs applies it to the
+// cluster.
+func TestGenerateRequestsAreProcessed(t *testing.T) {
 	ts := start(t)
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a"}}
+	// the controller reads the trigger from the cluster, where the API
+	// server stores it once admitted (stored first here, so that the
+	// controller never runs before it is there)
+	ts.srv.Cluster().Add(ns)
 	resp := ts.review(t, "/validate", admissionv1.Create, ns)
 	if !resp.Allowed {
 		t.Fatalf("denied: %+v", resp.Result)
 	}
-	urs := ts.srv.Cluster().Dequeue()
-	if len(urs) != 1 {
-		t.Fatalf("queued %d update requests, want 1", len(urs))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var netpol map[string]any
+	for netpol == nil {
+		obj, err := ts.srv.Cluster().Get(ctx, "networking.k8s.io/v1", "NetworkPolicy", "team-a", "default-deny-ingress")
+		switch {
+		case err == nil:
+			netpol = obj
+		case !errors.Is(err, engine.ErrNotFound):
+			t.Fatal(err)
+		default:
+			select {
+			case <-ctx.Done():
+				t.Fatal("the NetworkPolicy was never generated")
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 	}
-	ur := urs[0]
-	if ur.Spec.Policy != "default-networkpolicy" || ur.Spec.Resource.Kind != "Namespace" || ur.Spec.Resource.Name != "team-a" {
-		t.Errorf("update request = %+v", ur.Spec)
-	}
-	// a denied request queues nothing
-	ts.review(t, "/validate", admissionv1.Create, pod("nolabel", nil, "nginx:1.27"))
-	if n := len(ts.srv.Cluster().Dequeue()); n != 0 {
-		t.Errorf("denied request queued %d update requests", n)
+	labels, _, _ := unstructured.NestedStringMap(netpol, "metadata", "labels")
+	if labels[generate.LabelPolicyName] != "default-networkpolicy" {
+		t.Errorf("generated labels = %v", labels)
 	}
 }
 
