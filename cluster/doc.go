@@ -11,13 +11,17 @@
 //     also reads the parameter objects and namespaceObject of CEL rules
 //     and tells their kinds' scope (engine.NamespacedKinds); Authorizer,
 //     CEL's authorizer variable on SubjectAccessReviews
-//     (engine.Authorizer).
+//     (engine.Authorizer); Config, the configuration ConfigMap
+//     (upstream's kyverno ConfigMap: resourceFilters, the engine's
+//     resource filter, and the users whose admission requests are not
+//     evaluated), read again as it changes.
 //   - PolicySource: ClusterPolicy and Policy objects watched, each
 //     compiled when it changes (by a worker: the informers only queue
 //     keys), the PolicySet swapped atomically, with the subsets each
 //     webhook path serves (WebhookSet); a policy that does not compile
 //     keeps its previous version serving and gets a Ready condition False
-//     with the reason and a Warning event.
+//     with the reason and a Warning event; a policy that compiles is
+//     Ready once the WebhookController's configurations serve it.
 //   - WebhookConfigurations and WebhookController: the Mutating- and
 //     ValidatingWebhookConfiguration the policies need, derived as
 //     upstream derives them (kinds, operations, failure policies, a

@@ -25,6 +25,12 @@ import (
 // objects go to the clientset, unstructured ones to the dynamic client).
 func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object, before func(h *Host)) (*Host, *dynfake.FakeDynamicClient) {
 	t.Helper()
+	return fakeHostWith(t, Options{}, kubeObjs, dynObjs, before)
+}
+
+// fakeHostWith is fakeHost with options (Namespace and Logger set).
+func fakeHostWith(t *testing.T, opts Options, kubeObjs []runtime.Object, dynObjs []runtime.Object, before func(h *Host)) (*Host, *dynfake.FakeDynamicClient) {
+	t.Helper()
 	kube := kubefake.NewClientset(kubeObjs...)
 	// gavel may read everything but Secrets (its status conditions)
 	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -77,7 +83,8 @@ func fakeHost(t *testing.T, kubeObjs []runtime.Object, dynObjs []runtime.Object,
 		}
 		mapper.AddSpecific(schema.GroupVersionKind{Group: k.gvr.Group, Version: k.gvr.Version, Kind: k.kind}, k.gvr, k.gvr, scope)
 	}
-	h, err := NewForClients(kube, dyn, mapper, Options{Namespace: "gavel", Logger: testLogger(t)})
+	opts.Namespace, opts.Logger = "gavel", testLogger(t)
+	h, err := NewForClients(kube, dyn, mapper, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

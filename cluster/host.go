@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,11 @@ type Options struct {
 	// Metrics, when set, receive the host's Prometheus metrics (see
 	// Metrics); the engine then times each policy (engine.WithPolicyTiming).
 	Metrics *Metrics
+	// ConfigMap is the configuration ConfigMap, "namespace/name"
+	// (upstream's is kyverno/kyverno): its resourceFilters and user
+	// exclusions (see Config) apply from the moment it changes, without
+	// a restart; a missing one filters nothing. Empty: none.
+	ConfigMap string
 }
 
 // Host implements gavel's host interfaces on a Kubernetes cluster:
@@ -103,6 +109,13 @@ type Host struct {
 	ctx     context.Context
 	wg      sync.WaitGroup
 	workers []func(context.Context)
+
+	// cfgNS and cfgName locate the configuration ConfigMap (empty: none);
+	// cfg is its latest parse
+	cfgNS, cfgName string
+	cfg            atomic.Pointer[Config]
+	cfgMu          sync.Mutex // serializes the stores of cfg
+	cfgVersion     string     // resourceVersion of cfg's ConfigMap
 
 	engOnce sync.Once
 	eng     *engine.Engine
@@ -155,6 +168,14 @@ func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTM
 	if opts.Namespace == "" {
 		return nil, errors.New("cluster: Options.Namespace is required")
 	}
+	var cfgNS, cfgName string
+	if opts.ConfigMap != "" {
+		var ok bool
+		cfgNS, cfgName, ok = strings.Cut(opts.ConfigMap, "/")
+		if !ok || cfgNS == "" || cfgName == "" || strings.Contains(cfgName, "/") {
+			return nil, fmt.Errorf("cluster: Options.ConfigMap %q is not namespace/name", opts.ConfigMap)
+		}
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -164,6 +185,13 @@ func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTM
 	h.events = newEventRecorder(kube, h.log)
 	h.factory = informers.NewSharedInformerFactory(kube, opts.Resync)
 	h.configMaps = h.factory.Core().V1().ConfigMaps().Lister()
+	h.cfg.Store(&Config{})
+	if opts.ConfigMap != "" {
+		h.cfgNS, h.cfgName = cfgNS, cfgName
+		if err := h.watchConfig(); err != nil {
+			return nil, err
+		}
+	}
 	h.namespaces = h.factory.Core().V1().Namespaces().Lister()
 	h.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.Resync)
 	h.excInf = h.dynFactory.ForResource(PolicyExceptions).Informer()
@@ -218,6 +246,7 @@ func (h *Host) Start(ctx context.Context) error {
 		}
 	}
 	h.compileExceptions()
+	h.loadConfig()
 	return nil
 }
 
@@ -240,6 +269,7 @@ func (h *Host) engineOptions() []engine.Option {
 		engine.WithClient(h.client),
 		engine.WithUpdateRequestQueue(h.queue),
 		engine.WithAuthorizer(h.authz),
+		engine.WithResourceFilter(h.filtered),
 	}
 }
 

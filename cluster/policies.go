@@ -97,6 +97,11 @@ type PolicySource struct {
 	compiled  map[string]string // the generation and annotations of the version compiled, by ID
 	listeners []func(PolicyChange)
 	writeStat bool
+	// gated: a WebhookController runs beside the source, and a policy is
+	// Ready once the webhook configurations it wrote serve it (served,
+	// the compiled policies of the set it last wrote)
+	gated  bool
+	served map[*engine.Policy]bool
 }
 
 // PolicySourceOptions configure NewPolicySource.

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/gavelpolicy/gavel/engine"
 )
 
 // The conditions of a policies.kyverno.io policy's status
@@ -156,6 +158,7 @@ const maxRetries = 10
 func (s *PolicySource) writeStatus(ctx context.Context, id string) error {
 	s.mu.Lock()
 	on, cerr := s.writeStat, s.errs[id]
+	served := !s.gated || s.served[s.good[id]]
 	s.mu.Unlock()
 	u, exists := s.object(id)
 	if !on || !exists {
@@ -167,6 +170,12 @@ func (s *PolicySource) writeStatus(ctx context.Context, id string) error {
 		if cerr != nil {
 			s.h.events.warn(u, EventReasonPolicyError, cerr.Error())
 		}
+		return nil
+	}
+	if cerr == nil && !served && needsWebhook(u, shape) {
+		// Ready once the webhooks serve it (markServed queues it again);
+		// the status written before stays, as upstream does not downgrade
+		// a policy while its webhooks are being rebuilt
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -212,6 +221,53 @@ func (s *PolicySource) writeStatus(ctx context.Context, id string) error {
 		s.h.events.warn(u, EventReasonPolicyError, cerr.Error())
 	}
 	return nil
+}
+
+// needsWebhook reports whether a policy is served through the webhook
+// configurations: every ClusterPolicy and Policy, and the
+// policies.kyverno.io policies with admission enabled or background
+// disabled (upstream's WebhookConfigured condition).
+func needsWebhook(u *unstructured.Unstructured, shape statusShape) bool {
+	if shape != statusCEL {
+		return true
+	}
+	return enabled(u, "admission") || !enabled(u, "background")
+}
+
+// gateReadyOnServed makes the status wait for the webhook configurations:
+// a compiled policy is written Ready (WebhookConfigured for the
+// policies.kyverno.io kinds) once markServed says the webhooks serve it,
+// as upstream's webhook controller writes the status after the webhook
+// configurations. NewWebhookController calls it.
+func (s *PolicySource) gateReadyOnServed() {
+	s.mu.Lock()
+	s.gated = true
+	s.mu.Unlock()
+}
+
+// markServed records that the webhook configurations now in the cluster
+// were built from set, and queues the status of the policies it serves
+// for the first time.
+func (s *PolicySource) markServed(set *engine.PolicySet) {
+	served := map[*engine.Policy]bool{}
+	for _, p := range set.Policies() {
+		served[p] = true
+	}
+	s.mu.Lock()
+	var ids []string
+	for id, p := range s.good {
+		if served[p] && !s.served[p] {
+			ids = append(ids, id)
+		}
+	}
+	s.served = served
+	on := s.writeStat
+	s.mu.Unlock()
+	if on {
+		for _, id := range ids {
+			s.status.Add(id)
+		}
+	}
 }
 
 // celConditions returns upstream's conditions of a policies.kyverno.io

@@ -73,6 +73,7 @@ func NewWebhookController(h *Host, src *PolicySource, opts WebhookOptions, resyn
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "webhooks", MetricsProvider: h.metrics.queueMetrics()}),
 	}
 	src.Subscribe(func(PolicyChange) { c.queue.Add(webhookKey) })
+	src.gateReadyOnServed()
 	return c
 }
 
@@ -169,6 +170,8 @@ func (c *WebhookController) reconcile(ctx context.Context) (bool, error) {
 	if err := writeConfig(ctx, c.h.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations(), vwc, vwc.Webhooks); err != nil {
 		return len(missing) > 0, fmt.Errorf("ValidatingWebhookConfiguration %s: %w", vwc.Name, err)
 	}
+	// the policies of set are served: their Ready condition may be written
+	c.src.markServed(set)
 	return len(missing) > 0, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -103,4 +104,61 @@ func TestDetectKyverno(t *testing.T) {
 	if !errors.As(err, &kerr) || len(kerr.Found) != 1 || !strings.Contains(err.Error(), "ValidatingWebhookConfiguration kyverno-policy-validating-webhook-cfg") {
 		t.Errorf("with Kyverno's webhook configuration: %v", err)
 	}
+}
+
+// With a WebhookController, a policy is written Ready once the webhook
+// configurations that serve it are written, not when it compiles, as
+// upstream's webhook controller writes the status: a request right after
+// Ready reaches its webhook.
+func TestReadyWhenServed(t *testing.T) {
+	var src *PolicySource
+	var wc *WebhookController
+	_, dyn := fakeHost(t, nil, []runtime.Object{requireLabel("need-team", "team", false)}, func(h *Host) {
+		h.kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = served()
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{ReportStatus: true}); err != nil {
+			t.Fatal(err)
+		}
+		wc = NewWebhookController(h, src, webhookOptions(), 0)
+	})
+	ctx := t.Context()
+	if !src.WaitForSync(ctx) {
+		t.Fatal("not synced")
+	}
+	readyCond := func() *metav1.Condition {
+		u, err := dyn.Resource(ClusterPolicies).Get(ctx, "need-team", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return readCondition(u.Object, statusClassic, "Ready")
+	}
+	// the status worker had its chance: compiled, not yet served
+	eventually(t, "the status queue drained", func() bool { return src.status.Len() == 0 })
+	time.Sleep(50 * time.Millisecond)
+	if c := readyCond(); c != nil {
+		t.Fatalf("Ready written before the webhooks serve the policy: %+v", c)
+	}
+	if err := wc.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Ready once served", func() bool {
+		c := readyCond()
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+
+	// a broken version is reported at once, served or not
+	bad := requireLabel("need-team", "team", true)
+	bad.SetGeneration(2)
+	cur, err := dyn.Resource(ClusterPolicies).Get(ctx, "need-team", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Object["status"] = cur.Object["status"]
+	if _, err := dyn.Resource(ClusterPolicies).Update(ctx, bad, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Ready False with the error", func() bool {
+		c := readyCond()
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonFailed
+	})
 }

@@ -37,8 +37,12 @@ type Policy struct {
 	action          api.ValidationFailureAction
 	actionOverrides []override
 	emitWarning     bool
-	rules           []*rule
-	kinds           []match.KindSelector // union of rule kinds, for the index
+	// skipBackground: the admission requests of the background controller
+	// (Request.ControllerWrite) are not evaluated (MutatingPolicy and
+	// GeneratingPolicy spec.evaluation...skipBackgroundRequests)
+	skipBackground bool
+	rules          []*rule
+	kinds          []match.KindSelector // union of rule kinds, for the index
 	// types holds one bit per rule type present (see typeBit)
 	types uint8
 	// failurePolicy is how a webhook treats the policy's errors

@@ -36,6 +36,9 @@ func (s *PolicySet) Validate(ctx context.Context, req *Request) (*Response, erro
 	if err != nil {
 		return nil, err
 	}
+	if s.eng.filtered(req, object, oldObject) {
+		return filteredResponse(object, oldObject), nil
+	}
 	rs := s.reqState(ctx, req, object, oldObject)
 	resp := &Response{Resource: rs.obj, Policies: make([]PolicyResult, 0, s.validatePolicies)}
 	rs.results = make([]RuleResult, 0, s.resultsHint(s.validatePolicies))
@@ -167,6 +170,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 		}
 		if rs.ctx.Err() != nil {
 			break
+		}
+		if e.backgroundRule(rs, r) {
+			continue
 		}
 		// while indexed, the index selected the rule for the current kind
 		at := len(rs.results)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gavelpolicy/gavel/api"
@@ -332,4 +333,57 @@ spec:
 	// Output:
 	// error MaxForeachElements
 	// failed to process foreach: list "request.object.spec.containers" has 3 elements, more than the limit of 2
+}
+
+// A host's resource filter leaves resources out of evaluation: a
+// filtered request gets an empty response. This one leaves out Nodes, as
+// upstream's default [Node,*,*].
+func ExampleWithResourceFilter() {
+	nodes := func(kind schema.GroupVersionKind, _, _, _ string) bool {
+		return kind.Group == "" && kind.Kind == "Node"
+	}
+	eng, err := engine.New(engine.WithResourceFilter(nodes))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	set, err := eng.Compile(decode(`
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: require-team
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: team
+    match:
+      any:
+      - resources: {kinds: [Node, ConfigMap]}
+    validate:
+      message: a team label is required
+      pattern:
+        metadata:
+          labels:
+            team: "?*"
+`).Policies...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, kind := range []string{"Node", "ConfigMap"} {
+		resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create,
+			Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "a"}}})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		results := []string{}
+		for _, r := range resp.Rules() {
+			results = append(results, string(r.Status))
+		}
+		fmt.Println(kind, results)
+	}
+	// Output:
+	// Node []
+	// ConfigMap [fail]
 }

@@ -373,6 +373,9 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 		return nil, err
 	}
 	e := s.eng
+	if e.filtered(req, object, oldObject) {
+		return filteredResponse(object, oldObject), nil
+	}
 	rs := e.newReqStateFrom(ctx, req, s.needsImages, object, oldObject)
 	resp := &Response{Resource: rs.obj}
 	admission := e.admission(rs)

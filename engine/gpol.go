@@ -57,6 +57,7 @@ func (e *Engine) compileGeneratingPolicy(p *api.GeneratingPolicy) (*Policy, erro
 		return nil, &CompileError{Policy: cp.key, Errs: field.ErrorList{field.InternalError(path, err)}}
 	}
 	b := &generatingPolicy{namespace: p.GetNamespace(), env: env, sync: spec.SynchronizationEnabled()}
+	cp.skipBackground = spec.SkipBackgroundRequestsEnabled()
 	if !api.IsNamespaced(p) {
 		b.namespace = ""
 	}
@@ -122,7 +123,8 @@ func (b *generatingPolicy) jsonMode() bool { return false }
 func (b *generatingPolicy) generate(rs *reqState, p *Policy, admission bool) (pr PolicyResult, urs []*api.UpdateRequest) {
 	pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction}
 	if (rs.req.Background && !p.background) || (!rs.req.Background && !p.admission) ||
-		(b.namespace != "" && !match.NamespacedPolicyApplies(b.namespace, rs.matchRes)) {
+		(b.namespace != "" && !match.NamespacedPolicyApplies(b.namespace, rs.matchRes)) ||
+		rs.e.backgroundRequest(rs, p) {
 		return pr, nil
 	}
 	start := len(rs.results)

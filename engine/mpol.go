@@ -79,6 +79,7 @@ func (e *Engine) compileMutatingPolicy(p *api.MutatingPolicy) (*Policy, error) {
 	errs := validateMutatingPolicy(spec, path)
 	body := &mutatingPolicy{namespace: p.GetNamespace(), reinvoke: spec.GetReinvocationPolicy() == admissionregistrationv1.IfNeededReinvocationPolicy}
 	body.existing = spec.MutateExistingEnabled()
+	cp.skipBackground = spec.SkipBackgroundRequestsEnabled()
 	if t := spec.TargetMatchConstraints; t != nil {
 		body.targeted = len(t.ResourceRules) > 0 || t.Expression != ""
 		body.targetExpr = t.Expression != ""
@@ -218,7 +219,8 @@ func (b *mutatingPolicy) validate(_ *reqState, _ *Policy, out []PolicyResult) []
 func (b *mutatingPolicy) mutate(rs *reqState, p *Policy, out []PolicyResult) []PolicyResult {
 	pr := PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureAction}
 	if (rs.req.Background && !p.background) ||
-		(api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) {
+		(api.IsNamespaced(p.src) && !match.NamespacedPolicyApplies(p.src.GetNamespace(), rs.matchRes)) ||
+		rs.e.backgroundRequest(rs, p) {
 		return append(out, pr)
 	}
 	start := len(rs.results)

@@ -65,6 +65,9 @@ func (b *mutatingPolicy) mutateTargets(rs *reqState, p *Policy) {
 			rs.mutationResult(RuleEvaluation, StatusError, msgMutationFailed+err.Error(), err, nil)
 			return
 		}
+		if b.targetExpr && rs.e.filteredObject(t.obj) {
+			continue // listed targets were filtered by listTargets
+		}
 		if !b.targetExpr {
 			ok, err := b.selectsTarget(rs, t)
 			if err != nil {
@@ -126,7 +129,7 @@ func (b *mutatingPolicy) listTargets(rs *reqState, p *Policy) ([]existingTarget,
 		}
 		items, _ := list["items"].([]any)
 		for _, it := range items {
-			if o, ok := normalize(it).(map[string]any); ok && o != nil {
+			if o, ok := normalize(it).(map[string]any); ok && o != nil && !rs.e.filteredObject(o) {
 				out = append(out, existingTarget{obj: o, res: r})
 			}
 		}

@@ -321,6 +321,9 @@ func (s *PolicySet) Mutate(ctx context.Context, req *Request) (*Response, error)
 	if err != nil {
 		return nil, err
 	}
+	if s.eng.filtered(req, object, oldObject) {
+		return filteredResponse(object, oldObject), nil
+	}
 	rs := s.reqState(ctx, req, object, oldObject)
 	rs.mergeMemo = memo
 	// check told whether the object is a canonical tree (the strategic

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/jmespath"
 )
@@ -40,6 +42,8 @@ type config struct {
 	ivpolNoMutation bool
 	// timing sets PolicyResult.Duration (WithPolicyTiming)
 	timing bool
+	// filter leaves resources out (WithResourceFilter)
+	filter func(kind schema.GroupVersionKind, subresource, namespace, name string) bool
 }
 
 // Limits bound evaluation. Zero fields take the defaults of DefaultLimits().

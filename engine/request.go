@@ -58,6 +58,16 @@ type Request struct {
 	// MutatingPolicies patch their targets (PatchedTargets, only those
 	// that change).
 	Controller bool
+	// ControllerWrite marks an admission request of a write the host's
+	// own background controller made (a mutate-existing target, a
+	// generated resource: upstream tells them by the user its
+	// --backgroundServiceAccountName names). The MutatingPolicies and
+	// GeneratingPolicies whose skipBackgroundRequests is on (the default),
+	// and the generate and mutate-existing rules of ClusterPolicies with
+	// skipBackgroundRequests (the default), do not evaluate it, as
+	// upstream's webhooks skip them: a policy's background write is not
+	// undone by another policy's mutation at admission.
+	ControllerWrite bool
 	// NamespaceLabels are the labels of the object's namespace. When nil,
 	// the engine asks its NamespaceLabeler if a rule needs them.
 	NamespaceLabels map[string]string

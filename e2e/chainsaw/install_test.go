@@ -31,19 +31,32 @@ const (
 	gavelDeployment = "gavel"
 )
 
+// configNamespace and configName locate the configuration ConfigMap the
+// chart creates: where upstream's installation keeps its own (kyverno in
+// the kyverno namespace), which the tests edit by that name
+// (restrict-node-label-changes removes and restores the Node filters).
+const (
+	configNamespace = "kyverno"
+	configName      = "kyverno"
+)
+
 // installGavel installs gavel's cluster mode as the README's "Running in a
 // cluster" does, `helm install gavel charts/gavel -n gavel
-// --create-namespace`: the namespace, then the chart as `helm template`
+// --create-namespace` with the configuration ConfigMap where upstream's
+// is (configNamespace): the namespaces, then the chart as `helm template`
 // renders it (CRDs first; no Tiller state is needed, and helm's lookup of
 // an existing Secret finds none, as on a first install); then stands in
 // for the Deployment's Pods (runPods). The chart's webhook configurations
 // start empty: gavel's leader writes them from the policies.
 func installGavel(ctx context.Context, c *testcluster.Cluster, binary, helm, chart string) error {
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": gavelNamespace}}
-	if err := c.Apply(ctx, ns); err != nil {
-		return err
+	for _, name := range []string{gavelNamespace, configNamespace} {
+		ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}
+		if err := c.Apply(ctx, ns); err != nil {
+			return err
+		}
 	}
-	cmd := exec.CommandContext(ctx, helm, "template", "gavel", chart, "--namespace", gavelNamespace, "--include-crds")
+	cmd := exec.CommandContext(ctx, helm, "template", "gavel", chart, "--namespace", gavelNamespace, "--include-crds",
+		"--set", "config.namespace="+configNamespace, "--set", "config.name="+configName)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

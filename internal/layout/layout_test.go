@@ -316,8 +316,10 @@ func receiverName(e ast.Expr) (string, bool) {
 // surfaceBudget is the most exported functions, methods and types the
 // root module's public packages may have: the figure the surface pass of
 // issue 28 reached (650 before it, 470 the issue's goal). Lower it when
-// the surface shrinks; it never goes up.
-const surfaceBudget = 468
+// the surface shrinks; it never goes up (but once, by one, for
+// engine.WithResourceFilter: upstream's resourceFilters reach the scans
+// and the background passes inside the engine).
+const surfaceBudget = 469
 
 // TestPublicSurface compares the public surface with the recorded one:
 // an API that grows or shrinks updates testdata/surface.golden with it;

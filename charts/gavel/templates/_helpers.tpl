@@ -39,3 +39,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- range .Values.webhooks.excludeNamespaces -}}{{- if ne . (include "gavel.namespace" $) -}}{{- $ns = append $ns . -}}{{- end -}}{{- end -}}
 {{- join "," $ns -}}
 {{- end -}}
+
+{{/* The configuration ConfigMap (upstream's kyverno ConfigMap). */}}
+{{- define "gavel.configName" -}}
+{{- default (include "gavel.fullname" .) .Values.config.name -}}
+{{- end -}}
+
+{{- define "gavel.configNamespace" -}}
+{{- default (include "gavel.namespace" .) .Values.config.namespace -}}
+{{- end -}}

@@ -42,9 +42,12 @@ type webhook struct {
 	// nothing).
 	downstream *cluster.DownstreamAdmission
 	// roles fills the RBAC roles bound to the requesting user (nil: none).
-	roles   *cluster.RoleBindings
-	metrics *cluster.Metrics
-	log     *slog.Logger
+	roles *cluster.RoleBindings
+	// controllerUser is the user gavel's controller writes as: its
+	// requests are the controller's writes (engine.Request.ControllerWrite)
+	controllerUser string
+	metrics        *cluster.Metrics
+	log            *slog.Logger
 }
 
 // policySet picks the policies one path serves.
@@ -155,6 +158,9 @@ func (w *webhook) serve(typ string, pick policySet, fn reviewFunc) http.HandlerF
 // rules, whose UpdateRequests the host writes to the cluster.
 func (w *webhook) validate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	req, err := w.request(ar)
+	if err == nil && w.skips(req) {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
 	var resp *engine.Response
 	if err == nil {
 		resp, err = set.Validate(ctx, req)
@@ -189,7 +195,20 @@ func (w *webhook) request(ar *admissionv1.AdmissionRequest) (*engine.Request, er
 	if err == nil && w.roles != nil {
 		req.Roles, req.ClusterRoles, err = w.roles.Of(req.Namespace, req.UserInfo)
 	}
+	if err == nil && w.controllerUser != "" && req.UserInfo.Username == w.controllerUser {
+		// the controller's own write: policies that skip background
+		// requests leave it alone, as upstream's webhooks
+		req.ControllerWrite = true
+	}
 	return req, err
+}
+
+// skips reports whether the host's configuration (its ConfigMap's
+// resourceFilters and user exclusions) leaves the request out: it is then
+// admitted without evaluating a policy, as upstream's webhooks filter
+// requests before their handlers.
+func (w *webhook) skips(req *engine.Request) bool {
+	return w.host != nil && w.host.Config().SkipsRequest(req)
 }
 
 // mutate answers with the mutate rules' JSON patch, as admission.Mutate
@@ -198,6 +217,9 @@ func (w *webhook) request(ar *admissionv1.AdmissionRequest) (*engine.Request, er
 // for the reports, as upstream's MutatingPolicy handler does.
 func (w *webhook) mutate(ctx context.Context, part string, set *engine.PolicySet, ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	req, err := w.request(ar)
+	if err == nil && w.skips(req) {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
 	var resp *engine.Response
 	if err == nil && req.Object != nil {
 		resp, err = set.Mutate(ctx, req)

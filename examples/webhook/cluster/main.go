@@ -87,6 +87,7 @@ type options struct {
 	manageWebhooks                   bool
 	webhookName, webhookURL, service string
 	webhookOwner                     string
+	configMap                        string
 	excludeNamespaces                []string
 	webhookTimeout                   int
 	webhookFailurePolicy             string
@@ -136,6 +137,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.webhookName, "webhook-config-name", "gavel", "name of the Mutating- and ValidatingWebhookConfiguration")
 	fs.StringVar(&o.service, "webhook-service", "gavel:443", "NAME:PORT of the webhook's Service in -namespace, which the webhook configurations name")
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "base URL of the webhook for the webhook configurations instead of the Service (gavel run outside the cluster)")
+	fs.StringVar(&o.configMap, "config", "", "NAMESPACE/NAME of the configuration ConfigMap (upstream's kyverno ConfigMap: resourceFilters, excludeUsernames, excludeGroups, excludeRoles, excludeClusterRoles), read as it changes (empty: none)")
 	fs.StringVar(&o.webhookOwner, "webhook-owner", "", "ClusterRole that owns the webhook configurations (deleted with it)")
 	fs.StringVar(&exclude, "exclude-namespaces", "", "comma-separated namespaces no webhook is called for (default: -namespace and kube-system)")
 	fs.StringVar(&o.webhookFailurePolicy, "webhook-failure-policy", "", "every webhook's failure policy, Fail or Ignore (empty: each policy's, as upstream)")
@@ -279,7 +281,7 @@ func serve(ctx context.Context, cfg *rest.Config, o *options) error {
 	}
 	secrets := &hostSecrets{}
 	h, err := cluster.New(cfg, cluster.Options{Namespace: o.namespace, ExceptionNamespaces: o.exceptionNamespaces,
-		Logger: o.log, Metrics: o.metrics, EngineOptions: engineOptions(secrets, o)})
+		Logger: o.log, Metrics: o.metrics, EngineOptions: engineOptions(secrets, o), ConfigMap: o.configMap})
 	if err != nil {
 		return err
 	}
@@ -322,7 +324,7 @@ func serve(ctx context.Context, cfg *rest.Config, o *options) error {
 			}
 		})
 	}
-	wh := &webhook{src: src, host: h, roles: roles, metrics: o.metrics, log: o.log,
+	wh := &webhook{src: src, host: h, roles: roles, metrics: o.metrics, log: o.log, controllerUser: o.controllerUser,
 		downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: o.controllerUser})}
 	if o.metricsListen != "" {
 		mux := http.NewServeMux()

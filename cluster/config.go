@@ -1,0 +1,275 @@
+package cluster
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gavelpolicy/gavel/api"
+	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/patterns"
+)
+
+// The keys of the configuration ConfigMap the host honours (upstream's
+// kyverno ConfigMap; see docs/ARCHITECTURE.md for those it does not).
+const (
+	ConfigResourceFilters     = "resourceFilters"
+	ConfigExcludeGroups       = "excludeGroups"
+	ConfigExcludeUsernames    = "excludeUsernames"
+	ConfigExcludeRoles        = "excludeRoles"
+	ConfigExcludeClusterRoles = "excludeClusterRoles"
+)
+
+// Config is the host's dynamic configuration, read from the data of a
+// ConfigMap as upstream reads its kyverno ConfigMap: the resources left
+// out of admission, background scans and the background passes
+// (resourceFilters), and the users whose admission requests are not
+// evaluated (excludeUsernames, excludeGroups, excludeRoles,
+// excludeClusterRoles, each a comma-separated list of wildcard patterns;
+// a "!" before a pattern includes what it matches even when an exclusion
+// matches too). The zero Config filters and excludes nothing. A Config is
+// immutable and safe for concurrent use.
+type Config struct {
+	// ResourceFilters in the order of the ConfigMap.
+	ResourceFilters []ResourceFilter
+	// Excluded are the subjects whose admission requests are not
+	// evaluated, unless Included matches them too.
+	Excluded, Included Subjects
+}
+
+// ResourceFilter is one entry of resourceFilters, "[Kind,Namespace,Name]"
+// (or "[Kind,Namespace]", "[Kind]": the missing parts match only empty
+// values, as upstream's), each part a wildcard pattern; Kind is a kind
+// selector as in match blocks (Kind, Kind/subresource, version/Kind,
+// group/version/Kind, group/version/Kind/subresource, */*; see
+// api.ParseKindSelector). A filter of kind Namespace (core v1) also
+// matches a Namespace whose name its Namespace part matches, so that
+// "[*/*,kube-system,*]" leaves out the kube-system Namespace itself.
+type ResourceFilter struct {
+	Group, Version, Kind, Subresource, Namespace, Name string
+}
+
+// Subjects are wildcard patterns of usernames, groups, Roles
+// ("namespace:name") and ClusterRoles.
+type Subjects struct {
+	Usernames, Groups, Roles, ClusterRoles []string
+}
+
+// ParseConfig reads the configuration from a ConfigMap's data; keys it
+// does not know are ignored, as upstream ignores them. A nil map is the
+// zero Config.
+func ParseConfig(data map[string]string) *Config {
+	c := &Config{ResourceFilters: ParseResourceFilters(data[ConfigResourceFilters])}
+	for i, key := range [...]string{ConfigExcludeUsernames, ConfigExcludeGroups, ConfigExcludeRoles, ConfigExcludeClusterRoles} {
+		ex, in := parseExclusions(data[key])
+		*c.Excluded.field(i), *c.Included.field(i) = ex, in
+	}
+	return c
+}
+
+func (s *Subjects) field(i int) *[]string {
+	return [...]*[]string{&s.Usernames, &s.Groups, &s.Roles, &s.ClusterRoles}[i]
+}
+
+// parseExclusions splits a comma-separated list into its exclusions and
+// its inclusions (the entries starting with "!").
+func parseExclusions(in string) (exclusions, inclusions []string) {
+	for _, e := range strings.Split(in, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(e, "!"); ok {
+			if rest = strings.TrimSpace(rest); rest != "" {
+				inclusions = append(inclusions, rest)
+			}
+			continue
+		}
+		exclusions = append(exclusions, e)
+	}
+	return exclusions, inclusions
+}
+
+var filterEntry = regexp.MustCompile(`\[([^\[\]]*)\]`)
+
+// ParseResourceFilters parses the value of resourceFilters: entries in
+// brackets, "[Kind,Namespace,Name]", separated by anything (upstream's
+// chart joins them without a separator).
+func ParseResourceFilters(in string) []ResourceFilter {
+	var out []ResourceFilter
+	for _, m := range filterEntry.FindAllStringSubmatch(in, -1) {
+		parts := strings.Split(m[1], ",")
+		var f ResourceFilter
+		if parts[0] != "" {
+			f.Group, f.Version, f.Kind, f.Subresource = api.ParseKindSelector(parts[0])
+			if len(parts) > 1 {
+				f.Namespace = parts[1]
+			}
+			if len(parts) > 2 {
+				f.Name = parts[2]
+			}
+		}
+		if len(parts) > 3 {
+			// upstream keeps the last entry it parsed for a malformed one
+			// ([a,b,c,d]); gavel ignores it
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// Matches reports whether the filter selects a resource.
+func (f *ResourceFilter) Matches(kind schema.GroupVersionKind, subresource, namespace, name string) bool {
+	match := patterns.Wildcard
+	if !match(f.Kind, kind.Kind) || !match(f.Group, kind.Group) || !match(f.Version, kind.Version) || !match(f.Subresource, subresource) {
+		return false
+	}
+	if match(f.Namespace, namespace) && match(f.Name, name) {
+		return true
+	}
+	return kind.Group == "" && kind.Version == "v1" && kind.Kind == "Namespace" && match(f.Namespace, name)
+}
+
+// Filtered reports whether one of the resourceFilters selects the
+// resource (the engine's resource filter, engine.WithResourceFilter).
+func (c *Config) Filtered(kind schema.GroupVersionKind, subresource, namespace, name string) bool {
+	if c == nil {
+		return false
+	}
+	for i := range c.ResourceFilters {
+		if c.ResourceFilters[i].Matches(kind, subresource, namespace, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ExcludedUser reports whether the admission requests of a user are left
+// out: an exclusion matches the username, one of its groups, Roles or
+// ClusterRoles, and no inclusion does.
+func (c *Config) ExcludedUser(username string, groups, roles, clusterRoles []string) bool {
+	if c == nil {
+		return false
+	}
+	if c.Included.matches(username, groups, roles, clusterRoles) {
+		return false
+	}
+	return c.Excluded.matches(username, groups, roles, clusterRoles)
+}
+
+func (s *Subjects) matches(username string, groups, roles, clusterRoles []string) bool {
+	if matchAny(s.Usernames, username) {
+		return true
+	}
+	for i, values := range [...][]string{groups, roles, clusterRoles} {
+		for _, v := range values {
+			if matchAny(*s.field(i + 1), v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func matchAny(ps []string, s string) bool {
+	for _, p := range ps {
+		if patterns.Wildcard(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// SkipsRequest reports whether an admission request is answered without
+// evaluating the policies, as upstream's webhooks filter them: its user
+// is excluded (ExcludedUser), or its resource is filtered (the request's
+// kind, subresource, namespace and name, the object's name when the
+// request has none).
+func (c *Config) SkipsRequest(req *engine.Request) bool {
+	if c == nil || req == nil {
+		return false
+	}
+	if c.ExcludedUser(req.UserInfo.Username, req.UserInfo.Groups, req.Roles, req.ClusterRoles) {
+		return true
+	}
+	kind := req.ResourceKind
+	if kind.Kind == "" {
+		kind = req.Kind
+	}
+	return c.Filtered(kind, req.SubResource, req.Namespace, req.Name)
+}
+
+// watchConfig keeps h.cfg the parse of the configuration ConfigMap, from
+// the host's ConfigMap informer (a deleted ConfigMap: the zero Config, as
+// upstream unloads its configuration).
+func (h *Host) watchConfig() error {
+	inf := h.factory.Core().V1().ConfigMaps().Informer()
+	load := func(o any) {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Namespace == h.cfgNS && cm.Name == h.cfgName {
+			h.storeConfig(cm)
+		}
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    load,
+		UpdateFunc: func(_, o any) { load(o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Namespace == h.cfgNS && cm.Name == h.cfgName {
+				h.cfgMu.Lock()
+				h.cfgVersion = ""
+				h.cfg.Store(&Config{})
+				h.cfgMu.Unlock()
+				h.log.Info("configuration removed", "configmap", h.cfgNS+"/"+h.cfgName)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+// loadConfig reads the configuration ConfigMap from the informer's cache
+// (Start, once it is filled: the configuration is in force before the
+// first request, not when the informer's handler runs).
+func (h *Host) loadConfig() {
+	if h.cfgName == "" {
+		return
+	}
+	if cm, err := h.configMaps.ConfigMaps(h.cfgNS).Get(h.cfgName); err == nil {
+		h.storeConfig(cm)
+	} else {
+		h.log.Info("no configuration ConfigMap: nothing is filtered", "configmap", h.cfgNS+"/"+h.cfgName)
+	}
+}
+
+func (h *Host) storeConfig(cm *corev1.ConfigMap) {
+	c := ParseConfig(cm.Data)
+	h.cfgMu.Lock()
+	defer h.cfgMu.Unlock()
+	if cm.ResourceVersion != "" && cm.ResourceVersion == h.cfgVersion {
+		return // the informer's handler after loadConfig
+	}
+	h.cfgVersion = cm.ResourceVersion
+	h.cfg.Store(c)
+	h.log.Info("configuration loaded", "configmap", h.cfgNS+"/"+h.cfgName,
+		"resourceFilters", len(c.ResourceFilters), "resourceVersion", cm.ResourceVersion)
+}
+
+// Config returns the host's configuration as the configuration ConfigMap
+// (Options.ConfigMap) last read; the zero Config without one. The webhook
+// asks it which admission requests to skip (Config.SkipsRequest).
+func (h *Host) Config() *Config { return h.cfg.Load() }
+
+// filtered is the host's resource filter (engine.WithResourceFilter): the
+// resourceFilters of its configuration at the time of each call.
+func (h *Host) filtered(kind schema.GroupVersionKind, subresource, namespace, name string) bool {
+	return h.cfg.Load().Filtered(kind, subresource, namespace, name)
+}
