@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/gavelpolicy/gavel/cel"
