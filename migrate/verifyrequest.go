@@ -1,13 +1,13 @@
 package migrate
 
 import (
-	"encoding/csv"
 	"fmt"
 	"reflect"
 	"strings"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
+	"github.com/gavelpolicy/gavel/internal/variables"
 )
 
 // convertedRequest is the request an output is verified with: the
@@ -57,7 +57,7 @@ func convertedRequest(cfg *verifyConfig, policy string, o *Output, req *engine.R
 			// the object is shared with the source's request
 			out.Object, copied = copyJSON(out.Object), true
 		}
-		setField(out.Object, valuePath(rest), v)
+		setField(out.Object, variables.KeyPath(rest), v)
 	}
 	if ns, ok := vals["request.namespace"].(string); ok {
 		out.Namespace = ns
@@ -97,21 +97,6 @@ func requestValue(k string) bool {
 		return true
 	}
 	return strings.HasPrefix(k, "request.object.")
-}
-
-// valuePath splits a value's key into fields: separated by dots, a field
-// in double quotes taken as is (metadata.annotations."example.com/x").
-func valuePath(key string) []string {
-	if !strings.Contains(key, `"`) {
-		return strings.Split(key, ".")
-	}
-	r := csv.NewReader(strings.NewReader(key))
-	r.Comma = '.'
-	fields, err := r.Read()
-	if err != nil {
-		return strings.Split(key, ".")
-	}
-	return fields
 }
 
 // setField sets the field at path in m, making the maps on the way.

@@ -2,7 +2,6 @@ package policytest
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/exceptions"
 	"github.com/gavelpolicy/gavel/inmem"
+	"github.com/gavelpolicy/gavel/internal/variables"
 	"github.com/gavelpolicy/gavel/loader"
 	"github.com/gavelpolicy/gavel/report"
 )
@@ -854,28 +854,12 @@ func applyObjectValues(obj map[string]any, vals map[string]any) map[string]any {
 		if out == nil {
 			out = copyMap(obj)
 		}
-		setPath(out, splitPath(rest), v)
+		setPath(out, variables.KeyPath(rest), v)
 	}
 	if out == nil {
 		return obj
 	}
 	return out
-}
-
-// splitPath splits a value's key into fields as upstream's AddVariable:
-// separated by dots, a field in double quotes taken as is
-// (metadata.annotations."example.com/owner").
-func splitPath(key string) []string {
-	if !strings.Contains(key, `"`) {
-		return strings.Split(key, ".")
-	}
-	r := csv.NewReader(strings.NewReader(key))
-	r.Comma = '.'
-	fields, err := r.Read()
-	if err != nil {
-		return strings.Split(key, ".")
-	}
-	return fields
 }
 
 func setPath(m map[string]any, parts []string, v any) {
