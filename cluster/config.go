@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -22,6 +25,10 @@ const (
 	ConfigExcludeUsernames    = "excludeUsernames"
 	ConfigExcludeRoles        = "excludeRoles"
 	ConfigExcludeClusterRoles = "excludeClusterRoles"
+	ConfigWebhooks            = "webhooks"
+	ConfigWebhookAnnotations  = "webhookAnnotations"
+	ConfigWebhookLabels       = "webhookLabels"
+	ConfigMatchConditions     = "matchConditions"
 )
 
 // Config is the host's dynamic configuration, read from the data of a
@@ -39,6 +46,31 @@ type Config struct {
 	// Excluded are the subjects whose admission requests are not
 	// evaluated, unless Included matches them too.
 	Excluded, Included Subjects
+
+	// Webhooks holds the selectors of every resource webhook (webhooks:
+	// a JSON object with namespaceSelector and objectSelector, or a JSON
+	// list of them, as upstream's chart writes it, whose selectors are
+	// all required).
+	Webhooks WebhookSelectors
+	// WebhookAnnotations and WebhookLabels are added to the webhook
+	// configurations' metadata (webhookAnnotations, webhookLabels: JSON
+	// objects of strings).
+	WebhookAnnotations, WebhookLabels map[string]string
+	// MatchConditions are the match conditions of every resource webhook
+	// that has none of its own (matchConditions: a JSON list of
+	// {name, expression}).
+	MatchConditions []admv1.MatchCondition
+
+	// Errors are the values ignored as malformed, one per key, as
+	// upstream logs and ignores them.
+	Errors []error
+}
+
+// WebhookSelectors are the namespace and object selectors the webhooks
+// key adds to every resource webhook.
+type WebhookSelectors struct {
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	ObjectSelector    *metav1.LabelSelector `json:"objectSelector,omitempty"`
 }
 
 // ResourceFilter is one entry of resourceFilters, "[Kind,Namespace,Name]"
@@ -68,7 +100,93 @@ func ParseConfig(data map[string]string) *Config {
 		ex, in := parseExclusions(data[key])
 		*c.Excluded.field(i), *c.Included.field(i) = ex, in
 	}
+	c.parseWebhookKeys(data)
 	return c
+}
+
+// parseWebhookKeys reads the keys of the webhook configurations; a
+// malformed value is noted in c.Errors and left out.
+func (c *Config) parseWebhookKeys(data map[string]string) {
+	fail := func(key string, err error) {
+		c.Errors = append(c.Errors, fmt.Errorf("configuration key %s: %w", key, err))
+	}
+	if v, ok := data[ConfigWebhooks]; ok && strings.TrimSpace(v) != "" {
+		if w, err := parseWebhookSelectors(v); err != nil {
+			fail(ConfigWebhooks, err)
+		} else {
+			c.Webhooks = w
+		}
+	}
+	for _, kv := range []struct {
+		key string
+		out *map[string]string
+	}{{ConfigWebhookAnnotations, &c.WebhookAnnotations}, {ConfigWebhookLabels, &c.WebhookLabels}} {
+		v, ok := data[kv.key]
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		var m map[string]string
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			fail(kv.key, err)
+			continue
+		}
+		*kv.out = m
+	}
+	if v, ok := data[ConfigMatchConditions]; ok && strings.TrimSpace(v) != "" {
+		var mcs []admv1.MatchCondition
+		if err := json.Unmarshal([]byte(v), &mcs); err != nil {
+			fail(ConfigMatchConditions, err)
+		} else if err := checkMatchConditions(mcs); err != nil {
+			fail(ConfigMatchConditions, err)
+		} else {
+			c.MatchConditions = mcs
+		}
+	}
+}
+
+// parseWebhookSelectors reads the webhooks key: one object, or a list
+// whose selectors are merged (each one required).
+func parseWebhookSelectors(v string) (WebhookSelectors, error) {
+	var w WebhookSelectors
+	if strings.HasPrefix(strings.TrimSpace(v), "[") {
+		var list []WebhookSelectors
+		if err := json.Unmarshal([]byte(v), &list); err != nil {
+			return w, err
+		}
+		for _, e := range list {
+			w.NamespaceSelector = mergeSelectors(w.NamespaceSelector, e.NamespaceSelector)
+			w.ObjectSelector = mergeSelectors(w.ObjectSelector, e.ObjectSelector)
+		}
+	} else if err := json.Unmarshal([]byte(v), &w); err != nil {
+		return w, err
+	}
+	for _, s := range []*metav1.LabelSelector{w.NamespaceSelector, w.ObjectSelector} {
+		if s == nil {
+			continue
+		}
+		if _, err := metav1.LabelSelectorAsSelector(s); err != nil {
+			return WebhookSelectors{}, err
+		}
+	}
+	return w, nil
+}
+
+// checkMatchConditions rejects conditions without a name or expression
+// and repeated names, which the API server would refuse in every webhook.
+func checkMatchConditions(mcs []admv1.MatchCondition) error {
+	seen := map[string]bool{}
+	for i, mc := range mcs {
+		switch {
+		case mc.Name == "":
+			return fmt.Errorf("match condition %d: no name", i)
+		case mc.Expression == "":
+			return fmt.Errorf("match condition %q: no expression", mc.Name)
+		case seen[mc.Name]:
+			return fmt.Errorf("match condition %q: repeated", mc.Name)
+		}
+		seen[mc.Name] = true
+	}
+	return nil
 }
 
 func (s *Subjects) field(i int) *[]string {
@@ -225,6 +343,7 @@ func (h *Host) watchConfig() error {
 				h.cfgMu.Lock()
 				h.cfgVersion = ""
 				h.cfg.Store(&Config{})
+				h.configChanged()
 				h.cfgMu.Unlock()
 				h.log.Info("configuration removed", "configmap", h.cfgNS+"/"+h.cfgName)
 			}
@@ -259,8 +378,29 @@ func (h *Host) storeConfig(cm *corev1.ConfigMap) {
 	}
 	h.cfgVersion = cm.ResourceVersion
 	h.cfg.Store(c)
+	for _, err := range c.Errors {
+		h.log.Error("configuration value ignored", "configmap", h.cfgNS+"/"+h.cfgName, "err", err)
+	}
 	h.log.Info("configuration loaded", "configmap", h.cfgNS+"/"+h.cfgName,
 		"resourceFilters", len(c.ResourceFilters), "resourceVersion", cm.ResourceVersion)
+	h.configChanged()
+}
+
+// onConfigChange registers f to run after each change of the
+// configuration (the webhook controller rebuilds the webhooks); f must
+// not block. Call it before Start.
+func (h *Host) onConfigChange(f func()) {
+	h.cfgMu.Lock()
+	defer h.cfgMu.Unlock()
+	h.cfgSubs = append(h.cfgSubs, f)
+}
+
+// configChanged runs the subscribers of configuration changes; h.cfgMu
+// is held.
+func (h *Host) configChanged() {
+	for _, f := range h.cfgSubs {
+		f()
+	}
 }
 
 // Config returns the host's configuration as the configuration ConfigMap

@@ -41,3 +41,24 @@ func ExampleParseConfig() {
 	// false
 	// true
 }
+
+// The webhook keys of the configuration ConfigMap are carried into the
+// webhook configurations: WebhookOptions.Config (the WebhookController
+// sets it to Host.Config at each reconciliation).
+func ExampleConfig_webhooks() {
+	cfg := cluster.ParseConfig(map[string]string{
+		"webhooks":           `[{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system"]}]}}]`,
+		"webhookLabels":      `{"team":"platform"}`,
+		"matchConditions":    `[{"name":"not-leases","expression":"request.resource.resource != 'leases'"}]`,
+		"webhookAnnotations": `{"broken":`,
+	})
+	fmt.Println(cfg.Webhooks.NamespaceSelector.MatchExpressions[0].Values)
+	fmt.Println(cfg.WebhookLabels["team"], cfg.MatchConditions[0].Name)
+	for _, err := range cfg.Errors {
+		fmt.Println(err)
+	}
+	// Output:
+	// [kube-system]
+	// platform not-leases
+	// configuration key webhookAnnotations: unexpected end of JSON input
+}

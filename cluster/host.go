@@ -116,6 +116,7 @@ type Host struct {
 	cfg            atomic.Pointer[Config]
 	cfgMu          sync.Mutex // serializes the stores of cfg
 	cfgVersion     string     // resourceVersion of cfg's ConfigMap
+	cfgSubs        []func()   // run after each change of cfg, under cfgMu
 
 	engOnce sync.Once
 	eng     *engine.Engine

@@ -73,6 +73,8 @@ func NewWebhookController(h *Host, src *PolicySource, opts WebhookOptions, resyn
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "webhooks", MetricsProvider: h.metrics.queueMetrics()}),
 	}
 	src.Subscribe(func(PolicyChange) { c.queue.Add(webhookKey) })
+	// the configuration's webhook keys are in the configurations
+	h.onConfigChange(func() { c.queue.Add(webhookKey) })
 	src.gateReadyOnServed()
 	return c
 }
@@ -147,15 +149,17 @@ func (c *WebhookController) Reconcile(ctx context.Context) error {
 // served.
 func (c *WebhookController) reconcile(ctx context.Context) (bool, error) {
 	set := c.src.Set()
+	opts := c.opts
+	opts.Config = c.h.Config()
 	_, lists, err := c.disc.ServerGroupsAndResources()
 	if err != nil && len(lists) == 0 {
 		return false, fmt.Errorf("discovery: %w", err)
 	}
-	mwc, vwc, missing := WebhookConfigurations(set, lists, c.opts)
+	mwc, vwc, missing := WebhookConfigurations(set, lists, opts)
 	if len(missing) > 0 && c.invalidate() {
 		// a kind may be new: read discovery again once
 		if _, lists, err = c.disc.ServerGroupsAndResources(); err == nil || len(lists) > 0 {
-			mwc, vwc, missing = WebhookConfigurations(set, lists, c.opts)
+			mwc, vwc, missing = WebhookConfigurations(set, lists, opts)
 		}
 	}
 	c.noteMissing(missing)
@@ -231,20 +235,29 @@ type configClient[T webhookConfig] interface {
 }
 
 // writeConfig creates the configuration, or updates it when its hash of
-// (webhooks, labels, owners) differs; want is updated in place with the
-// live resourceVersion.
+// (webhooks, labels, annotations, owners) differs; want is updated in
+// place with the live resourceVersion. The labels and annotations of
+// others (a Helm release's) stay; those gavel wrote before and no longer
+// wants (a key removed from webhookLabels) are removed, found by the
+// keys annotation.
 func writeConfig[T webhookConfig](ctx context.Context, client configClient[T], want T, webhooks any) error {
+	wantLabels, wantAnn := want.GetLabels(), want.GetAnnotations()
 	data, err := json.Marshal(struct {
 		W any                     `json:"w"`
 		L map[string]string       `json:"l"`
+		A map[string]string       `json:"a,omitempty"`
 		O []metav1.OwnerReference `json:"o"`
-	}{webhooks, want.GetLabels(), want.GetOwnerReferences()})
+	}{webhooks, wantLabels, wantAnn, want.GetOwnerReferences()})
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:12])
-	want.SetAnnotations(map[string]string{annotationWebhookHash: hash})
+	ours := map[string]string{annotationWebhookHash: hash}
+	if k := ownKeys(wantLabels, wantAnn); k != "" {
+		ours[annotationWebhookKeys] = k
+	}
+	want.SetAnnotations(mergedMeta(nil, wantAnn, ours))
 	cur, err := client.Get(ctx, want.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = client.Create(ctx, want, metav1.CreateOptions{})
@@ -257,24 +270,67 @@ func writeConfig[T webhookConfig](ctx context.Context, client configClient[T], w
 		return nil
 	}
 	want.SetResourceVersion(cur.GetResourceVersion())
-	// labels and annotations of others (a Helm release's) stay
-	labels := cur.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
+	oldLabels, oldAnn := parseOwnKeys(cur.GetAnnotations()[annotationWebhookKeys])
+	labels := maps.Clone(cur.GetLabels())
+	for _, k := range oldLabels {
+		delete(labels, k)
 	}
-	maps.Copy(labels, want.GetLabels())
-	want.SetLabels(labels)
+	want.SetLabels(mergedMeta(labels, wantLabels, nil))
 	if len(want.GetOwnerReferences()) == 0 {
 		want.SetOwnerReferences(cur.GetOwnerReferences())
 	}
-	ann := cur.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
+	ann := maps.Clone(cur.GetAnnotations())
+	for _, k := range oldAnn {
+		delete(ann, k)
 	}
-	ann[annotationWebhookHash] = hash
-	want.SetAnnotations(ann)
+	delete(ann, annotationWebhookKeys)
+	want.SetAnnotations(mergedMeta(ann, wantAnn, ours))
 	_, err = client.Update(ctx, want, metav1.UpdateOptions{})
 	return err
+}
+
+// annotationWebhookKeys lists the label and annotation keys gavel wrote
+// on a webhook configuration (JSON {"l": [...], "a": [...]}), so that an
+// update removes those it no longer wants.
+const annotationWebhookKeys = "webhook.gavel.io/keys"
+
+type ownKeysJSON struct {
+	L []string `json:"l,omitempty"`
+	A []string `json:"a,omitempty"`
+}
+
+// ownKeys encodes the keys of labels and annotations ("" when none).
+func ownKeys(labels, annotations map[string]string) string {
+	k := ownKeysJSON{L: slices.Sorted(maps.Keys(labels)), A: slices.Sorted(maps.Keys(annotations))}
+	if len(k.L) == 0 && len(k.A) == 0 {
+		return ""
+	}
+	data, err := json.Marshal(k)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// parseOwnKeys decodes ownKeys (none when malformed: nothing is removed).
+func parseOwnKeys(s string) (labels, annotations []string) {
+	var k ownKeysJSON
+	if s == "" || json.Unmarshal([]byte(s), &k) != nil {
+		return nil, nil
+	}
+	return k.L, k.A
+}
+
+// mergedMeta returns base with the entries of each of more added.
+func mergedMeta(base map[string]string, more ...map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, m := range more {
+		maps.Copy(out, m)
+	}
+	return out
 }
 
 // WebhookRules returns, for logs and tests, the names of the webhooks of

@@ -3,6 +3,7 @@ package cluster
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -554,6 +555,14 @@ type WebhookOptions struct {
 	// each policy's, as upstream. The paths stay per policy: gavel's own
 	// decision on a policy's errors does not change.
 	FailurePolicy admv1.FailurePolicyType
+	// Config, when set, adds the webhook keys of the configuration
+	// ConfigMap: its Webhooks selectors to every resource webhook (not
+	// to the downstream and clone-source ones), its MatchConditions to
+	// the shared resource webhooks (a policy's webhook of its own keeps
+	// its own conditions, as upstream's), its WebhookLabels and
+	// WebhookAnnotations to both configurations. The WebhookController sets it to
+	// Host.Config at each reconciliation.
+	Config *Config
 }
 
 func (o *WebhookOptions) defaults() {
@@ -607,7 +616,14 @@ func WebhookConfigurations(set *engine.PolicySet, lists []*metav1.APIResourceLis
 			}
 		}
 	}
-	meta := metav1.ObjectMeta{Name: opts.Name, Labels: map[string]string{LabelWebhookManagedBy: "gavel"}}
+	meta := metav1.ObjectMeta{Name: opts.Name, Labels: map[string]string{}}
+	if opts.Config != nil {
+		maps.Copy(meta.Labels, opts.Config.WebhookLabels)
+		if len(opts.Config.WebhookAnnotations) > 0 {
+			meta.Annotations = maps.Clone(opts.Config.WebhookAnnotations)
+		}
+	}
+	meta.Labels[LabelWebhookManagedBy] = "gavel"
 	mwc = &admv1.MutatingWebhookConfiguration{ObjectMeta: meta}
 	vwc = &admv1.ValidatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
 	mutate, mm := buildHooks(set, lists, false, opts.TimeoutSeconds)
@@ -699,15 +715,45 @@ func (o *WebhookOptions) failurePolicy(h *hook) *admv1.FailurePolicyType {
 	return &fp
 }
 
+// namespaceSelector and objectSelector of a resource webhook require the
+// hook's own selectors (a CEL policy's), the options' and the
+// configuration's webhooks key.
+func (o *WebhookOptions) namespaceSelector(h *hook) *metav1.LabelSelector {
+	s := mergeSelectors(h.nsSelector, o.NamespaceSelector)
+	if o.Config != nil {
+		s = mergeSelectors(s, o.Config.Webhooks.NamespaceSelector)
+	}
+	return s
+}
+
+func (o *WebhookOptions) objectSelector(h *hook) *metav1.LabelSelector {
+	s := mergeSelectors(h.objSelector, o.ObjectSelector)
+	if o.Config != nil {
+		s = mergeSelectors(s, o.Config.Webhooks.ObjectSelector)
+	}
+	return s
+}
+
+// matchConditions are the configuration's for a shared webhook, and
+// the hook's own for a webhook of its own, as upstream: a ClusterPolicy's
+// match conditions replace the configuration's, and the webhooks of CEL
+// policies never get them.
+func (o *WebhookOptions) matchConditions(h *hook) []admv1.MatchCondition {
+	if h.key != "" || o.Config == nil || len(o.Config.MatchConditions) == 0 {
+		return h.matchConditions
+	}
+	return slices.Clone(o.Config.MatchConditions)
+}
+
 func mutatingWebhook(h *hook, o *WebhookOptions) admv1.MutatingWebhook {
 	name, path := h.nameAndPath(MutateWebhookName, MutatePath)
 	return admv1.MutatingWebhook{
 		Name: name, ClientConfig: o.clientConfig(path), Rules: h.rules(),
 		FailurePolicy: o.failurePolicy(h), MatchPolicy: h.matchPolicy(),
-		NamespaceSelector: mergeSelectors(h.nsSelector, o.NamespaceSelector), ObjectSelector: mergeSelectors(h.objSelector, o.ObjectSelector),
+		NamespaceSelector: o.namespaceSelector(h), ObjectSelector: o.objectSelector(h),
 		SideEffects: ptr(admv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: capTimeout(h.timeout),
 		AdmissionReviewVersions: []string{"v1"}, ReinvocationPolicy: ptr(admv1.IfNeededReinvocationPolicy),
-		MatchConditions: h.matchConditions,
+		MatchConditions: o.matchConditions(h),
 	}
 }
 
@@ -716,9 +762,9 @@ func validatingWebhook(h *hook, o *WebhookOptions, base, basePath string) admv1.
 	return admv1.ValidatingWebhook{
 		Name: name, ClientConfig: o.clientConfig(path), Rules: h.rules(),
 		FailurePolicy: o.failurePolicy(h), MatchPolicy: h.matchPolicy(),
-		NamespaceSelector: mergeSelectors(h.nsSelector, o.NamespaceSelector), ObjectSelector: mergeSelectors(h.objSelector, o.ObjectSelector),
+		NamespaceSelector: o.namespaceSelector(h), ObjectSelector: o.objectSelector(h),
 		SideEffects: ptr(admv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: capTimeout(h.timeout),
-		AdmissionReviewVersions: []string{"v1"}, MatchConditions: h.matchConditions,
+		AdmissionReviewVersions: []string{"v1"}, MatchConditions: o.matchConditions(h),
 	}
 }
 
