@@ -1,9 +1,6 @@
 package cluster
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
-	"sigs.k8s.io/yaml"
 )
 
 // upstreamWebhooks is the default of upstream's chart (and docs) for the
@@ -131,28 +127,7 @@ func TestWebhookConfigurationsWithConfig(t *testing.T) {
 		t.Fatal(opts.Config.Errors)
 	}
 	mwc, vwc, _ := WebhookConfigurations(webhookPolicies(t), served(), opts)
-	var buf bytes.Buffer
-	for _, o := range []any{mwc, vwc} {
-		data, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.WriteString("---\n")
-		buf.Write(data)
-	}
-	golden := filepath.Join("testdata", "webhooks-config.golden.yaml")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("webhook configurations differ from %s (go test -run TestWebhookConfigurationsWithConfig -update):\n%s", golden, buf.String())
-	}
+	checkWebhooksGolden(t, "webhooks-config.golden.yaml", mwc, vwc)
 
 	for _, meta := range []metav1.ObjectMeta{mwc.ObjectMeta, vwc.ObjectMeta} {
 		if meta.Labels["team"] != "platform" || meta.Labels[LabelWebhookManagedBy] != "gavel" {

@@ -1,15 +1,11 @@
 package cluster
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 )
 
 // celWebhooks returns the webhooks of a configuration by name.
@@ -29,28 +25,7 @@ func celWebhooks(mwc *admv1.MutatingWebhookConfiguration, vwc *admv1.ValidatingW
 func TestCELWebhookConfigurations(t *testing.T) {
 	set := policiesFile(t, "webhook-cel-policies.yaml")
 	mwc, vwc, missing := WebhookConfigurations(set, served(), webhookOptions())
-	var buf bytes.Buffer
-	for _, o := range []any{mwc, vwc} {
-		data, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.WriteString("---\n")
-		buf.Write(data)
-	}
-	golden := filepath.Join("testdata", "webhooks-cel.golden.yaml")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("webhook configurations differ from %s (go test -run TestCELWebhookConfigurations -update):\n%s", golden, buf.String())
-	}
+	checkWebhooksGolden(t, "webhooks-cel.golden.yaml", mwc, vwc)
 	if len(missing) != 0 {
 		t.Errorf("missing = %v, want none (CEL kinds name resources)", missing)
 	}

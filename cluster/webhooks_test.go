@@ -95,28 +95,7 @@ func webhookOptions() WebhookOptions {
 // them: a golden file, and the points the issue names checked one by one.
 func TestWebhookConfigurations(t *testing.T) {
 	mwc, vwc, missing := WebhookConfigurations(webhookPolicies(t), served(), webhookOptions())
-	var buf bytes.Buffer
-	for _, o := range []any{mwc, vwc} {
-		data, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.WriteString("---\n")
-		buf.Write(data)
-	}
-	golden := filepath.Join("testdata", "webhooks.golden.yaml")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("webhook configurations differ from %s (go test -run TestWebhookConfigurations -update):\n%s", golden, buf.String())
-	}
+	checkWebhooksGolden(t, "webhooks.golden.yaml", mwc, vwc)
 	if !slices.Equal(missing, []string{"Gadget"}) {
 		t.Errorf("missing = %v, want [Gadget]", missing)
 	}
@@ -190,5 +169,33 @@ func TestHookEntryCovers(t *testing.T) {
 		if got := tt.a.covers(tt.b); got != tt.want {
 			t.Errorf("%+v covers %+v = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// checkWebhooksGolden compares the webhook configurations, as YAML, with
+// testdata/name (rewritten with -update).
+func checkWebhooksGolden(t *testing.T, name string, mwc, vwc any) {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, o := range []any{mwc, vwc} {
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(data)
+	}
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("webhook configurations differ from %s (go test -run %s -update):\n%s", golden, t.Name(), buf.String())
 	}
 }
