@@ -96,10 +96,10 @@ type Subjects struct {
 // zero Config.
 func ParseConfig(data map[string]string) *Config {
 	c := &Config{ResourceFilters: ParseResourceFilters(data[ConfigResourceFilters])}
-	for i, key := range [...]string{ConfigExcludeUsernames, ConfigExcludeGroups, ConfigExcludeRoles, ConfigExcludeClusterRoles} {
-		ex, in := parseExclusions(data[key])
-		*c.Excluded.field(i), *c.Included.field(i) = ex, in
-	}
+	c.Excluded.Usernames, c.Included.Usernames = parseExclusions(data[ConfigExcludeUsernames])
+	c.Excluded.Groups, c.Included.Groups = parseExclusions(data[ConfigExcludeGroups])
+	c.Excluded.Roles, c.Included.Roles = parseExclusions(data[ConfigExcludeRoles])
+	c.Excluded.ClusterRoles, c.Included.ClusterRoles = parseExclusions(data[ConfigExcludeClusterRoles])
 	c.parseWebhookKeys(data)
 	return c
 }
@@ -187,10 +187,6 @@ func checkMatchConditions(mcs []admv1.MatchCondition) error {
 		seen[mc.Name] = true
 	}
 	return nil
-}
-
-func (s *Subjects) field(i int) *[]string {
-	return [...]*[]string{&s.Usernames, &s.Groups, &s.Roles, &s.ClusterRoles}[i]
 }
 
 // parseExclusions splits a comma-separated list into its exclusions and
@@ -281,14 +277,15 @@ func (c *Config) ExcludedUser(username string, groups, roles, clusterRoles []str
 }
 
 func (s *Subjects) matches(username string, groups, roles, clusterRoles []string) bool {
-	if matchAny(s.Usernames, username) {
-		return true
-	}
-	for i, values := range [...][]string{groups, roles, clusterRoles} {
-		for _, v := range values {
-			if matchAny(*s.field(i + 1), v) {
-				return true
-			}
+	return matchAny(s.Usernames, username) || anyMatches(s.Groups, groups) ||
+		anyMatches(s.Roles, roles) || anyMatches(s.ClusterRoles, clusterRoles)
+}
+
+// anyMatches reports whether a pattern of ps matches one of values.
+func anyMatches(ps, values []string) bool {
+	for _, v := range values {
+		if matchAny(ps, v) {
+			return true
 		}
 	}
 	return false
