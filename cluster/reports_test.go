@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	dynfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -35,19 +36,8 @@ func TestReporterScansAndForgetsDeletedResources(t *testing.T) {
 	delete(rules[0].(map[string]any)["validate"].(map[string]any), "failureAction")
 	_ = unstructured.SetNestedSlice(audit.Object, rules, "spec", "rules")
 
-	var src *PolicySource
-	h, dyn := fakeHost(t, nil, []runtime.Object{audit,
-		podObject("good", map[string]any{"team": "a"}), podObject("bad", nil)}, func(h *Host) {
-		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
-			GroupVersion: "v1",
-			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "get"}}},
-		}}
-		var err error
-		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
+	h, dyn, src := podsHost(t, []runtime.Object{audit,
+		podObject("good", map[string]any{"team": "a"}), podObject("bad", nil)}, 1, "list", "get")
 	ctx := t.Context()
 	r := newReporter(h, src, report.Options{})
 	if err := r.Scan(ctx); err != nil {
@@ -100,18 +90,7 @@ func TestReporterRunFollowsChanges(t *testing.T) {
 	delete(rules[0].(map[string]any)["validate"].(map[string]any), "failureAction")
 	_ = unstructured.SetNestedSlice(audit.Object, rules, "spec", "rules")
 
-	var src *PolicySource
-	h, dyn := fakeHost(t, nil, []runtime.Object{audit}, func(h *Host) {
-		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
-			GroupVersion: "v1",
-			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "watch"}}},
-		}}
-		var err error
-		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
+	h, dyn, src := podsHost(t, []runtime.Object{audit}, 1, "list", "watch")
 	ctx, stop := context.WithCancel(t.Context())
 	r := newReporter(h, src, report.Options{})
 	var wg sync.WaitGroup
@@ -184,18 +163,7 @@ spec:
 		objs = append(objs, objectOf(t, text))
 	}
 	objs = append(objs, podObject("good", map[string]any{"team": "a", "owner": "b"}), podObject("bad", nil))
-	var src *PolicySource
-	h, dyn := fakeHost(t, nil, objs, func(h *Host) {
-		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
-			GroupVersion: "v1",
-			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "get"}}},
-		}}
-		var err error
-		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) == 3 })
+	h, dyn, src := podsHost(t, objs, 3, "list", "get")
 	ctx := t.Context()
 	if err := newReporter(h, src, report.Options{}).Scan(ctx); err != nil {
 		t.Fatal(err)
@@ -246,18 +214,7 @@ func TestReporterWritesPerChangeSet(t *testing.T) {
 		p.SetNamespace("default")
 		objs = append(objs, p)
 	}
-	var src *PolicySource
-	h, dyn := fakeHost(t, nil, objs, func(h *Host) {
-		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
-			GroupVersion: "v1",
-			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "get"}}},
-		}}
-		var err error
-		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) == 3 })
+	h, dyn, src := podsHost(t, objs, 3, "list", "get")
 	ctx := t.Context()
 	r := newReporter(h, src, report.Options{})
 	pods := dyn.Resource(schemaPods).Namespace("default")
@@ -374,4 +331,24 @@ func TestReporterWriteBudget(t *testing.T) {
 	if r.pending() {
 		t.Error("a backlog is left")
 	}
+}
+
+// podsHost is a fake host serving objs, whose discovery lists Pods with
+// the given verbs, and its policy source once it holds the given number
+// of policies.
+func podsHost(t *testing.T, objs []runtime.Object, policies int, verbs ...string) (*Host, *dynfake.FakeDynamicClient, *PolicySource) {
+	t.Helper()
+	var src *PolicySource
+	h, dyn := fakeHost(t, nil, objs, func(h *Host) {
+		h.kube.(*kubefake.Clientset).Resources = []*metav1.APIResourceList{{
+			GroupVersion: "v1",
+			APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: verbs}},
+		}}
+		var err error
+		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) == policies })
+	return h, dyn, src
 }
