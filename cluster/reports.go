@@ -852,11 +852,17 @@ func (rs *reporterRun) rescan(sweep bool) {
 
 // dropManagedFields removes metadata.managedFields from the objects the
 // informers keep: neither policies nor reports read them, and they are a
-// large part of an object.
+// large part of an object. It writes only when there is something to
+// drop: an object without managedFields may be shared with its source
+// (client-go's fake tracker delivers its stored objects to a new watch
+// without copying them), and a delete is a write even when the key is
+// absent.
 func dropManagedFields(o any) (any, error) {
 	if u, ok := o.(*unstructured.Unstructured); ok {
 		if md, ok := u.Object["metadata"].(map[string]any); ok {
-			delete(md, "managedFields")
+			if _, ok := md["managedFields"]; ok {
+				delete(md, "managedFields")
+			}
 		}
 	}
 	return o, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -351,4 +352,46 @@ func podsHost(t *testing.T, objs []runtime.Object, policies int, verbs ...string
 	})
 	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) == policies })
 	return h, dyn, src
+}
+
+// The informers' transform drops managedFields and leaves an object
+// without them untouched: such an object may be shared with its source,
+// so the race detector must see no write to it.
+func TestDropManagedFields(t *testing.T) {
+	cases := []struct {
+		name string
+		in   map[string]any
+		want map[string]any
+	}{
+		{
+			name: "dropped",
+			in:   map[string]any{"name": "a", "managedFields": []any{map[string]any{"manager": "kubectl"}}},
+			want: map[string]any{"name": "a"},
+		},
+		{
+			name: "absent",
+			in:   map[string]any{"name": "a"},
+			want: map[string]any{"name": "a"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{"metadata": tc.in}}
+			var wg sync.WaitGroup
+			if tc.name == "absent" {
+				wg.Go(func() { _ = len(tc.in["name"].(string)) + len(tc.in) })
+			}
+			got, err := dropManagedFields(u)
+			wg.Wait()
+			if err != nil || got != any(u) {
+				t.Fatalf("dropManagedFields = %v, %v; want the same object", got, err)
+			}
+			if md := u.Object["metadata"]; !reflect.DeepEqual(md, tc.want) {
+				t.Errorf("metadata = %v, want %v", md, tc.want)
+			}
+		})
+	}
+	if got, err := dropManagedFields("not an object"); got != "not an object" || err != nil {
+		t.Errorf("a non-object = %v, %v; want it returned as is", got, err)
+	}
 }
