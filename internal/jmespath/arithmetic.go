@@ -1,14 +1,14 @@
 package jmespath
 
 import (
-	"github.com/gavelpolicy/gavel/internal/quantity"
-
 	"fmt"
 	"math"
+	"math/big"
 	"time"
 
-	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gavelpolicy/gavel/internal/quantity"
 )
 
 // Arithmetic follows the upstream engine's operand rules. Each argument is
@@ -155,9 +155,9 @@ func jpMultiply(args []any) (any, error) {
 			return nil, fnWrap("multiply", 2, err)
 		}
 		x := a.q.DeepCopy()
-		var prod inf.Dec
-		prod.Mul(x.AsDec(), sq.AsDec())
-		return resource.NewDecimalQuantity(prod, a.q.Format).String(), nil
+		prod := x.AsDec()
+		prod.Mul(prod, sq.AsDec())
+		return resource.NewDecimalQuantity(*prod, a.q.Format).String(), nil
 	case kindDuration:
 		seconds := a.d.Seconds() * b.f
 		return time.Duration(seconds * float64(time.Second)).String(), nil
@@ -190,15 +190,10 @@ func jpDivide(args []any) (any, error) {
 			if err != nil {
 				return nil, fnWrap("divide", 2, err)
 			}
-			x := a.q.DeepCopy()
-			dividend, divisor := x.AsDec(), sq.AsDec()
-			if divisor.Sign() == 0 {
+			if sq.Sign() == 0 {
 				return nil, zero
 			}
-			scale := max(dividend.Scale(), divisor.Scale())
-			var quo inf.Dec
-			quo.QuoRound(dividend, divisor, scale, inf.RoundDown)
-			return resource.NewDecimalQuantity(quo, a.q.Format).String(), nil
+			return divideQuantity(a.q, sq), nil
 		}
 	case kindDuration:
 		switch b.kind {
@@ -286,4 +281,27 @@ func jpRound(args []any) (any, error) {
 	}
 	shift := math.Pow(10, float64(n))
 	return math.Round(v*shift) / shift, nil
+}
+
+// divideQuantity divides q by the non-zero d as upstream does and
+// returns the quotient's canonical form. The quotient is exact, then
+// rounded toward zero at the larger of the two operands' decimal scales
+// (upstream calls inf.Dec's QuoRound with RoundDown). With
+// q = qu·10^-qs and d = du·10^-ds, the quotient's unscaled value at
+// scale s is qu·10^(s-qs+ds) / du, and big.Int's Quo truncates toward
+// zero as RoundDown does.
+func divideQuantity(q, d resource.Quantity) string {
+	x := q.DeepCopy()
+	dividend, divisor := x.AsDec(), d.AsDec()
+	scale := max(dividend.Scale(), divisor.Scale())
+	num := new(big.Int).Set(dividend.UnscaledBig())
+	den := new(big.Int).Set(divisor.UnscaledBig())
+	if e := int64(scale) - int64(dividend.Scale()) + int64(divisor.Scale()); e >= 0 {
+		num.Mul(num, new(big.Int).Exp(big.NewInt(10), big.NewInt(e), nil))
+	} else {
+		den.Mul(den, new(big.Int).Exp(big.NewInt(10), big.NewInt(-e), nil))
+	}
+	// dividend is x's own decimal: it takes the quotient's digits.
+	dividend.SetUnscaledBig(num.Quo(num, den)).SetScale(scale)
+	return resource.NewDecimalQuantity(*dividend, q.Format).String()
 }

@@ -359,3 +359,43 @@ func TestPublicSurface(t *testing.T) {
 	}
 	t.Logf("public surface: %d exported functions, methods and types", total)
 }
+
+// directBudget is the most direct requirements the root go.mod may name:
+// each joins every importer's module graph. docs/ARCHITECTURE.md
+// ("Modules") says why each one is there.
+const directBudget = 12
+
+// TestDirectRequirements checks the root go.mod against directBudget.
+func TestDirectRequirements(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var direct []string
+	block := false
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "require (":
+			block = true
+			continue
+		case block && line == ")":
+			block = false
+			continue
+		}
+		req, ok := strings.CutPrefix(line, "require ")
+		if !ok && !block {
+			continue
+		}
+		if !ok {
+			req = line
+		}
+		if f := strings.Fields(req); len(f) >= 2 && !strings.Contains(req, "// indirect") {
+			direct = append(direct, f[0])
+		}
+	}
+	if len(direct) == 0 || len(direct) > directBudget {
+		t.Errorf("the root go.mod names %d direct requirements, the budget is %d:\n%s",
+			len(direct), directBudget, strings.Join(direct, "\n"))
+	}
+}
