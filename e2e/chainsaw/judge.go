@@ -362,7 +362,7 @@ func Summarize(tests []Test, results []Result, skips, known []Entry) Summary {
 		switch r.Outcome {
 		case Pass:
 			ss.Pass++
-			if isKnown {
+			if isKnown && k.Class != "timing" { // a timing test passes at times
 				s.Fixed = append(s.Fixed, k)
 			}
 		case Skip:

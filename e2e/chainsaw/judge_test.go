@@ -207,13 +207,13 @@ func TestSummarize(t *testing.T) {
 	tests := []Test{
 		{Name: "a/pass", Suite: "a"}, {Name: "a/skip", Suite: "a"}, {Name: "a/known", Suite: "a"},
 		{Name: "a/fixed", Suite: "a"}, {Name: "a/new", Suite: "a"}, {Name: "a/notrun", Suite: "a"},
-		{Name: "b/missing", Suite: "b"}, {Name: "b/known2", Suite: "b"},
+		{Name: "b/missing", Suite: "b"}, {Name: "b/known2", Suite: "b"}, {Name: "b/racy", Suite: "b"},
 	}
 	results := []Result{
 		{Test: "a/pass", Outcome: Pass}, {Test: "a/known", Outcome: Fail, Failure: "x"},
 		{Test: "a/fixed", Outcome: Pass}, {Test: "a/new", Outcome: Fail, Failure: "boom"},
 		{Test: "b/missing", Outcome: Missing, Failure: "not in chainsaw's report"},
-		{Test: "b/known2", Outcome: Fail, Failure: "y"},
+		{Test: "b/known2", Outcome: Fail, Failure: "y"}, {Test: "b/racy", Outcome: Pass},
 	}
 	skips := []Entry{{Test: "a/skip", Reason: "kubelet"}}
 	known := []Entry{
@@ -221,12 +221,13 @@ func TestSummarize(t *testing.T) {
 		{Test: "a/fixed", Class: "engine", Reason: "was a bug"},
 		{Test: "b/missing", Class: "product", Reason: "listed, but missing is never known"},
 		{Test: "b/known2", Class: "harness", Reason: "not on kind"},
+		{Test: "b/racy", Class: "timing", Reason: "passes at times: not fixed"},
 	}
 	s := Summarize(tests, results, skips, known)
 	var buf bytes.Buffer
 	s.Write(&buf, known)
 	want := `a                        6 tests:   2 passed,   1 skipped,   2 failed (known: 1 product)
-b                        2 tests:   0 passed,   0 skipped,   2 failed (known: 1 harness)
+b                        3 tests:   1 passed,   0 skipped,   2 failed (known: 1 harness)
 
 known failures (failing.txt):
   a/known [product] static webhook kinds
