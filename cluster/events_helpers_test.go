@@ -16,3 +16,5 @@ func listEvents(t *testing.T, h *Host) []eventsv1.Event {
 	}
 	return evs.Items
 }
+
+var metavOpts = metav1.ListOptions{}
