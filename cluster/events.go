@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gavelpolicy/gavel/engine"
@@ -73,9 +73,9 @@ type EventOptions struct {
 	// are dropped (and logged), so that recording never waits. Zero:
 	// 1000, upstream's default.
 	MaxQueued int
-	// QPS and Burst limit the writes of events (New only: a client of
-	// their own; NewForClients writes through its client). Zero: 1000
-	// and 2000, upstream's defaults.
+	// QPS and Burst limit the writes of events (a token bucket of the
+	// writers, apart from the host's other requests). Zero: 1000 and
+	// 2000, upstream's defaults.
 	QPS   float32
 	Burst int
 }
@@ -120,10 +120,13 @@ type eventRecorder struct {
 	hostname string
 	config   func() *Config
 	now      func() time.Time
-	seq      atomic.Int64
+	// exceptionUID gives the UID of a PolicyException (nil: unknown)
+	exceptionUID func(key string) types.UID
+	seq          atomic.Int64
 
-	queue   workqueue.TypedRateLimitingInterface[*eventsv1.Event]
-	warn    sync.Once // generateSuccessEvents with PolicyApplied omitted
+	queue   workqueue.TypedRateLimitingInterface[*queuedEvent]
+	limiter flowcontrol.RateLimiter // of the writes
+	warn    sync.Once               // generateSuccessEvents with PolicyApplied omitted
 	dropped atomic.Int64
 
 	mu      sync.Mutex
@@ -137,8 +140,8 @@ func newEventRecorder(client eventsclient.EventsV1Interface, opts EventOptions, 
 		omit = DefaultOmitEvents
 	}
 	r := &eventRecorder{client: client, log: log, omit: map[string]bool{}, max: opts.MaxQueued, config: config, now: time.Now,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*eventsv1.Event](),
-			workqueue.TypedRateLimitingQueueConfig[*eventsv1.Event]{Name: "events"})}
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*queuedEvent](),
+			workqueue.TypedRateLimitingQueueConfig[*queuedEvent]{Name: "events"})}
 	for _, o := range omit {
 		if o = strings.TrimSpace(o); o != "" {
 			r.omit[o] = true
@@ -147,6 +150,14 @@ func newEventRecorder(client eventsclient.EventsV1Interface, opts EventOptions, 
 	if r.max <= 0 {
 		r.max = defaultMaxQueuedEvents
 	}
+	qps, burst := opts.QPS, opts.Burst
+	if qps <= 0 {
+		qps = defaultEventsQPS
+	}
+	if burst <= 0 {
+		burst = defaultEventsBurst
+	}
+	r.limiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 	r.hostname, _ = os.Hostname()
 	return r
 }
@@ -189,14 +200,35 @@ func (r *eventRecorder) add(infos ...eventInfo) {
 		if !r.wanted(info) {
 			continue
 		}
-		if r.queue.Len() >= r.max {
-			if r.dropped.Add(1) == 1 || r.dropped.Load()%1000 == 0 {
-				r.log.Warn("events: the queue is full, event dropped", "maxQueued", r.max, "dropped", r.dropped.Load(),
-					"reason", info.reason, "kind", info.regarding.Kind, "namespace", info.regarding.Namespace, "name", info.regarding.Name)
-			}
+		if r.full() {
+			r.drop(info.reason, info.regarding)
 			continue
 		}
-		r.queue.Add(r.event(info))
+		r.queue.Add(&queuedEvent{info: *info, at: r.now()})
+	}
+}
+
+// queuedEvent is an event waiting to be written, whose Event the writer
+// makes (eventRecorder.event), off the caller's path; or the results of
+// an admission (resp set), whose events a writer builds and queues.
+type queuedEvent struct {
+	info eventInfo
+	at   time.Time
+	ev   *eventsv1.Event // made on the first attempt
+
+	resp    *engine.Response
+	blocked bool
+}
+
+// full reports whether the queue holds MaxQueued events.
+func (r *eventRecorder) full() bool { return r.queue.Len() >= r.max }
+
+// drop counts an event dropped for a full queue, and logs the first and
+// every thousandth.
+func (r *eventRecorder) drop(reason string, regarding corev1.ObjectReference) {
+	if n := r.dropped.Add(1); n == 1 || n%1000 == 0 {
+		r.log.Warn("events: the queue is full, event dropped", "maxQueued", r.max, "dropped", n,
+			"reason", reason, "kind", regarding.Kind, "namespace", regarding.Namespace, "name", regarding.Name)
 	}
 }
 
@@ -232,7 +264,7 @@ func (r *eventRecorder) wanted(info *eventInfo) bool {
 // event makes the Event of info, named and placed as upstream's (and
 // client-go's) recorders do: in the namespace of the object it regards
 // (default for a cluster-scoped one), named after it and the time.
-func (r *eventRecorder) event(info *eventInfo) *eventsv1.Event {
+func (r *eventRecorder) event(info *eventInfo, t time.Time) *eventsv1.Event {
 	typ := info.typ
 	if typ == "" {
 		typ = corev1.EventTypeWarning
@@ -248,7 +280,6 @@ func (r *eventRecorder) event(info *eventInfo) *eventsv1.Event {
 	if len(note) > maxEventNote {
 		note = note[:maxEventNote-3] + "..."
 	}
-	t := r.now()
 	var related *corev1.ObjectReference
 	if info.related != nil {
 		rel := *info.related
@@ -273,43 +304,65 @@ func (r *eventRecorder) event(info *eventInfo) *eventsv1.Event {
 	}
 }
 
-var eventNameInvalid = regexp.MustCompile(`[^a-z0-9.\-]`)
-
 // eventName turns an object's name into the start of a DNS subdomain,
-// as upstream does: invalid characters become "-", and the name starts
-// and ends with a letter or digit.
+// as upstream does: lower case, characters other than letters, digits,
+// "." and "-" replaced by "-", starting and ending with a letter or digit
+// ("a" and "z" added).
 func eventName(name string) string {
-	s := eventNameInvalid.ReplaceAllString(strings.ToLower(name), "-")
-	if s == "" {
-		return s
+	b := []byte(name)
+	for i, c := range b {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			b[i] = c + 'a' - 'A'
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '-':
+		default:
+			b[i] = '-'
+		}
 	}
-	if c := s[0]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
-		s = "a" + s
+	if len(b) == 0 {
+		return ""
 	}
-	if c := s[len(s)-1]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
-		s += "z"
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+	if !alnum(b[0]) {
+		b = append([]byte{'a'}, b...)
 	}
-	return s
+	if !alnum(b[len(b)-1]) {
+		b = append(b, 'z')
+	}
+	return string(b)
 }
 
 // processNext writes one queued Event: a failure other than the
 // namespace's absence is retried with backoff, eventRetries times.
 func (r *eventRecorder) processNext(ctx context.Context) bool {
-	ev, shutdown := r.queue.Get()
+	q, shutdown := r.queue.Get()
 	if shutdown {
 		return false
 	}
-	defer r.queue.Done(ev)
+	defer r.queue.Done(q)
+	if q.resp != nil {
+		r.add(r.admissionEvents(q.resp, q.blocked, r.exceptionUID)...)
+		r.queue.Forget(q)
+		return true
+	}
+	if err := r.limiter.Wait(ctx); err != nil {
+		r.queue.Forget(q) // stopping
+		return true
+	}
+	if q.ev == nil {
+		q.ev = r.event(&q.info, q.at)
+	}
+	ev := q.ev
 	_, err := r.client.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
-		if r.queue.NumRequeues(ev) < eventRetries {
-			r.queue.AddRateLimited(ev)
+		if r.queue.NumRequeues(q) < eventRetries {
+			r.queue.AddRateLimited(q)
 			return true
 		}
 		r.log.Error("events: dropping an event after its retries", "reason", ev.Reason, "kind", ev.Regarding.Kind,
 			"namespace", ev.Regarding.Namespace, "name", ev.Regarding.Name, "err", err)
 	}
-	r.queue.Forget(ev)
+	r.queue.Forget(q)
 	return true
 }
 
@@ -320,20 +373,34 @@ func (r *eventRecorder) processNext(ctx context.Context) bool {
 // the resource; PolicySkipped events for rules that PolicyExceptions
 // skipped; PolicyApplied for policies that passed or mutated. Pass the
 // response of Validate (blocked: whether the request is denied) or of
-// Mutate. The events are queued, never waited for: recording neither
-// slows nor fails the admission. Omitted reasons (EventOptions.Omit) and,
-// without the ConfigMap's generateSuccessEvents, PolicyApplied events are
-// not even built. resp may be nil.
+// Mutate. The response is queued (the recorder's writers build its
+// events), never waited for: recording neither slows nor fails the
+// admission; resp must not change afterwards. Omitted reasons
+// (EventOptions.Omit) and, without the ConfigMap's generateSuccessEvents,
+// PolicyApplied events are not even built. resp may be nil.
 func (h *Host) RecordAdmissionEvents(resp *engine.Response, blocked bool) {
 	if resp == nil || len(resp.Policies) == 0 {
 		return
 	}
-	h.events.add(h.events.admissionEvents(resp, blocked, h.exceptionUID)...)
+	r := h.events
+	if !r.hasAdmissionEvents(resp, blocked) {
+		return
+	}
+	if r.full() {
+		// not even built: a full queue would drop them
+		r.drop("", corev1.ObjectReference{Kind: "admission"})
+		return
+	}
+	// built by a writer, off the admission's path
+	r.queue.Add(&queuedEvent{resp: resp, blocked: blocked})
 }
 
 // exceptionUID returns the UID of a kyverno.io PolicyException from the
 // informer's cache ("" when it is not there).
 func (h *Host) exceptionUID(key string) types.UID {
+	if h.excInf == nil {
+		return ""
+	}
 	o, ok, _ := h.excInf.GetStore().GetByKey(key)
 	if !ok {
 		return ""

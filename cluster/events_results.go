@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,12 +72,13 @@ func refKey(ref corev1.ObjectReference) string {
 func policyViolationEvent(source string, pr *engine.PolicyResult, rr *engine.RuleResult, blocked bool) eventInfo {
 	res := objectRef(resultResource(pr))
 	var b strings.Builder
+	b.Grow(len(res.Kind) + len(res.Namespace) + len(res.Name) + len(rr.Name) + len(rr.Message) + 32)
 	b.WriteString(refString(res))
+	b.WriteString(": ")
 	if rr.Name != "" {
-		fmt.Fprintf(&b, ": [%s] %s", rr.Name, rr.Status)
-	} else {
-		fmt.Fprintf(&b, ": %s", rr.Status)
+		b.WriteString("[" + rr.Name + "] ")
 	}
+	b.WriteString(string(rr.Status))
 	action := EventActionPassed
 	if blocked {
 		b.WriteString(" (blocked)")
@@ -195,21 +197,8 @@ func (r *eventRecorder) admissionEvents(resp *engine.Response, blocked bool, uid
 	var out []eventInfo
 	for i := range resp.Policies {
 		pr := &resp.Policies[i]
-		if len(pr.Rules) == 0 || pr.Policy == nil || unstructuredName(resultResource(pr)) == "" {
-			continue
-		}
-		if blocked && !pr.FailureAction.IsEnforce() {
-			switch api.KindOf(pr.Policy.Source()) {
-			case api.KindClusterPolicy, api.KindPolicy:
-				continue
-			}
-		}
-		s := statsOf(pr)
-		switch {
-		case s.fail+s.errs > 0:
-			if !r.enabled(EventReasonPolicyViolation) {
-				continue
-			}
+		switch r.admissionReason(pr, blocked) {
+		case EventReasonPolicyViolation:
 			for j := range pr.Rules {
 				rr := &pr.Rules[j]
 				if rr.Status != engine.StatusFail && rr.Status != engine.StatusError {
@@ -220,22 +209,59 @@ func (r *eventRecorder) admissionEvents(resp *engine.Response, blocked bool, uid
 					out = append(out, resourceViolationEvent(EventSourceAdmission, pr, rr))
 				}
 			}
-		case s.skip > 0:
-			if blocked || !r.enabled(EventReasonPolicySkipped) {
-				continue
-			}
+		case EventReasonPolicySkipped:
 			for j := range pr.Rules {
 				if rr := &pr.Rules[j]; rr.Status == engine.StatusSkip && len(rr.Exceptions) > 0 {
 					out = append(out, exceptionEvents(EventSourceAdmission, pr, rr, uid)...)
 				}
 			}
-		default:
-			if r.enabled(EventReasonPolicyApplied) {
-				out = append(out, policyAppliedEvent(EventSourceAdmission, pr))
-			}
+		case EventReasonPolicyApplied:
+			out = append(out, policyAppliedEvent(EventSourceAdmission, pr))
 		}
 	}
 	return out
+}
+
+// admissionReason is the reason of the events of a policy's admission
+// results (admissionEvents), "" when it has none or they are not
+// recorded now (eventRecorder.enabled).
+func (r *eventRecorder) admissionReason(pr *engine.PolicyResult, blocked bool) string {
+	if len(pr.Rules) == 0 || pr.Policy == nil || unstructuredName(resultResource(pr)) == "" {
+		return ""
+	}
+	if blocked && !pr.FailureAction.IsEnforce() {
+		switch api.KindOf(pr.Policy.Source()) {
+		case api.KindClusterPolicy, api.KindPolicy:
+			return ""
+		}
+	}
+	s := statsOf(pr)
+	reason := EventReasonPolicyApplied
+	switch {
+	case s.fail+s.errs > 0:
+		reason = EventReasonPolicyViolation
+	case s.skip > 0:
+		if blocked || !slices.ContainsFunc(pr.Rules, func(rr engine.RuleResult) bool { return len(rr.Exceptions) > 0 }) {
+			return ""
+		}
+		reason = EventReasonPolicySkipped
+	}
+	if !r.enabled(reason) {
+		return ""
+	}
+	return reason
+}
+
+// hasAdmissionEvents reports whether admissionEvents would return events
+// (true also when the configuration's successEventActions would leave
+// them all out).
+func (r *eventRecorder) hasAdmissionEvents(resp *engine.Response, blocked bool) bool {
+	for i := range resp.Policies {
+		if r.admissionReason(&resp.Policies[i], blocked) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // scanEvents are the events of a background scan's results, as

@@ -149,17 +149,12 @@ func New(cfg *rest.Config, opts Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	// events are written through a client of their own, with their own
-	// rate limits (upstream's eventsRateLimitQPS and eventsRateLimitBurst)
+	// events are written through a client of their own, apart from the
+	// rate limits of the others: the event writers apply their own
+	// (EventOptions.QPS and Burst, upstream's eventsRateLimitQPS and
+	// eventsRateLimitBurst)
 	ecfg := rest.CopyConfig(cfg)
-	ecfg.QPS, ecfg.Burst = opts.Events.QPS, opts.Events.Burst
-	if ecfg.QPS == 0 {
-		ecfg.QPS = defaultEventsQPS
-	}
-	if ecfg.Burst == 0 {
-		ecfg.Burst = defaultEventsBurst
-	}
-	ecfg.RateLimiter = nil
+	ecfg.QPS, ecfg.RateLimiter = -1, nil
 	events, err := eventsclient.NewForConfig(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -176,7 +171,7 @@ func New(cfg *rest.Config, opts Options) (*Host, error) {
 
 // NewForClients returns a Host on the given clients (fakes in tests); its
 // discovery reads kube.Discovery(), cached in memory, and its events are
-// written through kube (Options.Events.QPS and Burst do not apply).
+// written through kube.
 func NewForClients(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, opts Options) (*Host, error) {
 	h, err := newHost(kube, dyn, mapper, opts)
 	if err != nil {
@@ -205,6 +200,7 @@ func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTM
 		log: opts.Logger, metrics: opts.Metrics,
 		authz: NewAuthorizer(kube.AuthorizationV1().SubjectAccessReviews(), opts.Authorizer)}
 	h.events = newEventRecorder(kube.EventsV1(), opts.Events, h.Config, h.log)
+	h.events.exceptionUID = h.exceptionUID
 	h.factory = informers.NewSharedInformerFactory(kube, opts.Resync)
 	h.configMaps = h.factory.Core().V1().ConfigMaps().Lister()
 	h.cfg.Store(&Config{})
