@@ -151,10 +151,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.imageVerifyCacheTTL, "image-verify-cache-ttl", time.Hour, "how long a successful image verification is kept")
 	fs.IntVar(&o.imageVerifyCacheSize, "image-verify-cache-size", 1000, "image verifications kept")
 	fs.StringVar(&omitEvents, "omit-events", strings.Join(cluster.DefaultOmitEvents, ","), "comma-separated reasons of the events not recorded (PolicyViolation, PolicyApplied, PolicyError, PolicySkipped; empty: none), as upstream's -omitEvents; PolicyApplied events also need generateSuccessEvents in the -config ConfigMap")
-	fs.IntVar(&o.events.MaxQueued, "max-queued-events", 1000, "events waiting to be written; beyond, new ones are dropped (upstream's -maxQueuedEvents)")
+	fs.IntVar(&o.events.MaxQueued, "max-queued-events", 1000, "events waiting to be written; beyond, new ones are dropped (upstream's -maxQueuedEvents; 0: 1000)")
 	var eventsQPS float64
-	fs.Float64Var(&eventsQPS, "events-qps", 1000, "QPS of the writes of events (upstream's -eventsRateLimitQPS)")
-	fs.IntVar(&o.events.Burst, "events-burst", 2000, "burst of the writes of events (upstream's -eventsRateLimitBurst)")
+	fs.Float64Var(&eventsQPS, "events-qps", 1000, "QPS of the writes of events (upstream's -eventsRateLimitQPS; 0: 1000)")
+	fs.IntVar(&o.events.Burst, "events-burst", 2000, "burst of the writes of events (upstream's -eventsRateLimitBurst; 0: 2000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
