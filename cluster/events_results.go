@@ -374,7 +374,8 @@ func cleanupEvent(p *engine.Policy, u *unstructured.Unstructured, err error) eve
 }
 
 // updateRequestEvents are the events of a processed UpdateRequest, as
-// upstream's generate and mutate-existing controllers record them: for
+// upstream's generate and mutate-existing controllers record them (a
+// MutatingPolicy's: mpolEvents): for
 // each rule that failed (or errored; warned too for mutate-existing), a
 // PolicyError on the policy related to the trigger (generate) or to the
 // target (mutate-existing, the trigger when no target is known); for each
@@ -390,6 +391,10 @@ func updateRequestEvents(ur *api.UpdateRequest, results []engine.PolicyResult) [
 	for i := range results {
 		pr := &results[i]
 		if pr.Policy == nil {
+			continue
+		}
+		if source == EventSourceMutate && mutatingPolicy(pr.Policy) {
+			out = append(out, mpolEvents(pr)...)
 			continue
 		}
 		for j := range pr.Rules {
@@ -419,6 +424,40 @@ func updateRequestEvents(ur *api.UpdateRequest, results []engine.PolicyResult) [
 				}
 				out = append(out, backgroundFailedEvent(source, pr.Policy, rr.Name, errors.New(rr.Message), related))
 			}
+		}
+	}
+	return out
+}
+
+func mutatingPolicy(p *engine.Policy) bool {
+	switch api.KindOf(p.Source()) {
+	case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy:
+		return true
+	}
+	return false
+}
+
+// mpolEvents are the events of a MutatingPolicy's mutate-existing
+// results, as upstream's background processor records them (through its
+// webhooks' GenerateEvents, per target): PolicyApplied "is successfully
+// mutated" on the policy related to each patched target, or the
+// PolicyViolation events of a failed or errored rule on the policy and
+// the target (the trigger when no target is known).
+func mpolEvents(pr *engine.PolicyResult) []eventInfo {
+	var out []eventInfo
+	for j := range pr.Rules {
+		rr := &pr.Rules[j]
+		switch rr.Status {
+		case engine.StatusPass:
+			for _, t := range rr.PatchedTargets {
+				out = append(out, policyAppliedEvent(EventSourceMutate, &engine.PolicyResult{Policy: pr.Policy, Resource: t}))
+			}
+		case engine.StatusFail, engine.StatusError:
+			target := &engine.PolicyResult{Policy: pr.Policy, Resource: pr.Resource}
+			if len(rr.PatchedTargets) > 0 {
+				target.Resource = rr.PatchedTargets[0]
+			}
+			out = append(out, policyViolationEvent(EventSourceMutate, target, rr, false), resourceViolationEvent(EventSourceMutate, target, rr))
 		}
 	}
 	return out

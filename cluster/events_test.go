@@ -84,6 +84,18 @@ spec:
     match: {any: [{resources: {kinds: [Pod]}}]}
     mutate:
       patchStrategicMerge: {metadata: {labels: {tier: web}}}
+---
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: mp-team, uid: mpol-1}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"
 `
 
 // eventSet compiles eventPolicies.
@@ -365,6 +377,23 @@ func TestBackgroundEvents(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("mutate-existing events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// a MutatingPolicy's, as upstream's background processor: the
+	// admission events of each target
+	results = []engine.PolicyResult{{Policy: policyOf(t, set, "mp-team"), Resource: trigger, Rules: []engine.RuleResult{
+		{Type: engine.Mutation, Status: engine.StatusPass, PatchedTargets: []map[string]any{target}},
+		{Type: engine.Mutation, Status: engine.StatusError, Message: "target not found"},
+	}}}
+	mut.Spec.Policy = "mp-team"
+	got = made(r, updateRequestEvents(mut, results))
+	want = []string{
+		"default|Normal|PolicyApplied|Resource Mutated|gavel-mutate|gavel-mutate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/target uid=pod-uid|Pod default/target is successfully mutated",
+		"default|Warning|PolicyViolation|Resource Passed|gavel-mutate|gavel-mutate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: error; target not found",
+		"default|Warning|PolicyViolation|Resource Passed|gavel-mutate|gavel-mutate|v1 Pod default/p uid=pod-uid|-|policy mp-team/ error: target not found",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("MutatingPolicy events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
