@@ -107,11 +107,14 @@ type eventInfo struct {
 
 // eventRecorder writes events.k8s.io/v1 Events as upstream's event
 // generator does: add filters them (omitted reasons, success events
-// without generateSuccessEvents, objects without a name), makes the Event
-// and queues it without waiting (a full queue drops it); eventWorkers
-// workers create the queued Events, retrying a failed write eventRetries
-// times with backoff. Events are not aggregated: every add is an Event
-// of its own, named after its object and the time, as upstream's.
+// without generateSuccessEvents, objects without a name) and queues them
+// without waiting (a full queue drops them); eventWorkers workers make
+// each Event and create it, at most QPS a second (Burst at once),
+// retrying a failed write eventRetries times with backoff. The queue also
+// takes admissions' results, whose events a worker builds and queues
+// (Host.RecordAdmissionEvents). Events are not aggregated: every add is
+// an Event of its own, named after its object and the time, as
+// upstream's.
 type eventRecorder struct {
 	client   eventsclient.EventsV1Interface
 	log      *slog.Logger
