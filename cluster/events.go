@@ -64,10 +64,12 @@ const (
 // --eventsRateLimitBurst).
 type EventOptions struct {
 	// Omit are the reasons of the events not recorded (PolicyViolation,
-	// PolicyApplied, PolicyError, PolicySkipped). Nil: DefaultOmitEvents,
-	// upstream's chart default; an empty, non-nil slice omits none.
-	// PolicyApplied events also need the ConfigMap's
-	// generateSuccessEvents (Config.GenerateSuccessEvents), as upstream.
+	// PolicyApplied, PolicyError, PolicySkipped), but for the events of
+	// the cleanup and deleting policies (upstream's cleanup controller has
+	// no omitEvents). Nil: DefaultOmitEvents, upstream's chart default;
+	// an empty, non-nil slice omits none. PolicyApplied events also need
+	// the ConfigMap's generateSuccessEvents (Config.GenerateSuccessEvents),
+	// as upstream's, the cleanup's too.
 	Omit []string
 	// MaxQueued bounds the events waiting to be written: beyond, new ones
 	// are dropped (and logged), so that recording never waits. Zero:
@@ -245,7 +247,8 @@ func (r *eventRecorder) wanted(info *eventInfo) bool {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	if r.omit[info.reason] {
+	// upstream's cleanup controller has no omitEvents
+	if r.omit[info.reason] && info.source != EventSourceCleanup {
 		if info.reason == EventReasonPolicyApplied && cfg.GenerateSuccessEvents {
 			r.warn.Do(func() {
 				r.log.Warn("events: generateSuccessEvents is set but PolicyApplied is omitted: no success events are recorded")

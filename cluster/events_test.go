@@ -400,7 +400,9 @@ func TestBackgroundEvents(t *testing.T) {
 // The events of cleanup and deleting policies (upstream's
 // NewCleanupPolicyEvent, NewDeletingPolicyEvent).
 func TestCleanupEvents(t *testing.T) {
-	r, _ := testRecorder(t, EventOptions{Omit: []string{}}, &Config{GenerateSuccessEvents: true})
+	// the default omitted reasons do not apply to them, as upstream's
+	// cleanup controller takes no omitEvents
+	r, _ := testRecorder(t, EventOptions{}, &Config{GenerateSuccessEvents: true})
 	eng, err := engine.New()
 	if err != nil {
 		t.Fatal(err)
@@ -423,6 +425,11 @@ func TestCleanupEvents(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// the successes need generateSuccessEvents, as upstream's
+	r, _ = testRecorder(t, EventOptions{}, &Config{})
+	if got := made(r, []eventInfo{cleanupEvent(del, j, nil), cleanupEvent(cln, j, errors.New("forbidden"))}); len(got) != 1 || !strings.Contains(got[0], "|PolicyError|") {
+		t.Errorf("without generateSuccessEvents: %q", got)
 	}
 }
 

@@ -62,8 +62,9 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 	objs := []runtime.Object{completedJobsPolicy(), tmpJobsCleanup(),
 		job("ci", "done", true, nil), job("ci", "running", false, nil), job("ci", "tmp-1", false, nil),
 		job("other", "tmp-2", false, nil), job("other", "done-too", true, map[string]any{"app.kubernetes.io/managed-by": "gavel"})}
-	// success events: none omitted, generateSuccessEvents
-	h, dyn := fakeHostWith(t, Options{Events: EventOptions{Omit: []string{}}}, nil, objs, func(h *Host) {
+	// success events: generateSuccessEvents (the omitted reasons do not
+	// apply to the cleanup's events)
+	h, dyn := fakeHostWith(t, Options{}, nil, objs, func(h *Host) {
 		var err error
 		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
 			t.Fatal(err)

@@ -150,7 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.tufCache, "tuf-cache", "", "directory caching the TUF metadata (empty: memory)")
 	fs.DurationVar(&o.imageVerifyCacheTTL, "image-verify-cache-ttl", time.Hour, "how long a successful image verification is kept")
 	fs.IntVar(&o.imageVerifyCacheSize, "image-verify-cache-size", 1000, "image verifications kept")
-	fs.StringVar(&omitEvents, "omit-events", strings.Join(cluster.DefaultOmitEvents, ","), "comma-separated reasons of the events not recorded (PolicyViolation, PolicyApplied, PolicyError, PolicySkipped; empty: none), as upstream's -omitEvents; PolicyApplied events also need generateSuccessEvents in the -config ConfigMap")
+	fs.StringVar(&omitEvents, "omit-events", strings.Join(cluster.DefaultOmitEvents, ","), "comma-separated reasons of the events not recorded (PolicyViolation, PolicyApplied, PolicyError, PolicySkipped; empty: none), as upstream's -omitEvents; not the deleting and cleanup policies' events; PolicyApplied events also need generateSuccessEvents in the -config ConfigMap")
 	fs.IntVar(&o.events.MaxQueued, "max-queued-events", 1000, "events waiting to be written; beyond, new ones are dropped (upstream's -maxQueuedEvents; 0: 1000)")
 	var eventsQPS float64
 	fs.Float64Var(&eventsQPS, "events-qps", 1000, "QPS of the writes of events (upstream's -eventsRateLimitQPS; 0: 1000)")
