@@ -104,6 +104,10 @@ var Classes = map[string]string{
 	"product": "cluster-mode product gap",
 	// the judge's cluster differs from upstream's kind cluster
 	"harness": "harness",
+	// the test races with upstream's own background processing: under
+	// upstream's current semantics its outcome depends on when a queued
+	// background pass runs against the test's next step
+	"timing": "timing-dependent test",
 }
 
 // ReadList reads a list file: one entry a line, `test reason...` in the
