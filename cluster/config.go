@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -29,6 +30,8 @@ const (
 	ConfigWebhookAnnotations  = "webhookAnnotations"
 	ConfigWebhookLabels       = "webhookLabels"
 	ConfigMatchConditions     = "matchConditions"
+	ConfigGenerateSuccess     = "generateSuccessEvents"
+	ConfigSuccessEventActions = "successEventActions"
 )
 
 // Config is the host's dynamic configuration, read from the data of a
@@ -60,6 +63,14 @@ type Config struct {
 	// that has none of its own (matchConditions: a JSON list of
 	// {name, expression}).
 	MatchConditions []admv1.MatchCondition
+
+	// GenerateSuccessEvents (generateSuccessEvents, a boolean) lets the
+	// host record PolicyApplied events (unless the host's omitted events
+	// leave them out), as upstream; SuccessEventActions
+	// (successEventActions, comma-separated) then keeps those of these
+	// actions only (empty: every action).
+	GenerateSuccessEvents bool
+	SuccessEventActions   []string
 
 	// Errors are the values ignored as malformed, one per key, as
 	// upstream logs and ignores them.
@@ -101,6 +112,18 @@ func ParseConfig(data map[string]string) *Config {
 	c.Excluded.Roles, c.Included.Roles = parseExclusions(data[ConfigExcludeRoles])
 	c.Excluded.ClusterRoles, c.Included.ClusterRoles = parseExclusions(data[ConfigExcludeClusterRoles])
 	c.parseWebhookKeys(data)
+	if v, ok := data[ConfigGenerateSuccess]; ok {
+		if b, err := strconv.ParseBool(v); err != nil {
+			c.Errors = append(c.Errors, fmt.Errorf("configuration key %s: %w", ConfigGenerateSuccess, err))
+		} else {
+			c.GenerateSuccessEvents = b
+		}
+	}
+	for a := range strings.SplitSeq(data[ConfigSuccessEventActions], ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.SuccessEventActions = append(c.SuccessEventActions, a)
+		}
+	}
 	return c
 }
 

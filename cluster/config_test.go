@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,6 +151,27 @@ func BenchmarkConfigFiltered(b *testing.B) {
 	for b.Loop() {
 		if cfg.Filtered(pod, "", "default", "web-7d4b9c-x2x5k") {
 			b.Fatal("filtered")
+		}
+	}
+}
+
+// generateSuccessEvents and successEventActions, as upstream parses them:
+// a malformed boolean is an error and leaves success events off.
+func TestSuccessEventKeys(t *testing.T) {
+	for _, tc := range []struct {
+		data    map[string]string
+		on      bool
+		actions []string
+		errs    int
+	}{
+		{map[string]string{}, false, nil, 0},
+		{map[string]string{ConfigGenerateSuccess: "true", ConfigSuccessEventActions: " Resource Mutated, ,Resource Generated"}, true, []string{"Resource Mutated", "Resource Generated"}, 0},
+		{map[string]string{ConfigGenerateSuccess: "False"}, false, nil, 0},
+		{map[string]string{ConfigGenerateSuccess: "yes"}, false, nil, 1},
+	} {
+		cfg := ParseConfig(tc.data)
+		if cfg.GenerateSuccessEvents != tc.on || !slices.Equal(cfg.SuccessEventActions, tc.actions) || len(cfg.Errors) != tc.errs {
+			t.Errorf("%v: %v %q, errors %v", tc.data, cfg.GenerateSuccessEvents, cfg.SuccessEventActions, cfg.Errors)
 		}
 	}
 }

@@ -26,7 +26,8 @@ type ControllerOptions struct {
 	// negative: no reports). Between scans, resources are evaluated when
 	// they are created or changed, and forgotten when deleted (Reporter.Run).
 	ScanInterval time.Duration
-	// Generate are options of the generate controller (retries...).
+	// Generate are options of the generate controller (retries...); the
+	// host sets its observer (generate.WithObserver) to record events.
 	Generate []generate.Option
 	// Report are the options of the reports (clock, source...); the clock
 	// defaults to time.Now.
@@ -107,7 +108,8 @@ func NewController(h *Host, src *PolicySource, opts ControllerOptions) *Controll
 		opts.ReportWritesPerSecond = defaultReportWrites
 	}
 	c := &Controller{h: h, src: src, opts: opts, log: h.log.With("controller", "background"), gpolKinds: map[[2]string]bool{}}
-	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue), generate.WithDownstreamKinds(c.downstreamKind))
+	gopts := append(slices.Clip(opts.Generate), generate.WithQueue(h.queue), generate.WithDownstreamKinds(c.downstreamKind),
+		generate.WithObserver(c.observeUpdateRequest))
 	c.sched = NewScheduler(h, src, SchedulerOptions{})
 	c.gen = generate.NewController(src.Set(), h.client, gopts...)
 	c.rep = newReporter(h, src, opts.Report)
@@ -359,4 +361,10 @@ func (c *Controller) resourceOf(apiVersion, kind string) (schema.GroupVersionRes
 // labelSelector selects the objects carrying a label.
 func labelSelector(label string) func(*metav1.ListOptions) {
 	return func(o *metav1.ListOptions) { o.LabelSelector = label }
+}
+
+// observeUpdateRequest records the events of a processed UpdateRequest
+// (updateRequestEvents).
+func (c *Controller) observeUpdateRequest(ur *api.UpdateRequest, results []engine.PolicyResult) {
+	c.h.events.add(updateRequestEvents(ur, results)...)
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -68,6 +69,9 @@ type Options struct {
 	// exclusions (see Config) apply from the moment it changes, without
 	// a restart; a missing one filters nothing. Empty: none.
 	ConfigMap string
+	// Events configure the events.k8s.io/v1 Events the host records
+	// (upstream's omitEvents, maxQueuedEvents and event rate limits).
+	Events EventOptions
 }
 
 // Host implements gavel's host interfaces on a Kubernetes cluster:
@@ -145,17 +149,29 @@ func New(cfg *rest.Config, opts Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	// events are written through a client of their own, apart from the
+	// rate limits of the others: the event writers apply their own
+	// (EventOptions.QPS and Burst, upstream's eventsRateLimitQPS and
+	// eventsRateLimitBurst)
+	ecfg := rest.CopyConfig(cfg)
+	ecfg.QPS, ecfg.RateLimiter = -1, nil
+	events, err := eventsclient.NewForConfig(ecfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	cached := memory.NewMemCacheClient(disc)
 	h, err := newHost(kube, dyn, restmapper.NewDeferredDiscoveryRESTMapper(cached), opts)
 	if err != nil {
 		return nil, err
 	}
+	h.events.client = events
 	h.disc = cached
 	return h, nil
 }
 
 // NewForClients returns a Host on the given clients (fakes in tests); its
-// discovery reads kube.Discovery(), cached in memory.
+// discovery reads kube.Discovery(), cached in memory, and its events are
+// written through kube.
 func NewForClients(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, opts Options) (*Host, error) {
 	h, err := newHost(kube, dyn, mapper, opts)
 	if err != nil {
@@ -183,7 +199,8 @@ func newHost(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTM
 	h := &Host{opts: opts, kube: kube, dyn: dyn, mapper: mapper, client: dynclient.New(dyn, mapper),
 		log: opts.Logger, metrics: opts.Metrics,
 		authz: NewAuthorizer(kube.AuthorizationV1().SubjectAccessReviews(), opts.Authorizer)}
-	h.events = newEventRecorder(kube, h.log)
+	h.events = newEventRecorder(kube.EventsV1(), opts.Events, h.Config, h.log)
+	h.events.exceptionUID = h.exceptionUID
 	h.factory = informers.NewSharedInformerFactory(kube, opts.Resync)
 	h.configMaps = h.factory.Core().V1().ConfigMaps().Lister()
 	h.cfg.Store(&Config{})
@@ -252,7 +269,8 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 // Shutdown waits, once Start's context is done, for every goroutine the
-// host started (informers, workers, the event broadcaster).
+// host started (informers, workers, the event writers); the events not
+// written yet are dropped.
 func (h *Host) Shutdown() {
 	h.factory.Shutdown()
 	h.dynFactory.Shutdown()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 )
 
@@ -14,7 +15,7 @@ import (
 // context is done and Shutdown returned: informers, the policy source's
 // workers, the leader's controllers (policy changes, downstream and clone
 // source watchers, the UpdateRequest queue, the reports), the webhook
-// controller, the admission reports' writers, the event broadcaster.
+// controller, the admission reports' writers, the event writers.
 func TestNoGoroutineLeftAfterShutdown(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	kube, dyn := fakeClients(provisioner(), clonePolicy(), nsObject("a"))
@@ -34,6 +35,8 @@ func TestNoGoroutineLeftAfterShutdown(t *testing.T) {
 	})
 	wg.Go(func() { reports.Run(ctx) })
 	r.admit(t, "a")
+	r.h.events.add(eventInfo{regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: "a"},
+		reason: EventReasonPolicyViolation, action: EventActionPassed, note: "n", source: EventSourceScan})
 	eventually(t, "the downstream", func() bool { return owner(t, dyn, "a") == "gavel" })
 	cancel()
 	wg.Wait()

@@ -231,12 +231,9 @@ func TestPolicySourceBrokenValidatingPolicy(t *testing.T) {
 		t.Errorf("RBACPermissionsGranted %+v", c)
 	}
 	eventually(t, "the event", func() bool {
-		evs, err := h.kube.CoreV1().Events("").List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range evs.Items {
-			if e.Reason == EventReasonPolicyError && e.InvolvedObject.Kind == "ValidatingPolicy" && e.InvolvedObject.Name == "need-team" {
+		for _, e := range listEvents(t, h) {
+			if e.Reason == EventReasonPolicyError && e.Regarding.Kind == "ValidatingPolicy" && e.Regarding.Name == "need-team" &&
+				e.Type == "Warning" && e.Action == EventActionNone && strings.Contains(e.Note, "spec.validations[0].expression") {
 				return true
 			}
 		}

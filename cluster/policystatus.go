@@ -168,7 +168,7 @@ func (s *PolicySource) writeStatus(ctx context.Context, id string) error {
 	shape := shapeOf(kind)
 	if shape == statusNone {
 		if cerr != nil {
-			s.h.events.warn(u, EventReasonPolicyError, cerr.Error())
+			s.h.events.policyError(u, cerr)
 		}
 		return nil
 	}
@@ -218,7 +218,7 @@ func (s *PolicySource) writeStatus(ctx context.Context, id string) error {
 		return fmt.Errorf("writing the status of policy %s: %w", id, err)
 	}
 	if cerr != nil {
-		s.h.events.warn(u, EventReasonPolicyError, cerr.Error())
+		s.h.events.policyError(u, cerr)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -77,7 +79,12 @@ type reporter struct {
 
 	writeMu sync.Mutex
 	written map[report.ReportKey]writtenReport // nil: list the cluster's
-	merged  []*ephemeral                       // deleted after the next successful write
+
+	eventsMu sync.Mutex
+	// eventsSeen holds, by resource UID and policy key, the fingerprint
+	// of the events last recorded for the scan results (recordScan)
+	eventsSeen map[string]map[string]uint64
+	merged     []*ephemeral // deleted after the next successful write
 
 	backlog []report.ReportKey // changed reports beyond the last Write's maxWrites
 
@@ -285,12 +292,14 @@ func (r *reporter) Scan(ctx context.Context) error {
 			if err := r.store.Update(uid, resp.Policies, true); err != nil {
 				r.h.log.Warn("scan", "err", err)
 			}
+			r.recordScan(uid, l.Items[i].GetResourceVersion(), resp.Policies)
 		}
 	}
 	if complete {
 		for _, uid := range r.store.UIDs() {
 			if !seen[uid] {
 				r.store.Delete(uid) // the resource is gone: so are its entries
+				r.forgetEvents(uid)
 			}
 		}
 	}
@@ -740,6 +749,7 @@ func (rs *reporterRun) processNext() bool {
 	}
 	if deleted {
 		rs.r.store.Delete(uid)
+		rs.r.forgetEvents(uid)
 		rs.dirty.Store(true)
 	}
 	rs.queue.Forget(k)
@@ -759,6 +769,7 @@ func (rs *reporterRun) eval(k gvk, u *unstructured.Unstructured) {
 	if err := rs.r.store.Update(string(u.GetUID()), resp.Policies, true); err != nil {
 		rs.r.h.log.Warn("reports", "err", err)
 	}
+	rs.r.recordScan(string(u.GetUID()), u.GetResourceVersion(), resp.Policies)
 	rs.dirty.Store(true)
 }
 
@@ -842,6 +853,7 @@ func (rs *reporterRun) rescan(sweep bool) {
 		}
 		if rs.missing[uid] {
 			rs.r.store.Delete(uid)
+			rs.r.forgetEvents(uid)
 			rs.dirty.Store(true)
 			continue
 		}
@@ -1026,4 +1038,68 @@ func (rs *reporterRun) kindOf(apiVersion, kind string) (gvk, bool) {
 		return gvk{}, false
 	}
 	return gvk{gvr: m.Resource, apiVersion: apiVersion, kind: kind}, true
+}
+
+// recordScan records the events of a resource's scan results
+// (eventRecorder.scanEvents) when they differ from those last recorded
+// for the resource and policy, or the resource or the policy changed
+// since: upstream records them each time it evaluates a policy on a
+// resource, which it does when either changes (and on its periodic full
+// scan, hourly by default); gavel evaluates everything again at each
+// ScanInterval (a minute by default), and would repeat the same events
+// every minute.
+func (r *reporter) recordScan(uid, resourceVersion string, results []engine.PolicyResult) {
+	ev := r.h.events
+	for i := range results {
+		pr := &results[i]
+		if pr.Policy == nil {
+			continue
+		}
+		infos := ev.scanEvents(pr, r.h.exceptionUID)
+		if len(infos) == 0 {
+			// nothing to record: a later result is new
+			r.eventsMu.Lock()
+			delete(r.eventsSeen[uid], pr.Policy.Key())
+			r.eventsMu.Unlock()
+			continue
+		}
+		fp := eventsFingerprint(resourceVersion, pr.Policy, infos)
+		r.eventsMu.Lock()
+		if r.eventsSeen == nil {
+			r.eventsSeen = map[string]map[string]uint64{}
+		}
+		seen := r.eventsSeen[uid]
+		if seen == nil {
+			seen = map[string]uint64{}
+			r.eventsSeen[uid] = seen
+		}
+		old, ok := seen[pr.Policy.Key()]
+		seen[pr.Policy.Key()] = fp
+		r.eventsMu.Unlock()
+		if ok && old == fp {
+			continue
+		}
+		ev.add(infos...)
+	}
+}
+
+// forgetEvents forgets the events recorded for a deleted resource.
+func (r *reporter) forgetEvents(uid string) {
+	r.eventsMu.Lock()
+	delete(r.eventsSeen, uid)
+	r.eventsMu.Unlock()
+}
+
+// eventsFingerprint hashes what makes scan events new: the resource's
+// and the policy's versions, and the events' reasons, actions and notes.
+func eventsFingerprint(resourceVersion string, p *engine.Policy, infos []eventInfo) uint64 {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, resourceVersion)
+	if o, ok := p.Source().(interface{ GetResourceVersion() string }); ok {
+		_, _ = io.WriteString(h, "\x00"+o.GetResourceVersion())
+	}
+	for i := range infos {
+		_, _ = io.WriteString(h, "\x00"+infos[i].reason+"\x00"+infos[i].action+"\x00"+infos[i].note+"\x00"+infos[i].regarding.Name)
+	}
+	return h.Sum64()
 }

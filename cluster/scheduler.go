@@ -7,10 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,8 +47,6 @@ type Scheduler struct {
 	h    *Host
 	src  *PolicySource
 	opts SchedulerOptions
-
-	seq atomic.Int64 // tells apart the names of the events of one instant
 
 	mu sync.Mutex
 	// last is the last run of each policy (by policyID), as the scheduler
@@ -239,10 +235,10 @@ func (s *Scheduler) runPolicy(ctx context.Context, p *engine.Policy) (int, error
 			case apierrors.IsNotFound(err):
 			case err != nil:
 				errs = append(errs, fmt.Errorf("deleting %s %s: %w", u.GetKind(), unstructuredKey(u), err))
-				s.event(ctx, p, u, err)
+				s.event(p, u, err)
 			default:
 				deleted++
-				s.event(ctx, p, u, nil)
+				s.event(p, u, nil)
 			}
 		})
 		if err != nil {
@@ -388,34 +384,7 @@ func unstructuredKey(u *unstructured.Unstructured) string {
 }
 
 // event records the deletion of an object by a policy (or its failure),
-// as upstream does: on the policy, related to the object.
-func (s *Scheduler) event(ctx context.Context, p *engine.Policy, u *unstructured.Unstructured, err error) {
-	// an event is in the namespace of its object: the policy's (default
-	// for a cluster-wide one)
-	ns := p.Source().GetNamespace()
-	if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
-	typ, msg := corev1.EventTypeNormal, fmt.Sprintf("successfully deleted the target resource %s/%s", u.GetKind(), unstructuredKey(u))
-	if err != nil {
-		typ, msg = corev1.EventTypeWarning, fmt.Sprintf("failed to delete the target resource %s/%s: %v", u.GetKind(), unstructuredKey(u), err)
-	}
-	var apiVersion string
-	if gvr, err := s.policyGVR(p); err == nil {
-		apiVersion = gvr.GroupVersion().String()
-	}
-	t := s.opts.Now()
-	now := metav1.NewTime(t)
-	ev := &corev1.Event{
-		// named as client-go's recorder names events
-		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", p.Source().GetName(), t.UnixNano()+int64(s.seq.Add(1))), Namespace: ns},
-		InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: api.KindOf(p.Source()), Name: p.Source().GetName(), Namespace: p.Source().GetNamespace()},
-		Related:        &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID()},
-		Reason:         "PolicyApplied", Action: "Resource Cleaned Up", Message: truncate(msg, 1024), Type: typ,
-		Source: corev1.EventSource{Component: "gavel-cleanup"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		ReportingController: "gavel-cleanup", ReportingInstance: "gavel-cleanup",
-	}
-	if _, err := s.h.kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		s.h.log.Error("deleting policy: writing event", "policy", p.Key(), "err", err)
-	}
+// as upstream does: on the policy, related to the object (cleanupEvent).
+func (s *Scheduler) event(p *engine.Policy, u *unstructured.Unstructured, err error) {
+	s.h.events.add(cleanupEvent(p, u, err))
 }

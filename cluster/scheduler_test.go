@@ -62,12 +62,15 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 	objs := []runtime.Object{completedJobsPolicy(), tmpJobsCleanup(),
 		job("ci", "done", true, nil), job("ci", "running", false, nil), job("ci", "tmp-1", false, nil),
 		job("other", "tmp-2", false, nil), job("other", "done-too", true, map[string]any{"app.kubernetes.io/managed-by": "gavel"})}
-	h, dyn := fakeHost(t, nil, objs, func(h *Host) {
+	// success events: generateSuccessEvents (the omitted reasons do not
+	// apply to the cleanup's events)
+	h, dyn := fakeHostWith(t, Options{}, nil, objs, func(h *Host) {
 		var err error
 		if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})
+	h.cfg.Store(&Config{GenerateSuccessEvents: true})
 	if !src.WaitForSync(t.Context()) {
 		t.Fatal("no sync")
 	}
@@ -111,23 +114,27 @@ func TestSchedulerRunsDeletingPolicies(t *testing.T) {
 	if got, _, _ := unstructured.NestedString(p.Object, "status", "lastExecutionTime"); got != now.Format(time.RFC3339) {
 		t.Errorf("status.lastExecutionTime = %q", got)
 	}
-	found := map[string]bool{}
-	for _, ns := range []string{"ci", "default"} {
-		evs, err := h.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ev := range evs.Items {
-			if ev.Namespace != ns || (ev.InvolvedObject.Namespace != "" && ev.InvolvedObject.Namespace != ns) {
-				t.Errorf("event %s in %s about an object of %q", ev.Name, ns, ev.InvolvedObject.Namespace)
-			}
-			if ev.Reason == "PolicyApplied" && ev.Related != nil {
-				found[ev.InvolvedObject.Kind+" "+ev.Related.Name] = true
-			}
-		}
+	want := map[string]string{
+		"DeletingPolicy done": "successfully deleted the target resource Job/ci/done",
+		"CleanupPolicy tmp-1": "successfully cleaned up the target resource Job/ci/tmp-1",
 	}
-	if !found["DeletingPolicy done"] || !found["CleanupPolicy tmp-1"] {
-		t.Errorf("events %v", found)
+	found := map[string]string{}
+	eventually(t, "the deletion events", func() bool {
+		for _, ev := range listEvents(t, h) {
+			if ev.Namespace != "ci" && ev.Namespace != "default" || (ev.Regarding.Namespace != "" && ev.Regarding.Namespace != ev.Namespace) {
+				t.Errorf("event %s in %s about an object of %q", ev.Name, ev.Namespace, ev.Regarding.Namespace)
+			}
+			if ev.Reason == EventReasonPolicyApplied && ev.Related != nil && ev.Action == EventActionCleanedUp &&
+				ev.ReportingController == EventSourceCleanup && ev.Type == "Normal" {
+				found[ev.Regarding.Kind+" "+ev.Related.Name] = ev.Note
+			}
+		}
+		return len(found) == len(want)
+	})
+	for k, note := range want {
+		if found[k] != note {
+			t.Errorf("event of %s: %q, want %q", k, found[k], note)
+		}
 	}
 	// a new scheduler (a new leader) reads the last run from the status
 	s2 := NewScheduler(h, src, SchedulerOptions{Now: func() time.Time { return now.Add(time.Minute) }, MaxWait: time.Hour})

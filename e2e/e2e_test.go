@@ -214,6 +214,31 @@ func TestScenarios(t *testing.T) {
 		if err.Error() != want {
 			t.Errorf("denial:\n%q\nwant\n%q", err.Error(), want)
 		}
+		// the PolicyViolation event of the denial, on the ClusterPolicy
+		// (in default), related to the Pod, as upstream records it
+		var seen []string
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("PolicyViolation events in default: %q", seen)
+			}
+		})
+		eventually(t, 30*time.Second, "the PolicyViolation event", func() bool {
+			evs, err := e.Kube.EventsV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=PolicyViolation"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = seen[:0]
+			for _, ev := range evs.Items {
+				seen = append(seen, ev.Note)
+				if ev.Regarding.Kind == "ClusterPolicy" && ev.Regarding.Name == "require-team" && ev.Regarding.APIVersion == "kyverno.io/v1" &&
+					ev.Related != nil && ev.Related.Kind == "Pod" && ev.Related.Namespace == "e2e" && ev.Related.Name == "no-team" &&
+					ev.Type == "Warning" && ev.Action == "Resource Blocked" && ev.ReportingController == "gavel-admission" &&
+					strings.HasPrefix(ev.Note, "Pod e2e/no-team: [check-team] fail (blocked); validation error: label `team` is required.") {
+					return true
+				}
+			}
+			return false
+		})
 	})
 
 	t.Run("MutationAndWarning", func(t *testing.T) {

@@ -86,8 +86,14 @@ func TestDeletingPolicyOnSchedule(t *testing.T) {
 		return err == nil
 	}
 	e.applyYAML(t, expirePolicy)
+	// the deletions' events are success events: generateSuccessEvents,
+	// as upstream's
+	conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dpol-config", Namespace: "gavel"}, Data: map[string]string{"generateSuccessEvents": "true"}}
+	if _, err := e.Kube.CoreV1().ConfigMaps("gavel").Create(ctx, conf, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	c := e.gavel(t, "dpol-controller", "-webhook=false")
+	c := e.gavel(t, "dpol-controller", "-webhook=false", "-config", "gavel/dpol-config")
 	defer c.Stop()
 	eventually(t, 60*time.Second, "the expired ConfigMaps deleted", func() bool {
 		return !exists("dpol-a", "expired-1") && !exists("dpol-a", "expired-2")
@@ -106,13 +112,15 @@ func TestDeletingPolicyOnSchedule(t *testing.T) {
 		return last != ""
 	})
 	eventually(t, 30*time.Second, "the events of the deletions", func() bool {
-		l, err := e.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		l, err := e.Kube.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
 		n := 0
 		for _, ev := range l.Items {
-			if ev.Reason == "PolicyApplied" && ev.InvolvedObject.Kind == "DeletingPolicy" && ev.Related != nil && strings.HasPrefix(ev.Related.Name, "expired-") {
+			if ev.Reason == "PolicyApplied" && ev.Regarding.Kind == "DeletingPolicy" && ev.Related != nil && strings.HasPrefix(ev.Related.Name, "expired-") &&
+				ev.Action == "Resource Cleaned Up" && ev.ReportingController == "gavel-cleanup" && ev.Type == "Normal" &&
+				ev.Note == "successfully deleted the target resource ConfigMap/dpol-a/"+ev.Related.Name {
 				n++
 			}
 		}

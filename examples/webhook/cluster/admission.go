@@ -170,6 +170,7 @@ func (w *webhook) validate(ctx context.Context, part string, set *engine.PolicyS
 		return out
 	}
 	w.metrics.Results(req, resp, false)
+	w.events(req, resp, !out.Allowed)
 	if !out.Allowed || req.DryRun {
 		return out
 	}
@@ -228,12 +229,24 @@ func (w *webhook) mutate(ctx context.Context, part string, set *engine.PolicySet
 		w.metrics.Results(req, resp, false)
 	}
 	out := admission.MutateResponse(ar, resp, err)
+	if req != nil {
+		w.events(req, resp, !out.Allowed)
+	}
 	if out.Allowed && w.reports != nil && resp != nil && !req.DryRun {
 		if cel := celMutations(resp); cel != nil {
 			w.reports.Record(req, cel, "mutate-"+part) // queued, never waits
 		}
 	}
 	return out
+}
+
+// events records the Kubernetes events of an admission's results
+// (cluster.Host.RecordAdmissionEvents: queued, never waited for); a dry
+// run's only when it is denied, as nothing was written.
+func (w *webhook) events(req *engine.Request, resp *engine.Response, blocked bool) {
+	if w.host != nil && resp != nil && (blocked || !req.DryRun) {
+		w.host.RecordAdmissionEvents(resp, blocked)
+	}
 }
 
 // celMutations returns the results of the CEL mutating kinds of a Mutate

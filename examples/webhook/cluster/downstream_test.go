@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/cluster"
@@ -54,6 +56,8 @@ type replica struct {
 	ctrl *cluster.Controller
 	src  *cluster.PolicySource
 	dyn  *dynfake.FakeDynamicClient
+	// events counts the Events written
+	events *atomic.Int64
 }
 
 func newReplica(t *testing.T) *replica {
@@ -63,6 +67,13 @@ func newReplica(t *testing.T) *replica {
 
 // newReplicaWith is newReplica with the given policies.
 func newReplicaWith(t testing.TB, policies ...*unstructured.Unstructured) *replica {
+	t.Helper()
+	return newReplicaOpts(t, cluster.Options{}, policies...)
+}
+
+// newReplicaOpts is newReplicaWith with the host's options (its
+// Namespace set).
+func newReplicaOpts(t testing.TB, opts cluster.Options, policies ...*unstructured.Unstructured) *replica {
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{
 		cluster.ClusterPolicies: "ClusterPolicyList", cluster.Policies: "PolicyList", cluster.PolicyExceptions: "PolicyExceptionList",
@@ -78,7 +89,17 @@ func newReplicaWith(t testing.TB, policies ...*unstructured.Unstructured) *repli
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	h, err := cluster.NewForClients(kubefake.NewClientset(), dyn, mapper, cluster.Options{Namespace: "gavel"})
+	// events are accepted and counted, not stored: the fake's tracker
+	// makes a RESTMapper for each object it stores (about a millisecond),
+	// a real API server takes them over the network
+	kube := kubefake.NewClientset()
+	events := new(atomic.Int64)
+	kube.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		events.Add(1)
+		return true, a.(k8stesting.CreateAction).GetObject(), nil
+	})
+	opts.Namespace = "gavel"
+	h, err := cluster.NewForClients(kube, dyn, mapper, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +121,7 @@ func newReplicaWith(t testing.TB, policies ...*unstructured.Unstructured) *repli
 	}
 	wh := &webhook{src: src, host: h, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		downstream: cluster.NewDownstreamAdmission(h, cluster.DownstreamAdmissionOptions{ControllerUsername: "system:serviceaccount:gavel:gavel"})}
-	return &replica{wh: wh, ctrl: ctrl, src: src, dyn: dyn}
+	return &replica{wh: wh, ctrl: ctrl, src: src, dyn: dyn, events: events}
 }
 
 func (r *replica) lead(t *testing.T) (stop func()) {

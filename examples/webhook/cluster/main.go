@@ -101,6 +101,7 @@ type options struct {
 	registry                         *prometheus.Registry
 	serviceAccount                   string
 	vapReports, mapReports           bool
+	events                           cluster.EventOptions
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -108,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	hostname, _ := os.Hostname()
 	o := &options{}
-	var excNS, exclude, format string
+	var excNS, exclude, format, omitEvents string
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "gavel"), "namespace of gavel: UpdateRequests, the Lease, the controller's records, the webhook's Service")
 	fs.StringVar(&o.identity, "identity", envOr("POD_NAME", hostname), "this replica's name in leader election")
@@ -149,8 +150,24 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.tufCache, "tuf-cache", "", "directory caching the TUF metadata (empty: memory)")
 	fs.DurationVar(&o.imageVerifyCacheTTL, "image-verify-cache-ttl", time.Hour, "how long a successful image verification is kept")
 	fs.IntVar(&o.imageVerifyCacheSize, "image-verify-cache-size", 1000, "image verifications kept")
+	fs.StringVar(&omitEvents, "omit-events", strings.Join(cluster.DefaultOmitEvents, ","), "comma-separated reasons of the events not recorded (PolicyViolation, PolicyApplied, PolicyError, PolicySkipped; empty: none), as upstream's -omitEvents; not the deleting and cleanup policies' events; PolicyApplied events also need generateSuccessEvents in the -config ConfigMap")
+	fs.IntVar(&o.events.MaxQueued, "max-queued-events", 1000, "events waiting to be written; beyond, new ones are dropped (upstream's -maxQueuedEvents; 0: 1000)")
+	var eventsQPS float64
+	fs.Float64Var(&eventsQPS, "events-qps", 1000, "QPS of the writes of events (upstream's -eventsRateLimitQPS; 0: 1000)")
+	fs.IntVar(&o.events.Burst, "events-burst", 2000, "burst of the writes of events (upstream's -eventsRateLimitBurst; 0: 2000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	o.events.QPS = float32(eventsQPS)
+	o.events.Omit = []string{}
+	for r := range strings.SplitSeq(omitEvents, ",") {
+		switch r = strings.TrimSpace(r); r {
+		case "":
+		case cluster.EventReasonPolicyViolation, cluster.EventReasonPolicyApplied, cluster.EventReasonPolicyError, cluster.EventReasonPolicySkipped:
+			o.events.Omit = append(o.events.Omit, r)
+		default:
+			return nil, fmt.Errorf("-omit-events: %q is none of PolicyViolation, PolicyApplied, PolicyError, PolicySkipped", r)
+		}
 	}
 	switch format {
 	case "wgpolicy":
@@ -281,7 +298,7 @@ func serve(ctx context.Context, cfg *rest.Config, o *options) error {
 	}
 	secrets := &hostSecrets{}
 	h, err := cluster.New(cfg, cluster.Options{Namespace: o.namespace, ExceptionNamespaces: o.exceptionNamespaces,
-		Logger: o.log, Metrics: o.metrics, EngineOptions: engineOptions(secrets, o), ConfigMap: o.configMap})
+		Logger: o.log, Metrics: o.metrics, EngineOptions: engineOptions(secrets, o), ConfigMap: o.configMap, Events: o.events})
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,6 +161,35 @@ func TestBlockedMessageIsUpstreams(t *testing.T) {
 	want := "\n\nresource Pod/team-a/p was blocked due to the following policies \n\nrequire-team:\n  check-team: 'validation error: label team is required. rule check-team failed at path /metadata/labels/team/'\n"
 	if resp.Allowed || resp.Result == nil || resp.Result.Message != want || resp.UID != req.UID {
 		t.Errorf("response %+v, want the denial\n%q", resp, want)
+	}
+	// and its PolicyViolation event, written in the background
+	eventually(t, "the denial's event", func() bool { return r.events.Load() > 0 })
+}
+
+// The event flags: upstream's defaults, "" omits none, unknown reasons
+// are refused.
+func TestEventFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (cluster.EventOptions{Omit: cluster.DefaultOmitEvents, MaxQueued: 1000, QPS: 1000, Burst: 2000}); !reflect.DeepEqual(o.events, want) {
+		t.Errorf("defaults %+v, want %+v", o.events, want)
+	}
+	for flag, want := range map[string][]string{
+		"":                             {},
+		"PolicyViolation, PolicyError": {cluster.EventReasonPolicyViolation, cluster.EventReasonPolicyError},
+	} {
+		o, err := parseFlags([]string{"-omit-events=" + flag}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.events.Omit == nil || !slices.Equal(o.events.Omit, want) {
+			t.Errorf("-omit-events=%q: %#v, want %#v", flag, o.events.Omit, want)
+		}
+	}
+	if _, err := parseFlags([]string{"-omit-events=PolicyViolations"}, io.Discard); err == nil || !strings.Contains(err.Error(), "PolicyViolations") {
+		t.Errorf("a bad reason: %v", err)
 	}
 }
 
