@@ -32,7 +32,11 @@ const (
 	ConfigMatchConditions     = "matchConditions"
 	ConfigGenerateSuccess     = "generateSuccessEvents"
 	ConfigSuccessEventActions = "successEventActions"
+	ConfigURThreshold         = "updateRequestThreshold"
 )
+
+// DefaultUpdateRequestThreshold is upstream's updateRequestThreshold.
+const DefaultUpdateRequestThreshold = 1000
 
 // Config is the host's dynamic configuration, read from the data of a
 // ConfigMap as upstream reads its kyverno ConfigMap: the resources left
@@ -71,6 +75,14 @@ type Config struct {
 	// actions only (empty: every action).
 	GenerateSuccessEvents bool
 	SuccessEventActions   []string
+
+	// UpdateRequestThreshold (updateRequestThreshold, an integer) is the
+	// number of UpdateRequests in the cluster at which no more are
+	// created: the generate or mutate-existing work of a trigger admitted
+	// then is skipped and logged, as upstream skips it. Zero:
+	// DefaultUpdateRequestThreshold; negative (a value of 0 or less in the
+	// ConfigMap): every one is skipped, as upstream's.
+	UpdateRequestThreshold int64
 
 	// Errors are the values ignored as malformed, one per key, as
 	// upstream logs and ignores them.
@@ -117,6 +129,16 @@ func ParseConfig(data map[string]string) *Config {
 			c.Errors = append(c.Errors, fmt.Errorf("configuration key %s: %w", ConfigGenerateSuccess, err))
 		} else {
 			c.GenerateSuccessEvents = b
+		}
+	}
+	if v, ok := data[ConfigURThreshold]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			c.Errors = append(c.Errors, fmt.Errorf("configuration key %s: %w", ConfigURThreshold, err))
+		} else {
+			c.UpdateRequestThreshold = n
+			if n <= 0 {
+				c.UpdateRequestThreshold = -1
+			}
 		}
 	}
 	for a := range strings.SplitSeq(data[ConfigSuccessEventActions], ",") {
@@ -270,6 +292,14 @@ func (f *ResourceFilter) Matches(kind schema.GroupVersionKind, subresource, name
 		return true
 	}
 	return kind.Group == "" && kind.Version == "v1" && kind.Kind == "Namespace" && match(f.Namespace, name)
+}
+
+// urThreshold is the UpdateRequest threshold in force.
+func (c *Config) urThreshold() int64 {
+	if c.UpdateRequestThreshold == 0 {
+		return DefaultUpdateRequestThreshold
+	}
+	return c.UpdateRequestThreshold
 }
 
 // Filtered reports whether one of the resourceFilters selects the

@@ -175,3 +175,30 @@ func TestSuccessEventKeys(t *testing.T) {
 		}
 	}
 }
+
+// updateRequestThreshold, as upstream parses it: an integer; a value of 0
+// or less skips every request; a malformed one is ignored and noted.
+func TestUpdateRequestThresholdKey(t *testing.T) {
+	cases := []struct {
+		value string // "": the key absent
+		want  int64  // urThreshold
+		errs  int
+	}{
+		{"", DefaultUpdateRequestThreshold, 0},
+		{"5000", 5000, 0},
+		{" 20 ", 20, 0},
+		{"0", -1, 0},
+		{"-3", -1, 0},
+		{"1k", DefaultUpdateRequestThreshold, 1},
+	}
+	for _, tc := range cases {
+		data := map[string]string{}
+		if tc.value != "" {
+			data[ConfigURThreshold] = tc.value
+		}
+		cfg := ParseConfig(data)
+		if got := cfg.urThreshold(); got != tc.want || len(cfg.Errors) != tc.errs {
+			t.Errorf("%q: threshold %d, errors %v; want %d, %d errors", tc.value, got, cfg.Errors, tc.want, tc.errs)
+		}
+	}
+}

@@ -100,10 +100,18 @@ func pending(u *unstructured.Unstructured) bool {
 
 // Enqueue implements engine.UpdateRequestQueue: it creates the
 // UpdateRequest in the cluster, Pending, or sets Pending again the equal
-// request that is there.
+// request that is there. When the cluster holds the configuration's
+// UpdateRequestThreshold of them (in the informer's cache) the request is
+// skipped and logged, not an error, as upstream skips it.
 func (q *queue) Enqueue(ctx context.Context, ur *api.UpdateRequest) error {
 	if ur == nil {
 		return errors.New("cluster: nil update request")
+	}
+	if n, limit := len(q.informer().GetStore().ListKeys()), q.h.Config().urThreshold(); int64(n) >= limit {
+		// upstream's generator skips the request, logs and admits
+		q.h.log.Error("UpdateRequest creation skipped: the number of UpdateRequests reached the threshold, raise updateRequestThreshold in the configuration ConfigMap",
+			"count", n, "threshold", limit, "type", ur.Spec.Type, "policy", ur.Spec.Policy)
+		return nil
 	}
 	obj, err := toObject(ur)
 	if err != nil {

@@ -267,3 +267,51 @@ func TestQueueCreatesAgainARequestDoneMeanwhile(t *testing.T) {
 		t.Fatalf("UpdateRequests %v, want one Pending", urs)
 	}
 }
+
+// At the configuration's updateRequestThreshold of UpdateRequests in the
+// cluster, admission creates no more: the trigger's request is skipped,
+// not an error, as upstream's.
+func TestQueueThreshold(t *testing.T) {
+	cases := []struct {
+		name string
+		data map[string]string // the ConfigMap's, nil: no ConfigMap
+		want int               // requests created for three triggers
+	}{
+		{name: "default", data: nil, want: 3},
+		{name: "two", data: map[string]string{ConfigURThreshold: "2"}, want: 2},
+		{name: "zero skips all", data: map[string]string{ConfigURThreshold: "0"}, want: 0},
+		{name: "malformed keeps the default", data: map[string]string{ConfigURThreshold: "many"}, want: 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var src *PolicySource
+			h, dyn := fakeHost(t, nil, []runtime.Object{provisioner(), nsObject("a"), nsObject("b"), nsObject("c")}, func(h *Host) {
+				var err error
+				if src, err = NewPolicySource(h, PolicySourceOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			h.cfg.Store(ParseConfig(tc.data))
+			eventually(t, "the policy", func() bool { return len(src.Set().Policies()) == 1 })
+			ctx := t.Context()
+			urs := func() int {
+				l, err := dyn.Resource(UpdateRequests).Namespace("gavel").List(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(l.Items)
+			}
+			for _, ns := range []string{"a", "b", "c"} {
+				if _, err := src.Set().Generate(ctx, &engine.Request{Operation: api.Create, Object: nsObject(ns).Object}); err != nil {
+					t.Fatalf("namespace %s: %v", ns, err)
+				}
+				// the threshold counts the informer's cache
+				n := urs()
+				eventually(t, "the informer", func() bool { return len(h.queue.informer().GetStore().ListKeys()) == n })
+			}
+			if n := urs(); n != tc.want {
+				t.Errorf("UpdateRequests in the cluster = %d, want %d", n, tc.want)
+			}
+		})
+	}
+}
