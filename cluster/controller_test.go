@@ -121,6 +121,27 @@ func fakeClients(objs ...runtime.Object) (*kubefake.Clientset, *dynfake.FakeDyna
 		}
 		return false, nil, nil
 	})
+	// the status subresource writes the status alone, as the API
+	// server's does: the tracker would replace the whole object, and a
+	// status write racing with an update of the spec would undo it (runs
+	// after the resourceVersion reactor below)
+	dyn.PrependReactor("update", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u, ok := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured)
+		if !ok || a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		cur, err := dyn.Tracker().Get(a.GetResource(), a.GetNamespace(), u.GetName())
+		if err != nil {
+			return false, nil, nil
+		}
+		out := cur.(*unstructured.Unstructured).DeepCopy()
+		out.Object["status"] = runtime.DeepCopyJSONValue(u.Object["status"])
+		out.SetResourceVersion(u.GetResourceVersion())
+		if err := dyn.Tracker().Update(a.GetResource(), out, a.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, out.DeepCopy(), nil
+	})
 	// resourceVersions, which the tracker keeps apart from the objects
 	for _, verb := range []string{"create", "update"} {
 		dyn.PrependReactor(verb, "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
