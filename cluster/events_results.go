@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -52,18 +53,12 @@ func resultResource(pr *engine.PolicyResult) map[string]any {
 
 // refString is "Kind namespace/name" or "Kind name".
 func refString(ref corev1.ObjectReference) string {
-	if ref.Namespace != "" {
-		return ref.Kind + " " + ref.Namespace + "/" + ref.Name
-	}
-	return ref.Kind + " " + ref.Name
+	return ref.Kind + " " + cache.NewObjectName(ref.Namespace, ref.Name).String()
 }
 
 // refKey is "Kind/namespace/name" or "Kind/name" (upstream's resourceKey).
 func refKey(ref corev1.ObjectReference) string {
-	if ref.Namespace != "" {
-		return ref.Kind + "/" + ref.Namespace + "/" + ref.Name
-	}
-	return ref.Kind + "/" + ref.Name
+	return ref.Kind + "/" + cache.NewObjectName(ref.Namespace, ref.Name).String()
 }
 
 // policyViolationEvent is the event of a failed (or errored) rule on its
@@ -226,7 +221,7 @@ func (r *eventRecorder) admissionEvents(resp *engine.Response, blocked bool, uid
 // results (admissionEvents), "" when it has none or they are not
 // recorded now (eventRecorder.enabled).
 func (r *eventRecorder) admissionReason(pr *engine.PolicyResult, blocked bool) string {
-	if len(pr.Rules) == 0 || pr.Policy == nil || unstructuredName(resultResource(pr)) == "" {
+	if len(pr.Rules) == 0 || pr.Policy == nil || objectRef(resultResource(pr)).Name == "" {
 		return ""
 	}
 	if blocked && !pr.FailureAction.IsEnforce() {
@@ -271,7 +266,7 @@ func (r *eventRecorder) hasAdmissionEvents(resp *engine.Response, blocked bool) 
 // skip (warn included), the exception events of the skipped rules, and a
 // PolicyApplied for a policy without a failure.
 func (r *eventRecorder) scanEvents(pr *engine.PolicyResult, uid func(string) types.UID) []eventInfo {
-	if len(pr.Rules) == 0 || pr.Policy == nil || unstructuredName(resultResource(pr)) == "" {
+	if len(pr.Rules) == 0 || pr.Policy == nil || objectRef(resultResource(pr)).Name == "" {
 		return nil
 	}
 	var out []eventInfo
@@ -295,12 +290,6 @@ func (r *eventRecorder) scanEvents(pr *engine.PolicyResult, uid func(string) typ
 		out = append(out, policyAppliedEvent(EventSourceScan, pr))
 	}
 	return out
-}
-
-func unstructuredName(obj map[string]any) string {
-	md, _ := obj["metadata"].(map[string]any)
-	name, _ := md["name"].(string)
-	return name
 }
 
 // enabled reports whether events of a reason may be recorded now (not

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
@@ -224,7 +225,7 @@ func (s *Scheduler) runPolicy(ctx context.Context, p *engine.Policy) (int, error
 				for _, r := range resp.Policies {
 					for _, rr := range r.Rules {
 						if rr.Status == engine.StatusError {
-							errs = append(errs, fmt.Errorf("%s %s: %s", u.GetKind(), unstructuredKey(u), rr.Message))
+							errs = append(errs, fmt.Errorf("%s %s: %s", u.GetKind(), cache.MetaObjectToName(u).String(), rr.Message))
 						}
 					}
 				}
@@ -234,7 +235,7 @@ func (s *Scheduler) runPolicy(ctx context.Context, p *engine.Policy) (int, error
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
-				errs = append(errs, fmt.Errorf("deleting %s %s: %w", u.GetKind(), unstructuredKey(u), err))
+				errs = append(errs, fmt.Errorf("deleting %s %s: %w", u.GetKind(), cache.MetaObjectToName(u).String(), err))
 				s.event(p, u, err)
 			default:
 				deleted++
@@ -373,14 +374,6 @@ func any2empty(s string) string {
 // UpdateRequests and reports), which a deleting policy never deletes.
 func managedByGavel(u *unstructured.Unstructured) bool {
 	return u.GetLabels()["app.kubernetes.io/managed-by"] == "gavel"
-}
-
-// unstructuredKey is "namespace/name", or the name of a cluster-scoped object.
-func unstructuredKey(u *unstructured.Unstructured) string {
-	if u.GetNamespace() == "" {
-		return u.GetName()
-	}
-	return u.GetNamespace() + "/" + u.GetName()
 }
 
 // event records the deletion of an object by a policy (or its failure),
