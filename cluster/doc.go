@@ -70,9 +70,9 @@
 // with rate-limited retries), logs through log/slog (Options.Logger) and
 // records upstream's Kubernetes events (events.k8s.io/v1: PolicyViolation,
 // PolicyApplied, PolicyError, PolicySkipped; Options.Events,
-// Host.RecordAdmissionEvents) through a bounded queue that never makes
-// the caller wait; Host.Shutdown waits for every goroutine the host
-// started.
+// Host.RecordAdmissionEvents, Host.RecordGenerateEvents) through a
+// bounded queue that never makes the caller wait; Host.Shutdown waits for
+// every goroutine the host started.
 // Every replica also builds a Controller and campaigns with RunLeader; the
 // leader runs it. The engine package itself never imports client-go.
 //

@@ -52,7 +52,8 @@ func NewDownstreamAdmission(h *Host, opts DownstreamAdmissionOptions) *Downstrea
 // It ignores CREATE and CONNECT, dry-run requests, subresources, the
 // controller's own requests (ControllerUsername) and objects without the
 // tracking labels: it returns nil, nil for them. An error means that some
-// request could not be written (counted in Failed); the caller logs it
+// request could not be written (counted in Failed, and a PolicyError
+// event on its policy, as upstream's webhook records); the caller logs it
 // and admits the request all the same.
 func (d *DownstreamAdmission) Handle(ctx context.Context, set *engine.PolicySet, req *engine.Request) ([]*api.UpdateRequest, error) {
 	if req == nil || set == nil {
@@ -88,6 +89,11 @@ func (d *DownstreamAdmission) Handle(ctx context.Context, set *engine.PolicySet,
 	urs, err := handle(g)
 	if err != nil {
 		d.failed.Add(1)
+		resource := cur
+		if resource == nil {
+			resource = old
+		}
+		d.h.events.add(queueFailedEvents(urs, set.Policies(), resource, true)...)
 		return urs, errors.Join(errors.New("cluster: downstream admission"), err)
 	}
 	d.enqueued.Add(uint64(len(urs)))

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,4 +208,14 @@ func TestDownstreamAdmissionCloneSource(t *testing.T) {
 	if err == nil || d.Failed() != 1 {
 		t.Fatalf("Handle with a failing queue: %v, %v (failed %d)", urs, err, d.Failed())
 	}
+	// and recorded on the policy, as upstream's webhook records it
+	eventually(t, "the PolicyError event", func() bool {
+		for _, ev := range listEvents(t, r.h) {
+			if ev.Reason == EventReasonPolicyError && ev.Regarding.Name == "cloner" && ev.Related != nil && ev.Related.Name == "settings" &&
+				strings.Contains(ev.Note, "forbidden") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/gavelpolicy/gavel/api"
 	"github.com/gavelpolicy/gavel/engine"
 )
 
@@ -400,6 +401,25 @@ func (h *Host) RecordAdmissionEvents(resp *engine.Response, blocked bool) {
 	// built by a writer, off the admission's path
 	r.queue.Add(&queuedEvent{resp: resp, blocked: blocked})
 }
+
+// RecordGenerateEvents records the events of a Generate call at
+// admission: a PolicyError on the policy of each UpdateRequest of resp
+// that could not be written (status Failed), as upstream's generate and
+// mutate-existing handlers record a failure to create one. Its rule
+// results make no event here: the controller records them as it
+// processes the requests. Queued, never waited for; resp may be nil.
+func (h *Host) RecordGenerateEvents(resp *engine.Response) {
+	if resp == nil || !slices.ContainsFunc(resp.UpdateRequests, failedRequest) {
+		return
+	}
+	policies := make([]*engine.Policy, len(resp.Policies))
+	for i := range resp.Policies {
+		policies[i] = resp.Policies[i].Policy
+	}
+	h.events.add(queueFailedEvents(resp.UpdateRequests, policies, resp.Resource, false)...)
+}
+
+func failedRequest(ur *api.UpdateRequest) bool { return ur.Status.State == api.URFailed }
 
 // exceptionUID returns the UID of a kyverno.io PolicyException from the
 // informer's cache ("" when it is not there).

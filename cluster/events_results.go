@@ -451,3 +451,61 @@ func mpolEvents(pr *engine.PolicyResult) []eventInfo {
 	}
 	return out
 }
+
+// queueFailedEvents are the events of the UpdateRequests that could not be
+// written (status Failed), as upstream's webhooks record a failure of
+// their UpdateRequest generator: a PolicyError on the policy (found among
+// policies by the request's key and type) with "policy KEY error: ..."
+// for a generate request (upstream's NewFailedEvent), related to the
+// resource for a mutate-existing request and for the request of a changed
+// downstream resource or clone source (downstream: upstream's
+// NewBackgroundFailedEvent, "failed to create update request: ..." for
+// mutate-existing).
+func queueFailedEvents(urs []*api.UpdateRequest, policies []*engine.Policy, resource map[string]any, downstream bool) []eventInfo {
+	var out []eventInfo
+	for _, ur := range urs {
+		if ur.Status.State != api.URFailed {
+			continue
+		}
+		p := requestPolicy(ur, policies)
+		if p == nil {
+			continue
+		}
+		err := errors.New(ur.Status.Message)
+		switch {
+		case downstream:
+			out = append(out, backgroundFailedEvent(EventSourceGenerate, p, "", err, objectRef(resource)))
+		case ur.Spec.Type == api.URMutate:
+			out = append(out, backgroundFailedEvent(EventSourceGenerate, p, "", fmt.Errorf("failed to create update request: %w", err), objectRef(resource)))
+		default:
+			out = append(out, eventInfo{regarding: policyRef(p), reason: EventReasonPolicyError, action: EventActionNone,
+				note: fmt.Sprintf("policy %s error: %v", ur.Spec.Policy, err), source: EventSourceGenerate})
+		}
+	}
+	return out
+}
+
+// requestPolicy is the policy an UpdateRequest runs: the one of its key
+// whose kind makes requests of its type.
+func requestPolicy(ur *api.UpdateRequest, policies []*engine.Policy) *engine.Policy {
+	for _, p := range policies {
+		if p.Key() != ur.Spec.Policy {
+			continue
+		}
+		switch api.KindOf(p.Source()) {
+		case api.KindClusterPolicy, api.KindPolicy:
+			if ur.Spec.Type != api.URCELGenerate {
+				return p
+			}
+		case api.KindGeneratingPolicy, api.KindNamespacedGeneratingPolicy:
+			if ur.Spec.Type == api.URCELGenerate {
+				return p
+			}
+		case api.KindMutatingPolicy, api.KindNamespacedMutatingPolicy:
+			if ur.Spec.Type == api.URMutate {
+				return p
+			}
+		}
+	}
+	return nil
+}

@@ -637,3 +637,72 @@ func TestScanEventsOncePerResult(t *testing.T) {
 		t.Errorf("forgotten: %v", rep.eventsSeen)
 	}
 }
+
+// An UpdateRequest that could not be written (Failed) is a PolicyError on
+// its policy, as upstream's webhooks record a failure of their
+// UpdateRequest generator: NewFailedEvent for a generate request,
+// NewBackgroundFailedEvent for a mutate-existing one and for the request
+// of a changed downstream resource; the policy is the one of the key whose
+// kind makes requests of the type.
+func TestQueueFailedEvents(t *testing.T) {
+	set := eventSet(t)
+	r, _ := testRecorder(t, EventOptions{}, &Config{})
+	trigger := eventPod("p", nil)
+	failed := func(typ api.UpdateRequestType, policy string) *api.UpdateRequest {
+		ur := &api.UpdateRequest{Spec: api.UpdateRequestSpec{Type: typ, Policy: policy}}
+		ur.Status.State, ur.Status.Message = api.URFailed, "cluster: writing UpdateRequest: forbidden"
+		return ur
+	}
+	queued := failed(api.URGenerate, "require-team")
+	queued.Status = api.UpdateRequestStatus{State: api.URPending}
+	tests := []struct {
+		name       string
+		urs        []*api.UpdateRequest
+		downstream bool
+		opts       EventOptions
+		want       []string
+	}{{
+		name: "generate: on the policy, with its key",
+		urs:  []*api.UpdateRequest{failed(api.URGenerate, "require-team"), failed(api.URGenerate, "default/ns-app"), queued},
+		want: []string{
+			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|-|" +
+				"policy require-team error: cluster: writing UpdateRequest: forbidden",
+			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 Policy default/ns-app uid=pol-1|-|" +
+				"policy default/ns-app error: cluster: writing UpdateRequest: forbidden",
+		},
+	}, {
+		name: "mutate-existing: related to the trigger",
+		urs:  []*api.UpdateRequest{failed(api.URMutate, "add-tier"), failed(api.URMutate, "mp-team")},
+		want: []string{
+			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/p uid=pod-uid|" +
+				"policy add-tier error: failed to create update request: cluster: writing UpdateRequest: forbidden",
+			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/p uid=pod-uid|" +
+				"policy mp-team error: failed to create update request: cluster: writing UpdateRequest: forbidden",
+		},
+	}, {
+		name: "downstream change: related to the changed resource", downstream: true,
+		urs: []*api.UpdateRequest{failed(api.URGenerate, "require-team")},
+		want: []string{
+			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|" +
+				"policy require-team error: cluster: writing UpdateRequest: forbidden",
+		},
+	}, {
+		name: "no policy of the key and type: none",
+		urs:  []*api.UpdateRequest{failed(api.URCELGenerate, "require-team"), failed(api.URGenerate, "mp-team"), failed(api.URGenerate, "gone")},
+	}, {
+		name: "PolicyError omitted", opts: EventOptions{Omit: []string{EventReasonPolicyError}},
+		urs: []*api.UpdateRequest{failed(api.URGenerate, "require-team")},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r.omit = map[string]bool{}
+			for _, o := range tt.opts.Omit {
+				r.omit[o] = true
+			}
+			got := made(r, queueFailedEvents(tt.urs, set.Policies(), trigger, tt.downstream))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

@@ -433,11 +433,13 @@ func (s *PolicySet) Generate(ctx context.Context, req *Request) (*Response, erro
 }
 
 // enqueue queues the UpdateRequests of a policy and adds them to the
-// response; the errors are appended to errs.
+// response; one the queue refuses is Failed with the queue's error as its
+// message, and the errors are appended to errs.
 func (e *Engine) enqueue(ctx context.Context, p *Policy, resp *Response, urs []*api.UpdateRequest, errs []error) []error {
 	for _, ur := range urs {
 		resp.UpdateRequests = append(resp.UpdateRequests, ur)
 		if err := e.cfg.queue.Enqueue(ctx, ur); err != nil {
+			ur.Status.State, ur.Status.Message = api.URFailed, err.Error()
 			errs = append(errs, fmt.Errorf("policy %s: failed to enqueue update request: %w", p.key, err))
 		}
 	}

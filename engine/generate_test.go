@@ -170,6 +170,17 @@ spec:
 		if err == nil || !strings.Contains(err.Error(), "queue full") || resp == nil || len(resp.UpdateRequests) != 1 {
 			t.Fatalf("resp %+v, err %v", resp, err)
 		}
+		// the refused request says so, for the host's events
+		if st := resp.UpdateRequests[0].Status; st.State != api.URFailed || st.Message != "queue full" {
+			t.Fatalf("status %+v, want Failed with the queue's error", st)
+		}
+	})
+	t.Run("a queued request stays Pending", func(t *testing.T) {
+		set := genSet(t, genMutateExistingPolicy, engine.WithClient(inmem.New(target)), engine.WithUpdateRequestQueue(&genQueue{}))
+		resp, err := set.Generate(ctx, &engine.Request{Object: cm})
+		if err != nil || len(resp.UpdateRequests) != 1 || resp.UpdateRequests[0].Status.State == api.URFailed {
+			t.Fatalf("resp %+v, err %v", resp, err)
+		}
 	})
 	t.Run("mutate at admission leaves mutate-existing rules to the controller", func(t *testing.T) {
 		set := genSet(t, genMutateExistingPolicy, engine.WithClient(inmem.New(target)), engine.WithUpdateRequestQueue(&genQueue{}))

@@ -115,7 +115,8 @@ type Response struct {
 	// (Mutate only), ready for an AdmissionReview response.
 	Patch []byte
 	// UpdateRequests are the generate and mutate-existing requests queued
-	// by this call.
+	// by this call; one the queue refused has status Failed with the
+	// queue's error as its message.
 	UpdateRequests []*api.UpdateRequest
 }
 

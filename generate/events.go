@@ -23,7 +23,7 @@ import (
 // must not process or enqueue them again. Errors of single requests are
 // joined into the returned error. With WithQueue, the handlers of object
 // events enqueue their requests instead (see dispatch) and return them
-// Pending.
+// Pending, or Failed when the queue refused them.
 
 // OnPolicyUpdate handles a created (old nil) or updated policy: cur
 // replaces the policy with the same key in the controller's policies (serve
@@ -562,12 +562,14 @@ func (c *Controller) resync(ctx context.Context, changed map[string]any, labelSe
 }
 
 // dispatch processes a request built by an object event's handler, or,
-// with WithQueue, enqueues it.
+// with WithQueue, enqueues it (one the queue refuses is Failed with the
+// queue's error as its message).
 func (c *Controller) dispatch(ctx context.Context, ur *api.UpdateRequest) error {
 	if c.queue == nil {
 		return c.Process(ctx, ur)
 	}
 	if err := c.queue.Enqueue(ctx, ur); err != nil {
+		ur.Status.State, ur.Status.Message = api.URFailed, err.Error()
 		return fmt.Errorf("failed to enqueue the update request of policy %s: %w", ur.Spec.Policy, err)
 	}
 	return nil

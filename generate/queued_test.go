@@ -100,8 +100,13 @@ func TestWithQueueReportsEnqueueErrors(t *testing.T) {
 	queued := generate.NewController(e.ctrl.Policies(), e.cluster, generate.WithQueue(q))
 	ds := e.downstream()
 	e.delete(ds)
-	if _, err := queued.OnDownstreamChange(e.ctx, ds, nil); err == nil {
+	urs, err := queued.OnDownstreamChange(e.ctx, ds, nil)
+	if err == nil {
 		t.Fatal("no error from a closed queue")
+	}
+	// the refused request is returned Failed with the queue's error
+	if len(urs) != 1 || urs[0].Status.State != api.URFailed || urs[0].Status.Message != generate.ErrQueueClosed.Error() {
+		t.Fatalf("requests %+v, want one Failed with %q", urs, generate.ErrQueueClosed)
 	}
 	if e.downstream() != nil {
 		t.Error("the downstream was recreated although the request could not be queued")

@@ -181,6 +181,9 @@ func (w *webhook) validate(ctx context.Context, part string, set *engine.PolicyS
 	if err != nil {
 		w.log.Error("generate", "kind", ar.Kind.Kind, "namespace", ar.Namespace, "name", ar.Name, "err", err)
 	}
+	if w.host != nil {
+		w.host.RecordGenerateEvents(gen) // a request not written: its policy's PolicyError
+	}
 	w.metrics.Results(req, gen, false)
 	return out
 }

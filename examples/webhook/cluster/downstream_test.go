@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -291,5 +292,28 @@ func TestDownstreamWebhook(t *testing.T) {
 			eventually(t, "the downstream restored by the controller started later", func() bool { return r.owner() == "gavel" })
 			eventually(t, "the request done", func() bool { return len(r.updateRequests(t)) == 0 })
 		})
+	}
+}
+
+// A trigger admitted while the cluster refuses the UpdateRequest is still
+// admitted, and the failure is an event on the policy, as upstream's
+// generate handler records it.
+func TestGenerateQueueFailureEvent(t *testing.T) {
+	r := newReplica(t)
+	r.dyn.PrependReactor("create", "updaterequests", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("forbidden")
+	})
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-b", "uid": "uid-b"}}}
+	resp := r.review(t, "/validate/fail", &admissionv1.AdmissionRequest{
+		UID: "uid-1", Operation: admissionv1.Create, Name: "team-b", Object: raw(t, ns),
+		Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Namespace"},
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "namespaces"},
+	})
+	if !resp.Allowed {
+		t.Fatalf("response %+v, want admitted", resp)
+	}
+	eventually(t, "the PolicyError event", func() bool { return r.events.Load() == 1 })
+	if urs := r.updateRequests(t); len(urs) != 0 {
+		t.Fatalf("%d UpdateRequests written through a refusing client", len(urs))
 	}
 }
