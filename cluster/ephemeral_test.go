@@ -55,7 +55,10 @@ func reportsHost(t *testing.T, objs ...runtime.Object) (*Host, *PolicySource, *f
 			t.Fatal(err)
 		}
 	})
-	eventually(t, "the policies", func() bool { return len(src.Set().Policies()) > 0 })
+	// every policy among objs, not the first one compiled
+	if !src.WaitForSync(t.Context()) {
+		t.Fatal("policies not synced")
+	}
 	return h, src, dyn
 }
 
