@@ -30,7 +30,7 @@ import (
 // k8s-manifest-sigstore (kubectl sigstore sign):
 //
 //   - DOMAIN/message is base64 of the gzip of the signed blob, itself a
-//     gzipped tar of the YAML files;
+//     gzipped tar of the YAML files, or the YAML itself;
 //   - DOMAIN/signature (then signature_1, signature_2, ...) is the base64
 //     signature of the blob, each with its DOMAIN/certificate[_i] and
 //     DOMAIN/bundle[_i] (base64 of gzipped PEM and Rekor bundle JSON);
@@ -68,7 +68,7 @@ func (v *Verifier) VerifyManifest(ctx context.Context, req engine.ManifestVerify
 	if err != nil {
 		return nil, fmt.Errorf("failed to decode the message annotation %s: %w", msgKey, err)
 	}
-	docs, err := v.yamlsInArtifact(bytes.NewReader(blob))
+	docs, err := v.yamlsInArtifact(blob)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read YAMLs in the message annotation %s: %w", msgKey, err)
 	}
@@ -197,10 +197,20 @@ func (v *Verifier) readBounded(r io.Reader) ([]byte, error) {
 	return out, nil
 }
 
-// yamlsInArtifact reads a tar archive, gzipped or not, and decodes the
-// documents of its .yaml and .yml files, in order.
-func (v *Verifier) yamlsInArtifact(r io.Reader) ([]map[string]any, error) {
-	br := bufio.NewReader(r)
+// yamlsInArtifact decodes the manifests of a message or an image layer
+// as upstream's k8s-manifest-sigstore reads them: the YAML documents of
+// the blob itself when it is YAML (kubectl sigstore sign writes a single
+// manifest so), else those of the .yaml and .yml files of a tar archive,
+// gzipped or not, in order.
+func (v *Verifier) yamlsInArtifact(blob []byte) ([]map[string]any, error) {
+	if docs, err := api.ReadDocuments(bytes.NewReader(blob), "message"); err == nil && len(docs) > 0 {
+		out := make([]map[string]any, len(docs))
+		for i := range docs {
+			out[i] = docs[i].Object
+		}
+		return out, nil
+	}
+	br := bufio.NewReader(bytes.NewReader(blob))
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -295,8 +305,12 @@ func (v *Verifier) verifyManifestImage(ctx context.Context, image string, a api.
 		if err != nil {
 			return nil, registryError(fmt.Errorf("failed to read the manifest image %s: %w", image, err))
 		}
-		d, err := v.yamlsInArtifact(rc)
+		blob, err := v.readBounded(rc)
 		rc.Close()
+		var d []map[string]any
+		if err == nil {
+			d, err = v.yamlsInArtifact(blob)
+		}
 		if err != nil {
 			return nil, registryError(fmt.Errorf("failed to read YAMLs in the manifest image %s: %w", image, err))
 		}

@@ -176,7 +176,13 @@ func TestVerifyManifestAnnotations(t *testing.T) {
 			err: "manifest not signed: signature not found: no annotation cosign.sigstore.dev/signature", notSigned: true},
 		{name: "message not base64", annotations: map[string]string{d + "message": "%%%", d + "signature": sigKey}, attestor: keysAttestor(key.pem),
 			err: "failed to decode the message annotation cosign.sigstore.dev/message: illegal base64 data at input byte 0"},
-		{name: "message not a tar", annotations: map[string]string{d + "message": gzip64(t, []byte("kind: Deployment")), d + "signature": sigKey}, attestor: keysAttestor(key.pem),
+		// a single manifest, signed as it is (upstream's k8s-manifest-sigstore
+		// reads the message as YAML first)
+		{name: "message of plain YAML", annotations: map[string]string{d + "message": gzip64(t, []byte(signedYAML)),
+			d + "signature": signBlob(t, key.signer, []byte(signedYAML))}, attestor: keysAttestor(key.pem)},
+		{name: "plain YAML, signature of another message", annotations: map[string]string{d + "message": gzip64(t, []byte(signedYAML)), d + "signature": sigKey},
+			attestor: keysAttestor(key.pem), err: "signature verification failed: [signature 1/1] invalid signature when validating ASN.1 encoded signature"},
+		{name: "message neither YAML nor a tar", annotations: map[string]string{d + "message": gzip64(t, []byte("not a manifest")), d + "signature": sigKey}, attestor: keysAttestor(key.pem),
 			err: "failed to read YAMLs in the message annotation cosign.sigstore.dev/message: unexpected EOF"},
 		{name: "certificate", annotations: map[string]string{d + "message": msg, d + "signature": sigLeaf},
 			attestor: api.Attestor{Certificates: &api.CertificateAttestor{Certificate: string(leafPEM), CTLog: &api.CTLog{IgnoreSCT: true}}}, signer: "ci@example.com"},
