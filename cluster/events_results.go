@@ -452,15 +452,16 @@ func mpolEvents(pr *engine.PolicyResult) []eventInfo {
 	return out
 }
 
-// queueFailedEvents are the events of the UpdateRequests that could not be
-// written (status Failed), as upstream's webhooks record a failure of
-// their UpdateRequest generator: a PolicyError on the policy (found among
-// policies by the request's key and type) with "policy KEY error: ..."
-// for a generate request (upstream's NewFailedEvent), related to the
-// resource for a mutate-existing request and for the request of a changed
-// downstream resource or clone source (downstream: upstream's
-// NewBackgroundFailedEvent, "failed to create update request: ..." for
-// mutate-existing).
+// queueFailedEvents are the PolicyError events of the UpdateRequests that
+// could not be written (status Failed), on each one's policy
+// (requestPolicy), as upstream's webhooks record a failure of their
+// UpdateRequest generator:
+//   - a generate request: "policy KEY error: ..." (NewFailedEvent);
+//   - a mutate-existing request: related to resource, "policy NAME error:
+//     failed to create update request: ..." (NewBackgroundFailedEvent);
+//   - the request of a changed downstream resource or clone source
+//     (downstream): related to it, "policy NAME error: ..."
+//     (NewBackgroundFailedEvent).
 func queueFailedEvents(urs []*api.UpdateRequest, policies []*engine.Policy, resource map[string]any, downstream bool) []eventInfo {
 	var out []eventInfo
 	for _, ur := range urs {
