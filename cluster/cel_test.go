@@ -172,23 +172,11 @@ func celHost(t *testing.T) (*engine.PolicySet, *sarReactor) {
 	h, _ := fakeHost(t, nil, celFixtures(), nil)
 	r := &sarReactor{}
 	h.kube.(*kubefake.Clientset).PrependReactor("create", "subjectaccessreviews", r.react)
-	docs, err := api.ReadDocuments(strings.NewReader(celPolicies), "cel.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ps []api.PolicyObject
-	for _, d := range docs {
-		p, err := api.DecodePolicy(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
 	eng, err := h.hostEngine()
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := eng.Compile(ps...)
+	set, err := eng.Compile(decodePolicies(t, celPolicies)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,14 +299,7 @@ func TestClientIsNamespaced(t *testing.T) {
 // The request's deadline reaches the SubjectAccessReview through the
 // engine and the CEL library.
 func TestAuthorizerHonoursTheRequestDeadline(t *testing.T) {
-	docs, err := api.ReadDocuments(strings.NewReader(celPolicies), "cel.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := api.DecodePolicy(docs[0]) // tier-label
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := decodePolicies(t, celPolicies)[0] // tier-label
 	eng, err := engine.New(engine.WithAuthorizer(NewAuthorizer(slowReviews{}, AuthorizerOptions{Timeout: 10 * time.Second})))
 	if err != nil {
 		t.Fatal(err)

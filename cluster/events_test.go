@@ -101,23 +101,11 @@ spec:
 // eventSet compiles eventPolicies.
 func eventSet(t *testing.T) *engine.PolicySet {
 	t.Helper()
-	docs, err := api.ReadDocuments(strings.NewReader(eventPolicies), "events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pols []api.PolicyObject
-	for _, d := range docs {
-		p, err := api.DecodePolicy(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pols = append(pols, p)
-	}
 	eng, err := engine.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := eng.Compile(pols...)
+	set, err := eng.Compile(decodePolicies(t, eventPolicies)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,17 +423,7 @@ func TestCleanupEvents(t *testing.T) {
 
 func mustPolicy(t *testing.T, u *unstructured.Unstructured) api.PolicyObject {
 	t.Helper()
-	var buf bytes.Buffer
-	b, err := u.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf.Write(b)
-	docs, err := api.ReadDocuments(&buf, "test")
-	if err != nil || len(docs) != 1 {
-		t.Fatal(err)
-	}
-	p, err := api.DecodePolicy(docs[0])
+	p, err := api.DecodePolicy(api.Document{Object: u.Object})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/gavelpolicy/gavel/api"
 )
 
 // fakeHost returns a started Host on fake clients holding objs (typed
@@ -154,4 +156,20 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func namespace(name string, labels map[string]string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// decodePolicies decodes the policies of a YAML stream.
+func decodePolicies(t testing.TB, yaml string) []api.PolicyObject {
+	t.Helper()
+	docs, err := api.ReadDocuments(strings.NewReader(yaml), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := make([]api.PolicyObject, len(docs))
+	for i, d := range docs {
+		if pols[i], err = api.DecodePolicy(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pols
 }
