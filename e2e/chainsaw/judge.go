@@ -6,7 +6,7 @@
 // kube-apiserver and the controllers of kube-controller-manager that a
 // bare API server lacks (see run_test.go, build tag e2e):
 //
-//	go test -tags e2e -v -timeout 60m ./e2e/chainsaw/
+//	go test -tags e2e -v -timeout 30m ./e2e/chainsaw/
 //
 // This file keeps the judge's books: the skip list (skip.txt: tests that
 // need a kubelet, a controller manager beyond the judge's or the
@@ -288,19 +288,24 @@ func FailedTests(output io.Reader) (map[string]bool, error) {
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		rest, ok := strings.CutPrefix(line, "--- FAIL: chainsaw/")
-		if !ok {
-			continue
+		if rest, ok := strings.CutPrefix(line, "--- FAIL: chainsaw/"); ok {
+			failed[outputName(rest)] = true
 		}
-		if i := strings.LastIndex(rest, " ("); i >= 0 {
-			rest = rest[:i]
-		}
-		if i := strings.LastIndex(rest, "["); i >= 0 && strings.HasSuffix(rest, "]") {
-			rest = rest[:i]
-		}
-		failed[strings.TrimSuffix(path.Clean(rest), "/"+TestDir)] = true
 	}
 	return failed, sc.Err()
+}
+
+// outputName returns the test of a line of chainsaw's output from what
+// follows "chainsaw/": "<folder>[<test name>]", then " (<duration>)" on
+// the line that ends it.
+func outputName(rest string) string {
+	if i := strings.LastIndex(rest, " ("); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "["); i >= 0 && strings.HasSuffix(rest, "]") {
+		rest = rest[:i]
+	}
+	return strings.TrimSuffix(path.Clean(rest), "/"+TestDir)
 }
 
 // Summary is the judge's verdict.
@@ -444,16 +449,21 @@ func selected(tests []Test, skips []Entry, run string) ([]Test, error) {
 }
 
 // complete adds a Missing result for each test of the shard that its
-// results lack.
-func complete(shard []Test, results []Result) []Result {
+// results lack, saying whether chainsaw had started it.
+func complete(shard []Test, results []Result, started map[string]bool) []Result {
 	seen := map[string]bool{}
 	for _, r := range results {
 		seen[r.Test] = true
 	}
 	for _, t := range shard {
-		if !seen[t.Name] {
-			results = append(results, Result{Test: t.Name, Outcome: Missing, Failure: "not in chainsaw's report"})
+		if seen[t.Name] {
+			continue
 		}
+		why := "not in chainsaw's report, never started"
+		if started[t.Name] {
+			why = "not in chainsaw's report, started but unfinished"
+		}
+		results = append(results, Result{Test: t.Name, Outcome: Missing, Failure: why})
 	}
 	return results
 }

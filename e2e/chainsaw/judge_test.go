@@ -276,10 +276,10 @@ func TestSelected(t *testing.T) {
 
 func TestComplete(t *testing.T) {
 	shard := []Test{{Name: "a"}, {Name: "b"}, {Name: "c"}}
-	got := complete(shard, []Result{{Test: "b", Outcome: Pass}})
+	got := complete(shard, []Result{{Test: "b", Outcome: Pass}}, map[string]bool{"b": true, "c": true})
 	want := []Result{{Test: "b", Outcome: Pass},
-		{Test: "a", Outcome: Missing, Failure: "not in chainsaw's report"},
-		{Test: "c", Outcome: Missing, Failure: "not in chainsaw's report"}}
+		{Test: "a", Outcome: Missing, Failure: "not in chainsaw's report, never started"},
+		{Test: "c", Outcome: Missing, Failure: "not in chainsaw's report, started but unfinished"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("complete = %+v, want %+v", got, want)
 	}

@@ -168,28 +168,53 @@ func TestJudge(t *testing.T) {
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
 		defer cancel()
 	}
-	results := make([][]Result, len(shards))
-	errs := make([]error, len(shards))
+	runs := make([]shardRun, len(shards))
 	var wg sync.WaitGroup
 	for i, sh := range shards {
-		wg.Go(func() { results[i], errs[i] = j.runShard(ctx, t, i, sh, knownSet) })
+		wg.Go(func() { runs[i] = j.runShard(ctx, t, i, sh, knownSet) })
 	}
 	wg.Wait()
 
 	var all []Result
 	for i, sh := range shards {
-		if errs[i] != nil {
-			t.Errorf("shard %d: %v", i, errs[i])
-		}
-		all = append(all, complete(sh, results[i])...)
+		all = append(all, complete(sh, runs[i].results, runs[i].started)...)
 	}
 	sum := Summarize(tests, all, skips, known)
 	var out bytes.Buffer
 	sum.Write(&out, known)
 	t.Logf("chainsaw judge:\n%s", out.String())
+	// the failures, then what became of each shard: CI shows the end of
+	// the output, which then says why tests are missing
+	missing := 0
 	for _, r := range sum.Unexpected {
+		if r.Outcome == Missing {
+			missing++
+			if missing > 10 {
+				continue
+			}
+		}
 		t.Errorf("%s: %s: %s", r.Test, r.Outcome, r.Failure)
 	}
+	if missing > 10 {
+		t.Errorf("... and %d more tests missing", missing-10)
+	}
+	for i, r := range runs {
+		if r.err != nil {
+			t.Errorf("shard %d, after %s: %v", i, r.took.Round(time.Second), r.err)
+		} else {
+			t.Logf("shard %d: done in %s", i, r.took.Round(time.Second))
+		}
+	}
+}
+
+// shardRun is what became of a shard.
+type shardRun struct {
+	results []Result
+	// started are the tests chainsaw started (a test missing from the
+	// results was unfinished when its pass ended)
+	started map[string]bool
+	took    time.Duration
+	err     error
 }
 
 func setupJudge(t *testing.T) *judge {
@@ -245,7 +270,17 @@ func printSkips(t *testing.T, skips []Entry) {
 // the shard's tests: first those expected to pass, with upstream's
 // settings, then the known failures with short timeouts (they fail
 // sooner; one that passes is reported).
-func (j *judge) runShard(ctx context.Context, t *testing.T, i int, tests []Test, known map[string]bool) ([]Result, error) {
+func (j *judge) runShard(ctx context.Context, t *testing.T, i int, tests []Test, known map[string]bool) (run shardRun) {
+	start := time.Now()
+	run.started = map[string]bool{}
+	run.results, run.err = j.runPasses(ctx, t, i, tests, known, run.started)
+	run.took = time.Since(start)
+	return run
+}
+
+// runPasses runs a shard's control plane and chainsaw's two passes, adding
+// the tests chainsaw starts to started.
+func (j *judge) runPasses(ctx context.Context, t *testing.T, i int, tests []Test, known, started map[string]bool) ([]Result, error) {
 	dir, err := os.MkdirTemp("", fmt.Sprintf("gavel-judge-%d-", i))
 	if err != nil {
 		return nil, err
@@ -291,7 +326,7 @@ func (j *judge) runShard(ctx context.Context, t *testing.T, i int, tests []Test,
 			expected = append(expected, tc)
 		}
 	}
-	sh := &shard{j: j, t: t, i: i, dir: dir, kubeconfig: kubeconfig}
+	sh := &shard{j: j, t: t, i: i, dir: dir, kubeconfig: kubeconfig, started: started}
 	results, err := sh.chainsaw(ctx, "expected", expected)
 	if err != nil {
 		return results, err
@@ -337,6 +372,7 @@ type shard struct {
 	i          int
 	dir        string
 	kubeconfig string
+	started    map[string]bool // the tests chainsaw started
 }
 
 // chainsaw runs chainsaw on tests (the pass called name: its output is
@@ -362,7 +398,7 @@ func (sh *shard) chainsaw(ctx context.Context, name string, tests []Test, extra 
 	cmd.Dir = work
 	bin := filepath.Join(sh.dir, "bin")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+sh.kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	progress := &lineLogger{t: sh.t, prefix: fmt.Sprintf("shard %d, %s: ", sh.i, name), total: len(tests)}
+	progress := &lineLogger{t: sh.t, prefix: fmt.Sprintf("shard %d, %s: ", sh.i, name), total: len(tests), started: sh.started}
 	cmd.Stdout = io.MultiWriter(logf, progress)
 	cmd.Stderr = cmd.Stdout
 	// chainsaw and what its scripts start are one process group: a
@@ -389,20 +425,24 @@ func (sh *shard) chainsaw(ctx context.Context, name string, tests []Test, extra 
 	}
 	data, err := os.ReadFile(filepath.Join(sh.dir, name+".json"))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chainsaw's %s pass stopped at the judge's deadline, %d of its %d tests started: no report", name, progress.n, len(tests))
+		}
 		return nil, fmt.Errorf("chainsaw (%v): no report: %w", runErr, err)
 	}
 	return ParseReport(data, work, failed)
 }
 
-// lineLogger logs the start of each test from chainsaw's output (Go's
-// testing prints the end of its parallel subtests only when all have
-// ended).
+// lineLogger logs the start of each test from chainsaw's output, and
+// adds it to started (Go's testing prints the end of its parallel
+// subtests only when all have ended).
 type lineLogger struct {
-	t      *testing.T
-	prefix string
-	total  int
-	n      int
-	buf    []byte
+	t       *testing.T
+	prefix  string
+	total   int
+	n       int
+	started map[string]bool
+	buf     []byte
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -420,6 +460,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 func (l *lineLogger) line(s string) {
 	if name, ok := strings.CutPrefix(strings.TrimSpace(s), "=== CONT  chainsaw/"); ok {
 		l.n++
+		l.started[outputName(name)] = true
 		l.t.Logf("%s%d/%d %s", l.prefix, l.n, l.total, name)
 	}
 }
