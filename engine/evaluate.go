@@ -136,7 +136,7 @@ func (e *Engine) runBody(rs *reqState, p *Policy, out []PolicyResult, validate f
 // the request's resource (see kindCands): the others are jumped over
 // while the resource keeps that kind.
 func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHandler, cands policyCands) (pr PolicyResult) {
-	pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs)}
+	pr = PolicyResult{Policy: p, Resource: rs.obj, PatchedResource: rs.obj, FailureAction: p.failureActionFor(rs), perRule: true}
 	if e.cfg.timing {
 		start := time.Now()
 		defer func() { pr.Duration = time.Since(start) }()
@@ -178,6 +178,9 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 		at := len(rs.results)
 		results := e.runRule(rs, p, r, handler, indexed)
 		rs.adopt(at, results)
+		if !pr.enforcedFail && r.typ != Generation && hasStatus(results, StatusFail) {
+			pr.enforcedFail = p.ruleEnforced(rs, r)
+		}
 		pr.PatchedResource = rs.obj
 		if p.applyOne && applied(results) {
 			break
@@ -192,6 +195,16 @@ func (e *Engine) runPolicy(rs *reqState, p *Policy, typ RuleType, handler ruleHa
 		pr.Rules = rs.results[start:n:n]
 	}
 	return pr
+}
+
+// hasStatus reports whether one of results has status st.
+func hasStatus(results []RuleResult, st Status) bool {
+	for i := range results {
+		if results[i].Status == st {
+			return true
+		}
+	}
+	return false
 }
 
 func applied(results []RuleResult) bool {

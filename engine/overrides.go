@@ -45,19 +45,43 @@ func compileOverrides(in []api.ValidationFailureActionOverride, path *field.Path
 	return out, errs
 }
 
-// failureAction returns the policy's effective failure action for the
+// failureActionFor returns the policy's effective failure action for the
 // request's resource: the first validate rule's action (or the policy's),
 // with the first matching override by namespace and namespace selector.
 func (p *Policy) failureActionFor(rs *reqState) api.ValidationFailureAction {
-	if len(p.actionOverrides) == 0 {
-		return p.action
+	if a, ok := matchOverride(rs, p.actionOverrides); ok {
+		return a
 	}
+	return p.action
+}
+
+// ruleEnforced reports whether a failure of r blocks admission, as
+// upstream decides since kyverno#16558: by the rule's own action (its
+// overrides, then its failureAction), else by the policy's overrides and
+// validationFailureAction. A policy may so mix Enforce and Audit rules.
+func (p *Policy) ruleEnforced(rs *reqState, r *rule) bool {
+	if a, ok := matchOverride(rs, r.overrides); ok {
+		return a.IsEnforce()
+	}
+	if r.failureAction != nil {
+		return r.failureAction.IsEnforce()
+	}
+	if a, ok := matchOverride(rs, p.overrides); ok {
+		return a.IsEnforce()
+	}
+	return p.failureAction.IsEnforce()
+}
+
+// matchOverride returns the action of the first of overrides that applies
+// to the request's namespace: by name pattern, and namespace selector
+// when it has one.
+func matchOverride(rs *reqState, overrides []override) (api.ValidationFailureAction, bool) {
 	ns := rs.matchRes.Namespace
-	for _, o := range p.actionOverrides {
+	for _, o := range overrides {
 		if o.namespaces == nil {
 			if o.selector != nil {
 				if l, err := rs.namespaceLabels(); err == nil && o.selector.matches(l) {
-					return normalizeAction(o.action)
+					return normalizeAction(o.action), true
 				}
 			}
 			continue
@@ -67,14 +91,14 @@ func (p *Policy) failureActionFor(rs *reqState) api.ValidationFailureAction {
 				continue
 			}
 			if o.selector == nil {
-				return normalizeAction(o.action)
+				return normalizeAction(o.action), true
 			}
 			if l, err := rs.namespaceLabels(); err == nil && o.selector.matches(l) {
-				return normalizeAction(o.action)
+				return normalizeAction(o.action), true
 			}
 		}
 	}
-	return p.action
+	return "", false
 }
 
 // baseFailureAction returns, for Compile, the failure action

@@ -97,6 +97,11 @@ type PolicyResult struct {
 	// Duration is the time the policy's rules took, with the engine
 	// option WithPolicyTiming (zero without it).
 	Duration time.Duration
+
+	// perRule: the rules' own failure actions decide whether a failure
+	// blocks (ClusterPolicy and Policy), and enforcedFail holds whether
+	// one that failed is Enforce (Policy.ruleEnforced)
+	perRule, enforcedFail bool
 }
 
 // Response is the result of a Validate, Mutate, Generate or Scan call.
@@ -158,7 +163,11 @@ func (r *Response) Blocked() bool {
 // request, as upstream's webhooks decide:
 //
 //   - a validate or verifyImages rule that failed, in a policy whose
-//     effective failure action (FailureAction) is Enforce;
+//     effective failure action (FailureAction) is Enforce; for a
+//     ClusterPolicy or Policy, a rule that failed whose own effective
+//     action is Enforce (its failureAction or overrides, else the
+//     policy's), as upstream since kyverno#16558: a failing Audit rule
+//     does not block in a policy that also has Enforce rules;
 //   - a validate or verifyImages rule that errored, in an Enforce policy
 //     whose failure policy (Policy.FailurePolicy) is Fail, the default;
 //   - a mutate rule that errored in a policy whose failure policy is
@@ -175,6 +184,10 @@ func (p *PolicyResult) Blocks() bool {
 		return false
 	}
 	enforce := p.FailureAction.IsEnforce()
+	failBlocks := enforce
+	if p.perRule {
+		failBlocks = p.enforcedFail
+	}
 	var failOnError, known bool
 	for i := range p.Rules {
 		r := &p.Rules[i]
@@ -186,11 +199,11 @@ func (p *PolicyResult) Blocks() bool {
 		}
 		switch r.Type {
 		case Validation, ImageVerify:
-			if enforce && (r.Status == StatusFail || failOnError) {
+			if (r.Status == StatusFail && failBlocks) || (r.Status == StatusError && enforce && failOnError) {
 				return true
 			}
 		case Mutation:
-			if (r.Status == StatusFail && enforce) || (r.Status == StatusError && failOnError) {
+			if (r.Status == StatusFail && failBlocks) || (r.Status == StatusError && failOnError) {
 				return true
 			}
 		}

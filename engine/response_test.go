@@ -289,3 +289,80 @@ spec:
 		}
 	}
 }
+
+// TestBlockedByRuleAction: a failure blocks when the failed rule's own
+// action is Enforce (its failureActionOverrides, then failureAction,
+// else the policy's overrides and validationFailureAction), as upstream
+// decides since kyverno#16558.
+func TestBlockedByRuleAction(t *testing.T) {
+	const policy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: p
+spec:
+  validationFailureAction: %s
+  validationFailureActionOverrides:
+  - action: Enforce
+    namespaces: [spec-enforced]
+  rules:
+  - name: purpose
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      %s
+      pattern: {metadata: {labels: {purpose: "?*"}}}
+  - name: env
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      %s
+      pattern: {metadata: {labels: {env: "?*"}}}
+`
+	const (
+		enforce = "failureAction: Enforce"
+		audit   = "failureAction: Audit"
+		none    = ""
+		// Audit, but Enforce in the namespaces labelled tier=prod
+		auditProd = "failureAction: Audit\n      failureActionOverrides: [{action: Enforce, namespaces: ['*'], namespaceSelector: {matchLabels: {tier: prod}}}]"
+	)
+	for _, tt := range []struct {
+		name               string
+		spec, purpose, env string
+		namespace          string
+		nsLabels           map[string]string
+		labels             string // of the ConfigMap
+		want               bool
+	}{
+		{"the failed rule is Audit, the other Enforce", "Audit", enforce, audit, "default", nil, "{purpose: x}", false},
+		{"the failed rule is Enforce", "Audit", enforce, audit, "default", nil, "{env: x}", true},
+		{"both failed", "Audit", enforce, audit, "default", nil, "{}", true},
+		{"an Audit rule in an Enforce policy", "Enforce", none, audit, "default", nil, "{purpose: x}", false},
+		{"a rule without action in an Enforce policy", "Enforce", none, audit, "default", nil, "{env: x}", true},
+		{"a rule without action in an Audit policy", "Audit", none, enforce, "default", nil, "{env: x}", false},
+		{"the policy's override", "Audit", none, audit, "spec-enforced", nil, "{env: x}", true},
+		{"the rule's action before the policy's override", "Audit", none, audit, "spec-enforced", nil, "{purpose: x}", false},
+		{"the rule's override applies", "Audit", none, auditProd, "default", map[string]string{"tier": "prod"}, "{purpose: x}", true},
+		{"the rule's override does not apply", "Audit", none, auditProd, "default", map[string]string{"tier": "dev"}, "{purpose: x}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			eng, err := engine.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := eng.Compile(decode(fmt.Sprintf(policy, tt.spec, tt.purpose, tt.env)).Policies...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm := fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: %s, labels: %s}}", tt.namespace, tt.labels)
+			resp, err := set.Validate(context.Background(), &engine.Request{Operation: api.Create, Object: object(cm), NamespaceLabels: tt.nsLabels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Blocked(); got != tt.want {
+				var rules []string
+				for _, r := range resp.Rules() {
+					rules = append(rules, r.Name+":"+string(r.Status))
+				}
+				t.Errorf("Blocked() = %v, want %v (rules %v)", got, tt.want, rules)
+			}
+		})
+	}
+}

@@ -86,10 +86,11 @@ func (e *Engine) compileRule(p *Policy, r *api.Rule, path *field.Path) (*rule, f
 		cr.generate, errs = e.compileGenerate(r.Generation, path.Child("generate"), errs)
 	case len(r.VerifyImages) > 0:
 		cr.typ = ImageVerify
+		// the first entry's action, Enforce when any entry enforces
+		// (upstream's ruleAction)
 		for _, iv := range r.VerifyImages {
-			if iv.FailureAction != nil {
+			if iv.FailureAction != nil && (cr.failureAction == nil || iv.FailureAction.IsEnforce()) {
 				cr.failureAction = iv.FailureAction
-				break
 			}
 		}
 		cr.verify, errs = e.compileVerifyImages(r, path, errs)
