@@ -5,6 +5,7 @@ go 1.26.2
 require (
 	github.com/gavelpolicy/gavel v0.0.0-00010101000000-000000000000
 	github.com/gavelpolicy/gavel/cluster v0.0.0-00010101000000-000000000000
+	github.com/google/go-containerregistry v0.22.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -117,7 +118,6 @@ require (
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
-	github.com/google/go-containerregistry v0.22.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jmespath-community/go-jmespath v1.1.1 // indirect

@@ -9,7 +9,9 @@
 // into the policy reports, and writes an UpdateRequest for each update or
 // deletion of a generated resource or clone source (its /downstream
 // path). verifyImages rules verify signatures with the verify package,
-// keys and imagePullSecrets read through the cluster.
+// keys and imagePullSecrets read through the cluster; imageRegistry and
+// apiCall.service context entries, image.GetMetadata and the CEL http
+// library reach the network through the remote package (-network).
 //
 // The Helm chart charts/gavel deploys it (see the README's "Running in a
 // cluster"). Run outside the cluster:
@@ -42,6 +44,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -52,9 +55,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/gavelpolicy/gavel/cel"
 	"github.com/gavelpolicy/gavel/cluster"
 	"github.com/gavelpolicy/gavel/engine"
 	"github.com/gavelpolicy/gavel/generate"
+	"github.com/gavelpolicy/gavel/remote"
 	"github.com/gavelpolicy/gavel/report"
 	"github.com/gavelpolicy/gavel/verify"
 )
@@ -93,6 +98,7 @@ type options struct {
 	webhookFailurePolicy             string
 	logLevel, logFormat              string
 	verifyImages                     bool
+	network                          bool
 	tufURL, tufCache                 string
 	imageVerifyCacheTTL              time.Duration
 	imageVerifyCacheSize             int
@@ -145,6 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.webhookTimeout, "webhook-timeout", 10, "timeout of the webhooks, seconds (a policy's webhookTimeoutSeconds raises its webhook's)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&o.network, "network", true, "policies reach the network as upstream's do: the registries (imageRegistry context entries, image.GetMetadata), services (apiCall.service) and the CEL http library, which keeps upstream's blocklist (cloud metadata endpoints, loopback)")
 	fs.BoolVar(&o.verifyImages, "verify-images", true, "verify image signatures of verifyImages rules (keys and imagePullSecrets read from the cluster)")
 	fs.StringVar(&o.tufURL, "tuf-url", "https://tuf-repo-cdn.sigstore.dev", "TUF repository of Sigstore's trusted root, fetched when a keyless attestor first needs it (empty: none)")
 	fs.StringVar(&o.tufCache, "tuf-cache", "", "directory caching the TUF metadata (empty: memory)")
@@ -268,20 +275,47 @@ func (s *hostSecrets) SecretData(ctx context.Context, namespace, name string) (m
 	return s.h.SecretData(ctx, namespace, name)
 }
 
-// engineOptions are the engine's options beyond the host's: the image
-// verifier, with the cluster's Secrets.
-func engineOptions(secrets verify.SecretReader, o *options) []engine.Option {
+// engineOptions are the engine's options beyond the host's: the hosts
+// that reach the network (networkOptions), and the image verifier, with
+// the cluster's Secrets.
+func engineOptions(secrets verify.SecretReader, o *options) ([]engine.Option, error) {
+	var opts []engine.Option
+	if o.network {
+		net, err := networkOptions()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, net...)
+	}
 	if !o.verifyImages {
-		return nil
+		return opts, nil
 	}
 	vopts := []verify.Option{verify.WithSecrets(secrets), verify.WithSecretsNamespace(o.namespace)}
 	if o.tufURL != "" {
 		vopts = append(vopts, verify.WithTUF(verify.TUFOptions{RepositoryURL: o.tufURL, CacheDir: o.tufCache}))
 	}
-	return []engine.Option{
+	return append(opts,
 		engine.WithImageVerifier(verify.New(vopts...)),
 		engine.WithImageVerifyCache(engine.ImageVerifyCacheOptions{TTL: o.imageVerifyCacheTTL, MaxEntries: o.imageVerifyCacheSize}),
+	), nil
+}
+
+// networkOptions are the hosts through which policies reach the network,
+// as in upstream's admission and background controllers: the registries
+// for imageRegistry context entries and image.GetMetadata (anonymous, or
+// with the process's Docker credentials), the services of apiCall.service
+// context entries, and the CEL http library, which refuses upstream's
+// blocklist (cloud metadata endpoints, loopback).
+func networkOptions() ([]engine.Option, error) {
+	h, err := remote.NewHTTP()
+	if err != nil {
+		return nil, err
 	}
+	return []engine.Option{
+		engine.WithRegistryClient(remote.NewRegistry(remote.WithKeychain(authn.DefaultKeychain))),
+		engine.WithServiceCaller(remote.NewServices(0, 0)),
+		engine.WithCELLibraries(cel.Libraries{HTTP: h}),
+	}, nil
 }
 
 // serve runs the webhook and the controller until ctx is done, and
@@ -297,8 +331,12 @@ func serve(ctx context.Context, cfg *rest.Config, o *options) error {
 		return err
 	}
 	secrets := &hostSecrets{}
+	engOpts, err := engineOptions(secrets, o)
+	if err != nil {
+		return err
+	}
 	h, err := cluster.New(cfg, cluster.Options{Namespace: o.namespace, ExceptionNamespaces: o.exceptionNamespaces,
-		Logger: o.log, Metrics: o.metrics, EngineOptions: engineOptions(secrets, o), ConfigMap: o.configMap, Events: o.events})
+		Logger: o.log, Metrics: o.metrics, EngineOptions: engOpts, ConfigMap: o.configMap, Events: o.events})
 	if err != nil {
 		return err
 	}
