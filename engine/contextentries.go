@@ -378,9 +378,14 @@ func (s *scope) loadEntry(ce *contextEntry) (any, error) {
 func (s *scope) loadVariable(ce *contextEntry) (any, error) {
 	path := ""
 	if ce.jmesPath != nil {
-		p, err := s.renderString(ce.jmesPath)
+		v, err := s.render(ce.jmesPath)
 		if err != nil {
 			return nil, fmt.Errorf("failed to substitute variables in context entry %s %s: %w", ce.name, ce.src.Variable.JMESPath, err)
+		}
+		p, ok := v.(string)
+		if !ok {
+			// upstream's words, with its error, nil here
+			return nil, fmt.Errorf("jmespath value must be a string %s %s: <nil>", ce.name, ce.src.Variable.JMESPath)
 		}
 		path = p
 	}

@@ -25,16 +25,22 @@ func (e *Engine) compileTree(doc any, basePath string) (*tree, error) {
 	return variables.Compile(doc, variables.WithBasePath(basePath))
 }
 
-// render evaluates a template to a string (non-string results are an
-// error, as upstream's "didn't resolve to a string").
+// render evaluates a template: a string, or the value of a template that
+// is one variable.
+func (s *scope) render(t *template) (any, error) {
+	if text, ok := t.Literal(); ok {
+		return text, nil
+	}
+	return t.Render(s, s.evalOpts()...)
+}
+
+// renderString evaluates a template to a string (non-string results are
+// an error, as upstream's "didn't resolve to a string").
 func (s *scope) renderString(t *template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
-	if text, ok := t.Literal(); ok {
-		return text, nil
-	}
-	v, err := t.Render(s, s.evalOpts()...)
+	v, err := s.render(t)
 	if err != nil {
 		return "", err
 	}
