@@ -227,7 +227,15 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		return decided(StatusSkip, anyPatternMessage(r.name, "", misses, true)), true
 	}
 	if failed > 0 {
-		return decided(StatusFail, anyPatternMessage(r.name, r.validate.rawMessage, misses, false)), true
+		if r.validate.rawMessage == "" {
+			return decided(StatusFail, anyPatternMessage(r.name, "", misses, false)), true
+		}
+		msg, ok := ruleMessage(r, sc)
+		if !ok {
+			return decided(StatusFail, "validation error: variables substitution error in rule "+r.name+" execution error: "+
+				strings.TrimPrefix(anyPatternMessage(r.name, "", misses, false), "validation error: ")), true
+		}
+		return decided(StatusFail, anyPatternMessage(r.name, msg, misses, false)), true
 	}
 	return decided(StatusPass, r.validate.rawMessage), true
 }
@@ -297,6 +305,18 @@ func asPatternError(err error) (*patterns.Error, bool) {
 	return nil, false
 }
 
+// ruleMessage renders the rule's validate.message with its variables;
+// false when they do not resolve to a string.
+func ruleMessage(r *rule, sc *scope) (string, bool) {
+	msg, ok := r.validate.message.Literal()
+	if ok {
+		return msg, true
+	}
+	out, err := r.validate.message.Render(sc, sc.evalOpts()...)
+	msg, ok = out.(string)
+	return msg, ok && err == nil
+}
+
 // patternMessage is upstream's buildErrorMessage.
 func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) string {
 	v := r.validate
@@ -306,14 +326,7 @@ func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) stri
 		}
 		return fmt.Sprintf("validation error: rule %s execution error: %s", r.name, err.Error())
 	}
-	msg, ok := v.message.Literal()
-	if !ok {
-		var out any
-		var serr error
-		out, serr = v.message.Render(sc, sc.evalOpts()...)
-		msg, ok = out.(string)
-		ok = ok && serr == nil
-	}
+	msg, ok := ruleMessage(r, sc)
 	if !ok {
 		return fmt.Sprintf("validation error: variables substitution error in rule %s execution error: %s", r.name, err.Error())
 	}
