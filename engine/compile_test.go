@@ -130,7 +130,8 @@ func TestCompileErrors(t *testing.T) {
       message: "by {{ request.userInfo.username }}"
       pattern: {metadata: {name: "?*"}}
 `,
-			want: []string{"spec.rules[0].validate.message", "only select variables are allowed in background mode"},
+			want: []string{"spec.rules[0].validate.message", "only select variables are allowed in background mode",
+				"variable {{ request.userInfo.username }} is not allowed"},
 		},
 		{
 			name: "context entry without a source",

@@ -40,9 +40,10 @@ func (e *Engine) checkExpressions(r *api.Rule, ruleDoc map[string]any, docErr er
 	}
 	for _, v := range vars {
 		if background && !(r.Mutation != nil && len(r.Mutation.Targets) > 0) {
-			if name, ok := admissionOnly(v.Source); ok {
+			if _, ok := admissionOnly(v.Source); ok {
+				// upstream names the variable as written, braces included
 				errs = append(errs, field.Forbidden(pointerPath(path, v.Path),
-					fmt.Sprintf("only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: variable %s is not allowed", name)))
+					fmt.Sprintf("only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: variable %s is not allowed", v.Source)))
 			}
 		}
 		if v.Nested || v.Expression == "@" {

@@ -226,7 +226,8 @@ func validateBackground(m *api.MatchResources, path *field.Path) field.ErrorList
 	var errs field.ErrorList
 	check := func(u *api.UserInfo, p *field.Path) {
 		for _, name := range userInfoFields(u) {
-			errs = append(errs, field.Forbidden(p.Child(name), msgUserInfoBG))
+			// upstream's words name the field with slashes
+			errs = append(errs, field.Forbidden(p.Child(name), msgUserInfoBG+": invalid variable used at path: "+strings.ReplaceAll(p.Child(name).String(), ".", "/")))
 		}
 	}
 	check(&m.UserInfo, path)

@@ -71,8 +71,8 @@ func TestCompileErrors(t *testing.T) {
 			want: []string{"spec.rules[0].match.any[0].resources.kinds: Invalid value: wildcard policy not allowed in background mode. Set spec.background=false to disable background mode for this policy rule"}},
 		{name: "user info in background", match: `{any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, name: u}]}]}`, exclude: `{clusterRoles: [admin]}`, opts: []Option{Background(true)},
 			want: []string{
-				"spec.rules[0].match.any[0].subjects: Forbidden: only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule",
-				"spec.rules[0].exclude.clusterRoles: Forbidden: only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule",
+				"spec.rules[0].match.any[0].subjects: Forbidden: only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: invalid variable used at path: spec/rules[0]/match/any[0]/subjects",
+				"spec.rules[0].exclude.clusterRoles: Forbidden: only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: invalid variable used at path: spec/rules[0]/exclude/clusterRoles",
 			}},
 		{name: "user info without background", match: `{any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, name: u}]}]}`, opts: []Option{Background(false)}},
 		{name: "namespaced policy", match: `{any: [{resources: {kinds: [Pod, Namespace], namespaces: [a]}}]}`, opts: []Option{Namespaced(true), ClusterScopedKinds("Namespace")},
