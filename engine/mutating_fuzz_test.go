@@ -89,7 +89,7 @@ spec:
 			}
 			for _, r := range resp.Rules() {
 				if strings.Contains(r.Message, "panicked") {
-					t.Fatal(r.Message)
+					t.Fatal(r.Message, r.Err)
 				}
 			}
 		}

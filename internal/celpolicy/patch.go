@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/cel-go/common/types"
@@ -128,9 +127,9 @@ func jsonPatchOps(v ref.Val) (jsonpatch.Patch, error) {
 		if !ok {
 			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", native)
 		}
-		o := jsonpatch.Operation{"op": raw(strconv.Quote(op.Op)), "path": raw(strconv.Quote(op.Path))}
+		o := jsonpatch.Operation{"op": jsonString(op.Op), "path": jsonString(op.Path)}
 		if op.From != "" {
-			o["from"] = raw(strconv.Quote(op.From))
+			o["from"] = jsonString(op.From)
 		}
 		if op.Val != nil {
 			if ov, ok := op.Val.(*dynamic.ObjectVal); ok {
@@ -151,6 +150,14 @@ func jsonPatchOps(v ref.Val) (jsonpatch.Patch, error) {
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// jsonString is s as a JSON string: strconv.Quote's Go escapes, such as
+// \x01, are not JSON, and json-patch's decoder panics on them.
+func jsonString(s string) *json.RawMessage {
+	b, _ := json.Marshal(s) // a string always marshals
+	m := json.RawMessage(b)
+	return &m
 }
 
 func raw(s string) *json.RawMessage {
