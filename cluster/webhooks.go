@@ -26,10 +26,14 @@ const (
 	ValidateWebhookName    = "validate.gavel.io"
 	DownstreamWebhookName  = "downstream.gavel.io"
 	CloneSourceWebhookName = "clone-source.gavel.io"
+	// PolicyWebhookName is the webhook of the ClusterPolicies and
+	// Policies themselves (WebhookOptions.ValidatePolicies).
+	PolicyWebhookName = "validate-policy.gavel.io"
 
 	MutatePath     = "/mutate"
 	ValidatePath   = "/validate"
 	DownstreamPath = "/downstream"
+	PolicyPath     = "/policyvalidate"
 	// FineGrainedPath separates the failure policy from the policy key in
 	// the path of a policy's own webhook.
 	FineGrainedPath = "/finegrained"
@@ -550,6 +554,13 @@ type WebhookOptions struct {
 	// NoDownstream leaves out the webhooks of generated resources and
 	// clone sources.
 	NoDownstream bool
+	// ValidatePolicies adds the webhook of the ClusterPolicies and
+	// Policies created or updated (PolicyWebhookName, PolicyPath), which
+	// the server answers by compiling them: an invalid policy is refused
+	// with its errors, as by upstream's policy validating webhook. Its
+	// failure policy is Ignore: policies are not refused while gavel is
+	// down.
+	ValidatePolicies bool
 	// FailurePolicy, when set, is every resource webhook's failure policy
 	// (what the API server does when gavel cannot answer); empty keeps
 	// each policy's, as upstream. The paths stay per policy: gavel's own
@@ -640,6 +651,9 @@ func WebhookConfigurations(set *engine.PolicySet, lists []*metav1.APIResourceLis
 		ds, dm := downstreamWebhooks(set, lists, &opts)
 		note(dm)
 		vwc.Webhooks = append(vwc.Webhooks, ds...)
+	}
+	if opts.ValidatePolicies {
+		vwc.Webhooks = append(vwc.Webhooks, policyWebhook(&opts))
 	}
 	slices.SortFunc(mwc.Webhooks, func(a, b admv1.MutatingWebhook) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(vwc.Webhooks, func(a, b admv1.ValidatingWebhook) int { return strings.Compare(a.Name, b.Name) })
@@ -815,6 +829,22 @@ func downstreamWebhooks(set *engine.PolicySet, lists []*metav1.APIResourceList, 
 		})
 	}
 	return out, missing
+}
+
+// policyWebhook is the webhook of the ClusterPolicies and Policies of
+// every version (WebhookOptions.ValidatePolicies).
+func policyWebhook(o *WebhookOptions) admv1.ValidatingWebhook {
+	return admv1.ValidatingWebhook{
+		Name: PolicyWebhookName, ClientConfig: o.clientConfig(PolicyPath),
+		Rules: []admv1.RuleWithOperations{{
+			Operations: []admv1.OperationType{admv1.Create, admv1.Update},
+			Rule: admv1.Rule{APIGroups: []string{"kyverno.io"}, APIVersions: []string{"*"},
+				Resources: []string{"clusterpolicies", "policies"}, Scope: ptr(admv1.AllScopes)},
+		}},
+		FailurePolicy: ptr(admv1.Ignore), MatchPolicy: ptr(admv1.Equivalent),
+		SideEffects: ptr(admv1.SideEffectClassNone), TimeoutSeconds: ptr(o.TimeoutSeconds),
+		AdmissionReviewVersions: []string{"v1"},
+	}
 }
 
 // String describes a webhook's rules in one line, for logs.

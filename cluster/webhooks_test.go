@@ -199,3 +199,29 @@ func checkWebhooksGolden(t *testing.T, name string, mwc, vwc any) {
 		t.Errorf("webhook configurations differ from %s (go test -run %s -update):\n%s", golden, t.Name(), buf.String())
 	}
 }
+
+// ValidatePolicies adds the policies' own webhook: every version of the
+// ClusterPolicies and Policies, created or updated, on PolicyPath, with
+// failure policy Ignore; without it, none.
+func TestPolicyWebhook(t *testing.T) {
+	opts := webhookOptions()
+	_, vwc, _ := WebhookConfigurations(webhookPolicies(t), served(), opts)
+	if slices.ContainsFunc(vwc.Webhooks, func(w admv1.ValidatingWebhook) bool { return w.Name == PolicyWebhookName }) {
+		t.Fatal("the policy webhook without ValidatePolicies")
+	}
+	opts.ValidatePolicies = true
+	_, vwc, _ = WebhookConfigurations(webhookPolicies(t), served(), opts)
+	i := slices.IndexFunc(vwc.Webhooks, func(w admv1.ValidatingWebhook) bool { return w.Name == PolicyWebhookName })
+	if i < 0 {
+		t.Fatal("no policy webhook with ValidatePolicies")
+	}
+	w := vwc.Webhooks[i]
+	rules := WebhookRules(&admv1.MutatingWebhookConfiguration{}, &admv1.ValidatingWebhookConfiguration{Webhooks: []admv1.ValidatingWebhook{w}})
+	if want := []string{PolicyWebhookName + ": kyverno.io/* clusterpolicies,policies [CREATE UPDATE]"}; !slices.Equal(rules, want) {
+		t.Errorf("rules %q, want %q", rules, want)
+	}
+	if w.ClientConfig.Service == nil || *w.ClientConfig.Service.Path != PolicyPath || *w.FailurePolicy != admv1.Ignore ||
+		*w.SideEffects != admv1.SideEffectClassNone || w.NamespaceSelector != nil {
+		t.Errorf("policy webhook: %+v", w)
+	}
+}

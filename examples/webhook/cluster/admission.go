@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gavelpolicy/gavel/admission"
 	"github.com/gavelpolicy/gavel/api"
@@ -28,7 +30,8 @@ import (
 // policies with the same selectors); /mutate likewise; /validate and
 // /mutate alone serve every policy (static webhook configurations);
 // /downstream the updates and deletions of generated resources and clone
-// sources.
+// sources; /policyvalidate the ClusterPolicies and Policies created or
+// updated (servePolicy).
 type webhook struct {
 	src *cluster.PolicySource
 	// host gives subresource requests their resource's kind (nil: left
@@ -82,6 +85,7 @@ func (w *webhook) handler() http.Handler {
 		mux.HandleFunc("POST "+cluster.MutatePath+route.path, w.serve(cluster.MutatingWebhook, route.set, w.mutate))
 	}
 	mux.HandleFunc("POST "+cluster.DownstreamPath, w.serveDownstream)
+	mux.HandleFunc("POST "+cluster.PolicyPath, w.servePolicy)
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", w.readyz)
 	return instrument(mux, w.metrics)
@@ -275,6 +279,46 @@ func celMutations(resp *engine.Response) *engine.Response {
 // for the leader, now or when one starts. It always admits: a request it
 // cannot decode, or a failure to write, is logged and counted, never a
 // denial.
+// servePolicy answers the policies' own webhook: a ClusterPolicy or
+// Policy is admitted when the engine of the served policies compiles it,
+// refused with the compiler's errors otherwise (the API server shows
+// them after "denied the request: "), as upstream's policy validating
+// webhook refuses an invalid policy.
+func (w *webhook) servePolicy(rw http.ResponseWriter, r *http.Request) {
+	review := decode(rw, r)
+	if review == nil {
+		return
+	}
+	resp := &admissionv1.AdmissionResponse{Allowed: true}
+	if err := w.checkPolicy(review.Request.Object.Raw); err != nil {
+		resp.Allowed = false
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonBadRequest,
+			Code: http.StatusBadRequest, Message: err.Error()}
+	}
+	respond(rw, review, resp)
+}
+
+// checkPolicy compiles the policy of an admission request's object.
+func (w *webhook) checkPolicy(raw []byte) error {
+	if w.src == nil || w.src.Set() == nil {
+		return nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return fmt.Errorf("the policy is not a JSON object: %w", err)
+	}
+	if md, _ := obj["metadata"].(map[string]any); md["deletionTimestamp"] != nil {
+		// going: its finalizers may be removed whatever it holds
+		return nil
+	}
+	p, err := api.DecodePolicy(api.Document{Source: "admission request", Object: obj})
+	if err != nil {
+		return err
+	}
+	_, err = w.src.Set().Engine().Compile(p)
+	return err
+}
+
 func (w *webhook) serveDownstream(rw http.ResponseWriter, r *http.Request) {
 	review := decode(rw, r)
 	if review == nil {

@@ -99,6 +99,7 @@ type options struct {
 	logLevel, logFormat              string
 	verifyImages                     bool
 	network                          bool
+	validatePolicies                 bool
 	tufURL, tufCache                 string
 	imageVerifyCacheTTL              time.Duration
 	imageVerifyCacheSize             int
@@ -151,6 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.webhookTimeout, "webhook-timeout", 10, "timeout of the webhooks, seconds (a policy's webhookTimeoutSeconds raises its webhook's)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&o.validatePolicies, "validate-policies", true, "the leader adds a webhook of the ClusterPolicies and Policies: an invalid one is refused with its errors, as upstream's policy validating webhook (failure policy Ignore)")
 	fs.BoolVar(&o.network, "network", true, "policies reach the network as upstream's do: the registries (imageRegistry context entries, image.GetMetadata), services (apiCall.service) and the CEL http library, which keeps upstream's blocklist (cloud metadata endpoints, loopback)")
 	fs.BoolVar(&o.verifyImages, "verify-images", true, "verify image signatures of verifyImages rules (keys and imagePullSecrets read from the cluster)")
 	fs.StringVar(&o.tufURL, "tuf-url", "https://tuf-repo-cdn.sigstore.dev", "TUF repository of Sigstore's trusted root, fetched when a keyless attestor first needs it (empty: none)")
@@ -454,6 +456,7 @@ func webhookOptions(o *options) (cluster.WebhookOptions, error) {
 	wo := cluster.WebhookOptions{
 		Name: o.webhookName, URL: o.webhookURL, CABundle: ca, TimeoutSeconds: int32(o.webhookTimeout),
 		OwnerClusterRole: o.webhookOwner, FailurePolicy: admv1.FailurePolicyType(o.webhookFailurePolicy),
+		ValidatePolicies: o.validatePolicies,
 	}
 	switch wo.FailurePolicy {
 	case "", admv1.Fail, admv1.Ignore:
