@@ -30,16 +30,16 @@ import (
 const EventComponent = "gavel"
 
 // The reporting controllers (events.k8s.io/v1 reportingController) of
-// gavel's events, upstream's sources with gavel's name: kyverno-admission,
-// kyverno-scan, kyverno-generate, kyverno-mutate and kyverno-cleanup
-// upstream. The reporting instance is the controller followed by "-" and
-// the host name, as upstream's.
+// gavel's events: upstream's, so that what selects Kyverno's events
+// (alerts, dashboards, upstream's own tests) selects gavel's, as the
+// reports keep upstream's source "kyverno". The reporting instance is the
+// controller followed by "-" and the host name, as upstream's.
 const (
-	EventSourceAdmission = "gavel-admission"
-	EventSourceScan      = "gavel-scan"
-	EventSourceGenerate  = "gavel-generate"
-	EventSourceMutate    = "gavel-mutate"
-	EventSourceCleanup   = "gavel-cleanup"
+	EventSourceAdmission = "kyverno-admission"
+	EventSourceScan      = "kyverno-scan"
+	EventSourceGenerate  = "kyverno-generate"
+	EventSourceMutate    = "kyverno-mutate"
+	EventSourceCleanup   = "kyverno-cleanup"
 )
 
 // The reasons of gavel's events, upstream's (EventReasonPolicyError is

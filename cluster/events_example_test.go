@@ -91,7 +91,7 @@ spec:
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Output:
-	// default Warning PolicyViolation Resource Blocked gavel-admission
+	// default Warning PolicyViolation Resource Blocked kyverno-admission
 	// ClusterPolicy require-team related: Pod shop/web
 	// Pod shop/web: [check-team] fail (blocked); validation error: label team is required. rule check-team failed at path /metadata/labels/
 }

@@ -178,32 +178,32 @@ func TestAdmissionEvents(t *testing.T) {
 		name:   "denied: the Enforce and Deny policies' failures, blocked; no Audit ClusterPolicy, no resource event",
 		labels: map[string]any{"owner": "me"}, podName: "p", blocked: true,
 		want: []string{
-			"default|Warning|PolicyViolation|Resource Blocked|gavel-admission|gavel-admission|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|" +
+			"default|Warning|PolicyViolation|Resource Blocked|kyverno-admission|kyverno-admission|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|" +
 				"Pod default/p: [check-team] fail (blocked); validation error: label team is required. rule check-team failed at path /metadata/labels/team/",
-			"default|Warning|PolicyViolation|Resource Blocked|gavel-admission|gavel-admission|policies.kyverno.io/v1 ValidatingPolicy /vp-env uid=vpol-1|v1 Pod default/p uid=pod-uid|" +
+			"default|Warning|PolicyViolation|Resource Blocked|kyverno-admission|kyverno-admission|policies.kyverno.io/v1 ValidatingPolicy /vp-env uid=vpol-1|v1 Pod default/p uid=pod-uid|" +
 				"Pod default/p: fail (blocked); env label required",
 		},
 	}, {
 		name:   "admitted: Audit failures on the policy and on the resource; passes omitted",
 		labels: map[string]any{"team": "a", "env": "prod"}, podName: "p",
 		want: []string{
-			"default|Warning|PolicyViolation|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v1 ClusterPolicy /audit-owner uid=cpol-2|v1 Pod default/p uid=pod-uid|" +
+			"default|Warning|PolicyViolation|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v1 ClusterPolicy /audit-owner uid=cpol-2|v1 Pod default/p uid=pod-uid|" +
 				"Pod default/p: [check-owner] fail; validation error: label owner is required. rule check-owner failed at path /metadata/labels/owner/",
-			"default|Warning|PolicyViolation|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|" +
+			"default|Warning|PolicyViolation|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|" +
 				"Pod default/p: [check-app] fail; validation error: label app is required. rule check-app failed at path /metadata/labels/app/",
-			"default|Warning|PolicyViolation|Resource Passed|gavel-admission|gavel-admission|v1 Pod default/p uid=pod-uid|-|" +
+			"default|Warning|PolicyViolation|Resource Passed|kyverno-admission|kyverno-admission|v1 Pod default/p uid=pod-uid|-|" +
 				"policy audit-owner/check-owner fail: validation error: label owner is required. rule check-owner failed at path /metadata/labels/owner/",
-			"default|Warning|PolicyViolation|Resource Passed|gavel-admission|gavel-admission|v1 Pod default/p uid=pod-uid|-|" +
+			"default|Warning|PolicyViolation|Resource Passed|kyverno-admission|kyverno-admission|v1 Pod default/p uid=pod-uid|-|" +
 				"policy ns-app/check-app fail: validation error: label app is required. rule check-app failed at path /metadata/labels/app/",
 		},
 	}, {
 		name:   "admitted, success events on: PolicyApplied pass on the policies",
 		labels: map[string]any{"team": "a", "env": "prod", "owner": "me", "app": "x"}, podName: "p", opts: all, cfg: success,
 		want: []string{
-			"default|Normal|PolicyApplied|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v1 ClusterPolicy /audit-owner uid=cpol-2|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
-			"default|Normal|PolicyApplied|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
-			"default|Normal|PolicyApplied|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
-			"default|Normal|PolicyApplied|Resource Passed|gavel-admission|gavel-admission|policies.kyverno.io/v1 ValidatingPolicy /vp-env uid=vpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
+			"default|Normal|PolicyApplied|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v1 ClusterPolicy /audit-owner uid=cpol-2|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
+			"default|Normal|PolicyApplied|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
+			"default|Normal|PolicyApplied|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
+			"default|Normal|PolicyApplied|Resource Passed|kyverno-admission|kyverno-admission|policies.kyverno.io/v1 ValidatingPolicy /vp-env uid=vpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
 		},
 	}, {
 		name:   "success events on but not in generateSuccessEvents: none",
@@ -216,7 +216,7 @@ func TestAdmissionEvents(t *testing.T) {
 		name:   "mutation: PolicyApplied, mutated",
 		labels: map[string]any{"team": "a"}, podName: "p", mutate: true, opts: all, cfg: success,
 		want: []string{
-			"default|Normal|PolicyApplied|Resource Mutated|gavel-admission|gavel-admission|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/p uid=pod-uid|Pod default/p is successfully mutated",
+			"default|Normal|PolicyApplied|Resource Mutated|kyverno-admission|kyverno-admission|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/p uid=pod-uid|Pod default/p is successfully mutated",
 		},
 	}, {
 		name:   "PolicyViolation omitted",
@@ -283,11 +283,11 @@ func TestExceptionEvents(t *testing.T) {
 	uid := func(key string) types.UID { return types.UID("uid-" + key[:6]) }
 	got := made(r, r.admissionEvents(resp, false, uid))
 	want := []string{
-		"default|Normal|PolicySkipped|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|" +
+		"default|Normal|PolicySkipped|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|" +
 			"resource Pod/default/p was skipped from rule check-app due to policy exceptions team-a/allow-p, team-b/allow-all",
-		"team-a|Normal|PolicySkipped|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v2 PolicyException team-a/allow-p uid=uid-team-a|v1 Pod default/p uid=pod-uid|" +
+		"team-a|Normal|PolicySkipped|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v2 PolicyException team-a/allow-p uid=uid-team-a|v1 Pod default/p uid=pod-uid|" +
 			"resource Pod/default/p was skipped from policy rule default/ns-app/check-app",
-		"team-b|Normal|PolicySkipped|Resource Passed|gavel-admission|gavel-admission|kyverno.io/v2 PolicyException team-b/allow-all uid=uid-team-b|v1 Pod default/p uid=pod-uid|" +
+		"team-b|Normal|PolicySkipped|Resource Passed|kyverno-admission|kyverno-admission|kyverno.io/v2 PolicyException team-b/allow-all uid=uid-team-b|v1 Pod default/p uid=pod-uid|" +
 			"resource Pod/default/p was skipped from policy rule default/ns-app/check-app",
 	}
 	if !slices.Equal(got, want) {
@@ -321,12 +321,12 @@ func TestBackgroundEvents(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"default|Normal|PolicyApplied|Resource Passed|gavel-scan|gavel-scan|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
-		"default|Normal|PolicyApplied|Resource Passed|gavel-scan|gavel-scan|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
-		"default|Normal|PolicyApplied|Resource Passed|gavel-scan|gavel-scan|policies.kyverno.io/v1 ValidatingPolicy /vp-env uid=vpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
-		"default|Warning|PolicyViolation|Resource Passed|gavel-scan|gavel-scan|kyverno.io/v1 ClusterPolicy /audit-owner uid=cpol-2|v1 Pod default/p uid=pod-uid|" +
+		"default|Normal|PolicyApplied|Resource Passed|kyverno-scan|kyverno-scan|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
+		"default|Normal|PolicyApplied|Resource Passed|kyverno-scan|kyverno-scan|kyverno.io/v1 Policy default/ns-app uid=pol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
+		"default|Normal|PolicyApplied|Resource Passed|kyverno-scan|kyverno-scan|policies.kyverno.io/v1 ValidatingPolicy /vp-env uid=vpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: pass",
+		"default|Warning|PolicyViolation|Resource Passed|kyverno-scan|kyverno-scan|kyverno.io/v1 ClusterPolicy /audit-owner uid=cpol-2|v1 Pod default/p uid=pod-uid|" +
 			"Pod default/p: [check-owner] fail; validation error: label owner is required. rule check-owner failed at path /metadata/labels/owner/",
-		"default|Warning|PolicyViolation|Resource Passed|gavel-scan|gavel-scan|v1 Pod default/p uid=pod-uid|-|" +
+		"default|Warning|PolicyViolation|Resource Passed|kyverno-scan|kyverno-scan|v1 Pod default/p uid=pod-uid|-|" +
 			"policy audit-owner/check-owner fail: validation error: label owner is required. rule check-owner failed at path /metadata/labels/owner/",
 	}
 	if !slices.Equal(got, want) {
@@ -343,9 +343,9 @@ func TestBackgroundEvents(t *testing.T) {
 	}}}
 	got = made(r, updateRequestEvents(gen, results))
 	want = []string{
-		"default|Normal|PolicyApplied|None|gavel-generate|gavel-generate|v1 ConfigMap default/team-cm uid=|-|Created ConfigMap team-cm as a result of applying policy require-team/gen-cm",
-		"default|Normal|PolicyApplied|Resource Generated|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 ConfigMap default/team-cm uid=|resource generated",
-		"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|" +
+		"default|Normal|PolicyApplied|None|kyverno-generate|kyverno-generate|v1 ConfigMap default/team-cm uid=|-|Created ConfigMap team-cm as a result of applying policy require-team/gen-cm",
+		"default|Normal|PolicyApplied|Resource Generated|kyverno-generate|kyverno-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 ConfigMap default/team-cm uid=|resource generated",
+		"default|Warning|PolicyError|None|kyverno-generate|kyverno-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|" +
 			"policy require-team/gen-bad error: failed to create ConfigMap default/x: forbidden",
 	}
 	if !slices.Equal(got, want) {
@@ -360,8 +360,8 @@ func TestBackgroundEvents(t *testing.T) {
 	}}}
 	got = made(r, updateRequestEvents(mut, results))
 	want = []string{
-		"default|Normal|PolicyApplied|Resource Mutated|gavel-mutate|gavel-mutate|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/target uid=pod-uid|resource mutated",
-		"default|Warning|PolicyError|None|gavel-mutate|gavel-mutate|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/p uid=pod-uid|policy add-tier/add-2 error: conflict",
+		"default|Normal|PolicyApplied|Resource Mutated|kyverno-mutate|kyverno-mutate|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/target uid=pod-uid|resource mutated",
+		"default|Warning|PolicyError|None|kyverno-mutate|kyverno-mutate|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/p uid=pod-uid|policy add-tier/add-2 error: conflict",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("mutate-existing events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -376,9 +376,9 @@ func TestBackgroundEvents(t *testing.T) {
 	mut.Spec.Policy = "mp-team"
 	got = made(r, updateRequestEvents(mut, results))
 	want = []string{
-		"default|Normal|PolicyApplied|Resource Mutated|gavel-mutate|gavel-mutate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/target uid=pod-uid|Pod default/target is successfully mutated",
-		"default|Warning|PolicyViolation|Resource Passed|gavel-mutate|gavel-mutate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: error; target not found",
-		"default|Warning|PolicyViolation|Resource Passed|gavel-mutate|gavel-mutate|v1 Pod default/p uid=pod-uid|-|policy mp-team/ error: target not found",
+		"default|Normal|PolicyApplied|Resource Mutated|kyverno-mutate|kyverno-mutate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/target uid=pod-uid|Pod default/target is successfully mutated",
+		"default|Warning|PolicyViolation|Resource Passed|kyverno-mutate|kyverno-mutate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/p uid=pod-uid|Pod default/p: error; target not found",
+		"default|Warning|PolicyViolation|Resource Passed|kyverno-mutate|kyverno-mutate|v1 Pod default/p uid=pod-uid|-|policy mp-team/ error: target not found",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("MutatingPolicy events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -407,9 +407,9 @@ func TestCleanupEvents(t *testing.T) {
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "old"}}}
 	got := made(r, []eventInfo{cleanupEvent(del, j, nil), cleanupEvent(del, ns, errors.New("forbidden")), cleanupEvent(cln, j, nil)})
 	want := []string{
-		"ci|Normal|PolicyApplied|Resource Cleaned Up|gavel-cleanup|gavel-cleanup|kyverno.io/v2 CleanupPolicy ci/tmp-jobs uid=|batch/v1 Job ci/done uid=|successfully cleaned up the target resource Job/ci/done",
-		"default|Normal|PolicyApplied|Resource Cleaned Up|gavel-cleanup|gavel-cleanup|policies.kyverno.io/v1 DeletingPolicy /completed-jobs uid=|batch/v1 Job ci/done uid=|successfully deleted the target resource Job/ci/done",
-		"default|Warning|PolicyError|None|gavel-cleanup|gavel-cleanup|policies.kyverno.io/v1 DeletingPolicy /completed-jobs uid=|v1 Namespace /old uid=|failed to delete the target resource Namespace//old: forbidden",
+		"ci|Normal|PolicyApplied|Resource Cleaned Up|kyverno-cleanup|kyverno-cleanup|kyverno.io/v2 CleanupPolicy ci/tmp-jobs uid=|batch/v1 Job ci/done uid=|successfully cleaned up the target resource Job/ci/done",
+		"default|Normal|PolicyApplied|Resource Cleaned Up|kyverno-cleanup|kyverno-cleanup|policies.kyverno.io/v1 DeletingPolicy /completed-jobs uid=|batch/v1 Job ci/done uid=|successfully deleted the target resource Job/ci/done",
+		"default|Warning|PolicyError|None|kyverno-cleanup|kyverno-cleanup|policies.kyverno.io/v1 DeletingPolicy /completed-jobs uid=|v1 Namespace /old uid=|failed to delete the target resource Namespace//old: forbidden",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -504,7 +504,7 @@ func TestEventRecorderQueue(t *testing.T) {
 	if len(evs.Items) != 2 {
 		t.Fatalf("%d events written", len(evs.Items))
 	}
-	if got := describeEvent(&evs.Items[0]); !strings.HasPrefix(got, "ns|Warning|PolicyViolation|Resource Passed|gavel-scan|gavel-scan-") ||
+	if got := describeEvent(&evs.Items[0]); !strings.HasPrefix(got, "ns|Warning|PolicyViolation|Resource Passed|kyverno-scan|kyverno-scan-") ||
 		!strings.HasSuffix(got, "|v1 Pod ns/p uid=|-|n") {
 		t.Errorf("event %s", got)
 	}
@@ -643,25 +643,25 @@ func TestQueueFailedEvents(t *testing.T) {
 		name: "generate: on the policy, with its key",
 		urs:  []*api.UpdateRequest{failed(api.URGenerate, "require-team"), failed(api.URGenerate, "default/ns-app"), queued},
 		want: []string{
-			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|-|" +
+			"default|Warning|PolicyError|None|kyverno-generate|kyverno-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|-|" +
 				"policy require-team error: cluster: writing UpdateRequest: forbidden",
-			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 Policy default/ns-app uid=pol-1|-|" +
+			"default|Warning|PolicyError|None|kyverno-generate|kyverno-generate|kyverno.io/v1 Policy default/ns-app uid=pol-1|-|" +
 				"policy default/ns-app error: cluster: writing UpdateRequest: forbidden",
 		},
 	}, {
 		name: "mutate-existing: related to the trigger",
 		urs:  []*api.UpdateRequest{failed(api.URMutate, "add-tier"), failed(api.URMutate, "mp-team")},
 		want: []string{
-			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/p uid=pod-uid|" +
+			"default|Warning|PolicyError|None|kyverno-generate|kyverno-generate|kyverno.io/v1 ClusterPolicy /add-tier uid=cpol-3|v1 Pod default/p uid=pod-uid|" +
 				"policy add-tier error: failed to create update request: cluster: writing UpdateRequest: forbidden",
-			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/p uid=pod-uid|" +
+			"default|Warning|PolicyError|None|kyverno-generate|kyverno-generate|policies.kyverno.io/v1 MutatingPolicy /mp-team uid=mpol-1|v1 Pod default/p uid=pod-uid|" +
 				"policy mp-team error: failed to create update request: cluster: writing UpdateRequest: forbidden",
 		},
 	}, {
 		name: "downstream change: related to the changed resource", downstream: true,
 		urs: []*api.UpdateRequest{failed(api.URGenerate, "require-team")},
 		want: []string{
-			"default|Warning|PolicyError|None|gavel-generate|gavel-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|" +
+			"default|Warning|PolicyError|None|kyverno-generate|kyverno-generate|kyverno.io/v1 ClusterPolicy /require-team uid=cpol-1|v1 Pod default/p uid=pod-uid|" +
 				"policy require-team error: cluster: writing UpdateRequest: forbidden",
 		},
 	}, {

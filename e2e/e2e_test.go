@@ -232,7 +232,7 @@ func TestScenarios(t *testing.T) {
 				seen = append(seen, ev.Note)
 				if ev.Regarding.Kind == "ClusterPolicy" && ev.Regarding.Name == "require-team" && ev.Regarding.APIVersion == "kyverno.io/v1" &&
 					ev.Related != nil && ev.Related.Kind == "Pod" && ev.Related.Namespace == "e2e" && ev.Related.Name == "no-team" &&
-					ev.Type == "Warning" && ev.Action == "Resource Blocked" && ev.ReportingController == "gavel-admission" &&
+					ev.Type == "Warning" && ev.Action == "Resource Blocked" && ev.ReportingController == "kyverno-admission" &&
 					strings.HasPrefix(ev.Note, "Pod e2e/no-team: [check-team] fail (blocked); validation error: label `team` is required.") {
 					return true
 				}

@@ -119,7 +119,7 @@ func TestDeletingPolicyOnSchedule(t *testing.T) {
 		n := 0
 		for _, ev := range l.Items {
 			if ev.Reason == "PolicyApplied" && ev.Regarding.Kind == "DeletingPolicy" && ev.Related != nil && strings.HasPrefix(ev.Related.Name, "expired-") &&
-				ev.Action == "Resource Cleaned Up" && ev.ReportingController == "gavel-cleanup" && ev.Type == "Normal" &&
+				ev.Action == "Resource Cleaned Up" && ev.ReportingController == "kyverno-cleanup" && ev.Type == "Normal" &&
 				ev.Note == "successfully deleted the target resource ConfigMap/dpol-a/"+ev.Related.Name {
 				n++
 			}
