@@ -230,8 +230,8 @@ func (e *Engine) validatePatterns(rs *reqState, r *rule, sc *scope, b *validateB
 		if r.validate.rawMessage == "" {
 			return decided(StatusFail, anyPatternMessage(r.name, "", misses, false)), true
 		}
-		msg, ok := ruleMessage(r, sc)
-		if !ok {
+		msg, err := sc.renderString(r.validate.message)
+		if err != nil {
 			return decided(StatusFail, "validation error: variables substitution error in rule "+r.name+" execution error: "+
 				strings.TrimPrefix(anyPatternMessage(r.name, "", misses, false), "validation error: ")), true
 		}
@@ -305,18 +305,6 @@ func asPatternError(err error) (*patterns.Error, bool) {
 	return nil, false
 }
 
-// ruleMessage renders the rule's validate.message with its variables;
-// false when they do not resolve to a string.
-func ruleMessage(r *rule, sc *scope) (string, bool) {
-	msg, ok := r.validate.message.Literal()
-	if ok {
-		return msg, true
-	}
-	out, err := r.validate.message.Render(sc, sc.evalOpts()...)
-	msg, ok = out.(string)
-	return msg, ok && err == nil
-}
-
 // patternMessage is upstream's buildErrorMessage.
 func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) string {
 	v := r.validate
@@ -326,8 +314,8 @@ func (e *Engine) patternMessage(r *rule, sc *scope, err error, path string) stri
 		}
 		return fmt.Sprintf("validation error: rule %s execution error: %s", r.name, err.Error())
 	}
-	msg, ok := ruleMessage(r, sc)
-	if !ok {
+	msg, serr := sc.renderString(v.message)
+	if serr != nil {
 		return fmt.Sprintf("validation error: variables substitution error in rule %s execution error: %s", r.name, err.Error())
 	}
 	if !strings.HasSuffix(msg, ".") {

@@ -40,7 +40,7 @@ func (e *Engine) checkExpressions(r *api.Rule, ruleDoc map[string]any, docErr er
 	}
 	for _, v := range vars {
 		if background && !(r.Mutation != nil && len(r.Mutation.Targets) > 0) {
-			if _, ok := admissionOnly(v.Source); ok {
+			if admissionOnly(v.Source) {
 				// upstream names the variable as written, braces included
 				errs = append(errs, field.Forbidden(pointerPath(path, v.Path),
 					fmt.Sprintf("only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: variable %s is not allowed", v.Source)))
@@ -116,7 +116,7 @@ func pointerPath(base *field.Path, p string) *field.Path {
 // such as request.object.spec.serviceAccountName) is allowed.
 var admissionOnlyVariables = []string{"serviceAccountName", "serviceAccountNamespace", "request.userInfo", "request.roles", "request.clusterRoles"}
 
-func admissionOnly(src string) (string, bool) {
+func admissionOnly(src string) bool {
 	for _, name := range admissionOnlyVariables {
 		for i := 0; ; {
 			j := strings.Index(src[i:], name)
@@ -128,12 +128,12 @@ func admissionOnly(src string) (string, bool) {
 			before := at > 0 && src[at-1] != '.'
 			boundary := end == len(src) || !isWordByte(src[end])
 			if before && boundary {
-				return name, true
+				return true
 			}
 			i = at + 1
 		}
 	}
-	return "", false
+	return false
 }
 
 func isWordByte(c byte) bool {

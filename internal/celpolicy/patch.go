@@ -156,8 +156,7 @@ func jsonPatchOps(v ref.Val) (jsonpatch.Patch, error) {
 // \x01, are not JSON, and json-patch's decoder panics on them.
 func jsonString(s string) *json.RawMessage {
 	b, _ := json.Marshal(s) // a string always marshals
-	m := json.RawMessage(b)
-	return &m
+	return raw(string(b))
 }
 
 func raw(s string) *json.RawMessage {

@@ -279,6 +279,24 @@ func celMutations(resp *engine.Response) *engine.Response {
 // for the leader, now or when one starts. It always admits: a request it
 // cannot decode, or a failure to write, is logged and counted, never a
 // denial.
+func (w *webhook) serveDownstream(rw http.ResponseWriter, r *http.Request) {
+	review := decode(rw, r)
+	if review == nil {
+		return
+	}
+	req, err := admission.Request(review.Request)
+	switch {
+	case err != nil:
+		w.log.Warn("downstream: request not understood", "err", err)
+	case w.downstream != nil:
+		if _, err := w.downstream.Handle(r.Context(), w.src.Set(), req); err != nil {
+			w.log.Error("downstream: writing the UpdateRequest", "operation", req.Operation, "kind", req.Kind.Kind,
+				"namespace", req.Namespace, "name", req.Name, "failed", w.downstream.Failed(), "err", err)
+		}
+	}
+	respond(rw, review, &admissionv1.AdmissionResponse{Allowed: true})
+}
+
 // servePolicy answers the policies' own webhook: a ClusterPolicy or
 // Policy is admitted when the engine of the served policies compiles it,
 // refused with the compiler's errors otherwise (the API server shows
@@ -317,22 +335,4 @@ func (w *webhook) checkPolicy(raw []byte) error {
 	}
 	_, err = w.src.Set().Engine().Compile(p)
 	return err
-}
-
-func (w *webhook) serveDownstream(rw http.ResponseWriter, r *http.Request) {
-	review := decode(rw, r)
-	if review == nil {
-		return
-	}
-	req, err := admission.Request(review.Request)
-	switch {
-	case err != nil:
-		w.log.Warn("downstream: request not understood", "err", err)
-	case w.downstream != nil:
-		if _, err := w.downstream.Handle(r.Context(), w.src.Set(), req); err != nil {
-			w.log.Error("downstream: writing the UpdateRequest", "operation", req.Operation, "kind", req.Kind.Kind,
-				"namespace", req.Namespace, "name", req.Name, "failed", w.downstream.Failed(), "err", err)
-		}
-	}
-	respond(rw, review, &admissionv1.AdmissionResponse{Allowed: true})
 }
